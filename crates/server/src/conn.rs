@@ -1,0 +1,502 @@
+//! One client connection: handshake, authentication and the command loop.
+//!
+//! Bytes are read from the socket into a [`PacketDecoder`]; every reply to one
+//! command is built in one [`PacketWriter`] buffer and written with one call.
+//! Pipelined commands are answered in order. A protocol error that leaves the
+//! stream unreliable (oversized packet, sequence mismatch) ends the connection
+//! after an ERR packet, as MySQL does; SQL errors never do.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use quill_protocol::binary::{BinaryValue, StatementParams};
+use quill_protocol::command::{Command, parse_command};
+use quill_protocol::constants::{ColumnType, capabilities::*, status::*};
+use quill_protocol::handshake::{ClientHello, InitialHandshake, parse_client_hello, write_initial_handshake};
+use quill_protocol::response::{self, ColumnDefinition, OkPacket, StmtPrepareOk};
+use quill_protocol::{PacketDecoder, PacketWriter, ProtocolError, auth};
+use quill_sql::query::{OutColumn, flags};
+use quill_sql::types::{IntKind, SqlType};
+use quill_sql::{Engine, Outcome, Session, SqlError};
+use quill_storage::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Bytes read from the socket per read call.
+pub const READ_BUFFER_BYTES: usize = 64 * 1024;
+
+struct Conn {
+    stream: TcpStream,
+    decoder: PacketDecoder,
+    caps: u32,
+    read_buf: Vec<u8>,
+}
+
+impl Conn {
+    async fn read_packet(&mut self) -> Result<Option<(u8, Vec<u8>)>, ProtocolError> {
+        loop {
+            if let Some(p) = self.decoder.next_packet()? {
+                return Ok(Some(p));
+            }
+            let n = self.stream.read(&mut self.read_buf).await.map_err(|_| ProtocolError::EmptyPacket)?;
+            if n == 0 {
+                return Ok(None);
+            }
+            self.decoder.feed(&self.read_buf[..n]);
+        }
+    }
+
+    async fn send(&mut self, w: &mut PacketWriter) -> bool {
+        let bytes = w.take();
+        self.stream.write_all(&bytes).await.is_ok()
+    }
+}
+
+fn send_error(w: &mut PacketWriter, caps: u32, e: &SqlError) {
+    response::write_err(w, caps, e.code, e.state, &e.message);
+}
+
+/// Serve one connection until the client quits or the stream fails.
+pub async fn serve(stream: TcpStream, engine: Arc<Engine>, connection_id: u32) {
+    let peer = stream.peer_addr().map(|a| a.ip().to_string()).unwrap_or_else(|_| "unknown".into());
+    let max_packet: usize = engine.global("max_allowed_packet").and_then(|v| v.parse().ok()).unwrap_or(64 << 20);
+    let mut conn = Conn { stream, decoder: PacketDecoder::new(max_packet), caps: 0, read_buf: vec![0; READ_BUFFER_BYTES] };
+    let _ = conn.stream.set_nodelay(true);
+
+    let max_connections: u64 = engine.global("max_connections").and_then(|v| v.parse().ok()).unwrap_or(151);
+    let connected = engine.status.threads_connected.load(std::sync::atomic::Ordering::Relaxed);
+    let mut w = PacketWriter::new(0);
+    if connected >= max_connections {
+        response::write_err(&mut w, CLIENT_PROTOCOL_41, 1040, "08004", "Too many connections");
+        conn.send(&mut w).await;
+        return;
+    }
+    let scramble = auth::generate_scramble();
+    let server_caps = DEFAULT_SERVER_CAPABILITIES;
+    write_initial_handshake(
+        &mut w,
+        &InitialHandshake {
+            server_version: quill_sql::SERVER_VERSION,
+            connection_id,
+            scramble: &scramble,
+            capabilities: server_caps,
+            charset: 255,
+            status_flags: SERVER_STATUS_AUTOCOMMIT,
+            auth_plugin_name: auth::MYSQL_NATIVE_PASSWORD,
+        },
+    );
+    if !conn.send(&mut w).await {
+        return;
+    }
+    conn.decoder.set_expected_seq(1);
+    let hello = match conn.read_packet().await {
+        Ok(Some((_, p))) => p,
+        _ => return,
+    };
+    let mut w = PacketWriter::new(conn.decoder.expected_seq());
+    let response = match parse_client_hello(&hello) {
+        Ok(ClientHello::Response(r)) => r,
+        Ok(ClientHello::SslRequest(_)) => {
+            response::write_err(&mut w, CLIENT_PROTOCOL_41, 1045, "28000", "SSL connection error: TLS is not yet available on this server");
+            conn.send(&mut w).await;
+            return;
+        }
+        Err(_) => {
+            response::write_err(&mut w, CLIENT_PROTOCOL_41, 1043, "08S01", "Bad handshake");
+            conn.send(&mut w).await;
+            return;
+        }
+    };
+    conn.caps = response.capabilities & server_caps;
+    let caps = conn.caps;
+    let empty_password = response.auth_response.is_empty() || response.auth_response == [0];
+    if response.username != "root" || !empty_password {
+        let using = if empty_password { "NO" } else { "YES" };
+        response::write_err(&mut w, caps, 1045, "28000", &format!("Access denied for user '{}'@'{}' (using password: {using})", response.username, peer));
+        conn.send(&mut w).await;
+        return;
+    }
+    let mut session = Session::new(engine.clone(), connection_id, &response.username, &peer);
+    session.client_found_rows = caps & CLIENT_FOUND_ROWS != 0;
+    if let Some(db) = response.database.as_deref().filter(|d| !d.is_empty())
+        && let Err(e) = session.use_database(db)
+    {
+        send_error(&mut w, caps, &e);
+        conn.send(&mut w).await;
+        session.close();
+        return;
+    }
+    response::write_ok(&mut w, caps, &OkPacket { status_flags: SERVER_STATUS_AUTOCOMMIT, ..OkPacket::default() });
+    if !conn.send(&mut w).await {
+        session.close();
+        return;
+    }
+    command_loop(&mut conn, &mut session).await;
+    session.close();
+}
+
+struct Stmt {
+    params: StatementParams,
+    param_count: usize,
+}
+
+async fn command_loop(conn: &mut Conn, session: &mut Session) {
+    let mut statements: HashMap<u32, Stmt> = HashMap::new();
+    loop {
+        conn.decoder.set_expected_seq(0);
+        let payload = match conn.read_packet().await {
+            Ok(Some((_, p))) => p,
+            Ok(None) => return,
+            Err(e) => {
+                let mut w = PacketWriter::new(conn.decoder.expected_seq());
+                response::write_error(&mut w, conn.caps, &e.to_mysql());
+                conn.send(&mut w).await;
+                return;
+            }
+        };
+        let mut w = PacketWriter::new(conn.decoder.expected_seq());
+        let caps = conn.caps;
+        let cmd = match parse_command(&payload, caps) {
+            Ok(c) => c,
+            Err(e) => {
+                response::write_error(&mut w, caps, &e.to_mysql());
+                if !conn.send(&mut w).await {
+                    return;
+                }
+                continue;
+            }
+        };
+        match cmd {
+            Command::Quit => return,
+            Command::Ping | Command::Debug => ok(&mut w, caps, session, 0, 0, ""),
+            Command::ResetConnection => {
+                session.reset();
+                statements.clear();
+                ok(&mut w, caps, session, 0, 0, "");
+            }
+            Command::InitDb(db) => match session.use_database(&String::from_utf8_lossy(&db)) {
+                Ok(()) => ok(&mut w, caps, session, 0, 0, ""),
+                Err(e) => send_error(&mut w, caps, &e),
+            },
+            Command::Statistics => {
+                let uptime = session.info.engine.started.elapsed().as_secs();
+                let q = session.info.engine.status.questions.load(std::sync::atomic::Ordering::Relaxed);
+                let threads = session.info.engine.status.threads_connected.load(std::sync::atomic::Ordering::Relaxed);
+                w.write_packet(format!("Uptime: {uptime}  Threads: {threads}  Questions: {q}  Slow queries: 0  Opens: 0  Flush tables: 0  Open tables: 0  Queries per second avg: 0.000").as_bytes());
+            }
+            Command::Query { sql, .. } => {
+                let text = String::from_utf8_lossy(&sql).into_owned();
+                let results = session.run(&text).await;
+                let n = results.len();
+                for (i, r) in results.into_iter().enumerate() {
+                    let more = if i + 1 < n { SERVER_MORE_RESULTS_EXISTS } else { 0 };
+                    match r {
+                        Ok(outcome) => write_outcome(&mut w, caps, session, outcome, more, false),
+                        Err(e) => send_error(&mut w, caps, &e),
+                    }
+                }
+            }
+            Command::FieldList { table, .. } => {
+                let t = String::from_utf8_lossy(&table).into_owned();
+                match session.run(&format!("SHOW COLUMNS FROM `{t}`")).await.pop() {
+                    Some(Ok(Outcome::Rows(rs))) => {
+                        for r in &rs.rows {
+                            let name = quill_sql::ops::to_string_lossy(&r[0]);
+                            let def = ColumnDefinition {
+                                schema: session.info.db.clone().unwrap_or_default(),
+                                table: t.clone(),
+                                org_table: t.clone(),
+                                name: name.clone(),
+                                org_name: name,
+                                charset: 255,
+                                column_length: 255,
+                                column_type: ColumnType::VarString,
+                                flags: 0,
+                                decimals: 0,
+                            };
+                            response::write_field_list_column(&mut w, &def);
+                        }
+                        response::write_result_set_end(&mut w, caps, status(session, 0), 0);
+                    }
+                    Some(Err(e)) => send_error(&mut w, caps, &e),
+                    _ => ok(&mut w, caps, session, 0, 0, ""),
+                }
+            }
+            Command::ProcessKill(id) => match session.run(&format!("KILL {id}")).await.pop() {
+                Some(Err(e)) => send_error(&mut w, caps, &e),
+                _ => ok(&mut w, caps, session, 0, 0, ""),
+            },
+            Command::ChangeUser(cu) => {
+                let empty = cu.auth_response.is_empty() || cu.auth_response == [0];
+                if cu.username == "root" && empty {
+                    session.reset();
+                    statements.clear();
+                    let db_ok = match cu.database.as_deref().filter(|d| !d.is_empty()) {
+                        Some(db) => session.use_database(db),
+                        None => Ok(()),
+                    };
+                    match db_ok {
+                        Ok(()) => ok(&mut w, caps, session, 0, 0, ""),
+                        Err(e) => send_error(&mut w, caps, &e),
+                    }
+                } else {
+                    response::write_err(
+                        &mut w,
+                        caps,
+                        1045,
+                        "28000",
+                        &format!("Access denied for user '{}'@'{}' (using password: YES)", cu.username, session.info.host),
+                    );
+                    conn.send(&mut w).await;
+                    return;
+                }
+            }
+            Command::StmtPrepare(sql) => match session.prepare(&String::from_utf8_lossy(&sql)) {
+                Ok((id, count, columns)) => {
+                    if count > usize::from(u16::MAX) || columns.len() > usize::from(u16::MAX) {
+                        session.close_prepared(id);
+                        response::write_err(&mut w, caps, 1390, "HY000", "Prepared statement contains too many placeholders");
+                    } else {
+                        let params: Vec<ColumnDefinition> = (0..count)
+                            .map(|_| column_def(&OutColumn::computed("?", SqlType::VarChar { len: 0, collation: quill_storage::Collation::Binary })))
+                            .collect();
+                        let cols: Vec<ColumnDefinition> = columns.iter().map(column_def).collect();
+                        response::write_stmt_prepare_ok(&mut w, caps, StmtPrepareOk { stmt_id: id, warnings: 0 }, &params, &cols);
+                        statements.insert(id, Stmt { params: StatementParams::new(count as u16), param_count: count });
+                    }
+                }
+                Err(e) => send_error(&mut w, caps, &e),
+            },
+            Command::StmtExecute { stmt_id, flags, params, .. } => {
+                let Some(st) = statements.get_mut(&stmt_id) else {
+                    response::write_err(&mut w, caps, 1243, "HY000", &format!("Unknown prepared statement handler ({stmt_id}) given to mysqld_stmt_execute"));
+                    if !conn.send(&mut w).await {
+                        return;
+                    }
+                    continue;
+                };
+                let decoded = if st.param_count == 0 { Ok(Vec::new()) } else { st.params.decode_execute(&params, flags, caps).map(|p| p.values) };
+                match decoded {
+                    Ok(values) => {
+                        let values: Vec<Value> = values.into_iter().map(from_binary).collect();
+                        match session.execute_prepared(stmt_id, values).await {
+                            Ok(outcome) => write_outcome(&mut w, caps, session, outcome, 0, true),
+                            Err(e) => send_error(&mut w, caps, &e),
+                        }
+                    }
+                    Err(e) => response::write_error(&mut w, caps, &e.to_mysql()),
+                }
+            }
+            Command::StmtSendLongData { stmt_id, param_id, data } => {
+                if let Some(st) = statements.get_mut(&stmt_id) {
+                    let _ = st.params.append_long_data(param_id, &data);
+                }
+                continue;
+            }
+            Command::StmtClose(id) => {
+                statements.remove(&id);
+                session.close_prepared(id);
+                continue;
+            }
+            Command::StmtReset(id) => match statements.get_mut(&id) {
+                Some(st) => {
+                    st.params.reset();
+                    ok(&mut w, caps, session, 0, 0, "");
+                }
+                None => response::write_err(&mut w, caps, 1243, "HY000", &format!("Unknown prepared statement handler ({id}) given to mysqld_stmt_reset")),
+            },
+            Command::SetOption(_) => response::write_eof(&mut w, caps, 0, status(session, 0)),
+            Command::StmtFetch { .. } => response::write_err(&mut w, caps, 1235, "42000", "This version of MySQL doesn't yet support 'cursors'"),
+            Command::Unknown(_) => response::write_err(&mut w, caps, 1047, "08S01", "Unknown command"),
+        }
+        if !conn.send(&mut w).await {
+            return;
+        }
+    }
+}
+
+fn status(session: &Session, more: u16) -> u16 {
+    let mut s = more;
+    if session.autocommit() {
+        s |= SERVER_STATUS_AUTOCOMMIT;
+    }
+    if session.in_transaction() {
+        s |= SERVER_STATUS_IN_TRANS;
+    }
+    s
+}
+
+fn ok(w: &mut PacketWriter, caps: u32, session: &Session, affected: u64, last_insert_id: u64, info: &str) {
+    response::write_ok(
+        w,
+        caps,
+        &OkPacket { affected_rows: affected, last_insert_id, status_flags: status(session, 0), warnings: session.warning_count(), info, ..OkPacket::default() },
+    );
+}
+
+fn write_outcome(w: &mut PacketWriter, caps: u32, session: &Session, outcome: Outcome, more: u16, binary: bool) {
+    match outcome {
+        Outcome::Done { affected, last_insert_id, info } => {
+            response::write_ok(
+                w,
+                caps,
+                &OkPacket {
+                    affected_rows: affected,
+                    last_insert_id,
+                    status_flags: status(session, more),
+                    warnings: session.warning_count(),
+                    info: &info,
+                    ..OkPacket::default()
+                },
+            );
+        }
+        Outcome::Rows(rs) => {
+            let defs: Vec<ColumnDefinition> = rs.columns.iter().map(column_def).collect();
+            let st = status(session, more);
+            let warnings = session.warning_count();
+            if binary {
+                let rows: Vec<Vec<BinaryValue>> = rs.rows.iter().map(|r| r.iter().zip(&rs.columns).map(|(v, c)| to_binary(v, &c.ty)).collect()).collect();
+                if response::write_binary_result_set(w, caps, &defs, rows, st, warnings).is_err() {
+                    response::write_err(w, caps, 1105, "HY000", "internal error encoding a binary row");
+                }
+            } else {
+                let texts: Vec<Vec<Option<Vec<u8>>>> =
+                    rs.rows.iter().map(|r| r.iter().zip(&rs.columns).map(|(v, c)| quill_sql::types::to_text(v, &c.ty)).collect()).collect();
+                let refs: Vec<Vec<Option<&[u8]>>> = texts.iter().map(|r| r.iter().map(|v| v.as_deref()).collect()).collect();
+                if response::write_text_result_set(w, caps, &defs, refs, st, warnings).is_err() {
+                    response::write_err(w, caps, 1105, "HY000", "internal error encoding a row");
+                }
+            }
+        }
+    }
+}
+
+fn column_type(ty: &SqlType) -> ColumnType {
+    match ty {
+        SqlType::Int { kind, .. } => match kind {
+            IntKind::Tiny => ColumnType::Tiny,
+            IntKind::Small => ColumnType::Short,
+            IntKind::Medium => ColumnType::Int24,
+            IntKind::Int => ColumnType::Long,
+            IntKind::Big => ColumnType::LongLong,
+        },
+        SqlType::Decimal { .. } => ColumnType::NewDecimal,
+        SqlType::Float => ColumnType::Float,
+        SqlType::Double => ColumnType::Double,
+        SqlType::Char { .. } | SqlType::Binary(_) => ColumnType::String,
+        SqlType::VarChar { .. } | SqlType::VarBinary(_) => ColumnType::VarString,
+        SqlType::Text { .. } | SqlType::Blob(_) => ColumnType::Blob,
+        SqlType::Date => ColumnType::Date,
+        SqlType::DateTime(_) => ColumnType::DateTime,
+        SqlType::Timestamp(_) => ColumnType::Timestamp,
+        SqlType::Time(_) => ColumnType::Time,
+        SqlType::Year => ColumnType::Year,
+        SqlType::Null => ColumnType::Null,
+    }
+}
+
+fn column_def(c: &OutColumn) -> ColumnDefinition {
+    let ty = &c.ty;
+    let mut f = c.flags;
+    if ty.is_unsigned() {
+        f |= flags::UNSIGNED;
+    }
+    if ty.is_binary() {
+        f |= flags::BINARY;
+    }
+    if matches!(ty, SqlType::Text { .. } | SqlType::Blob(_)) {
+        f |= flags::BLOB;
+    }
+    if matches!(ty, SqlType::Int { .. } | SqlType::Decimal { .. } | SqlType::Float | SqlType::Double | SqlType::Year) {
+        f |= flags::NUM;
+    }
+    let charset = if ty.is_string() { ty.collation().id() } else { 63 };
+    let charset = if charset == 63 && ty.is_string() { 255 } else { charset };
+    ColumnDefinition {
+        schema: c.db.clone(),
+        table: c.table.clone(),
+        org_table: c.org_table.clone(),
+        name: c.name.clone(),
+        org_name: c.org_name.clone(),
+        charset,
+        column_length: ty.display_length(),
+        column_type: column_type(ty),
+        flags: f,
+        decimals: ty.decimals(),
+    }
+}
+
+fn from_binary(b: BinaryValue) -> Value {
+    use chrono::{Datelike, NaiveDate};
+    match b {
+        BinaryValue::Null => Value::Null,
+        BinaryValue::Int(i) => Value::Int(i),
+        BinaryValue::UInt(u) => Value::UInt(u),
+        BinaryValue::Float(f) => Value::Double(f64::from(f)),
+        BinaryValue::Double(d) => Value::Double(d),
+        BinaryValue::Bytes(bytes) => match String::from_utf8(bytes) {
+            Ok(s) => Value::Str(s),
+            Err(e) => Value::Bytes(e.into_bytes()),
+        },
+        BinaryValue::Date { year, month, day } => {
+            NaiveDate::from_ymd_opt(i32::from(year), u32::from(month), u32::from(day)).map_or(Value::Null, |d| Value::Date(d.num_days_from_ce()))
+        }
+        BinaryValue::DateTime { year, month, day, hour, minute, second, micro } => NaiveDate::from_ymd_opt(i32::from(year), u32::from(month), u32::from(day))
+            .and_then(|d| d.and_hms_micro_opt(u32::from(hour), u32::from(minute), u32::from(second), micro))
+            .map_or(Value::Null, |dt| Value::DateTime(dt.and_utc().timestamp_micros())),
+        BinaryValue::Time { negative, days, hours, minutes, seconds, micro } => {
+            let us = ((i64::from(days) * 24 + i64::from(hours)) * 3600 + i64::from(minutes) * 60 + i64::from(seconds)) * 1_000_000 + i64::from(micro);
+            Value::Time(if negative { -us } else { us })
+        }
+    }
+}
+
+fn to_binary(v: &Value, ty: &SqlType) -> BinaryValue {
+    use chrono::{Datelike, Timelike};
+    match v {
+        Value::Null => BinaryValue::Null,
+        Value::Int(i) => match column_type(ty) {
+            ColumnType::Float | ColumnType::Double => BinaryValue::Double(*i as f64),
+            ColumnType::Tiny | ColumnType::Short | ColumnType::Long | ColumnType::Int24 | ColumnType::LongLong | ColumnType::Year => BinaryValue::Int(*i),
+            _ => BinaryValue::Bytes(i.to_string().into_bytes()),
+        },
+        Value::UInt(u) => match column_type(ty) {
+            ColumnType::Tiny | ColumnType::Short | ColumnType::Long | ColumnType::Int24 | ColumnType::LongLong | ColumnType::Year => BinaryValue::UInt(*u),
+            _ => BinaryValue::Bytes(u.to_string().into_bytes()),
+        },
+        Value::Double(d) => match ty {
+            SqlType::Float => BinaryValue::Float(*d as f32),
+            SqlType::Double => BinaryValue::Double(*d),
+            _ => BinaryValue::Bytes(quill_sql::types::to_text(v, ty).unwrap_or_default()),
+        },
+        Value::Date(days) if matches!(ty, SqlType::Date) => match quill_sql::types::date_from_days(*days) {
+            Some(d) => BinaryValue::Date { year: d.year() as u16, month: d.month() as u8, day: d.day() as u8 },
+            None => BinaryValue::Null,
+        },
+        Value::DateTime(us) if matches!(ty, SqlType::DateTime(_) | SqlType::Timestamp(_)) => match quill_sql::types::datetime_from_micros(*us) {
+            Some(d) => BinaryValue::DateTime {
+                year: d.year() as u16,
+                month: d.month() as u8,
+                day: d.day() as u8,
+                hour: d.hour() as u8,
+                minute: d.minute() as u8,
+                second: d.second() as u8,
+                micro: d.nanosecond() / 1000,
+            },
+            None => BinaryValue::Null,
+        },
+        Value::Time(us) if matches!(ty, SqlType::Time(_)) => {
+            let a = us.unsigned_abs();
+            let secs = a / 1_000_000;
+            BinaryValue::Time {
+                negative: *us < 0,
+                days: (secs / 86_400) as u32,
+                hours: ((secs / 3600) % 24) as u8,
+                minutes: ((secs / 60) % 60) as u8,
+                seconds: (secs % 60) as u8,
+                micro: (a % 1_000_000) as u32,
+            }
+        }
+        other => BinaryValue::Bytes(quill_sql::types::to_text(other, ty).unwrap_or_default()),
+    }
+}

@@ -1,0 +1,80 @@
+//! `quill`: the server binary. `quill serve` listens for MySQL clients.
+//!
+//! Start-up: parse options ([`config`]), create the data directory, build the
+//! shared [`quill_sql::Engine`], accept connections (one tokio task each, see
+//! [`conn`]) until Ctrl-C or SIGTERM.
+
+mod config;
+mod conn;
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use tokio::net::TcpListener;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("QUILL_LOG").unwrap_or_else(|_| "info".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    match args.first().map(String::as_str) {
+        Some("serve") => {}
+        Some("--version" | "version") => {
+            println!("quill {}", quill_sql::SERVER_VERSION);
+            return;
+        }
+        _ => {
+            eprintln!("{}", config::USAGE);
+            std::process::exit(2);
+        }
+    }
+    let cfg = match config::parse(&args[1..]) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("quill: {e}");
+            std::process::exit(2);
+        }
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+    if let Err(e) = runtime.block_on(run(cfg)) {
+        eprintln!("quill: {e}");
+        std::process::exit(1);
+    }
+}
+
+async fn run(cfg: config::Config) -> std::io::Result<()> {
+    let fresh = !cfg.datadir.exists();
+    std::fs::create_dir_all(&cfg.datadir)?;
+    if fresh {
+        tracing::info!(datadir = %cfg.datadir.display(), "initialized a new data directory; account root@localhost has an empty password");
+    }
+    let engine = quill_sql::Engine::new(cfg.globals);
+    let listener = TcpListener::bind((cfg.bind.as_str(), cfg.port)).await?;
+    tracing::info!(address = %listener.local_addr()?, version = quill_sql::SERVER_VERSION, "ready for connections");
+    let next_id = AtomicU32::new(1);
+    let shutdown = shutdown_signal();
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else { continue };
+                let id = next_id.fetch_add(1, Ordering::Relaxed);
+                let engine = engine.clone();
+                tokio::spawn(conn::serve(stream, engine, id));
+            }
+            () = &mut shutdown => {
+                tracing::info!("shutting down");
+                return Ok(());
+            }
+        }
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term.recv() => {}
+    }
+}

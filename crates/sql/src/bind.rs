@@ -1,0 +1,719 @@
+//! The binder: parser expressions to [`Expr`] trees over a [`Scope`].
+//!
+//! Names resolve innermost scope first, then enclosing queries' scopes (making the
+//! subquery correlated). Aggregate calls become [`Expr::Agg`] slots when the
+//! clause allows them; system variables and user variables are read once, at bind
+//! time, as constants (each statement is bound afresh).
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use quill_storage::{Collation, Value};
+use rust_decimal::Decimal;
+use sqlparser::ast::{self, BinaryOperator, DuplicateTreatment, FunctionArg, FunctionArgExpr, FunctionArguments, ObjectNamePart, UnaryOperator};
+
+use crate::error::{Result, SqlError, codes};
+use crate::expr::{AggFunc, AggSpec, CmpOp, Expr, Subquery, SubqueryUse};
+use crate::functions::{Func, Unit};
+use crate::ops::Arith;
+use crate::query::{self, Env};
+use crate::types::{IntKind, LobKind, SqlType};
+
+/// One column a name can resolve to.
+#[derive(Debug, Clone)]
+pub struct ScopeColumn {
+    /// The table's alias (or name) in this query.
+    pub table: String,
+    pub db: String,
+    pub org_table: String,
+    pub name: String,
+    pub ty: SqlType,
+    pub nullable: bool,
+    /// The right-hand copy of a `USING` column: reachable qualified, not by `*`.
+    pub hidden: bool,
+    /// Column flags for result metadata (primary key, unique, auto-increment...).
+    pub flags: u16,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Scope {
+    pub columns: Vec<ScopeColumn>,
+}
+
+impl Scope {
+    /// Find `name` (optionally qualified by table, and database).
+    ///
+    /// # Errors
+    /// 1052 when an unqualified name matches columns of two tables.
+    pub fn resolve(&self, db: Option<&str>, table: Option<&str>, name: &str, clause: &str) -> Result<Option<usize>> {
+        let mut found: Option<usize> = None;
+        for (i, c) in self.columns.iter().enumerate() {
+            if !c.name.eq_ignore_ascii_case(name) {
+                continue;
+            }
+            if let Some(t) = table
+                && c.table != t
+            {
+                continue;
+            }
+            if let Some(d) = db
+                && c.db != d
+            {
+                continue;
+            }
+            if table.is_none() && c.hidden {
+                continue;
+            }
+            if found.is_some() {
+                return Err(SqlError::new(codes::ER_NON_UNIQ_ERROR, format!("Column '{name}' in {clause} is ambiguous")));
+            }
+            found = Some(i);
+        }
+        Ok(found)
+    }
+}
+
+/// Binds expressions of one query block.
+pub struct Binder<'a, 'e> {
+    pub env: &'a Env<'e>,
+    pub scope: &'a Scope,
+    /// Enclosing queries' scopes, innermost first.
+    pub outer: &'a [&'a Scope],
+    /// `Some` where aggregate functions are allowed; collects their specs.
+    pub aggs: Option<&'a RefCell<Vec<AggSpec>>>,
+    /// Select-list aliases HAVING and ORDER BY may name.
+    pub aliases: &'a [(String, Expr, SqlType)],
+    pub clause: &'static str,
+    /// Set when a name resolved to an enclosing scope.
+    pub correlated: std::cell::Cell<bool>,
+    /// In `ON DUPLICATE KEY UPDATE`: where the proposed row starts, for `VALUES(col)`.
+    pub values_offset: Option<usize>,
+}
+
+impl<'a, 'e> Binder<'a, 'e> {
+    #[must_use]
+    pub fn new(env: &'a Env<'e>, scope: &'a Scope, clause: &'static str) -> Binder<'a, 'e> {
+        Binder { env, scope, outer: &[], aggs: None, aliases: &[], clause, correlated: std::cell::Cell::new(false), values_offset: None }
+    }
+
+    fn column_ref(&self, parts: &[String]) -> Result<Expr> {
+        let (db, table, name) = match parts {
+            [n] => (None, None, n.as_str()),
+            [t, n] => (None, Some(t.as_str()), n.as_str()),
+            [d, t, n] => (Some(d.as_str()), Some(t.as_str()), n.as_str()),
+            _ => return Err(SqlError::parse(&parts.join("."))),
+        };
+        if let Some(i) = self.scope.resolve(db, table, name, self.clause)? {
+            return Ok(Expr::Column(i));
+        }
+        if table.is_none()
+            && let Some((_, e, _)) = self.aliases.iter().find(|(a, _, _)| a.eq_ignore_ascii_case(name))
+        {
+            return Ok(e.clone());
+        }
+        for (level, s) in self.outer.iter().enumerate() {
+            if let Some(i) = s.resolve(db, table, name, self.clause)? {
+                self.correlated.set(true);
+                return Ok(Expr::Outer(level, i));
+            }
+        }
+        Err(SqlError::bad_field(&parts.join("."), self.clause))
+    }
+
+    /// Bind one expression.
+    ///
+    /// # Errors
+    /// Unknown columns and functions, wrong argument counts, misplaced aggregates.
+    pub fn bind(&self, e: &ast::Expr) -> Result<Expr> {
+        use ast::Expr as A;
+        Ok(match e {
+            A::Identifier(id) => {
+                let v = &id.value;
+                if id.quote_style.is_none() {
+                    if let Some(var) = v.strip_prefix("@@") {
+                        return Ok(Expr::Const(self.env.info.system_variable(var, None)?));
+                    }
+                    if let Some(var) = v.strip_prefix('@') {
+                        return Ok(Expr::Const(self.env.info.user_variable(var)));
+                    }
+                    if id.quote_style.is_none() && v.eq_ignore_ascii_case("CURRENT_TIMESTAMP")
+                        || v.eq_ignore_ascii_case("LOCALTIMESTAMP")
+                        || v.eq_ignore_ascii_case("LOCALTIME")
+                    {
+                        return Ok(Expr::Func(Func::Now(0), vec![]));
+                    }
+                    if v.eq_ignore_ascii_case("CURRENT_DATE") {
+                        return Ok(Expr::Func(Func::CurDate, vec![]));
+                    }
+                    if v.eq_ignore_ascii_case("CURRENT_USER") {
+                        return Ok(Expr::Func(Func::CurrentUser, vec![]));
+                    }
+                }
+                if id.quote_style == Some('"') {
+                    return Ok(Expr::Const(Value::Str(v.clone())));
+                }
+                self.column_ref(std::slice::from_ref(v))?
+            }
+            A::CompoundIdentifier(ids) => {
+                if let Some(scope) = ids[0].value.strip_prefix("@@") {
+                    let name: Vec<&str> = ids[1..].iter().map(|i| i.value.as_str()).collect();
+                    return Ok(Expr::Const(self.env.info.system_variable(&name.join("."), Some(scope))?));
+                }
+                let parts: Vec<String> = ids.iter().map(|i| i.value.clone()).collect();
+                self.column_ref(&parts)?
+            }
+            A::Value(v) => self.literal(&v.value)?,
+            A::Prefixed { value, .. } => self.bind(value)?,
+            A::TypedString(ts) => {
+                let text = match &ts.value.value {
+                    ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                let ty = SqlType::from_ast(&ts.data_type, Collation::default())?;
+                crate::functions::cast(Value::Str(text), &ty).map(Expr::Const)?
+            }
+            A::Nested(inner) => self.bind(inner)?,
+            A::UnaryOp { op, expr } => {
+                let x = self.bind(expr)?;
+                match op {
+                    UnaryOperator::Not | UnaryOperator::BangNot => Expr::Not(Box::new(x)),
+                    UnaryOperator::Minus => match x {
+                        Expr::Const(Value::Int(i)) if i != i64::MIN => Expr::Const(Value::Int(-i)),
+                        Expr::Const(Value::UInt(u)) if u == 1u64 << 63 => Expr::Const(Value::Int(i64::MIN)),
+                        Expr::Const(Value::Decimal(d)) => Expr::Const(Value::Decimal(-d)),
+                        other => Expr::Neg(Box::new(other)),
+                    },
+                    UnaryOperator::Plus => x,
+                    UnaryOperator::BitwiseNot => Expr::BitNot(Box::new(x)),
+                    other => return Err(SqlError::unsupported(format!("operator {other}"))),
+                }
+            }
+            A::BinaryOp { left, op, right } => self.binary(left, op, right)?,
+            A::IsNull(x) => Expr::IsNull(Box::new(self.bind(x)?), false),
+            A::IsNotNull(x) => Expr::IsNull(Box::new(self.bind(x)?), true),
+            A::IsTrue(x) => Expr::IsBool(Box::new(self.bind(x)?), true, false),
+            A::IsNotTrue(x) => Expr::IsBool(Box::new(self.bind(x)?), true, true),
+            A::IsFalse(x) => Expr::IsBool(Box::new(self.bind(x)?), false, false),
+            A::IsNotFalse(x) => Expr::IsBool(Box::new(self.bind(x)?), false, true),
+            A::IsUnknown(x) => Expr::IsNull(Box::new(self.bind(x)?), false),
+            A::IsNotUnknown(x) => Expr::IsNull(Box::new(self.bind(x)?), true),
+            A::IsNotDistinctFrom(a, b) => {
+                let (a, b) = (self.bind(a)?, self.bind(b)?);
+                let c = self.collation_of2(&a, &b);
+                Expr::Cmp(CmpOp::NullSafeEq, Box::new(a), Box::new(b), c)
+            }
+            A::IsDistinctFrom(a, b) => {
+                let (a, b) = (self.bind(a)?, self.bind(b)?);
+                let c = self.collation_of2(&a, &b);
+                Expr::Not(Box::new(Expr::Cmp(CmpOp::NullSafeEq, Box::new(a), Box::new(b), c)))
+            }
+            A::InList { expr, list, negated } => {
+                let x = self.bind(expr)?;
+                let list: Vec<Expr> = list.iter().map(|e| self.bind(e)).collect::<Result<_>>()?;
+                let collation = list.iter().fold(self.collation_of(&x), |c, e| pick_collation(c, self.collation_of(e)));
+                Expr::InList { expr: Box::new(x), list, negated: *negated, collation }
+            }
+            A::InSubquery { expr, subquery, negated } => {
+                let left = self.bind(expr)?;
+                let collation = self.collation_of(&left);
+                let sq = self.subquery(subquery)?;
+                Expr::Subquery(sq, SubqueryUse::In { left: Box::new(left), collation }, *negated)
+            }
+            A::Between { expr, negated, low, high } => {
+                let (x, lo, hi) = (self.bind(expr)?, self.bind(low)?, self.bind(high)?);
+                let collation = pick_collation(self.collation_of(&x), pick_collation(self.collation_of(&lo), self.collation_of(&hi)));
+                Expr::Between { expr: Box::new(x), low: Box::new(lo), high: Box::new(hi), negated: *negated, collation }
+            }
+            A::Like { negated, expr, pattern, escape_char, any: false } | A::ILike { negated, expr, pattern, escape_char, any: false } => {
+                let (x, p) = (self.bind(expr)?, self.bind(pattern)?);
+                let escape = match escape_char.as_deref() {
+                    None => '\\',
+                    Some(ast::Expr::Value(v)) => match &v.value {
+                        ast::Value::SingleQuotedString(s) => s.chars().next().unwrap_or('\\'),
+                        _ => '\\',
+                    },
+                    Some(other) => return Err(SqlError::unsupported(format!("LIKE ... ESCAPE {other}"))),
+                };
+                let collation = pick_collation(self.collation_of(&x), self.collation_of(&p));
+                Expr::Like { expr: Box::new(x), pattern: Box::new(p), escape, negated: *negated, collation }
+            }
+            A::Case { operand, conditions, else_result, .. } => {
+                let operand = operand.as_deref().map(|o| self.bind(o)).transpose()?;
+                let whens = conditions.iter().map(|w| Ok((self.bind(&w.condition)?, self.bind(&w.result)?))).collect::<Result<Vec<_>>>()?;
+                let otherwise = else_result.as_deref().map(|o| self.bind(o)).transpose()?;
+                let collation = operand.as_ref().map_or(Collation::default(), |o| self.collation_of(o));
+                Expr::Case { operand: operand.map(Box::new), whens, otherwise: otherwise.map(Box::new), collation }
+            }
+            A::Function(f) => self.function(f)?,
+            A::Cast { expr, data_type, .. } => {
+                let x = self.bind(expr)?;
+                Expr::Cast(Box::new(x), cast_type(data_type)?)
+            }
+            A::Convert { expr, data_type: Some(dt), .. } => Expr::Cast(Box::new(self.bind(expr)?), cast_type(dt)?),
+            A::Convert { expr, data_type: None, .. } => self.bind(expr)?,
+            A::Collate { expr, collation } => {
+                let x = self.bind(expr)?;
+                let name = collation.to_string();
+                let c = Collation::from_name(&name).ok_or_else(|| SqlError::new(codes::ER_UNKNOWN_COLLATION, format!("Unknown collation: '{name}'")))?;
+                Expr::Func(Func::Concat, vec![x]).with_collation(c)
+            }
+            A::Exists { subquery, negated } => Expr::Subquery(self.subquery(subquery)?, SubqueryUse::Exists, *negated),
+            A::Subquery(q) => Expr::Subquery(self.subquery(q)?, SubqueryUse::Scalar, false),
+            A::Trim { expr, trim_where, trim_what, trim_characters } => {
+                let x = self.bind(expr)?;
+                if trim_characters.is_some() {
+                    return Err(SqlError::unsupported("TRIM with a character list"));
+                }
+                let which = match trim_where {
+                    Some(ast::TrimWhereField::Leading) => 1,
+                    Some(ast::TrimWhereField::Trailing) => 2,
+                    _ => 0,
+                };
+                match trim_what {
+                    Some(w) => Expr::Func(Func::TrimChars(which), vec![self.bind(w)?, x]),
+                    None => Expr::Func([Func::Trim, Func::LTrim, Func::RTrim][usize::from(which)], vec![x]),
+                }
+            }
+            A::Substring { expr, substring_from, substring_for, .. } => {
+                let mut args = vec![self.bind(expr)?];
+                args.push(match substring_from {
+                    Some(f) => self.bind(f)?,
+                    None => Expr::Const(Value::Int(1)),
+                });
+                if let Some(f) = substring_for {
+                    args.push(self.bind(f)?);
+                }
+                Expr::Func(Func::Substring, args)
+            }
+            A::Ceil { expr, .. } => Expr::Func(Func::Ceil, vec![self.bind(expr)?]),
+            A::Floor { expr, .. } => Expr::Func(Func::Floor, vec![self.bind(expr)?]),
+            A::Position { expr, r#in } => Expr::Func(Func::Locate, vec![self.bind(expr)?, self.bind(r#in)?]),
+            A::Extract { field, expr, .. } => {
+                let f = match Unit::parse(&field.to_string()) {
+                    Some(Unit::Year) => Func::Year,
+                    Some(Unit::Month) => Func::Month,
+                    Some(Unit::Day) => Func::Day,
+                    Some(Unit::Hour) => Func::Hour,
+                    Some(Unit::Minute) => Func::Minute,
+                    Some(Unit::Second) => Func::Second,
+                    Some(Unit::Microsecond) => Func::Microsecond,
+                    _ => return Err(SqlError::unsupported(format!("EXTRACT({field})"))),
+                };
+                Expr::Func(f, vec![self.bind(expr)?])
+            }
+            A::Tuple(items) if items.len() == 1 => self.bind(&items[0])?,
+            A::Tuple(_) => return Err(SqlError::new(codes::ER_OPERAND_COLUMNS, "Operand should contain 1 column(s)")),
+            A::RLike { .. } => return Err(SqlError::unsupported("REGEXP")),
+            A::Interval(_) => return Err(SqlError::parse(&e.to_string())),
+            other => return Err(SqlError::unsupported(format!("expression {other}"))),
+        })
+    }
+
+    fn literal(&self, v: &ast::Value) -> Result<Expr> {
+        Ok(Expr::Const(match v {
+            ast::Value::Number(n, _) => parse_number_literal(n),
+            ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => Value::Str(s.clone()),
+            ast::Value::HexStringLiteral(h) => {
+                let h = if h.len() % 2 == 1 { format!("0{h}") } else { h.clone() };
+                let bytes = (0..h.len()).step_by(2).map(|i| u8::from_str_radix(&h[i..i + 2], 16)).collect::<std::result::Result<Vec<u8>, _>>();
+                Value::Bytes(bytes.map_err(|_| SqlError::parse(&h))?)
+            }
+            ast::Value::SingleQuotedByteStringLiteral(s) | ast::Value::DoubleQuotedByteStringLiteral(s) => {
+                // b'0101' bit literal.
+                let n = u64::from_str_radix(s, 2).map_err(|_| SqlError::parse(s))?;
+                Value::UInt(n)
+            }
+            ast::Value::Boolean(b) => Value::Int(i64::from(*b)),
+            ast::Value::Null => Value::Null,
+            ast::Value::Placeholder(p) => {
+                let idx: usize = p.trim_start_matches(['?', ':', '$']).parse().map_err(|_| SqlError::parse(p))?;
+                return Ok(Expr::Param(idx));
+            }
+            other => return Err(SqlError::unsupported(format!("literal {other}"))),
+        }))
+    }
+
+    fn binary(&self, left: &ast::Expr, op: &BinaryOperator, right: &ast::Expr) -> Result<Expr> {
+        // `d + INTERVAL n unit` and `d - INTERVAL n unit`.
+        if let ast::Expr::Interval(iv) = right
+            && matches!(op, BinaryOperator::Plus | BinaryOperator::Minus)
+        {
+            return self.interval_add(left, iv, *op == BinaryOperator::Minus);
+        }
+        if let ast::Expr::Interval(iv) = left
+            && *op == BinaryOperator::Plus
+        {
+            return self.interval_add(right, iv, false);
+        }
+        let (a, b) = (self.bind(left)?, self.bind(right)?);
+        let cmp = |o: CmpOp| {
+            let c = self.collation_of2(&a, &b);
+            Expr::Cmp(o, Box::new(a.clone()), Box::new(b.clone()), c)
+        };
+        Ok(match op {
+            BinaryOperator::Plus => Expr::Arith(Arith::Add, Box::new(a), Box::new(b)),
+            BinaryOperator::Minus => Expr::Arith(Arith::Sub, Box::new(a), Box::new(b)),
+            BinaryOperator::Multiply => Expr::Arith(Arith::Mul, Box::new(a), Box::new(b)),
+            BinaryOperator::Divide => Expr::Arith(Arith::Div, Box::new(a), Box::new(b)),
+            BinaryOperator::Modulo => Expr::Arith(Arith::Mod, Box::new(a), Box::new(b)),
+            BinaryOperator::MyIntegerDivide => Expr::Arith(Arith::IntDiv, Box::new(a), Box::new(b)),
+            BinaryOperator::Eq => cmp(CmpOp::Eq),
+            BinaryOperator::NotEq => cmp(CmpOp::Ne),
+            BinaryOperator::Lt => cmp(CmpOp::Lt),
+            BinaryOperator::LtEq => cmp(CmpOp::Le),
+            BinaryOperator::Gt => cmp(CmpOp::Gt),
+            BinaryOperator::GtEq => cmp(CmpOp::Ge),
+            BinaryOperator::Spaceship => cmp(CmpOp::NullSafeEq),
+            BinaryOperator::And => Expr::And(Box::new(a), Box::new(b)),
+            BinaryOperator::Or => Expr::Or(Box::new(a), Box::new(b)),
+            BinaryOperator::Xor => Expr::Xor(Box::new(a), Box::new(b)),
+            BinaryOperator::BitwiseAnd => Expr::Bit('&', Box::new(a), Box::new(b)),
+            BinaryOperator::BitwiseOr => Expr::Bit('|', Box::new(a), Box::new(b)),
+            BinaryOperator::BitwiseXor => Expr::Bit('^', Box::new(a), Box::new(b)),
+            BinaryOperator::PGBitwiseShiftLeft => Expr::Bit('<', Box::new(a), Box::new(b)),
+            BinaryOperator::PGBitwiseShiftRight => Expr::Bit('>', Box::new(a), Box::new(b)),
+            BinaryOperator::StringConcat => Expr::Or(Box::new(a), Box::new(b)),
+            other => return Err(SqlError::unsupported(format!("operator {other}"))),
+        })
+    }
+
+    fn interval_add(&self, base: &ast::Expr, iv: &ast::Interval, subtract: bool) -> Result<Expr> {
+        let unit_name = iv.leading_field.as_ref().map_or_else(|| "DAY".to_owned(), ToString::to_string);
+        let unit = Unit::parse(&unit_name).ok_or_else(|| SqlError::unsupported(format!("INTERVAL unit {unit_name}")))?;
+        Ok(Expr::Func(Func::DateAdd(unit, subtract), vec![self.bind(base)?, self.bind(&iv.value)?]))
+    }
+
+    fn subquery(&self, q: &ast::Query) -> Result<Rc<Subquery>> {
+        let mut outer: Vec<&Scope> = vec![self.scope];
+        outer.extend(self.outer.iter());
+        let (plan, correlated) = query::plan_query(self.env, q, &outer)?;
+        if correlated {
+            self.correlated.set(true);
+        }
+        Ok(Rc::new(Subquery { plan, correlated, cache: RefCell::new(None) }))
+    }
+
+    fn function(&self, f: &ast::Function) -> Result<Expr> {
+        let name = match f.name.0.last() {
+            Some(ObjectNamePart::Identifier(i)) => i.value.to_ascii_uppercase(),
+            _ => return Err(SqlError::parse(&f.name.to_string())),
+        };
+        let (args, distinct): (Vec<&FunctionArgExpr>, bool) = match &f.args {
+            FunctionArguments::None => (vec![], false),
+            FunctionArguments::List(l) => (
+                l.args
+                    .iter()
+                    .map(|a| match a {
+                        FunctionArg::Unnamed(x) => Ok(x),
+                        _ => Err(SqlError::parse(&f.to_string())),
+                    })
+                    .collect::<Result<_>>()?,
+                l.duplicate_treatment == Some(DuplicateTreatment::Distinct),
+            ),
+            FunctionArguments::Subquery(_) => return Err(SqlError::parse(&f.to_string())),
+        };
+        let expr_arg = |i: usize| -> Result<&ast::Expr> {
+            match args.get(i) {
+                Some(FunctionArgExpr::Expr(e)) => Ok(e),
+                _ => Err(SqlError::new(codes::ER_WRONG_PARAMCOUNT_TO_NATIVE_FCT, format!("Incorrect parameter count in the call to native function '{name}'"))),
+            }
+        };
+        if let Some(agg) = agg_func(&name) {
+            let Some(aggs) = self.aggs else {
+                return Err(SqlError::new(codes::ER_INVALID_GROUP_FUNC_USE, "Invalid use of group function"));
+            };
+            let star = matches!(args.first(), Some(FunctionArgExpr::Wildcard));
+            let (func, arg) = if agg == AggFunc::Count && star {
+                (AggFunc::CountStar, None)
+            } else {
+                // Aggregate arguments are bound without aggregates allowed.
+                let inner = Binder { aggs: None, aliases: &[], ..self.clone_shallow() };
+                (agg, Some(inner.bind(expr_arg(0)?)?))
+            };
+            let arg_ty = arg.as_ref().map_or(SqlType::bigint(), |a| self.type_of(a));
+            let ty = agg_type(func, &arg_ty);
+            let collation = arg.as_ref().map_or(Collation::default(), |a| self.collation_of(a));
+            let mut list = aggs.borrow_mut();
+            list.push(AggSpec { func, arg, distinct, ty, collation });
+            return Ok(Expr::Agg(list.len() - 1));
+        }
+        match name.as_str() {
+            "TIMESTAMPDIFF" | "TIMESTAMPADD" => {
+                let unit_name = match expr_arg(0)? {
+                    ast::Expr::Identifier(i) => i.value.clone(),
+                    other => other.to_string(),
+                };
+                let unit = Unit::parse(&unit_name).ok_or_else(|| SqlError::parse(&unit_name))?;
+                let (a, b) = (self.bind(expr_arg(1)?)?, self.bind(expr_arg(2)?)?);
+                return Ok(if name == "TIMESTAMPDIFF" {
+                    Expr::Func(Func::TimestampDiff(unit), vec![Expr::Const(Value::Null), a, b])
+                } else {
+                    Expr::Func(Func::DateAdd(unit, false), vec![b, a])
+                });
+            }
+            "DATE_ADD" | "DATE_SUB" | "ADDDATE" | "SUBDATE" => {
+                let base = expr_arg(0)?;
+                let sub = name == "DATE_SUB" || name == "SUBDATE";
+                return match expr_arg(1)? {
+                    ast::Expr::Interval(iv) => self.interval_add(base, iv, sub),
+                    days => Ok(Expr::Func(Func::DateAdd(Unit::Day, sub), vec![self.bind(base)?, self.bind(days)?])),
+                };
+            }
+            "VALUES" | "VALUE" if self.values_offset.is_some() => {
+                let Expr::Column(i) = self.bind(expr_arg(0)?)? else {
+                    return Err(SqlError::parse(&f.to_string()));
+                };
+                return Ok(Expr::Column(self.values_offset.unwrap_or(0) + i));
+            }
+            _ => {}
+        }
+        let bound: Vec<Expr> = args
+            .iter()
+            .map(|a| match a {
+                FunctionArgExpr::Expr(e) => self.bind(e),
+                _ => Err(SqlError::parse(&f.to_string())),
+            })
+            .collect::<Result<_>>()?;
+        let func = Func::by_name(&name, bound.len()).ok_or_else(|| {
+            SqlError::new(
+                codes::ER_SP_DOES_NOT_EXIST,
+                format!("FUNCTION {}.{} does not exist", self.env.info.db.clone().unwrap_or_default(), name.to_ascii_lowercase()),
+            )
+        })?;
+        let (lo, hi) = func.arity();
+        if bound.len() < lo || bound.len() > hi {
+            return Err(SqlError::new(codes::ER_WRONG_PARAMCOUNT_TO_NATIVE_FCT, format!("Incorrect parameter count in the call to native function '{name}'")));
+        }
+        // Fractional-second precision arguments are part of the function.
+        let fsp = |b: &[Expr]| -> Result<u8> {
+            match b.first() {
+                None => Ok(0),
+                Some(Expr::Const(v)) => {
+                    let n = crate::ops::to_i128(v);
+                    if (0..=6).contains(&n) {
+                        Ok(n as u8)
+                    } else {
+                        Err(SqlError::new(
+                            codes::ER_TOO_BIG_PRECISION,
+                            format!("Too-big precision {n} specified for '{}'. Maximum is 6.", name.to_ascii_lowercase()),
+                        ))
+                    }
+                }
+                Some(_) => Err(SqlError::parse(&f.to_string())),
+            }
+        };
+        Ok(match func {
+            Func::Now(_) => Expr::Func(Func::Now(fsp(&bound)?), vec![]),
+            Func::SysDate(_) => Expr::Func(Func::SysDate(fsp(&bound)?), vec![]),
+            Func::CurTime(_) => Expr::Func(Func::CurTime(fsp(&bound)?), vec![]),
+            Func::UtcTimestamp(_) => Expr::Func(Func::UtcTimestamp(fsp(&bound)?), vec![]),
+            other => Expr::Func(other, bound),
+        })
+    }
+
+    fn clone_shallow(&self) -> Binder<'a, 'e> {
+        Binder {
+            env: self.env,
+            scope: self.scope,
+            outer: self.outer,
+            aggs: self.aggs,
+            aliases: self.aliases,
+            clause: self.clause,
+            correlated: std::cell::Cell::new(false),
+            values_offset: self.values_offset,
+        }
+    }
+
+    /// The collation a string expression compares under.
+    #[must_use]
+    pub fn collation_of(&self, e: &Expr) -> Collation {
+        match e {
+            Expr::Column(i) => self.scope.columns.get(*i).map_or(Collation::default(), |c| c.ty.collation()),
+            Expr::Outer(l, i) => self.outer.get(*l).and_then(|s| s.columns.get(*i)).map_or(Collation::default(), |c| c.ty.collation()),
+            Expr::Case { collation, .. } => *collation,
+            Expr::Const(Value::Bytes(_)) => Collation::Binary,
+            _ => Collation::default(),
+        }
+    }
+
+    fn collation_of2(&self, a: &Expr, b: &Expr) -> Collation {
+        pick_collation(self.collation_of(a), self.collation_of(b))
+    }
+
+    /// The static type of a bound expression, for result metadata.
+    #[must_use]
+    pub fn type_of(&self, e: &Expr) -> SqlType {
+        type_of(
+            e,
+            self.scope,
+            self.outer,
+            self.aggs.map(|a| a.borrow().iter().map(|s| s.ty.clone()).collect::<Vec<_>>()).as_deref().unwrap_or(&[]),
+            self.env.params,
+        )
+    }
+}
+
+/// An explicit COLLATE is carried as an identity CONCAT whose collation wins.
+trait WithCollation {
+    fn with_collation(self, c: Collation) -> Expr;
+}
+
+impl WithCollation for Expr {
+    fn with_collation(self, c: Collation) -> Expr {
+        Expr::Case { operand: None, whens: vec![(Expr::Const(Value::Int(1)), self)], otherwise: None, collation: c }
+    }
+}
+
+fn pick_collation(a: Collation, b: Collation) -> Collation {
+    // A binary or explicit _bin side decides; otherwise the first side's.
+    match (a, b) {
+        (Collation::Binary, _) | (_, Collation::Binary) => Collation::Binary,
+        (Collation::Utf8mb4Bin, _) | (_, Collation::Utf8mb4Bin) => Collation::Utf8mb4Bin,
+        (x, _) => x,
+    }
+}
+
+fn agg_func(name: &str) -> Option<AggFunc> {
+    Some(match name {
+        "COUNT" => AggFunc::Count,
+        "SUM" => AggFunc::Sum,
+        "AVG" => AggFunc::Avg,
+        "MIN" => AggFunc::Min,
+        "MAX" => AggFunc::Max,
+        "GROUP_CONCAT" => AggFunc::GroupConcat,
+        "BIT_AND" => AggFunc::BitAnd,
+        "BIT_OR" => AggFunc::BitOr,
+        _ => return None,
+    })
+}
+
+fn agg_type(f: AggFunc, arg: &SqlType) -> SqlType {
+    match f {
+        AggFunc::Count | AggFunc::CountStar => SqlType::bigint(),
+        AggFunc::Sum => match arg {
+            SqlType::Int { .. } | SqlType::Year => SqlType::Decimal { precision: 41, scale: 0, unsigned: false },
+            SqlType::Decimal { precision, scale, .. } => SqlType::Decimal { precision: (precision + 22).min(65), scale: *scale, unsigned: false },
+            _ => SqlType::Double,
+        },
+        AggFunc::Avg => match arg {
+            SqlType::Int { .. } | SqlType::Year => SqlType::Decimal { precision: 14, scale: 4, unsigned: false },
+            SqlType::Decimal { precision, scale, .. } => SqlType::Decimal { precision: (precision + 4).min(65), scale: (scale + 4).min(30), unsigned: false },
+            _ => SqlType::Double,
+        },
+        AggFunc::Min | AggFunc::Max => arg.clone(),
+        AggFunc::GroupConcat => SqlType::Text { kind: LobKind::Normal, collation: Collation::default() },
+        AggFunc::BitAnd | AggFunc::BitOr => SqlType::Int { kind: IntKind::Big, unsigned: true, display: None },
+    }
+}
+
+fn cast_type(dt: &ast::DataType) -> Result<SqlType> {
+    use ast::DataType as D;
+    Ok(match dt {
+        D::Signed | D::SignedInteger => SqlType::bigint(),
+        D::Unsigned | D::UnsignedInteger => SqlType::Int { kind: IntKind::Big, unsigned: true, display: None },
+        D::Char(_) | D::Character(_) | D::Varchar(_) | D::Nvarchar(_) => SqlType::VarChar { len: 65_535, collation: Collation::default() },
+        D::Binary(_) => SqlType::VarBinary(65_535),
+        other => SqlType::from_ast(other, Collation::default())?,
+    })
+}
+
+/// Parse a numeric literal: integers as Int/UInt, decimals exact, exponents as DOUBLE.
+#[must_use]
+pub fn parse_number_literal(n: &str) -> Value {
+    if n.contains(['e', 'E']) {
+        return Value::Double(n.parse().unwrap_or(0.0));
+    }
+    if n.contains('.') {
+        return match n.parse::<Decimal>() {
+            Ok(d) => Value::Decimal(d),
+            Err(_) => Value::Double(n.parse().unwrap_or(0.0)),
+        };
+    }
+    if let Ok(i) = n.parse::<i64>() {
+        return Value::Int(i);
+    }
+    if let Ok(u) = n.parse::<u64>() {
+        return Value::UInt(u);
+    }
+    match n.parse::<Decimal>() {
+        Ok(d) => Value::Decimal(d),
+        Err(_) => Value::Double(n.parse().unwrap_or(0.0)),
+    }
+}
+
+/// The type of a constant value.
+#[must_use]
+pub fn type_of_value(v: &Value) -> SqlType {
+    match v {
+        Value::Null => SqlType::Null,
+        Value::Int(_) => SqlType::bigint(),
+        Value::UInt(_) => SqlType::Int { kind: IntKind::Big, unsigned: true, display: None },
+        Value::Double(_) => SqlType::Double,
+        Value::Decimal(d) => {
+            SqlType::Decimal { precision: 65.min(d.mantissa().unsigned_abs().to_string().len() as u8 + 1), scale: d.scale() as u8, unsigned: false }
+        }
+        Value::Str(s) => SqlType::VarChar { len: s.chars().count() as u32, collation: Collation::default() },
+        Value::Bytes(b) => SqlType::VarBinary(b.len() as u32),
+        Value::Date(_) => SqlType::Date,
+        Value::DateTime(us) => SqlType::DateTime(if us.rem_euclid(1_000_000) == 0 { 0 } else { 6 }),
+        Value::Time(us) => SqlType::Time(if us.rem_euclid(1_000_000) == 0 { 0 } else { 6 }),
+    }
+}
+
+/// Static type of an expression.
+#[must_use]
+pub fn type_of(e: &Expr, scope: &Scope, outer: &[&Scope], aggs: &[SqlType], params: &[Value]) -> SqlType {
+    let t = |x: &Expr| type_of(x, scope, outer, aggs, params);
+    match e {
+        Expr::Const(v) => type_of_value(v),
+        Expr::Column(i) => scope.columns.get(*i).map_or(SqlType::Null, |c| c.ty.clone()),
+        Expr::Outer(l, i) => outer.get(*l).and_then(|s| s.columns.get(*i)).map_or(SqlType::Null, |c| c.ty.clone()),
+        Expr::Param(i) => params.get(*i).map_or(SqlType::VarChar { len: 255, collation: Collation::default() }, type_of_value),
+        Expr::Agg(i) => aggs.get(*i).cloned().unwrap_or(SqlType::Null),
+        Expr::Arith(op, a, b) => {
+            let (ta, tb) = (t(a), t(b));
+            let double = |x: &SqlType| matches!(x, SqlType::Double | SqlType::Float) || x.is_string() || x.is_binary();
+            if double(&ta) || double(&tb) {
+                SqlType::Double
+            } else if *op == Arith::IntDiv {
+                SqlType::bigint()
+            } else if *op == Arith::Div || matches!(ta, SqlType::Decimal { .. }) || matches!(tb, SqlType::Decimal { .. }) {
+                let scale = |x: &SqlType| if let SqlType::Decimal { scale, .. } = x { *scale } else { 0 };
+                let s = if *op == Arith::Div {
+                    scale(&ta) + 4
+                } else if *op == Arith::Mul {
+                    scale(&ta) + scale(&tb)
+                } else {
+                    scale(&ta).max(scale(&tb))
+                };
+                SqlType::Decimal { precision: 65, scale: s.min(30), unsigned: false }
+            } else {
+                SqlType::Int { kind: IntKind::Big, unsigned: ta.is_unsigned() || tb.is_unsigned(), display: None }
+            }
+        }
+        Expr::Neg(a) => match t(a) {
+            SqlType::Int { kind, .. } => SqlType::Int { kind, unsigned: false, display: None },
+            other => other,
+        },
+        Expr::Cmp(..)
+        | Expr::And(..)
+        | Expr::Or(..)
+        | Expr::Xor(..)
+        | Expr::Not(_)
+        | Expr::IsNull(..)
+        | Expr::IsBool(..)
+        | Expr::InList { .. }
+        | Expr::Between { .. }
+        | Expr::Like { .. } => SqlType::Int { kind: IntKind::Int, unsigned: false, display: Some(1) },
+        Expr::Subquery(sq, SubqueryUse::Scalar, _) => sq.plan.columns.first().map_or(SqlType::Null, |c| c.ty.clone()),
+        Expr::Subquery(..) => SqlType::Int { kind: IntKind::Int, unsigned: false, display: Some(1) },
+        Expr::BitNot(_) | Expr::Bit(..) => SqlType::Int { kind: IntKind::Big, unsigned: true, display: None },
+        Expr::Case { whens, otherwise, collation, .. } => {
+            let first = whens.iter().map(|(_, r)| t(r)).chain(otherwise.iter().map(|o| t(o))).find(|x| *x != SqlType::Null).unwrap_or(SqlType::Null);
+            first.with_collation(*collation)
+        }
+        Expr::Func(f, args) => f.result_type(&args.iter().map(t).collect::<Vec<_>>()),
+        Expr::Cast(_, ty) => ty.clone(),
+        Expr::DefaultOf(_) => SqlType::Null,
+    }
+}

@@ -1,0 +1,633 @@
+//! Data definition: databases, tables and indexes.
+//!
+//! DDL commits any open transaction first (as MySQL does) and then changes the
+//! catalog under the engine's exclusive lock. ALTER TABLE rebuilds the table: a
+//! new definition, and every committed row copied into it.
+
+use quill_storage::{Collation, ReadView, Value};
+use sqlparser::ast::{self, ColumnOption, TableConstraint};
+
+use crate::catalog::{Catalog, Column, ColumnDefault, Database, IndexMeta, SYSTEM_DATABASES, TableMeta};
+use crate::error::{Result, SqlError, Warning, codes};
+use crate::expr::RowCtx;
+use crate::query::{self, Env};
+use crate::session::SessionInfo;
+use crate::types::{SqlType, WriteContext, coerce_to_column};
+
+fn ident_name(n: &ast::ObjectName) -> String {
+    n.0.last().map(|p| p.as_ident().map_or_else(|| p.to_string(), |i| i.value.clone())).unwrap_or_default()
+}
+
+/// CREATE DATABASE.
+///
+/// # Errors
+/// 1007 if it exists (without IF NOT EXISTS).
+pub fn create_database(catalog: &mut Catalog, name: &str, if_not_exists: bool, warnings: &mut Vec<Warning>) -> Result<()> {
+    if catalog.databases.contains_key(name) || name.eq_ignore_ascii_case("information_schema") {
+        let msg = format!("Can't create database '{name}'; database exists");
+        if if_not_exists {
+            warnings.push(Warning { level: "Note", code: 1007, message: msg });
+            return Ok(());
+        }
+        return Err(SqlError::new(codes::ER_DB_CREATE_EXISTS, msg));
+    }
+    if name.is_empty() || name.len() > 64 || name.ends_with(' ') {
+        return Err(SqlError::new(codes::ER_WRONG_DB_NAME, format!("Incorrect database name '{name}'")));
+    }
+    catalog.databases.insert(name.to_owned(), Database { name: name.to_owned(), ..Database::default() });
+    Ok(())
+}
+
+/// DROP DATABASE. Returns the number of tables dropped.
+///
+/// # Errors
+/// 1008 if it does not exist (without IF EXISTS).
+pub fn drop_database(catalog: &mut Catalog, name: &str, if_exists: bool, warnings: &mut Vec<Warning>) -> Result<u64> {
+    if SYSTEM_DATABASES.contains(&name) {
+        return Err(SqlError::new(codes::ER_TABLEACCESS_DENIED_ERROR, format!("Access denied for user to database '{name}'")));
+    }
+    let Some(db) = catalog.databases.get(name) else {
+        let msg = format!("Can't drop database '{name}'; database doesn't exist");
+        if if_exists {
+            warnings.push(Warning { level: "Note", code: 1008, message: msg });
+            return Ok(0);
+        }
+        return Err(SqlError::new(codes::ER_DB_DROP_EXISTS, msg));
+    };
+    let tables: Vec<String> = db.tables.keys().cloned().collect();
+    for t in &tables {
+        catalog.remove_table(name, t)?;
+    }
+    catalog.databases.remove(name);
+    Ok(tables.len() as u64)
+}
+
+fn index_columns(t_cols: &[Column], cols: &[ast::IndexColumn]) -> Result<Vec<usize>> {
+    cols.iter()
+        .map(|ic| {
+            let name = match &ic.column.expr {
+                ast::Expr::Identifier(i) => i.value.clone(),
+                // `col(10)`: a prefix index, indexed here on the whole column.
+                ast::Expr::Function(f) => ident_name(&f.name),
+                other => return Err(SqlError::unsupported(format!("index on expression {other}"))),
+            };
+            t_cols
+                .iter()
+                .position(|c| c.name.eq_ignore_ascii_case(&name))
+                .ok_or_else(|| SqlError::new(codes::ER_KEY_COLUMN_DOES_NOT_EXITS, format!("Key column '{name}' doesn't exist in table")))
+        })
+        .collect()
+}
+
+fn default_from_ast(env: &Env<'_>, e: &ast::Expr, col: &Column) -> Result<ColumnDefault> {
+    let is_now = |e: &ast::Expr| match e {
+        ast::Expr::Identifier(i) => ["CURRENT_TIMESTAMP", "NOW", "LOCALTIMESTAMP", "LOCALTIME"].iter().any(|n| i.value.eq_ignore_ascii_case(n)),
+        ast::Expr::Function(f) => ["CURRENT_TIMESTAMP", "NOW", "LOCALTIMESTAMP", "LOCALTIME"].iter().any(|n| ident_name(&f.name).eq_ignore_ascii_case(n)),
+        _ => false,
+    };
+    if is_now(e) {
+        if !matches!(col.ty, SqlType::DateTime(_) | SqlType::Timestamp(_)) {
+            return Err(SqlError::new(codes::ER_INVALID_DEFAULT, format!("Invalid default value for '{}'", col.name)));
+        }
+        return Ok(ColumnDefault::CurrentTimestamp);
+    }
+    let scope = crate::bind::Scope::default();
+    let v = crate::bind::Binder::new(env, &scope, "default").bind(e)?.eval(env, &RowCtx::new(&[]))?;
+    if v.is_null() {
+        if !col.nullable {
+            return Err(SqlError::new(codes::ER_INVALID_DEFAULT, format!("Invalid default value for '{}'", col.name)));
+        }
+        return Ok(ColumnDefault::Value(Value::Null));
+    }
+    let mut warnings = Vec::new();
+    let mut cx = WriteContext { column: &col.name, row: 1, strict: true, warnings: &mut warnings };
+    let v = coerce_to_column(v, &col.ty, &mut cx).map_err(|_| SqlError::new(codes::ER_INVALID_DEFAULT, format!("Invalid default value for '{}'", col.name)))?;
+    Ok(ColumnDefault::Value(v))
+}
+
+/// Build a column from its definition; returns it and whether it declared
+/// PRIMARY KEY / UNIQUE inline.
+fn column_from_ast(env: &Env<'_>, def: &ast::ColumnDef, table_collation: Collation) -> Result<(Column, bool, bool)> {
+    let mut ty = SqlType::from_ast(&def.data_type, table_collation)?;
+    let mut col = Column {
+        name: def.name.value.clone(),
+        ty: ty.clone(),
+        nullable: true,
+        default: ColumnDefault::None,
+        auto_increment: false,
+        on_update_current_timestamp: false,
+        comment: String::new(),
+    };
+    let (mut primary, mut unique) = (false, false);
+    let mut default_expr = None;
+    let mut explicit_null = false;
+    for opt in &def.options {
+        match &opt.option {
+            ColumnOption::Null => explicit_null = true,
+            ColumnOption::NotNull => col.nullable = false,
+            ColumnOption::Default(e) => default_expr = Some(e.clone()),
+            ColumnOption::PrimaryKey(_) => primary = true,
+            ColumnOption::Unique(_) => unique = true,
+            ColumnOption::Comment(c) => col.comment = c.clone(),
+            ColumnOption::OnUpdate(_) => col.on_update_current_timestamp = true,
+            ColumnOption::Collation(c) => {
+                let name = c.to_string();
+                let coll = Collation::from_name(&name).ok_or_else(|| SqlError::new(codes::ER_UNKNOWN_COLLATION, format!("Unknown collation: '{name}'")))?;
+                ty = ty.with_collation(coll);
+            }
+            ColumnOption::CharacterSet(_) => {}
+            ColumnOption::DialectSpecific(tokens) => {
+                let text: Vec<String> = tokens.iter().map(ToString::to_string).collect();
+                if text.iter().any(|t| t.eq_ignore_ascii_case("AUTO_INCREMENT")) {
+                    col.auto_increment = true;
+                }
+            }
+            ColumnOption::ForeignKey(_) | ColumnOption::Check(_) => {}
+            other => return Err(SqlError::unsupported(format!("column option {other}"))),
+        }
+    }
+    col.ty = ty;
+    if primary {
+        col.nullable = false;
+    }
+    let _ = explicit_null;
+    if let Some(e) = default_expr {
+        col.default = default_from_ast(env, &e, &col)?;
+    } else if col.nullable {
+        col.default = ColumnDefault::Value(Value::Null);
+    }
+    Ok((col, primary, unique))
+}
+
+fn unique_index_name(indexes: &[IndexMeta], base: &str) -> String {
+    if !indexes.iter().any(|i| i.name.eq_ignore_ascii_case(base)) {
+        return base.to_owned();
+    }
+    (2..).map(|n| format!("{base}_{n}")).find(|c| !indexes.iter().any(|i| i.name.eq_ignore_ascii_case(c))).expect("infinite range")
+}
+
+/// Check a table definition before it is created.
+fn validate(columns: &[Column], primary: &[usize], indexes: &[IndexMeta]) -> Result<()> {
+    for (i, c) in columns.iter().enumerate() {
+        if columns[..i].iter().any(|d| d.name.eq_ignore_ascii_case(&c.name)) {
+            return Err(SqlError::new(codes::ER_DUP_FIELDNAME, format!("Duplicate column name '{}'", c.name)));
+        }
+    }
+    let autos: Vec<usize> = (0..columns.len()).filter(|&i| columns[i].auto_increment).collect();
+    if autos.len() > 1 || autos.iter().any(|&a| primary.first() != Some(&a) && !indexes.iter().any(|ix| ix.columns.first() == Some(&a))) {
+        return Err(SqlError::new(codes::ER_WRONG_AUTO_KEY, "Incorrect table definition; there can be only one auto column and it must be defined as a key"));
+    }
+    Ok(())
+}
+
+/// CREATE TABLE (plain, LIKE, or AS SELECT).
+///
+/// # Errors
+/// 1050 if it exists, 1049, and definition errors.
+pub fn create_table(catalog: &mut Catalog, info: &SessionInfo, env_params: (&[Value], i64), ct: &ast::CreateTable, warnings: &mut Vec<Warning>) -> Result<()> {
+    let (db, name) = query::resolve_table_name(info, &ct.name)?;
+    catalog.database(&db)?;
+    if catalog.database(&db)?.tables.contains_key(&name) {
+        let msg = format!("Table '{name}' already exists");
+        if ct.if_not_exists {
+            warnings.push(Warning { level: "Note", code: 1050, message: msg });
+            return Ok(());
+        }
+        return Err(SqlError::new(codes::ER_TABLE_EXISTS_ERROR, msg));
+    }
+    if let Some(like) = &ct.like {
+        let src_name = match like {
+            ast::CreateTableLikeKind::Parenthesized(l) | ast::CreateTableLikeKind::Plain(l) => &l.name,
+        };
+        let (sdb, sname) = query::resolve_table_name(info, src_name)?;
+        catalog.table(&sdb, &sname)?;
+        let id = catalog.allocate_table_id();
+        let src = catalog.table(&sdb, &sname)?;
+        let meta = TableMeta::new(id, &db, &name, src.columns.clone(), src.primary.clone(), src.indexes.clone(), src.collation);
+        return catalog.add_table(meta);
+    }
+    let mut table_collation = Collation::default();
+    let mut auto_increment_start = 1u64;
+    let mut comment = String::new();
+    let opts = match &ct.table_options {
+        ast::CreateTableOptions::Plain(o)
+        | ast::CreateTableOptions::With(o)
+        | ast::CreateTableOptions::Options(o)
+        | ast::CreateTableOptions::TableProperties(o) => o.clone(),
+        ast::CreateTableOptions::None => vec![],
+    };
+    for o in &opts {
+        if let ast::SqlOption::KeyValue { key, value } = o {
+            let k = key.value.to_ascii_uppercase();
+            let v = value.to_string().trim_matches(['\'', '"']).to_owned();
+            match k.as_str() {
+                "COLLATE" | "DEFAULT COLLATE" => {
+                    table_collation = Collation::from_name(&v).ok_or_else(|| SqlError::new(codes::ER_UNKNOWN_COLLATION, format!("Unknown collation: '{v}'")))?
+                }
+                "AUTO_INCREMENT" => auto_increment_start = v.parse().unwrap_or(1),
+                "COMMENT" => comment = v,
+                "CHARSET" | "DEFAULT CHARSET" | "CHARACTER SET" | "DEFAULT CHARACTER SET" => {
+                    if v.eq_ignore_ascii_case("binary") {
+                        table_collation = Collation::Binary;
+                    } else if v.eq_ignore_ascii_case("utf8mb4") && table_collation == Collation::Binary {
+                        table_collation = Collation::default();
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let params: &[Value] = env_params.0;
+    let (columns, primary, indexes) = {
+        let env = Env { catalog, view: ReadView::current(0), params, now_us: env_params.1, info, locking: false, locked_rows: Default::default() };
+        let mut columns = Vec::new();
+        let mut primary: Vec<usize> = Vec::new();
+        let mut indexes: Vec<IndexMeta> = Vec::new();
+        for def in &ct.columns {
+            let (col, pk, uq) = column_from_ast(&env, def, table_collation)?;
+            let pos = columns.len();
+            columns.push(col);
+            if pk {
+                if !primary.is_empty() {
+                    return Err(SqlError::new(codes::ER_MULTIPLE_PRI_KEY, "Multiple primary key defined"));
+                }
+                primary = vec![pos];
+            }
+            if uq {
+                let n = unique_index_name(&indexes, &columns[pos].name);
+                indexes.push(IndexMeta { name: n, columns: vec![pos], unique: true });
+            }
+        }
+        for c in &ct.constraints {
+            add_constraint(c, &mut columns, &mut primary, &mut indexes)?;
+        }
+        (columns, primary, indexes)
+    };
+    // CREATE TABLE ... AS SELECT.
+    let mut rows: Vec<Vec<Value>> = Vec::new();
+    let mut columns = columns;
+    if let Some(q) = &ct.query {
+        let env = Env { catalog, view: ReadView::current(0), params, now_us: env_params.1, info, locking: false, locked_rows: Default::default() };
+        let (plan, _) = query::plan_query(&env, q, &[])?;
+        let rs = query::run_select(&plan, &env, None)?;
+        let mut mapping = Vec::new();
+        for oc in &rs.columns {
+            match columns.iter().position(|c| c.name.eq_ignore_ascii_case(&oc.name)) {
+                Some(p) => mapping.push(p),
+                None => {
+                    let ty = match &oc.ty {
+                        SqlType::Null => SqlType::Binary(0),
+                        SqlType::VarChar { len, collation } => SqlType::VarChar { len: (*len).max(1), collation: *collation },
+                        other => other.clone(),
+                    };
+                    columns.push(Column {
+                        name: oc.name.clone(),
+                        ty,
+                        nullable: true,
+                        default: ColumnDefault::Value(Value::Null),
+                        auto_increment: false,
+                        on_update_current_timestamp: false,
+                        comment: String::new(),
+                    });
+                    mapping.push(columns.len() - 1);
+                }
+            }
+        }
+        for r in rs.rows {
+            let mut full: Vec<Value> = columns
+                .iter()
+                .map(|c| match &c.default {
+                    ColumnDefault::Value(v) => v.clone(),
+                    _ => Value::Null,
+                })
+                .collect();
+            for (v, &p) in r.into_iter().zip(&mapping) {
+                full[p] = v;
+            }
+            rows.push(full);
+        }
+    }
+    validate(&columns, &primary, &indexes)?;
+    let id = catalog.allocate_table_id();
+    let mut meta = TableMeta::new(id, &db, &name, columns, primary, indexes, table_collation);
+    meta.comment = comment;
+    meta.data.auto_increment = auto_increment_start.max(1);
+    // Rows of CREATE ... SELECT are written and committed with the DDL itself.
+    for (n, r) in rows.into_iter().enumerate() {
+        let mut coerced = Vec::with_capacity(r.len());
+        for (v, c) in r.into_iter().zip(&meta.columns) {
+            let mut cx = WriteContext { column: &c.name, row: n as u64 + 1, strict: true, warnings };
+            coerced.push(coerce_to_column(v, &c.ty, &mut cx)?);
+        }
+        let pk = meta.data.insert(0, coerced).map_err(|e| match e {
+            quill_storage::WriteError::Duplicate { .. } => SqlError::new(codes::ER_DUP_ENTRY, format!("Duplicate entry for key '{name}.PRIMARY'")),
+            quill_storage::WriteError::Locked { .. } => SqlError::internal("new table row locked"),
+        })?;
+        meta.data.commit_row(0, &pk, 0, 0);
+    }
+    catalog.add_table(meta)
+}
+
+fn add_constraint(c: &TableConstraint, columns: &mut [Column], primary: &mut Vec<usize>, indexes: &mut Vec<IndexMeta>) -> Result<()> {
+    match c {
+        TableConstraint::PrimaryKey(pk) => {
+            if !primary.is_empty() {
+                return Err(SqlError::new(codes::ER_MULTIPLE_PRI_KEY, "Multiple primary key defined"));
+            }
+            *primary = index_columns(columns, &pk.columns)?;
+            for &p in primary.iter() {
+                columns[p].nullable = false;
+                if columns[p].default == ColumnDefault::Value(Value::Null) {
+                    columns[p].default = ColumnDefault::None;
+                }
+            }
+        }
+        TableConstraint::Unique(u) => {
+            let cols = index_columns(columns, &u.columns)?;
+            let base = u.name.as_ref().or(u.index_name.as_ref()).map_or_else(|| columns[cols[0]].name.clone(), |n| n.value.clone());
+            if u.name.is_some() && indexes.iter().any(|i| i.name.eq_ignore_ascii_case(&base)) {
+                return Err(SqlError::new(codes::ER_DUP_KEYNAME, format!("Duplicate key name '{base}'")));
+            }
+            let name = unique_index_name(indexes, &base);
+            indexes.push(IndexMeta { name, columns: cols, unique: true });
+        }
+        TableConstraint::Index(ix) => {
+            let cols = index_columns(columns, &ix.columns)?;
+            let base = ix.name.as_ref().map_or_else(|| columns[cols[0]].name.clone(), |n| n.value.clone());
+            if ix.name.is_some() && indexes.iter().any(|i| i.name.eq_ignore_ascii_case(&base)) {
+                return Err(SqlError::new(codes::ER_DUP_KEYNAME, format!("Duplicate key name '{base}'")));
+            }
+            let name = unique_index_name(indexes, &base);
+            indexes.push(IndexMeta { name, columns: cols, unique: false });
+        }
+        TableConstraint::ForeignKey(_) | TableConstraint::Check(_) => {}
+        other => return Err(SqlError::unsupported(format!("constraint {other}"))),
+    }
+    Ok(())
+}
+
+/// DROP TABLE [IF EXISTS] t1, t2...
+///
+/// # Errors
+/// 1051 for a missing table without IF EXISTS (after dropping the others).
+pub fn drop_tables(catalog: &mut Catalog, info: &SessionInfo, names: &[ast::ObjectName], if_exists: bool, warnings: &mut Vec<Warning>) -> Result<()> {
+    let mut missing = Vec::new();
+    for n in names {
+        let (db, t) = query::resolve_table_name(info, n)?;
+        if catalog.remove_table(&db, &t).is_err() {
+            missing.push(format!("{db}.{t}"));
+        }
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let msg = format!("Unknown table '{}'", missing.join(","));
+    if if_exists {
+        warnings.push(Warning { level: "Note", code: 1051, message: msg });
+        Ok(())
+    } else {
+        Err(SqlError::new(codes::ER_BAD_TABLE_ERROR, msg))
+    }
+}
+
+/// TRUNCATE TABLE.
+///
+/// # Errors
+/// 1146.
+pub fn truncate(catalog: &mut Catalog, info: &SessionInfo, name: &ast::ObjectName) -> Result<()> {
+    let (db, t) = query::resolve_table_name(info, name)?;
+    catalog.table_mut(&db, &t)?.data.clear();
+    Ok(())
+}
+
+/// Rebuild a table with a changed definition, copying its committed rows.
+fn rebuild(
+    catalog: &mut Catalog,
+    db: &str,
+    name: &str,
+    columns: Vec<Column>,
+    column_map: Vec<Option<usize>>,
+    primary: Vec<usize>,
+    indexes: Vec<IndexMeta>,
+    warnings: &mut Vec<Warning>,
+) -> Result<()> {
+    validate(&columns, &primary, &indexes)?;
+    let old = catalog.table(db, name)?;
+    let mut meta = TableMeta::new(old.id, db, name, columns, primary, indexes, old.collation);
+    meta.comment = old.comment.clone();
+    meta.created_at = old.created_at;
+    meta.data.auto_increment = old.data.auto_increment;
+    let rows = old.data.snapshot_rows(ReadView::current(0));
+    for (n, r) in rows.into_iter().enumerate() {
+        let mut new_row = Vec::with_capacity(meta.columns.len());
+        for (c, src) in meta.columns.iter().zip(&column_map) {
+            let v = match src {
+                Some(i) => r[*i].clone(),
+                None => match &c.default {
+                    ColumnDefault::Value(v) => v.clone(),
+                    _ => Value::Null,
+                },
+            };
+            let mut cx = WriteContext { column: &c.name, row: n as u64 + 1, strict: true, warnings };
+            let v = coerce_to_column(v, &c.ty, &mut cx)?;
+            if v.is_null() && !c.nullable {
+                if src.is_none() {
+                    // A new NOT NULL column without default gets the type's zero value.
+                    new_row.push(crate::dml::zero_value(&c.ty));
+                    continue;
+                }
+                return Err(SqlError::new(codes::ER_BAD_NULL_ERROR, format!("Column '{}' cannot be null", c.name)));
+            }
+            new_row.push(v);
+        }
+        let pk = meta.data.insert(0, new_row).map_err(|e| match e {
+            quill_storage::WriteError::Duplicate { .. } => SqlError::new(codes::ER_DUP_ENTRY, format!("Duplicate entry for key while altering '{name}'")),
+            quill_storage::WriteError::Locked { .. } => SqlError::internal("row locked during ALTER"),
+        })?;
+        meta.data.commit_row(0, &pk, 0, 0);
+    }
+    let t = catalog.table_mut(db, name)?;
+    *t = meta;
+    Ok(())
+}
+
+/// ALTER TABLE with ADD/DROP/MODIFY/CHANGE COLUMN and ADD/DROP INDEX.
+///
+/// # Errors
+/// Definition errors; 1091 for a missing column or index.
+pub fn alter_table(
+    catalog: &mut Catalog,
+    info: &SessionInfo,
+    now_us: i64,
+    name: &ast::ObjectName,
+    ops: &[ast::AlterTableOperation],
+    warnings: &mut Vec<Warning>,
+) -> Result<()> {
+    let (db, tname) = query::resolve_table_name(info, name)?;
+    let t = catalog.table(&db, &tname)?;
+    let mut columns = t.columns.clone();
+    let mut map: Vec<Option<usize>> = (0..columns.len()).map(Some).collect();
+    let mut primary = t.primary.clone();
+    let mut indexes = t.indexes.clone();
+    let collation = t.collation;
+    let env = Env { catalog, view: ReadView::current(0), params: &[], now_us, info, locking: false, locked_rows: Default::default() };
+    for op in ops {
+        match op {
+            ast::AlterTableOperation::AddColumn { column_def, column_position, .. } => {
+                let (col, pk, uq) = column_from_ast(&env, column_def, collation)?;
+                let pos = match column_position {
+                    Some(ast::MySQLColumnPosition::First) => 0,
+                    Some(ast::MySQLColumnPosition::After(after)) => columns
+                        .iter()
+                        .position(|c| c.name.eq_ignore_ascii_case(&after.value))
+                        .map(|p| p + 1)
+                        .ok_or_else(|| SqlError::bad_field(&after.value, &tname))?,
+                    None => columns.len(),
+                };
+                shift_positions(&mut primary, &mut indexes, pos, 1);
+                columns.insert(pos, col);
+                map.insert(pos, None);
+                if pk {
+                    primary = vec![pos];
+                }
+                if uq {
+                    let n = unique_index_name(&indexes, &columns[pos].name);
+                    indexes.push(IndexMeta { name: n, columns: vec![pos], unique: true });
+                }
+            }
+            ast::AlterTableOperation::DropColumn { column_names, if_exists, .. } => {
+                for cn in column_names {
+                    let Some(pos) = columns.iter().position(|c| c.name.eq_ignore_ascii_case(&cn.value)) else {
+                        if *if_exists {
+                            continue;
+                        }
+                        return Err(SqlError::new(codes::ER_CANT_DROP_FIELD_OR_KEY, format!("Can't DROP '{}'; check that column/key exists", cn.value)));
+                    };
+                    columns.remove(pos);
+                    map.remove(pos);
+                    primary.retain(|&p| p != pos);
+                    for ix in &mut indexes {
+                        ix.columns.retain(|&p| p != pos);
+                    }
+                    indexes.retain(|ix| !ix.columns.is_empty());
+                    shift_positions(&mut primary, &mut indexes, pos + 1, -1);
+                }
+            }
+            ast::AlterTableOperation::ModifyColumn { col_name, data_type, options, column_position } => {
+                let def = ast::ColumnDef {
+                    name: col_name.clone(),
+                    data_type: data_type.clone(),
+                    options: options.iter().map(|o| ast::ColumnOptionDef { name: None, option: o.clone() }).collect(),
+                };
+                replace_column(&env, &mut columns, &mut map, &mut primary, &mut indexes, &col_name.value, &def, column_position.as_ref(), collation, &tname)?;
+            }
+            ast::AlterTableOperation::ChangeColumn { old_name, new_name, data_type, options, column_position } => {
+                let def = ast::ColumnDef {
+                    name: new_name.clone(),
+                    data_type: data_type.clone(),
+                    options: options.iter().map(|o| ast::ColumnOptionDef { name: None, option: o.clone() }).collect(),
+                };
+                replace_column(&env, &mut columns, &mut map, &mut primary, &mut indexes, &old_name.value, &def, column_position.as_ref(), collation, &tname)?;
+            }
+            ast::AlterTableOperation::AddConstraint { constraint, .. } => add_constraint(constraint, &mut columns, &mut primary, &mut indexes)?,
+            ast::AlterTableOperation::DropIndex { name } => {
+                let before = indexes.len();
+                indexes.retain(|i| !i.name.eq_ignore_ascii_case(&name.value));
+                if indexes.len() == before {
+                    return Err(SqlError::new(codes::ER_CANT_DROP_FIELD_OR_KEY, format!("Can't DROP '{}'; check that column/key exists", name.value)));
+                }
+            }
+            ast::AlterTableOperation::DropPrimaryKey { .. } => primary.clear(),
+            other => return Err(SqlError::unsupported(format!("ALTER TABLE {other}"))),
+        }
+    }
+    drop(env);
+    rebuild(catalog, &db, &tname, columns, map, primary, indexes, warnings)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn replace_column(
+    env: &Env<'_>,
+    columns: &mut Vec<Column>,
+    map: &mut Vec<Option<usize>>,
+    primary: &mut Vec<usize>,
+    indexes: &mut [IndexMeta],
+    old: &str,
+    def: &ast::ColumnDef,
+    position: Option<&ast::MySQLColumnPosition>,
+    collation: Collation,
+    table: &str,
+) -> Result<()> {
+    let pos = columns.iter().position(|c| c.name.eq_ignore_ascii_case(old)).ok_or_else(|| SqlError::bad_field(old, table))?;
+    let (mut col, pk, _) = column_from_ast(env, def, collation)?;
+    if primary.contains(&pos) {
+        col.nullable = false;
+    }
+    columns[pos] = col;
+    if pk && primary.is_empty() {
+        *primary = vec![pos];
+    }
+    if position.is_some() {
+        let _ = (map, indexes);
+        return Err(SqlError::unsupported("FIRST/AFTER in MODIFY COLUMN"));
+    }
+    Ok(())
+}
+
+fn shift_positions(primary: &mut [usize], indexes: &mut [IndexMeta], from: usize, delta: isize) {
+    let shift = |p: &mut usize| {
+        if *p >= from {
+            *p = (*p as isize + delta) as usize;
+        }
+    };
+    primary.iter_mut().for_each(shift);
+    for ix in indexes {
+        ix.columns.iter_mut().for_each(shift);
+    }
+}
+
+/// CREATE [UNIQUE] INDEX.
+///
+/// # Errors
+/// 1061 duplicate name; 1062 if a unique index meets duplicate rows.
+pub fn create_index(catalog: &mut Catalog, info: &SessionInfo, ci: &ast::CreateIndex, warnings: &mut Vec<Warning>) -> Result<()> {
+    let (db, tname) = query::resolve_table_name(info, &ci.table_name)?;
+    let t = catalog.table(&db, &tname)?;
+    let cols = index_columns(&t.columns, &ci.columns)?;
+    let name = ci.name.as_ref().map_or_else(|| t.columns[cols[0]].name.clone(), ident_name);
+    if t.indexes.iter().any(|i| i.name.eq_ignore_ascii_case(&name)) {
+        if ci.if_not_exists {
+            return Ok(());
+        }
+        return Err(SqlError::new(codes::ER_DUP_KEYNAME, format!("Duplicate key name '{name}'")));
+    }
+    let mut indexes = t.indexes.clone();
+    indexes.push(IndexMeta { name, columns: cols, unique: ci.unique });
+    let columns = t.columns.clone();
+    let map = (0..columns.len()).map(Some).collect();
+    let primary = t.primary.clone();
+    rebuild(catalog, &db, &tname, columns, map, primary, indexes, warnings)
+}
+
+/// DROP INDEX name ON table.
+///
+/// # Errors
+/// 1091.
+pub fn drop_index(catalog: &mut Catalog, info: &SessionInfo, index: &str, table: &ast::ObjectName, warnings: &mut Vec<Warning>) -> Result<()> {
+    let (db, tname) = query::resolve_table_name(info, table)?;
+    let t = catalog.table(&db, &tname)?;
+    let columns = t.columns.clone();
+    let map = (0..columns.len()).map(Some).collect();
+    let mut primary = t.primary.clone();
+    let mut indexes = t.indexes.clone();
+    if index.eq_ignore_ascii_case("PRIMARY") {
+        primary.clear();
+    } else {
+        let before = indexes.len();
+        indexes.retain(|i| !i.name.eq_ignore_ascii_case(index));
+        if before == indexes.len() {
+            return Err(SqlError::new(codes::ER_CANT_DROP_FIELD_OR_KEY, format!("Can't DROP '{index}'; check that column/key exists")));
+        }
+    }
+    rebuild(catalog, &db, &tname, columns, map, primary, indexes, warnings)
+}

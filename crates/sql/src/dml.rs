@@ -1,0 +1,555 @@
+//! INSERT, REPLACE, UPDATE and DELETE.
+//!
+//! Each statement runs in two phases: first, with the catalog read-only, it binds
+//! its expressions and computes what to write (running any INSERT ... SELECT to
+//! completion, so a statement never reads its own writes); then it takes the
+//! target table's storage out of the catalog, applies the writes, and puts it
+//! back. Every version a statement pushes is recorded in `undo` so a failing
+//! statement can be rolled back alone.
+
+use std::cmp::Ordering;
+
+use quill_storage::{Collation, ReadView, Row, Table, TxnId, Value, WriteError};
+use sqlparser::ast;
+
+use crate::bind::{Binder, Scope, ScopeColumn};
+use crate::catalog::{Catalog, ColumnDefault, TableMeta};
+use crate::error::{Result, SqlError, Warning, codes};
+use crate::expr::{Expr, RowCtx};
+use crate::ops;
+use crate::query::{self, Access, Env, JoinKind, Source, SourceData};
+use crate::session::SessionInfo;
+use crate::types::{WriteContext, coerce_to_column};
+
+/// What a DML statement runs with.
+pub struct DmlCx<'a> {
+    pub txn: TxnId,
+    pub info: &'a SessionInfo,
+    pub params: &'a [Value],
+    pub now_us: i64,
+    /// `(table id, primary key)` of every version this statement pushed.
+    pub undo: &'a mut Vec<(u64, Vec<u8>)>,
+    pub warnings: &'a mut Vec<Warning>,
+    pub strict: bool,
+    /// Report rows matched rather than rows changed (CLIENT_FOUND_ROWS).
+    pub found_rows: bool,
+}
+
+#[derive(Debug, Default)]
+pub struct DmlResult {
+    pub affected: u64,
+    pub last_insert_id: Option<u64>,
+    pub info: String,
+}
+
+fn env<'a>(catalog: &'a Catalog, cx: &'a DmlCx<'_>) -> Env<'a> {
+    Env {
+        catalog,
+        view: ReadView::current(cx.txn),
+        params: cx.params,
+        now_us: cx.now_us,
+        info: cx.info,
+        locking: false,
+        locked_rows: std::cell::RefCell::new(Vec::new()),
+    }
+}
+
+/// The scope of one table's columns.
+#[must_use]
+pub fn table_scope(t: &TableMeta, alias: &str) -> Scope {
+    Scope {
+        columns: t
+            .columns
+            .iter()
+            .map(|c| ScopeColumn {
+                table: alias.to_owned(),
+                db: t.db.clone(),
+                org_table: t.name.clone(),
+                name: c.name.clone(),
+                ty: c.ty.clone(),
+                nullable: c.nullable,
+                hidden: false,
+                flags: 0,
+            })
+            .collect(),
+    }
+}
+
+fn write_error(e: WriteError, t: &TableMeta, row: &Row) -> SqlError {
+    match e {
+        WriteError::Locked { holder } => SqlError::must_wait(holder),
+        WriteError::Duplicate { index, .. } => {
+            let (name, cols) = match index {
+                None => ("PRIMARY".to_owned(), t.primary.clone()),
+                Some(i) => (t.indexes[i].name.clone(), t.indexes[i].columns.clone()),
+            };
+            let shown: Vec<String> = cols.iter().map(|&c| ops::to_string_lossy(&row[c])).collect();
+            SqlError::new(codes::ER_DUP_ENTRY, format!("Duplicate entry '{}' for key '{}.{}'", shown.join("-"), t.name, name))
+        }
+    }
+}
+
+/// Take a table's storage out of the catalog for the duration of `f`.
+fn with_table<T>(catalog: &mut Catalog, db: &str, name: &str, f: impl FnOnce(&Catalog, &TableMeta, &mut Table) -> Result<T>) -> Result<T> {
+    let mut data = std::mem::replace(&mut catalog.table_mut(db, name)?.data, Table::new(vec![], vec![]));
+    let result = {
+        let meta = catalog.table(db, name)?;
+        f(catalog, meta, &mut data)
+    };
+    catalog.table_mut(db, name).expect("table present").data = data;
+    result
+}
+
+/// The value a column gets when an INSERT does not give one.
+fn default_value(t: &TableMeta, col: usize, now_us: i64) -> Result<Value> {
+    let c = &t.columns[col];
+    Ok(match &c.default {
+        ColumnDefault::Value(v) => v.clone(),
+        ColumnDefault::CurrentTimestamp => Value::DateTime(crate::types::round_micros(now_us, c.ty.decimals().min(6))),
+        ColumnDefault::None if c.nullable || c.auto_increment => Value::Null,
+        ColumnDefault::None => return Err(SqlError::new(codes::ER_NO_DEFAULT_FOR_FIELD, format!("Field '{}' doesn't have a default value", c.name))),
+    })
+}
+
+/// Coerce and check every column of a full row before it is written.
+fn finish_row(t: &TableMeta, mut row: Row, row_no: u64, cx: &mut DmlCx<'_>, data: &mut Table, generated: &mut Option<u64>) -> Result<Row> {
+    for (i, c) in t.columns.iter().enumerate() {
+        let v = std::mem::replace(&mut row[i], Value::Null);
+        let mut wcx = WriteContext { column: &c.name, row: row_no, strict: cx.strict, warnings: cx.warnings };
+        let mut v = coerce_to_column(v, &c.ty, &mut wcx)?;
+        if c.auto_increment {
+            let zero = matches!(v, Value::Int(0) | Value::UInt(0));
+            if v.is_null() || zero {
+                let id = data.auto_increment;
+                data.auto_increment += 1;
+                let mut wcx = WriteContext { column: &c.name, row: row_no, strict: cx.strict, warnings: cx.warnings };
+                v = coerce_to_column(Value::UInt(id), &c.ty, &mut wcx)?;
+                if generated.is_none() {
+                    *generated = Some(id);
+                }
+            } else {
+                let n = ops::to_i128(&v);
+                if n >= i128::from(data.auto_increment) {
+                    data.auto_increment = u64::try_from(n + 1).unwrap_or(u64::MAX);
+                }
+            }
+        }
+        if v.is_null() && !c.nullable {
+            if cx.strict {
+                return Err(SqlError::new(codes::ER_BAD_NULL_ERROR, format!("Column '{}' cannot be null", c.name)));
+            }
+            cx.warnings.push(Warning { level: "Warning", code: 1048, message: format!("Column '{}' cannot be null", c.name) });
+            v = zero_value(&c.ty);
+        }
+        row[i] = v;
+    }
+    Ok(row)
+}
+
+pub(crate) fn zero_value(ty: &crate::types::SqlType) -> Value {
+    use crate::types::SqlType as T;
+    match ty {
+        T::Int { unsigned: true, .. } => Value::UInt(0),
+        T::Int { .. } | T::Year => Value::Int(0),
+        T::Decimal { .. } => Value::Decimal(rust_decimal::Decimal::ZERO),
+        T::Float | T::Double => Value::Double(0.0),
+        T::Binary(_) | T::VarBinary(_) | T::Blob(_) => Value::Bytes(vec![]),
+        T::Date => Value::Date(0),
+        T::DateTime(_) | T::Timestamp(_) => Value::DateTime(0),
+        T::Time(_) => Value::Time(0),
+        _ => Value::Str(String::new()),
+    }
+}
+
+enum Proposed {
+    /// Values in column order, `None` where the column was not given (use default).
+    Row(Vec<Option<Value>>),
+}
+
+/// INSERT / REPLACE.
+///
+/// # Errors
+/// Everything a write can fail with; `lock_holder` when it must wait.
+pub fn insert(catalog: &mut Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Insert) -> Result<DmlResult> {
+    let ast::TableObject::TableName(name) = &stmt.table else {
+        return Err(SqlError::unsupported("INSERT INTO TABLE FUNCTION"));
+    };
+    let (db, tname) = query::resolve_table_name(cx.info, name)?;
+    let t = catalog.table(&db, &tname)?;
+    // Column list.
+    let targets: Vec<usize> = if stmt.columns.is_empty() {
+        (0..t.columns.len()).collect()
+    } else {
+        stmt.columns
+            .iter()
+            .map(|c| {
+                let n = c.0.last().map(ToString::to_string).unwrap_or_default();
+                let n = n.trim_matches('`');
+                t.column_index(n).ok_or_else(|| SqlError::bad_field(n, "field list"))
+            })
+            .collect::<Result<_>>()?
+    };
+    // Phase 1: proposed rows.
+    let mut proposed: Vec<Proposed> = Vec::new();
+    {
+        let e = env(catalog, cx);
+        let empty = Scope::default();
+        let binder = Binder::new(&e, &empty, "field list");
+        match stmt.source.as_deref().map(|q| q.body.as_ref()) {
+            Some(ast::SetExpr::Values(values)) => {
+                for (n, row) in values.rows.iter().enumerate() {
+                    let row = &row.content;
+                    if row.len() != targets.len() && !(row.is_empty() && stmt.columns.is_empty()) {
+                        return Err(SqlError::new(codes::ER_WRONG_VALUE_COUNT_ON_ROW, format!("Column count doesn't match value count at row {}", n + 1)));
+                    }
+                    let mut vals: Vec<Option<Value>> = vec![None; t.columns.len()];
+                    for (&col, ex) in targets.iter().zip(row) {
+                        let is_default = matches!(ex, ast::Expr::Identifier(id) if id.quote_style.is_none() && id.value.eq_ignore_ascii_case("DEFAULT"));
+                        if !is_default {
+                            vals[col] = Some(binder.bind(ex)?.eval(&e, &RowCtx::new(&[]))?);
+                        }
+                    }
+                    proposed.push(Proposed::Row(vals));
+                }
+            }
+            Some(_) => {
+                let q = stmt.source.as_deref().expect("checked");
+                let (plan, _) = query::plan_query(&e, q, &[])?;
+                if plan.columns.len() != targets.len() {
+                    return Err(SqlError::new(codes::ER_WRONG_VALUE_COUNT_ON_ROW, "Column count doesn't match value count at row 1"));
+                }
+                for r in query::run_select(&plan, &e, None)?.rows {
+                    let mut vals: Vec<Option<Value>> = vec![None; t.columns.len()];
+                    for (&col, v) in targets.iter().zip(r) {
+                        vals[col] = Some(v);
+                    }
+                    proposed.push(Proposed::Row(vals));
+                }
+            }
+            None if !stmt.assignments.is_empty() => {
+                let mut vals: Vec<Option<Value>> = vec![None; t.columns.len()];
+                for a in &stmt.assignments {
+                    let col = assignment_column(t, a)?;
+                    vals[col] = Some(binder.bind(&a.value)?.eval(&e, &RowCtx::new(&[]))?);
+                }
+                proposed.push(Proposed::Row(vals));
+            }
+            None => return Err(SqlError::parse("")),
+        }
+    }
+    // ON DUPLICATE KEY UPDATE: scope = existing row ++ proposed row.
+    let on_dup: Option<Vec<(usize, Expr)>> = match &stmt.on {
+        Some(ast::OnInsert::DuplicateKeyUpdate(assigns)) => {
+            let e = env(catalog, cx);
+            let mut scope = table_scope(t, &tname);
+            let width = t.columns.len();
+            scope.columns.extend(table_scope(t, &tname).columns.into_iter().map(|mut c| {
+                c.hidden = true;
+                c.table = String::from("\u{0}values");
+                c
+            }));
+            let b = Binder { values_offset: Some(width), ..Binder::new(&e, &scope, "field list") };
+            Some(assigns.iter().map(|a| Ok((assignment_column(t, a)?, b.bind(&a.value)?))).collect::<Result<_>>()?)
+        }
+        Some(_) => return Err(SqlError::unsupported("ON CONFLICT")),
+        None => None,
+    };
+    let replace = stmt.replace_into;
+    let ignore = stmt.ignore;
+    let now_us = cx.now_us;
+    let count = proposed.len();
+    with_table(catalog, &db, &tname, |catalog, t, data| {
+        let mut res = DmlResult::default();
+        let mut generated: Option<u64> = None;
+        let mut duplicates = 0u64;
+        for (n, p) in proposed.into_iter().enumerate() {
+            let Proposed::Row(vals) = p;
+            let mut row: Row = Vec::with_capacity(vals.len());
+            for (i, v) in vals.into_iter().enumerate() {
+                row.push(match v {
+                    Some(v) => v,
+                    None => default_value(t, i, now_us)?,
+                });
+            }
+            let row_no = n as u64 + 1;
+            let row = match finish_row(t, row, row_no, cx, data, &mut generated) {
+                Ok(r) => r,
+                Err(e) if ignore && e.lock_holder.is_none() => {
+                    cx.warnings.push(Warning { level: "Warning", code: e.code, message: e.message });
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let mut attempts = 0;
+            loop {
+                attempts += 1;
+                match data.insert(cx.txn, row.clone()) {
+                    Ok(pk) => {
+                        cx.undo.push((t.id, pk));
+                        res.affected += 1;
+                        break;
+                    }
+                    Err(WriteError::Duplicate { existing_pk, .. }) if replace && attempts < 64 => {
+                        data.delete(cx.txn, &existing_pk).map_err(|e| write_error(e, t, &row))?;
+                        cx.undo.push((t.id, existing_pk));
+                        res.affected += 1;
+                        duplicates += 1;
+                    }
+                    Err(WriteError::Duplicate { existing_pk, .. }) if on_dup.is_some() => {
+                        let assigns = on_dup.as_ref().expect("checked");
+                        let old = data.get(&existing_pk, &ReadView::current(cx.txn)).cloned().expect("duplicate row is visible");
+                        let mut combined = old.clone();
+                        combined.extend(row.iter().cloned());
+                        let e = env(catalog, cx);
+                        let mut new = old.clone();
+                        for (col, ex) in assigns {
+                            let v = ex.eval(&e, &RowCtx::new(&combined))?;
+                            new[*col] = v.clone();
+                            combined[*col] = v;
+                        }
+                        drop(e);
+                        let mut none = None;
+                        let new = finish_row(t, new, row_no, cx, data, &mut none)?;
+                        if rows_equal(&new, &old) {
+                            if cx.found_rows {
+                                res.affected += 1;
+                            }
+                        } else {
+                            let pk = data.update(cx.txn, &existing_pk, new.clone()).map_err(|e| write_error(e, t, &new))?;
+                            if pk != existing_pk {
+                                cx.undo.push((t.id, pk));
+                            }
+                            cx.undo.push((t.id, existing_pk));
+                            res.affected += 2;
+                        }
+                        break;
+                    }
+                    Err(WriteError::Duplicate { .. }) if ignore => {
+                        cx.warnings.push(Warning {
+                            level: "Warning",
+                            code: 1062,
+                            message: write_error(WriteError::Duplicate { index: None, existing_pk: vec![] }, t, &row).message,
+                        });
+                        duplicates += 1;
+                        break;
+                    }
+                    Err(e) => return Err(write_error(e, t, &row)),
+                }
+            }
+        }
+        res.last_insert_id = generated;
+        if count > 1 || stmt.source.as_deref().is_some_and(|q| !matches!(q.body.as_ref(), ast::SetExpr::Values(_))) {
+            res.info = format!("Records: {count}  Duplicates: {duplicates}  Warnings: {}", cx.warnings.len());
+        }
+        Ok(res)
+    })
+}
+
+fn rows_equal(a: &Row, b: &Row) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(x, y)| {
+            x == y || ops::compare(x, y, Collation::Utf8mb4Bin) == Some(Ordering::Equal) && std::mem::discriminant(x) == std::mem::discriminant(y)
+        })
+}
+
+fn assignment_column(t: &TableMeta, a: &ast::Assignment) -> Result<usize> {
+    let ast::AssignmentTarget::ColumnName(n) = &a.target else {
+        return Err(SqlError::unsupported("tuple assignment"));
+    };
+    let name = n.0.last().map(|p| p.to_string()).unwrap_or_default();
+    let name = name.trim_matches('`');
+    t.column_index(name).ok_or_else(|| SqlError::bad_field(name, "field list"))
+}
+
+/// Rows of `db.name` matching `filter`, as `(primary key, row)`, read current.
+fn matching_rows(e: &Env<'_>, t: &TableMeta, filter: Option<&Expr>) -> Result<Vec<(Vec<u8>, Row)>> {
+    let conds: Vec<Expr> = filter.map(|f| f.conjuncts().into_iter().cloned().collect()).unwrap_or_default();
+    let access = query::choose_access(t, &conds, 0);
+    let source = Source {
+        data: SourceData::Table { db: t.db.clone(), name: t.name.clone(), id: t.id },
+        offset: 0,
+        width: t.columns.len(),
+        kind: JoinKind::Inner,
+        on: None,
+        access,
+        types: t.columns.iter().map(|c| c.ty.clone()).collect(),
+    };
+    let _ = Access::Full;
+    let rows = query::read_source(&source, &Vec::new(), e, None)?;
+    let mut out = Vec::new();
+    for (pk, r) in rows {
+        if let Some(f) = filter
+            && ops::truth(&f.eval(e, &RowCtx::new(&r))?) != Some(true)
+        {
+            continue;
+        }
+        out.push((pk, r));
+    }
+    Ok(out)
+}
+
+fn single_table(twj: &ast::TableWithJoins, info: &SessionInfo) -> Result<(String, String, String)> {
+    if !twj.joins.is_empty() {
+        return Err(SqlError::unsupported("multi-table UPDATE/DELETE"));
+    }
+    let ast::TableFactor::Table { name, alias, .. } = &twj.relation else {
+        return Err(SqlError::unsupported("UPDATE/DELETE of a derived table"));
+    };
+    let (db, t) = query::resolve_table_name(info, name)?;
+    let alias = alias.as_ref().map_or(t.clone(), |a| a.name.value.clone());
+    Ok((db, t, alias))
+}
+
+fn order_and_limit(e: &Env<'_>, scope: &Scope, rows: &mut Vec<(Vec<u8>, Row)>, order_by: &[ast::OrderByExpr], limit: Option<&ast::Expr>) -> Result<()> {
+    if !order_by.is_empty() {
+        let b = Binder::new(e, scope, "order clause");
+        let keys: Vec<(Expr, bool, Collation)> = order_by
+            .iter()
+            .map(|o| {
+                let x = b.bind(&o.expr)?;
+                let c = b.collation_of(&x);
+                Ok((x, !matches!(o.options.sort, Some(ast::OrderBySort::Desc)), c))
+            })
+            .collect::<Result<_>>()?;
+        let mut keyed: Vec<(Vec<Value>, (Vec<u8>, Row))> =
+            rows.drain(..).map(|r| Ok((keys.iter().map(|(k, _, _)| k.eval(e, &RowCtx::new(&r.1))).collect::<Result<Vec<_>>>()?, r))).collect::<Result<_>>()?;
+        keyed.sort_by(|a, b| {
+            for (i, (_, asc, c)) in keys.iter().enumerate() {
+                let o = ops::sort_cmp(&a.0[i], &b.0[i], *c);
+                if o != Ordering::Equal {
+                    return if *asc { o } else { o.reverse() };
+                }
+            }
+            Ordering::Equal
+        });
+        rows.extend(keyed.into_iter().map(|(_, r)| r));
+    }
+    if let Some(l) = limit {
+        let n = Binder::new(e, &Scope::default(), "limit clause").bind(l)?.eval(e, &RowCtx::new(&[]))?;
+        rows.truncate(ops::to_i128(&n).max(0) as usize);
+    }
+    Ok(())
+}
+
+/// UPDATE (single table).
+///
+/// # Errors
+/// As [`insert`].
+pub fn update(catalog: &mut Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Update) -> Result<DmlResult> {
+    if stmt.from.is_some() {
+        return Err(SqlError::unsupported("UPDATE ... FROM"));
+    }
+    let (db, tname, alias) = single_table(&stmt.table, cx.info)?;
+    let t = catalog.table(&db, &tname)?;
+    let scope = table_scope(t, &alias);
+    let (targets, assigns) = {
+        let e = env(catalog, cx);
+        let b = Binder::new(&e, &scope, "where clause");
+        let filter = stmt.selection.as_ref().map(|w| b.bind(w)).transpose()?;
+        let fb = Binder::new(&e, &scope, "field list");
+        let assigns: Vec<(usize, Expr)> = stmt.assignments.iter().map(|a| Ok((assignment_column(t, a)?, fb.bind(&a.value)?))).collect::<Result<_>>()?;
+        let mut rows = matching_rows(&e, t, filter.as_ref())?;
+        order_and_limit(&e, &scope, &mut rows, &stmt.order_by, stmt.limit.as_ref())?;
+        (rows, assigns)
+    };
+    let now_us = cx.now_us;
+    with_table(catalog, &db, &tname, |catalog, t, data| {
+        let mut matched = 0u64;
+        let mut changed = 0u64;
+        for (n, (pk, old)) in targets.into_iter().enumerate() {
+            // The row may have changed since it was found (only our own writes can have).
+            let Some(current) = data.get(&pk, &ReadView::current(cx.txn)).cloned() else { continue };
+            if let Some(h) = data.holder(&pk).filter(|&h| h != cx.txn) {
+                return Err(SqlError::must_wait(h));
+            }
+            let _ = old;
+            matched += 1;
+            let mut new = current.clone();
+            {
+                let e = env(catalog, cx);
+                for (col, ex) in &assigns {
+                    new[*col] = ex.eval(&e, &RowCtx::new(&new))?;
+                }
+            }
+            let mut none = None;
+            let mut new = finish_row(t, new, n as u64 + 1, cx, data, &mut none)?;
+            if rows_equal(&new, &current) {
+                continue;
+            }
+            for (i, c) in t.columns.iter().enumerate() {
+                if c.on_update_current_timestamp && !assigns.iter().any(|(a, _)| *a == i) {
+                    new[i] = Value::DateTime(crate::types::round_micros(now_us, c.ty.decimals().min(6)));
+                }
+            }
+            let new_pk = data.update(cx.txn, &pk, new.clone()).map_err(|e| write_error(e, t, &new))?;
+            if new_pk != pk {
+                cx.undo.push((t.id, new_pk));
+            }
+            cx.undo.push((t.id, pk));
+            changed += 1;
+        }
+        Ok(DmlResult {
+            affected: if cx.found_rows { matched } else { changed },
+            last_insert_id: None,
+            info: format!("Rows matched: {matched}  Changed: {changed}  Warnings: {}", cx.warnings.len()),
+        })
+    })
+}
+
+/// DELETE (single table).
+///
+/// # Errors
+/// As [`insert`].
+pub fn delete(catalog: &mut Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Delete) -> Result<DmlResult> {
+    let tables = match &stmt.from {
+        ast::FromTable::WithFromKeyword(t) | ast::FromTable::WithoutKeyword(t) => t,
+    };
+    if tables.len() != 1 || !stmt.tables.is_empty() || stmt.using.is_some() {
+        return Err(SqlError::unsupported("multi-table DELETE"));
+    }
+    let (db, tname, alias) = single_table(&tables[0], cx.info)?;
+    let t = catalog.table(&db, &tname)?;
+    let scope = table_scope(t, &alias);
+    let targets = {
+        let e = env(catalog, cx);
+        let b = Binder::new(&e, &scope, "where clause");
+        let filter = stmt.selection.as_ref().map(|w| b.bind(w)).transpose()?;
+        let mut rows = matching_rows(&e, t, filter.as_ref())?;
+        order_and_limit(&e, &scope, &mut rows, &stmt.order_by, stmt.limit.as_ref())?;
+        rows
+    };
+    with_table(catalog, &db, &tname, |_, t, data| {
+        let mut affected = 0;
+        for (pk, row) in targets {
+            if data.get(&pk, &ReadView::current(cx.txn)).is_none() {
+                continue;
+            }
+            data.delete(cx.txn, &pk).map_err(|e| write_error(e, t, &row))?;
+            cx.undo.push((t.id, pk));
+            affected += 1;
+        }
+        Ok(DmlResult { affected, last_insert_id: None, info: String::new() })
+    })
+}
+
+/// Lock rows read by a locking SELECT: each gets a version identical to the one
+/// read, which makes any other writer (or locking reader) wait for this
+/// transaction. FOR SHARE is treated as FOR UPDATE at this stage.
+///
+/// # Errors
+/// `lock_holder` if another transaction holds one of the rows.
+pub fn lock_rows(catalog: &mut Catalog, txn: TxnId, rows: &[(u64, Vec<u8>)], undo: &mut Vec<(u64, Vec<u8>)>) -> Result<()> {
+    for (tid, pk) in rows {
+        let Some(t) = catalog.table_by_id_mut(*tid) else { continue };
+        if t.data.holder(pk) == Some(txn) {
+            continue;
+        }
+        let Some(row) = t.data.get(pk, &ReadView::current(txn)).cloned() else { continue };
+        t.data.update(txn, pk, row).map_err(|e| match e {
+            WriteError::Locked { holder } => SqlError::must_wait(holder),
+            WriteError::Duplicate { .. } => SqlError::internal("duplicate key while locking a row"),
+        })?;
+        undo.push((*tid, pk.clone()));
+    }
+    Ok(())
+}

@@ -1,0 +1,163 @@
+//! The SQL layer's errors: one variant family per MySQL error a client can meet.
+//!
+//! Each error carries MySQL's error number and SQLSTATE so the protocol edge can
+//! send an ERR packet unchanged; the message text follows MySQL 8's wording.
+
+use std::fmt;
+
+/// An SQL-level failure, reported to the client as an ERR packet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SqlError {
+    pub code: u16,
+    pub state: &'static str,
+    pub message: String,
+    /// Set when the statement could not proceed because another transaction holds
+    /// a row it needs: the session waits for that transaction and re-runs the
+    /// statement (never sent to a client as is).
+    pub lock_holder: Option<u64>,
+}
+
+impl fmt::Display for SqlError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ERROR {} ({}): {}", self.code, self.state, self.message)
+    }
+}
+
+impl std::error::Error for SqlError {}
+
+pub type Result<T> = std::result::Result<T, SqlError>;
+
+macro_rules! errors {
+    ($($name:ident = ($code:expr, $state:expr);)*) => {
+        /// MySQL error numbers used by Quill, with their SQLSTATEs.
+        pub mod codes {
+            $(pub const $name: (u16, &str) = ($code, $state);)*
+        }
+    };
+}
+
+errors! {
+    ER_DUP_ENTRY = (1062, "23000");
+    ER_PARSE_ERROR = (1064, "42000");
+    ER_NO_SUCH_TABLE = (1146, "42S02");
+    ER_BAD_FIELD_ERROR = (1054, "42S22");
+    ER_BAD_DB_ERROR = (1049, "42000");
+    ER_DB_CREATE_EXISTS = (1007, "HY000");
+    ER_DB_DROP_EXISTS = (1008, "HY000");
+    ER_TABLE_EXISTS_ERROR = (1050, "42S01");
+    ER_BAD_TABLE_ERROR = (1051, "42S02");
+    ER_BAD_NULL_ERROR = (1048, "23000");
+    ER_NO_DEFAULT_FOR_FIELD = (1364, "HY000");
+    ER_TRUNCATED_WRONG_VALUE_FOR_FIELD = (1366, "HY000");
+    ER_WARN_DATA_OUT_OF_RANGE = (1264, "22003");
+    ER_DATA_TOO_LONG = (1406, "22001");
+    WARN_DATA_TRUNCATED = (1265, "01000");
+    ER_TRUNCATED_WRONG_VALUE = (1292, "22007");
+    ER_UNKNOWN_SYSTEM_VARIABLE = (1193, "HY000");
+    ER_WRONG_VALUE_FOR_VAR = (1231, "42000");
+    ER_WRONG_TYPE_FOR_VAR = (1232, "42000");
+    ER_INCORRECT_GLOBAL_LOCAL_VAR = (1238, "HY000");
+    ER_GLOBAL_VARIABLE = (1229, "HY000");
+    ER_UNKNOWN_ERROR = (1105, "HY000");
+    ER_NO_DB_ERROR = (1046, "3D000");
+    ER_NON_UNIQ_ERROR = (1052, "23000");
+    ER_DUP_FIELDNAME = (1060, "42S21");
+    ER_DUP_KEYNAME = (1061, "42000");
+    ER_MULTIPLE_PRI_KEY = (1068, "42000");
+    ER_CANT_DROP_FIELD_OR_KEY = (1091, "42000");
+    ER_WRONG_VALUE_COUNT_ON_ROW = (1136, "21S01");
+    ER_WRONG_VALUE_COUNT = (1058, "21S01");
+    ER_OPERAND_COLUMNS = (1241, "21000");
+    ER_SUBQUERY_NO_1_ROW = (1242, "21000");
+    ER_DATA_OUT_OF_RANGE = (1690, "22003");
+    ER_LOCK_WAIT_TIMEOUT = (1205, "HY000");
+    ER_LOCK_DEADLOCK = (1213, "40001");
+    ER_NOT_SUPPORTED_YET = (1235, "42000");
+    ER_WRONG_ARGUMENTS = (1210, "HY000");
+    ER_SP_DOES_NOT_EXIST = (1305, "42000");
+    ER_WRONG_PARAMCOUNT_TO_NATIVE_FCT = (1582, "42000");
+    ER_WRONG_FIELD_WITH_GROUP = (1055, "42000");
+    ER_INVALID_GROUP_FUNC_USE = (1111, "HY000");
+    ER_WRONG_NUMBER_OF_COLUMNS_IN_SELECT = (1222, "21000");
+    ER_UNKNOWN_COLLATION = (1273, "HY000");
+    ER_UNKNOWN_CHARACTER_SET = (1115, "42000");
+    ER_NO_SUCH_THREAD = (1094, "HY000");
+    ER_QUERY_INTERRUPTED = (1317, "70100");
+    ER_KEY_COLUMN_DOES_NOT_EXITS = (1072, "42000");
+    ER_TOO_BIG_PRECISION = (1426, "42000");
+    ER_WRONG_AUTO_KEY = (1075, "42000");
+    ER_EMPTY_QUERY = (1065, "42000");
+    ER_UNKNOWN_TABLE = (1109, "42S02");
+    ER_NONUNIQ_TABLE = (1066, "42000");
+    ER_KEY_DOES_NOT_EXITS = (1176, "42000");
+    ER_INVALID_DEFAULT = (1067, "42000");
+    ER_DIVISION_BY_ZERO = (1365, "22012");
+    ER_CANT_CHANGE_TX_CHARACTERISTICS = (1568, "25001");
+    ER_UNKNOWN_COM_ERROR = (1047, "08S01");
+    ER_WRONG_DB_NAME = (1102, "42000");
+    ER_TABLEACCESS_DENIED_ERROR = (1142, "42000");
+    ER_UPDATE_TABLE_USED = (1093, "HY000");
+    ER_WARN_TOO_FEW_RECORDS = (1261, "01000");
+    ER_TRUNCATED_WRONG_VALUE_WARN = (1292, "22007");
+}
+
+impl SqlError {
+    #[must_use]
+    pub fn new(code: (u16, &'static str), message: impl Into<String>) -> SqlError {
+        SqlError { code: code.0, state: code.1, message: message.into(), lock_holder: None }
+    }
+
+    #[must_use]
+    pub fn parse(near: &str) -> SqlError {
+        SqlError::new(
+            codes::ER_PARSE_ERROR,
+            format!(
+                "You have an error in your SQL syntax; check the manual that corresponds to your MySQL server version for the right syntax to use near '{near}' at line 1"
+            ),
+        )
+    }
+
+    #[must_use]
+    pub fn unsupported(what: impl fmt::Display) -> SqlError {
+        SqlError::new(codes::ER_NOT_SUPPORTED_YET, format!("This version of MySQL doesn't yet support '{what}'"))
+    }
+
+    #[must_use]
+    pub fn no_such_table(db: &str, table: &str) -> SqlError {
+        SqlError::new(codes::ER_NO_SUCH_TABLE, format!("Table '{db}.{table}' doesn't exist"))
+    }
+
+    #[must_use]
+    pub fn bad_field(name: &str, clause: &str) -> SqlError {
+        SqlError::new(codes::ER_BAD_FIELD_ERROR, format!("Unknown column '{name}' in '{clause}'"))
+    }
+
+    #[must_use]
+    pub fn unknown_db(db: &str) -> SqlError {
+        SqlError::new(codes::ER_BAD_DB_ERROR, format!("Unknown database '{db}'"))
+    }
+
+    #[must_use]
+    pub fn internal(msg: impl Into<String>) -> SqlError {
+        SqlError::new(codes::ER_UNKNOWN_ERROR, msg)
+    }
+
+    /// The statement must wait for transaction `holder` and then be re-run.
+    #[must_use]
+    pub fn must_wait(holder: u64) -> SqlError {
+        SqlError { lock_holder: Some(holder), ..SqlError::new(codes::ER_LOCK_WAIT_TIMEOUT, "Lock wait timeout exceeded; try restarting transaction") }
+    }
+
+    #[must_use]
+    pub fn no_db() -> SqlError {
+        SqlError::new(codes::ER_NO_DB_ERROR, "No database selected")
+    }
+}
+
+/// A note, warning or error recorded for `SHOW WARNINGS`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warning {
+    pub level: &'static str,
+    pub code: u16,
+    pub message: String,
+}

@@ -1,0 +1,73 @@
+//! EXPLAIN: the access path chosen for each table of a query block, in MySQL's
+//! tabular EXPLAIN layout.
+
+use quill_storage::{Collation, Value};
+
+use crate::query::{Access, OutColumn, PlanKind, ResultSet, SelectPlan, SourceData};
+use crate::types::SqlType;
+
+/// Describe a plan.
+#[must_use]
+pub fn explain(plan: &SelectPlan) -> ResultSet {
+    let text = SqlType::VarChar { len: 255, collation: Collation::Utf8mb4GeneralCi };
+    let names = ["id", "select_type", "table", "partitions", "type", "possible_keys", "key", "key_len", "ref", "rows", "filtered", "Extra"];
+    let columns: Vec<OutColumn> = names.iter().map(|n| OutColumn::computed(n, text.clone())).collect();
+    let mut rows = Vec::new();
+    describe(plan, 1, &mut rows);
+    ResultSet { columns, rows }
+}
+
+fn describe(plan: &SelectPlan, id: i64, rows: &mut Vec<Vec<Value>>) {
+    let s = |x: &str| Value::Str(x.to_owned());
+    match &plan.kind {
+        PlanKind::Union { left, right, .. } => {
+            describe(left, id, rows);
+            describe(right, id + 1, rows);
+        }
+        PlanKind::Block(b) => {
+            if b.sources.is_empty() {
+                rows.push(vec![
+                    Value::Int(id),
+                    s("SIMPLE"),
+                    Value::Null,
+                    Value::Null,
+                    Value::Null,
+                    Value::Null,
+                    Value::Null,
+                    Value::Null,
+                    Value::Null,
+                    Value::Null,
+                    Value::Null,
+                    s("No tables used"),
+                ]);
+            }
+            for src in &b.sources {
+                let table = match &src.data {
+                    SourceData::Table { name, .. } => s(name),
+                    SourceData::Rows(..) => s("<derived>"),
+                };
+                let (kind, key) = match &src.access {
+                    Access::Full => ("ALL", Value::Null),
+                    Access::PkPoint(_) => ("const", s("PRIMARY")),
+                    Access::PkIn(_) | Access::PkRange { .. } => ("range", s("PRIMARY")),
+                    Access::IndexEq { index, .. } => ("ref", Value::Str(format!("index #{index}"))),
+                };
+                let extra = if b.filter.is_some() { "Using where" } else { "" };
+                rows.push(vec![
+                    Value::Int(id),
+                    s("SIMPLE"),
+                    table,
+                    Value::Null,
+                    s(kind),
+                    key.clone(),
+                    key,
+                    Value::Null,
+                    Value::Null,
+                    Value::Null,
+                    s("100.00"),
+                    s(extra),
+                ]);
+            }
+        }
+    }
+}

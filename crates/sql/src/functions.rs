@@ -1,0 +1,838 @@
+//! Scalar functions: name lookup, result types and evaluation.
+
+use chrono::{Datelike, Duration, Months, NaiveDateTime, Timelike};
+use quill_storage::{Collation, Value};
+use rust_decimal::prelude::ToPrimitive;
+use rust_decimal::{Decimal, RoundingStrategy};
+
+use crate::error::{Result, SqlError, codes};
+use crate::expr::{Expr, RowCtx};
+use crate::ops;
+use crate::query::Env;
+use crate::types::{self, IntKind, LobKind, SqlType};
+
+/// Units of INTERVAL and TIMESTAMPDIFF.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    Microsecond,
+    Second,
+    Minute,
+    Hour,
+    Day,
+    Week,
+    Month,
+    Quarter,
+    Year,
+}
+
+impl Unit {
+    #[must_use]
+    pub fn parse(s: &str) -> Option<Unit> {
+        Some(match s.to_ascii_uppercase().as_str() {
+            "MICROSECOND" | "MICROSECONDS" => Unit::Microsecond,
+            "SECOND" | "SECONDS" => Unit::Second,
+            "MINUTE" | "MINUTES" => Unit::Minute,
+            "HOUR" | "HOURS" => Unit::Hour,
+            "DAY" | "DAYS" => Unit::Day,
+            "WEEK" | "WEEKS" => Unit::Week,
+            "MONTH" | "MONTHS" => Unit::Month,
+            "QUARTER" => Unit::Quarter,
+            "YEAR" | "YEARS" => Unit::Year,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Func {
+    Concat,
+    ConcatWs,
+    Length,
+    CharLength,
+    Substring,
+    Left,
+    Right,
+    Lower,
+    Upper,
+    Trim,
+    LTrim,
+    RTrim,
+    /// TRIM(BOTH|LEADING|TRAILING x FROM s): (which: 0 both, 1 leading, 2 trailing).
+    TrimChars(u8),
+    Replace,
+    Lpad,
+    Rpad,
+    Repeat,
+    Reverse,
+    Instr,
+    Locate,
+    Hex,
+    Space,
+    Now(u8),
+    SysDate(u8),
+    CurDate,
+    CurTime(u8),
+    UtcTimestamp(u8),
+    UnixTimestamp,
+    FromUnixtime,
+    TimestampDiff(Unit),
+    DateDiff,
+    /// DATE_ADD / DATE_SUB: (unit, subtract).
+    DateAdd(Unit, bool),
+    Date,
+    Time,
+    Year,
+    Month,
+    Day,
+    Hour,
+    Minute,
+    Second,
+    Microsecond,
+    DayOfWeek,
+    DateFormat,
+    Round,
+    Truncate,
+    Floor,
+    Ceil,
+    Abs,
+    Mod,
+    Sign,
+    Power,
+    Sqrt,
+    Rand,
+    Greatest,
+    Least,
+    If,
+    IfNull,
+    NullIf,
+    Coalesce,
+    LastInsertId,
+    RowCount,
+    FoundRows,
+    Database,
+    Version,
+    ConnectionId,
+    User,
+    CurrentUser,
+    IsNullFn,
+}
+
+impl Func {
+    /// Look a function up by name; `None` if Quill has no such function.
+    #[must_use]
+    pub fn by_name(name: &str, argc: usize) -> Option<Func> {
+        Some(match name.to_ascii_uppercase().as_str() {
+            "CONCAT" => Func::Concat,
+            "CONCAT_WS" => Func::ConcatWs,
+            "LENGTH" | "OCTET_LENGTH" => Func::Length,
+            "CHAR_LENGTH" | "CHARACTER_LENGTH" => Func::CharLength,
+            "SUBSTRING" | "SUBSTR" | "MID" => Func::Substring,
+            "LEFT" => Func::Left,
+            "RIGHT" => Func::Right,
+            "LOWER" | "LCASE" => Func::Lower,
+            "UPPER" | "UCASE" => Func::Upper,
+            "TRIM" => Func::Trim,
+            "LTRIM" => Func::LTrim,
+            "RTRIM" => Func::RTrim,
+            "REPLACE" => Func::Replace,
+            "LPAD" => Func::Lpad,
+            "RPAD" => Func::Rpad,
+            "REPEAT" => Func::Repeat,
+            "REVERSE" => Func::Reverse,
+            "INSTR" => Func::Instr,
+            "LOCATE" | "POSITION" => Func::Locate,
+            "HEX" => Func::Hex,
+            "SPACE" => Func::Space,
+            "NOW" | "CURRENT_TIMESTAMP" | "LOCALTIME" | "LOCALTIMESTAMP" => Func::Now(0),
+            "SYSDATE" => Func::SysDate(0),
+            "CURDATE" | "CURRENT_DATE" => Func::CurDate,
+            "CURTIME" | "CURRENT_TIME" => Func::CurTime(0),
+            "UTC_TIMESTAMP" => Func::UtcTimestamp(0),
+            "UNIX_TIMESTAMP" => Func::UnixTimestamp,
+            "FROM_UNIXTIME" => Func::FromUnixtime,
+            "DATEDIFF" => Func::DateDiff,
+            "DATE" => Func::Date,
+            "TIME" => Func::Time,
+            "YEAR" => Func::Year,
+            "MONTH" => Func::Month,
+            "DAY" | "DAYOFMONTH" => Func::Day,
+            "HOUR" => Func::Hour,
+            "MINUTE" => Func::Minute,
+            "SECOND" => Func::Second,
+            "MICROSECOND" => Func::Microsecond,
+            "DAYOFWEEK" => Func::DayOfWeek,
+            "DATE_FORMAT" => Func::DateFormat,
+            "ROUND" => Func::Round,
+            "TRUNCATE" => Func::Truncate,
+            "FLOOR" => Func::Floor,
+            "CEIL" | "CEILING" => Func::Ceil,
+            "ABS" => Func::Abs,
+            "MOD" => Func::Mod,
+            "SIGN" => Func::Sign,
+            "POW" | "POWER" => Func::Power,
+            "SQRT" => Func::Sqrt,
+            "RAND" => Func::Rand,
+            "GREATEST" => Func::Greatest,
+            "LEAST" => Func::Least,
+            "IF" => Func::If,
+            "IFNULL" => Func::IfNull,
+            "NULLIF" => Func::NullIf,
+            "COALESCE" => Func::Coalesce,
+            "LAST_INSERT_ID" => Func::LastInsertId,
+            "ROW_COUNT" => Func::RowCount,
+            "FOUND_ROWS" => Func::FoundRows,
+            "DATABASE" | "SCHEMA" => Func::Database,
+            "VERSION" => Func::Version,
+            "CONNECTION_ID" => Func::ConnectionId,
+            "USER" | "SESSION_USER" | "SYSTEM_USER" => Func::User,
+            "CURRENT_USER" => Func::CurrentUser,
+            "ISNULL" if argc == 1 => Func::IsNullFn,
+            _ => return None,
+        })
+    }
+
+    /// Allowed argument counts.
+    #[must_use]
+    pub fn arity(self) -> (usize, usize) {
+        use Func::*;
+        match self {
+            Concat | Coalesce | Greatest | Least => (1, usize::MAX),
+            ConcatWs => (2, usize::MAX),
+            Length | CharLength | Lower | Upper | Trim | LTrim | RTrim | Reverse | Hex | Space | Date | Time | Year | Month | Day | Hour | Minute | Second
+            | Microsecond | DayOfWeek | Floor | Ceil | Abs | Sign | Sqrt | IsNullFn | FromUnixtime => (1, 1),
+            Substring => (2, 3),
+            Left | Right | Repeat | Instr | DateDiff | DateFormat | Mod | Power | IfNull | NullIf | TrimChars(_) | DateAdd(..) | Truncate => (2, 2),
+            Replace | Lpad | Rpad | If | TimestampDiff(_) => (3, 3),
+            Locate => (2, 3),
+            Now(_) | SysDate(_) | CurTime(_) | UtcTimestamp(_) | LastInsertId | UnixTimestamp | Rand => (0, 1),
+            Round => (1, 2),
+            CurDate | RowCount | FoundRows | Database | Version | ConnectionId | User | CurrentUser => (0, 0),
+        }
+    }
+
+    /// Functions whose value changes between calls within one statement.
+    #[must_use]
+    pub fn is_deterministic(self) -> bool {
+        !matches!(self, Func::Rand | Func::SysDate(_))
+    }
+
+    /// The result type, given the argument types.
+    #[must_use]
+    pub fn result_type(self, args: &[SqlType]) -> SqlType {
+        use Func::*;
+        let text = SqlType::VarChar { len: 255, collation: Collation::default() };
+        let int = SqlType::bigint();
+        match self {
+            Concat | ConcatWs | Substring | Left | Right | Lower | Upper | Trim | LTrim | RTrim | TrimChars(_) | Replace | Lpad | Rpad | Repeat | Reverse
+            | Hex | Space | DateFormat => {
+                if args.first().is_some_and(|t| t.is_binary()) {
+                    SqlType::Blob(LobKind::Long)
+                } else {
+                    text
+                }
+            }
+            Database | Version | User | CurrentUser => text,
+            Length | CharLength | Instr | Locate | TimestampDiff(_) | DateDiff | Year | Month | Day | Hour | Minute | Second | Microsecond | DayOfWeek
+            | Sign | RowCount | IsNullFn => int,
+            LastInsertId | ConnectionId | FoundRows => SqlType::Int { kind: IntKind::Big, unsigned: true, display: None },
+            Now(f) | SysDate(f) | UtcTimestamp(f) => SqlType::DateTime(f),
+            CurDate | Date => SqlType::Date,
+            CurTime(f) => SqlType::Time(f),
+            Time => SqlType::Time(6),
+            UnixTimestamp => {
+                if args.is_empty() {
+                    int
+                } else {
+                    SqlType::Decimal { precision: 20, scale: 6, unsigned: false }
+                }
+            }
+            FromUnixtime => SqlType::DateTime(0),
+            DateAdd(unit, _) => match args.first() {
+                Some(SqlType::Date) if matches!(unit, Unit::Day | Unit::Week | Unit::Month | Unit::Quarter | Unit::Year) => SqlType::Date,
+                Some(SqlType::DateTime(f) | SqlType::Timestamp(f)) => SqlType::DateTime(if unit == Unit::Microsecond { 6 } else { *f }),
+                _ => SqlType::DateTime(if unit == Unit::Microsecond { 6 } else { 0 }),
+            },
+            Round | Truncate | Floor | Ceil | Abs | Mod => match args.first() {
+                Some(t @ SqlType::Int { .. }) => t.clone(),
+                Some(SqlType::Decimal { precision, scale, unsigned }) if matches!(self, Abs | Mod) => {
+                    SqlType::Decimal { precision: *precision, scale: *scale, unsigned: *unsigned }
+                }
+                Some(SqlType::Decimal { precision, .. }) if matches!(self, Floor | Ceil) => {
+                    SqlType::Decimal { precision: *precision, scale: 0, unsigned: false }
+                }
+                Some(SqlType::Decimal { .. }) => SqlType::Decimal { precision: 65, scale: 30, unsigned: false },
+                _ => SqlType::Double,
+            },
+            Power | Sqrt | Rand => SqlType::Double,
+            Greatest | Least | Coalesce | IfNull => args.iter().find(|t| **t != SqlType::Null).cloned().unwrap_or(SqlType::Null),
+            If => args.get(1).filter(|t| **t != SqlType::Null).or(args.get(2)).cloned().unwrap_or(SqlType::Null),
+            NullIf => args.first().cloned().unwrap_or(SqlType::Null),
+        }
+    }
+}
+
+fn str_arg(v: &Value) -> String {
+    ops::to_string_lossy(v)
+}
+
+fn int_arg(v: &Value) -> i64 {
+    ops::to_i128(v).clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
+}
+
+/// Evaluate a function call. Arguments are evaluated lazily where SQL requires it
+/// (IF, IFNULL, COALESCE).
+///
+/// # Errors
+/// Errors of the arguments, and range errors.
+pub fn call(f: Func, args: &[Expr], env: &Env<'_>, cx: &RowCtx<'_>) -> Result<Value> {
+    use Func::*;
+    match f {
+        If => {
+            let c = ops::truth(&args[0].eval(env, cx)?) == Some(true);
+            return args[if c { 1 } else { 2 }].eval(env, cx);
+        }
+        IfNull | Coalesce => {
+            for a in args {
+                let v = a.eval(env, cx)?;
+                if !v.is_null() {
+                    return Ok(v);
+                }
+            }
+            return Ok(Value::Null);
+        }
+        _ => {}
+    }
+    let vals: Vec<Value> = args.iter().map(|a| a.eval(env, cx)).collect::<Result<_>>()?;
+    let null_in = vals.iter().any(Value::is_null);
+    let propagates_null = !matches!(f, ConcatWs | Greatest | Least | NullIf | IsNullFn | LastInsertId | UnixTimestamp | Rand | Now(_) | SysDate(_));
+    if null_in && propagates_null {
+        return Ok(Value::Null);
+    }
+    let info = env.info;
+    Ok(match f {
+        Concat => {
+            if vals.iter().any(|v| matches!(v, Value::Bytes(_))) {
+                Value::Bytes(vals.iter().flat_map(ops::to_bytes).collect())
+            } else {
+                Value::Str(vals.iter().map(str_arg).collect())
+            }
+        }
+        ConcatWs => {
+            if vals[0].is_null() {
+                return Ok(Value::Null);
+            }
+            let sep = str_arg(&vals[0]);
+            Value::Str(vals[1..].iter().filter(|v| !v.is_null()).map(str_arg).collect::<Vec<_>>().join(&sep))
+        }
+        Length => Value::Int(ops::to_bytes(&vals[0]).len() as i64),
+        CharLength => Value::Int(match &vals[0] {
+            Value::Bytes(b) => b.len() as i64,
+            v => str_arg(v).chars().count() as i64,
+        }),
+        Substring => {
+            let s: Vec<char> = str_arg(&vals[0]).chars().collect();
+            let pos = int_arg(&vals[1]);
+            let len = vals.get(2).map_or(i64::MAX, int_arg);
+            let start = if pos > 0 {
+                pos - 1
+            } else if pos < 0 {
+                s.len() as i64 + pos
+            } else {
+                return Ok(Value::Str(String::new()));
+            };
+            if start < 0 || start as usize >= s.len() || len <= 0 {
+                return Ok(Value::Str(String::new()));
+            }
+            let end = (start as usize).saturating_add(len.min(s.len() as i64) as usize).min(s.len());
+            Value::Str(s[start as usize..end].iter().collect())
+        }
+        Left | Right => {
+            let s: Vec<char> = str_arg(&vals[0]).chars().collect();
+            let n = int_arg(&vals[1]).clamp(0, s.len() as i64) as usize;
+            Value::Str(if f == Left { s[..n].iter().collect() } else { s[s.len() - n..].iter().collect() })
+        }
+        Lower => Value::Str(str_arg(&vals[0]).to_lowercase()),
+        Upper => Value::Str(str_arg(&vals[0]).to_uppercase()),
+        Trim => Value::Str(str_arg(&vals[0]).trim_matches(' ').to_owned()),
+        LTrim => Value::Str(str_arg(&vals[0]).trim_start_matches(' ').to_owned()),
+        RTrim => Value::Str(str_arg(&vals[0]).trim_end_matches(' ').to_owned()),
+        TrimChars(which) => {
+            let (pat, s) = (str_arg(&vals[0]), str_arg(&vals[1]));
+            let mut out = s.as_str();
+            if !pat.is_empty() {
+                if which != 2 {
+                    while let Some(r) = out.strip_prefix(pat.as_str()) {
+                        out = r;
+                    }
+                }
+                if which != 1 {
+                    while let Some(r) = out.strip_suffix(pat.as_str()) {
+                        out = r;
+                    }
+                }
+            }
+            Value::Str(out.to_owned())
+        }
+        Replace => {
+            let (s, from, to) = (str_arg(&vals[0]), str_arg(&vals[1]), str_arg(&vals[2]));
+            Value::Str(if from.is_empty() { s } else { s.replace(&from, &to) })
+        }
+        Lpad | Rpad => {
+            let s: Vec<char> = str_arg(&vals[0]).chars().collect();
+            let n = int_arg(&vals[1]);
+            if n < 0 {
+                return Ok(Value::Null);
+            }
+            let n = n as usize;
+            let pad: Vec<char> = str_arg(&vals[2]).chars().collect();
+            if s.len() >= n {
+                return Ok(Value::Str(s[..n].iter().collect()));
+            }
+            if pad.is_empty() {
+                return Ok(Value::Null);
+            }
+            let fill: String = pad.iter().cycle().take(n - s.len()).collect();
+            let s: String = s.iter().collect();
+            Value::Str(if f == Lpad { fill + &s } else { s + &fill })
+        }
+        Repeat => Value::Str(str_arg(&vals[0]).repeat(int_arg(&vals[1]).clamp(0, 1 << 24) as usize)),
+        Reverse => Value::Str(str_arg(&vals[0]).chars().rev().collect()),
+        Space => Value::Str(" ".repeat(int_arg(&vals[0]).clamp(0, 1 << 24) as usize)),
+        Instr | Locate => {
+            let (hay, needle, start) =
+                if f == Instr { (str_arg(&vals[0]), str_arg(&vals[1]), 1) } else { (str_arg(&vals[1]), str_arg(&vals[0]), vals.get(2).map_or(1, int_arg)) };
+            let coll = Collation::default();
+            let hay_w: Vec<char> = hay.chars().collect();
+            let needle_n = needle.chars().count();
+            let mut found = 0;
+            if start >= 1 {
+                for i in (start as usize - 1)..=hay_w.len().saturating_sub(needle_n) {
+                    if i + needle_n > hay_w.len() {
+                        break;
+                    }
+                    let cand: String = hay_w[i..i + needle_n].iter().collect();
+                    if coll.compare(&cand, &needle) == std::cmp::Ordering::Equal {
+                        found = i as i64 + 1;
+                        break;
+                    }
+                }
+            }
+            Value::Int(found)
+        }
+        Hex => match &vals[0] {
+            Value::Int(_) | Value::UInt(_) => Value::Str(format!("{:X}", ops::to_i128(&vals[0]) as u64)),
+            v => Value::Str(ops::to_bytes(v).iter().map(|b| format!("{b:02X}")).collect()),
+        },
+        Now(fsp) => Value::DateTime(types::round_micros(env.now_us, fsp)),
+        SysDate(fsp) => Value::DateTime(types::round_micros(local_now_us(), fsp)),
+        UtcTimestamp(fsp) => Value::DateTime(types::round_micros(chrono::Utc::now().timestamp_micros(), fsp)),
+        CurDate => Value::Date(types::date_of_micros(env.now_us)),
+        CurTime(fsp) => Value::Time(types::round_micros(env.now_us.rem_euclid(86_400_000_000), fsp)),
+        UnixTimestamp => match vals.first() {
+            None => Value::Int(env.now_us.div_euclid(1_000_000) - local_offset_secs()),
+            Some(Value::Null) => Value::Null,
+            Some(v) => match ops::to_datetime(v) {
+                Some(us) => {
+                    let secs = us.div_euclid(1_000_000) - local_offset_secs();
+                    let frac = us.rem_euclid(1_000_000);
+                    if frac == 0 && !matches!(v, Value::DateTime(_)) { Value::Int(secs) } else { Value::Decimal(Decimal::new(secs * 1_000_000 + frac, 6)) }
+                }
+                None => Value::Null,
+            },
+        },
+        FromUnixtime => Value::DateTime((int_arg(&vals[0]) + local_offset_secs()) * 1_000_000),
+        TimestampDiff(unit) => match (ops::to_datetime(&vals[1]), ops::to_datetime(&vals[2])) {
+            (Some(a), Some(b)) => Value::Int(timestamp_diff(unit, a, b)),
+            _ => Value::Null,
+        },
+        DateDiff => match (ops::to_date_days(&vals[0]), ops::to_date_days(&vals[1])) {
+            (Some(a), Some(b)) => Value::Int(i64::from(a) - i64::from(b)),
+            _ => Value::Null,
+        },
+        DateAdd(unit, subtract) => date_add(&vals[0], &vals[1], unit, subtract)?,
+        Date => ops::to_date_days(&vals[0]).map_or(Value::Null, Value::Date),
+        Time => ops::to_time(&vals[0]).map_or(Value::Null, Value::Time),
+        Year | Month | Day | Hour | Minute | Second | Microsecond | DayOfWeek => {
+            let dt = match &vals[0] {
+                Value::Time(us) => {
+                    let a = us.abs();
+                    return Ok(Value::Int(match f {
+                        Hour => a / 3_600_000_000,
+                        Minute => (a / 60_000_000) % 60,
+                        Second => (a / 1_000_000) % 60,
+                        Microsecond => a % 1_000_000,
+                        _ => 0,
+                    }));
+                }
+                v => match ops::to_datetime(v).and_then(types::datetime_from_micros) {
+                    Some(dt) => dt,
+                    None => return Ok(Value::Null),
+                },
+            };
+            Value::Int(match f {
+                Year => i64::from(dt.year()),
+                Month => i64::from(dt.month()),
+                Day => i64::from(dt.day()),
+                Hour => i64::from(dt.hour()),
+                Minute => i64::from(dt.minute()),
+                Second => i64::from(dt.second()),
+                Microsecond => i64::from(dt.nanosecond() / 1000),
+                _ => i64::from(dt.weekday().number_from_sunday()),
+            })
+        }
+        DateFormat => match ops::to_datetime(&vals[0]).and_then(types::datetime_from_micros) {
+            Some(dt) => Value::Str(date_format(&dt, &str_arg(&vals[1]))),
+            None => Value::Null,
+        },
+        Round | Truncate => {
+            let places = vals.get(1).map_or(0, int_arg);
+            round(&vals[0], places, f == Truncate)
+        }
+        Floor | Ceil => match &vals[0] {
+            v @ (Value::Int(_) | Value::UInt(_)) => v.clone(),
+            Value::Decimal(d) => Value::Decimal(if f == Floor { d.floor() } else { d.ceil() }),
+            v => {
+                let x = ops::to_f64(v);
+                Value::Double(if f == Floor { x.floor() } else { x.ceil() })
+            }
+        },
+        Abs => match &vals[0] {
+            Value::Int(i) => {
+                Value::Int(i.checked_abs().ok_or_else(|| SqlError::new(codes::ER_DATA_OUT_OF_RANGE, format!("BIGINT value is out of range in 'abs({i})'")))?)
+            }
+            v @ Value::UInt(_) => v.clone(),
+            Value::Decimal(d) => Value::Decimal(d.abs()),
+            v => Value::Double(ops::to_f64(v).abs()),
+        },
+        Mod => ops::arith(ops::Arith::Mod, &vals[0], &vals[1])?,
+        Sign => {
+            let x = ops::to_f64(&vals[0]);
+            Value::Int(if x > 0.0 {
+                1
+            } else if x < 0.0 {
+                -1
+            } else {
+                0
+            })
+        }
+        Power => Value::Double(ops::to_f64(&vals[0]).powf(ops::to_f64(&vals[1]))),
+        Sqrt => {
+            let x = ops::to_f64(&vals[0]);
+            if x < 0.0 { Value::Null } else { Value::Double(x.sqrt()) }
+        }
+        Rand => Value::Double(rand_f64()),
+        Greatest | Least => {
+            if null_in {
+                return Ok(Value::Null);
+            }
+            let mut best = vals[0].clone();
+            for v in &vals[1..] {
+                let o = ops::sort_cmp(v, &best, Collation::default());
+                if (f == Greatest && o == std::cmp::Ordering::Greater) || (f == Least && o == std::cmp::Ordering::Less) {
+                    best = v.clone();
+                }
+            }
+            best
+        }
+        NullIf => {
+            if ops::compare(&vals[0], &vals[1], Collation::default()) == Some(std::cmp::Ordering::Equal) {
+                Value::Null
+            } else {
+                vals[0].clone()
+            }
+        }
+        IsNullFn => Value::Int(i64::from(vals[0].is_null())),
+        LastInsertId => match vals.first() {
+            Some(v) => v.clone(),
+            None => Value::UInt(info.last_insert_id),
+        },
+        RowCount => Value::Int(info.row_count),
+        FoundRows => Value::UInt(info.found_rows),
+        Database => info.db.clone().map_or(Value::Null, Value::Str),
+        Version => Value::Str(crate::SERVER_VERSION.to_owned()),
+        ConnectionId => Value::UInt(u64::from(info.connection_id)),
+        User => Value::Str(format!("{}@{}", info.user, info.host)),
+        CurrentUser => Value::Str(format!("{}@{}", info.user, info.account_host)),
+        If | IfNull | Coalesce => unreachable!("handled before argument evaluation"),
+    })
+}
+
+fn rand_f64() -> f64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static STATE: AtomicU64 = AtomicU64::new(0x9E37_79B9_7F4A_7C15);
+    // xorshift64*: cheap, and RAND() promises no more.
+    let mut x = STATE.load(Ordering::Relaxed) ^ (chrono::Utc::now().timestamp_subsec_nanos() as u64);
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    STATE.store(x, Ordering::Relaxed);
+    (x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// The server's local time as zone-less microseconds (what NOW() shows).
+#[must_use]
+pub fn local_now_us() -> i64 {
+    let now = chrono::Local::now();
+    now.naive_local().and_utc().timestamp_micros()
+}
+
+fn local_offset_secs() -> i64 {
+    i64::from(chrono::Local::now().offset().local_minus_utc())
+}
+
+fn round(v: &Value, places: i64, truncate: bool) -> Value {
+    let strategy = if truncate { RoundingStrategy::ToZero } else { RoundingStrategy::MidpointAwayFromZero };
+    match v {
+        Value::Int(_) | Value::UInt(_) if places >= 0 => v.clone(),
+        Value::Int(_) | Value::UInt(_) | Value::Decimal(_) => {
+            let d = ops::to_decimal(v).unwrap_or_default();
+            if places >= 0 {
+                let mut r = d.round_dp_with_strategy(places.min(28) as u32, strategy);
+                if matches!(v, Value::Decimal(_)) {
+                    r.rescale(places.min(28) as u32);
+                }
+                Value::Decimal(r)
+            } else {
+                let factor = Decimal::from_i128_with_scale(10i128.pow((-places).min(27) as u32), 0);
+                let r = (d / factor).round_dp_with_strategy(0, strategy) * factor;
+                match v {
+                    Value::Int(_) => Value::Int(r.to_i64().unwrap_or(0)),
+                    Value::UInt(_) => Value::UInt(r.to_u64().unwrap_or(0)),
+                    _ => Value::Decimal(r),
+                }
+            }
+        }
+        other => {
+            let x = ops::to_f64(other);
+            let f = 10f64.powi(places as i32);
+            let y = x * f;
+            let r = if truncate {
+                y.trunc()
+            } else {
+                // Round half away from zero, like MySQL for DOUBLE.
+                y.round()
+            };
+            Value::Double(r / f)
+        }
+    }
+}
+
+fn timestamp_diff(unit: Unit, a: i64, b: i64) -> i64 {
+    let d = b - a;
+    match unit {
+        Unit::Microsecond => d,
+        Unit::Second => d / 1_000_000,
+        Unit::Minute => d / 60_000_000,
+        Unit::Hour => d / 3_600_000_000,
+        Unit::Day => d / 86_400_000_000,
+        Unit::Week => d / (7 * 86_400_000_000),
+        Unit::Month | Unit::Quarter | Unit::Year => {
+            let (Some(x), Some(y)) = (types::datetime_from_micros(a), types::datetime_from_micros(b)) else { return 0 };
+            let mut months = i64::from(y.year() - x.year()) * 12 + i64::from(y.month()) - i64::from(x.month());
+            // A month only counts once the day and time of day have been reached.
+            let rest = |t: &NaiveDateTime| (t.day(), t.time());
+            if months > 0 && rest(&y) < rest(&x) {
+                months -= 1;
+            } else if months < 0 && rest(&y) > rest(&x) {
+                months += 1;
+            }
+            match unit {
+                Unit::Month => months,
+                Unit::Quarter => months / 3,
+                _ => months / 12,
+            }
+        }
+    }
+}
+
+fn date_add(base: &Value, amount: &Value, unit: Unit, subtract: bool) -> Result<Value> {
+    let is_date = matches!(base, Value::Date(_)) || matches!(base, Value::Str(s) if types::parse_datetime(s).is_some_and(|(_, t)| !t));
+    let Some(us) = ops::to_datetime(base) else { return Ok(Value::Null) };
+    let Some(dt) = types::datetime_from_micros(us) else { return Ok(Value::Null) };
+    let n = match unit {
+        Unit::Microsecond | Unit::Second => ops::to_decimal(amount).unwrap_or_default(),
+        _ => Decimal::from(int_arg(amount)),
+    };
+    let n = if subtract { -n } else { n };
+    let out = match unit {
+        Unit::Month | Unit::Quarter | Unit::Year => {
+            let months = n.to_i64().unwrap_or(0)
+                * match unit {
+                    Unit::Month => 1,
+                    Unit::Quarter => 3,
+                    _ => 12,
+                };
+            if months >= 0 { dt.checked_add_months(Months::new(months as u32)) } else { dt.checked_sub_months(Months::new((-months) as u32)) }
+        }
+        _ => {
+            let micros = match unit {
+                Unit::Microsecond => n,
+                Unit::Second => n * Decimal::from(1_000_000),
+                Unit::Minute => n * Decimal::from(60_000_000),
+                Unit::Hour => n * Decimal::from(3_600_000_000i64),
+                Unit::Day => n * Decimal::from(86_400_000_000i64),
+                _ => n * Decimal::from(7 * 86_400_000_000i64),
+            };
+            dt.checked_add_signed(Duration::microseconds(micros.to_i64().unwrap_or(0)))
+        }
+    };
+    let Some(out) = out else { return Ok(Value::Null) };
+    let us = types::micros_from_datetime(&out);
+    Ok(if is_date && matches!(unit, Unit::Day | Unit::Week | Unit::Month | Unit::Quarter | Unit::Year) {
+        Value::Date(types::date_of_micros(us))
+    } else {
+        Value::DateTime(us)
+    })
+}
+
+fn date_format(dt: &NaiveDateTime, fmt: &str) -> String {
+    let mut out = String::new();
+    let mut chars = fmt.chars();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('Y') => out.push_str(&format!("{:04}", dt.year())),
+            Some('y') => out.push_str(&format!("{:02}", dt.year() % 100)),
+            Some('m') => out.push_str(&format!("{:02}", dt.month())),
+            Some('c') => out.push_str(&dt.month().to_string()),
+            Some('d') => out.push_str(&format!("{:02}", dt.day())),
+            Some('e') => out.push_str(&dt.day().to_string()),
+            Some('H') => out.push_str(&format!("{:02}", dt.hour())),
+            Some('k') => out.push_str(&dt.hour().to_string()),
+            Some('i') => out.push_str(&format!("{:02}", dt.minute())),
+            Some('s' | 'S') => out.push_str(&format!("{:02}", dt.second())),
+            Some('f') => out.push_str(&format!("{:06}", dt.nanosecond() / 1000)),
+            Some('T') => out.push_str(&format!("{:02}:{:02}:{:02}", dt.hour(), dt.minute(), dt.second())),
+            Some('M') => out.push_str(&dt.format("%B").to_string()),
+            Some('b') => out.push_str(&dt.format("%b").to_string()),
+            Some('W') => out.push_str(&dt.format("%A").to_string()),
+            Some('a') => out.push_str(&dt.format("%a").to_string()),
+            Some('j') => out.push_str(&format!("{:03}", dt.ordinal())),
+            Some('p') => out.push_str(if dt.hour() < 12 { "AM" } else { "PM" }),
+            Some(other) => out.push(other),
+            None => {}
+        }
+    }
+    out
+}
+
+/// SQL LIKE with `%`, `_` and an escape character, under a collation.
+#[must_use]
+pub fn like(s: &str, pattern: &str, escape: char, collation: Collation) -> bool {
+    let fold = |x: &str| -> Vec<char> {
+        match collation {
+            Collation::Utf8mb4Bin | Collation::Binary => x.chars().collect(),
+            c => c.weight(x).chars().collect(),
+        }
+    };
+    // Fold the pattern char by char so escapes and wildcards survive folding.
+    let mut pat: Vec<(char, bool)> = Vec::new();
+    let mut it = pattern.chars();
+    while let Some(c) = it.next() {
+        if c == escape {
+            if let Some(n) = it.next() {
+                for f in fold(&n.to_string()) {
+                    pat.push((f, true));
+                }
+                continue;
+            }
+        }
+        if c == '%' || c == '_' {
+            pat.push((c, false));
+        } else {
+            for f in fold(&c.to_string()) {
+                pat.push((f, true));
+            }
+        }
+    }
+    let text = fold(s);
+    like_match(&text, &pat)
+}
+
+fn like_match(text: &[char], pat: &[(char, bool)]) -> bool {
+    let (mut t, mut p) = (0, 0);
+    let (mut star_p, mut star_t) = (usize::MAX, 0);
+    while t < text.len() {
+        if p < pat.len() && (pat[p] == ('_', false) || (pat[p].1 && pat[p].0 == text[t])) {
+            t += 1;
+            p += 1;
+        } else if p < pat.len() && pat[p] == ('%', false) {
+            star_p = p;
+            star_t = t;
+            p += 1;
+        } else if star_p != usize::MAX {
+            p = star_p + 1;
+            star_t += 1;
+            t = star_t;
+        } else {
+            return false;
+        }
+    }
+    while p < pat.len() && pat[p] == ('%', false) {
+        p += 1;
+    }
+    p == pat.len()
+}
+
+/// CAST / CONVERT.
+///
+/// # Errors
+/// None today; kept fallible for strict casts.
+pub fn cast(v: Value, ty: &SqlType) -> Result<Value> {
+    if v.is_null() {
+        return Ok(v);
+    }
+    Ok(match ty {
+        SqlType::Int { unsigned, .. } => {
+            let n = match &v {
+                Value::Str(s) => {
+                    let t = s.trim();
+                    t.parse::<i128>().unwrap_or_else(|_| types::parse_number_prefix(t).0 as i128)
+                }
+                Value::Double(f) => f.round() as i128,
+                other => ops::to_i128(other),
+            };
+            if *unsigned { Value::UInt(n as u64) } else { Value::Int(n as i64) }
+        }
+        SqlType::Decimal { scale, .. } => {
+            let mut d = ops::to_decimal(&v).unwrap_or_default().round_dp_with_strategy(u32::from(*scale), RoundingStrategy::MidpointAwayFromZero);
+            d.rescale(u32::from(*scale));
+            Value::Decimal(d)
+        }
+        SqlType::Double | SqlType::Float => Value::Double(ops::to_f64(&v)),
+        SqlType::Char { .. } | SqlType::VarChar { .. } | SqlType::Text { .. } => Value::Str(ops::to_string_lossy(&v)),
+        SqlType::Binary(_) | SqlType::VarBinary(_) | SqlType::Blob(_) => Value::Bytes(ops::to_bytes(&v)),
+        SqlType::Date => ops::to_date_days(&v).map_or(Value::Null, Value::Date),
+        SqlType::DateTime(f) | SqlType::Timestamp(f) => ops::to_datetime(&v).map_or(Value::Null, |us| Value::DateTime(types::round_micros(us, *f))),
+        SqlType::Time(f) => ops::to_time(&v).map_or(Value::Null, |us| Value::Time(types::round_micros(us, *f))),
+        SqlType::Year | SqlType::Null => v,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn like_handles_wildcards_escape_and_case() {
+        let c = Collation::Utf8mb4AiCi;
+        assert!(like("Hello", "h%o", '\\', c));
+        assert!(like("Hello", "_ELLO", '\\', c));
+        assert!(!like("Hello", "h%x", '\\', c));
+        assert!(like("50%", "50\\%", '\\', c));
+        assert!(!like("50x", "50\\%", '\\', c));
+        assert!(!like("Hello", "h%", '\\', Collation::Utf8mb4Bin));
+    }
+
+    #[test]
+    fn timestampdiff_counts_whole_units() {
+        let a = types::parse_datetime("2024-01-31 00:00:00").unwrap().0;
+        let b = types::parse_datetime("2024-02-29 00:00:00").unwrap().0;
+        assert_eq!(timestamp_diff(Unit::Month, a, b), 0);
+        assert_eq!(timestamp_diff(Unit::Day, a, b), 29);
+        assert_eq!(timestamp_diff(Unit::Microsecond, a, a + 5), 5);
+    }
+}

@@ -1,0 +1,31 @@
+//! Quill's SQL layer: parse, bind, plan and execute statements against the
+//! catalog and the MVCC row store.
+//!
+//! One statement's path: [`session::Session::run`] splits the text and checks the
+//! recogniser for forms the parser does not handle; otherwise `sqlparser` parses
+//! it (a per-session cache keeps parsed text); `query::plan_query` binds names
+//! (`bind`) and chooses access paths; `query::run_select` reads rows through a
+//! `quill_storage::ReadView`; writes go through `dml`, which records every
+//! version it pushes so a failed statement is undone alone; COMMIT stamps the
+//! transaction's versions with a commit timestamp from `quill_txn`.
+
+pub mod bind;
+pub mod catalog;
+pub mod ddl;
+pub mod dml;
+pub mod error;
+pub mod explain;
+pub mod expr;
+pub mod functions;
+pub mod ops;
+pub mod query;
+pub mod session;
+pub mod show;
+pub mod types;
+pub mod vars;
+
+pub use error::{SqlError, Warning};
+pub use session::{Engine, Outcome, Session};
+
+/// The version string Quill presents (MySQL 8 compatible).
+pub const SERVER_VERSION: &str = concat!("8.0.40-quill-", env!("CARGO_PKG_VERSION"));

@@ -1,0 +1,1151 @@
+//! SELECT: planning a query block (FROM, access paths, grouping, ordering) and
+//! running it against a read view.
+//!
+//! A query block reads its tables left to right with nested loops. Each table's
+//! access path is chosen from the conjuncts of WHERE (inner joins) or ON: a point
+//! lookup when every primary key column is equal to a value known before the table
+//! is read, a key range or IN list on a one-column primary key, an equality prefix
+//! of a secondary index, or else a full scan. The chosen path only narrows what is
+//! read; the whole condition is always evaluated on each row, so a path can never
+//! change a result.
+
+use std::cell::RefCell;
+use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::ops::Bound;
+
+use quill_storage::{Collation, ReadView, Row, Value};
+use sqlparser::ast::{self, GroupByExpr, JoinConstraint, JoinOperator, SelectItem, SetExpr, SetOperator, SetQuantifier, TableFactor};
+
+use crate::bind::{Binder, Scope, ScopeColumn, type_of};
+use crate::catalog::Catalog;
+use crate::error::{Result, SqlError, codes};
+use crate::expr::{AggFunc, AggSpec, CmpOp, Expr, RowCtx};
+use crate::ops;
+use crate::session::SessionInfo;
+use crate::types::{SqlType, WriteContext, coerce_to_column};
+
+/// Column flags as the protocol sends them.
+pub mod flags {
+    pub const NOT_NULL: u16 = 1;
+    pub const PRI_KEY: u16 = 2;
+    pub const UNIQUE_KEY: u16 = 4;
+    pub const MULTIPLE_KEY: u16 = 8;
+    pub const BLOB: u16 = 16;
+    pub const UNSIGNED: u16 = 32;
+    pub const BINARY: u16 = 128;
+    pub const AUTO_INCREMENT: u16 = 512;
+    pub const TIMESTAMP: u16 = 1024;
+    pub const NUM: u16 = 32768;
+}
+
+/// What a statement runs against.
+pub struct Env<'a> {
+    pub catalog: &'a Catalog,
+    pub view: ReadView,
+    pub params: &'a [Value],
+    /// NOW() for this statement: local time, zone-less microseconds.
+    pub now_us: i64,
+    pub info: &'a SessionInfo,
+    /// A locking read (FOR UPDATE / FOR SHARE): rows are read current and each
+    /// row read is recorded here so the session can lock it.
+    pub locking: bool,
+    pub locked_rows: RefCell<Vec<(u64, Vec<u8>)>>,
+}
+
+/// A result column's metadata.
+#[derive(Debug, Clone)]
+pub struct OutColumn {
+    pub name: String,
+    pub org_name: String,
+    pub table: String,
+    pub org_table: String,
+    pub db: String,
+    pub ty: SqlType,
+    pub flags: u16,
+}
+
+impl OutColumn {
+    #[must_use]
+    pub fn computed(name: &str, ty: SqlType) -> OutColumn {
+        OutColumn { name: name.to_owned(), org_name: String::new(), table: String::new(), org_table: String::new(), db: String::new(), ty, flags: 0 }
+    }
+}
+
+/// Rows with their column metadata.
+#[derive(Debug, Clone, Default)]
+pub struct ResultSet {
+    pub columns: Vec<OutColumn>,
+    pub rows: Vec<Row>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JoinKind {
+    Inner,
+    Left,
+}
+
+/// How a table's rows are found.
+#[derive(Debug, Clone)]
+pub enum Access {
+    Full,
+    /// Every primary key column equals a value.
+    PkPoint(Vec<Expr>),
+    /// One-column primary key in a list of values.
+    PkIn(Vec<Expr>),
+    /// One-column primary key in a range.
+    PkRange {
+        low: Option<(Expr, bool)>,
+        high: Option<(Expr, bool)>,
+    },
+    /// Equality on the leading columns of secondary index `index`.
+    IndexEq {
+        index: usize,
+        values: Vec<Expr>,
+    },
+}
+
+#[derive(Debug)]
+pub enum SourceData {
+    Table {
+        db: String,
+        name: String,
+        id: u64,
+    },
+    /// A derived table or a virtual table: rows computed before the block runs.
+    Rows(RefCell<Option<Vec<Row>>>, Option<Box<SelectPlan>>),
+}
+
+#[derive(Debug)]
+pub struct Source {
+    pub data: SourceData,
+    pub offset: usize,
+    pub width: usize,
+    pub kind: JoinKind,
+    pub on: Option<Expr>,
+    pub access: Access,
+    /// Column types, for coercing lookup values.
+    pub types: Vec<SqlType>,
+}
+
+#[derive(Debug)]
+pub struct Block {
+    pub sources: Vec<Source>,
+    pub filter: Option<Expr>,
+    pub grouped: bool,
+    pub group_by: Vec<Expr>,
+    pub aggs: Vec<AggSpec>,
+    pub having: Option<Expr>,
+    pub projection: Vec<Expr>,
+    pub distinct: bool,
+    pub order_by: Vec<(Expr, bool, Collation)>,
+    pub limit: Option<Expr>,
+    pub offset: Option<Expr>,
+    /// Width of the joined input row.
+    pub width: usize,
+}
+
+#[derive(Debug)]
+pub enum PlanKind {
+    Block(Box<Block>),
+    Union { left: Box<SelectPlan>, right: Box<SelectPlan>, all: bool, order_by: Vec<(usize, bool)>, limit: Option<Expr>, offset: Option<Expr> },
+}
+
+#[derive(Debug)]
+pub struct SelectPlan {
+    pub columns: Vec<OutColumn>,
+    pub kind: PlanKind,
+}
+
+// ---------------------------------------------------------------------------
+// Planning.
+
+/// Plan a query. Returns the plan and whether it refers to enclosing queries.
+///
+/// # Errors
+/// Name resolution and unsupported-feature errors.
+pub fn plan_query(env: &Env<'_>, q: &ast::Query, outer: &[&Scope]) -> Result<(SelectPlan, bool)> {
+    if q.with.is_some() {
+        return Err(SqlError::unsupported("WITH"));
+    }
+    let (limit, offset) = limit_offset(q)?;
+    let binder_env = env;
+    let lim =
+        |e: &Option<ast::Expr>| -> Result<Option<Expr>> { e.as_ref().map(|e| Binder::new(binder_env, &Scope::default(), "limit clause").bind(e)).transpose() };
+    let order: Vec<&ast::OrderByExpr> = match &q.order_by {
+        Some(ob) => match &ob.kind {
+            ast::OrderByKind::Expressions(v) => v.iter().collect(),
+            ast::OrderByKind::All(_) => return Err(SqlError::unsupported("ORDER BY ALL")),
+        },
+        None => vec![],
+    };
+    match q.body.as_ref() {
+        SetExpr::Select(s) => plan_block(env, s, &order, lim(&limit)?, lim(&offset)?, outer),
+        SetExpr::Query(inner) if order.is_empty() && limit.is_none() => plan_query(env, inner, outer),
+        SetExpr::SetOperation { op: SetOperator::Union, set_quantifier, left, right } => {
+            let all = matches!(set_quantifier, SetQuantifier::All);
+            let (l, lc) = plan_set_expr(env, left, outer)?;
+            let (r, rc) = plan_set_expr(env, right, outer)?;
+            if l.columns.len() != r.columns.len() {
+                return Err(SqlError::new(codes::ER_WRONG_NUMBER_OF_COLUMNS_IN_SELECT, "The used SELECT statements have a different number of columns"));
+            }
+            let columns: Vec<OutColumn> = l
+                .columns
+                .iter()
+                .zip(&r.columns)
+                .map(|(a, b)| OutColumn { ty: union_type(&a.ty, &b.ty), ..OutColumn::computed(&a.name, a.ty.clone()) })
+                .collect();
+            let mut order_by = Vec::new();
+            for o in order {
+                let asc = !matches!(o.options.sort, Some(ast::OrderBySort::Desc));
+                let pos = match &o.expr {
+                    ast::Expr::Value(v) => match &v.value {
+                        ast::Value::Number(n, _) => n.parse::<usize>().ok().filter(|p| *p >= 1 && *p <= columns.len()).map(|p| p - 1),
+                        _ => None,
+                    },
+                    ast::Expr::Identifier(id) => columns.iter().position(|c| c.name.eq_ignore_ascii_case(&id.value)),
+                    _ => None,
+                };
+                let pos = pos.ok_or_else(|| SqlError::bad_field(&o.expr.to_string(), "order clause"))?;
+                order_by.push((pos, asc));
+            }
+            Ok((
+                SelectPlan {
+                    columns,
+                    kind: PlanKind::Union { left: Box::new(l), right: Box::new(r), all, order_by, limit: lim(&limit)?, offset: lim(&offset)? },
+                },
+                lc || rc,
+            ))
+        }
+        SetExpr::Values(_) => Err(SqlError::unsupported("VALUES as a query")),
+        other => Err(SqlError::unsupported(format!("query {other}"))),
+    }
+}
+
+fn plan_set_expr(env: &Env<'_>, e: &SetExpr, outer: &[&Scope]) -> Result<(SelectPlan, bool)> {
+    match e {
+        SetExpr::Select(s) => plan_block(env, s, &[], None, None, outer),
+        SetExpr::Query(q) => plan_query(env, q, outer),
+        SetExpr::SetOperation { .. } => {
+            let q = ast::Query {
+                with: None,
+                body: Box::new(e.clone()),
+                order_by: None,
+                limit_clause: None,
+                fetch: None,
+                locks: vec![],
+                for_clause: None,
+                settings: None,
+                format_clause: None,
+                pipe_operators: vec![],
+            };
+            plan_query(env, &q, outer)
+        }
+        other => Err(SqlError::unsupported(format!("query {other}"))),
+    }
+}
+
+fn union_type(a: &SqlType, b: &SqlType) -> SqlType {
+    if a == b || *b == SqlType::Null {
+        return a.clone();
+    }
+    if *a == SqlType::Null {
+        return b.clone();
+    }
+    if a.is_integer() && b.is_integer() {
+        return SqlType::bigint();
+    }
+    if a.is_string() || b.is_string() {
+        return SqlType::varchar(255);
+    }
+    SqlType::Double
+}
+
+fn limit_offset(q: &ast::Query) -> Result<(Option<ast::Expr>, Option<ast::Expr>)> {
+    Ok(match &q.limit_clause {
+        None => (None, None),
+        Some(ast::LimitClause::LimitOffset { limit, offset, .. }) => (limit.clone(), offset.as_ref().map(|o| o.value.clone())),
+        Some(ast::LimitClause::OffsetCommaLimit { offset, limit }) => (Some(limit.clone()), Some(offset.clone())),
+    })
+}
+
+fn object_name_parts(name: &ast::ObjectName) -> Vec<String> {
+    name.0
+        .iter()
+        .map(|p| match p {
+            ast::ObjectNamePart::Identifier(i) => i.value.clone(),
+            other => other.to_string(),
+        })
+        .collect()
+}
+
+/// Split `db.table` / `table` into (database, table), defaulting to the session's.
+///
+/// # Errors
+/// 1046 when no database is selected and none is named.
+pub fn resolve_table_name(info: &SessionInfo, name: &ast::ObjectName) -> Result<(String, String)> {
+    let parts = object_name_parts(name);
+    match parts.as_slice() {
+        [t] => Ok((info.db.clone().ok_or_else(SqlError::no_db)?, t.clone())),
+        [d, t] => Ok((d.clone(), t.clone())),
+        _ => Err(SqlError::parse(&name.to_string())),
+    }
+}
+
+/// Add the columns of a catalog table to `scope`.
+fn add_table_source(env: &Env<'_>, db: &str, name: &str, alias: &str, scope: &mut Scope) -> Result<(SourceData, Vec<SqlType>)> {
+    if db.eq_ignore_ascii_case("information_schema") {
+        let (cols, rows) = crate::show::information_schema_table(env, name)?;
+        let types: Vec<SqlType> = cols.iter().map(|c| c.ty.clone()).collect();
+        for c in cols {
+            scope.columns.push(ScopeColumn {
+                table: alias.to_owned(),
+                db: "information_schema".into(),
+                org_table: name.to_uppercase(),
+                name: c.name,
+                ty: c.ty,
+                nullable: true,
+                hidden: false,
+                flags: 0,
+            });
+        }
+        return Ok((SourceData::Rows(RefCell::new(Some(rows)), None), types));
+    }
+    let t = env.catalog.table(db, name)?;
+    for (i, c) in t.columns.iter().enumerate() {
+        let mut f = 0;
+        if !c.nullable {
+            f |= flags::NOT_NULL;
+        }
+        if t.primary.contains(&i) {
+            f |= flags::PRI_KEY;
+        }
+        if c.auto_increment {
+            f |= flags::AUTO_INCREMENT;
+        }
+        if t.indexes.iter().any(|ix| ix.unique && ix.columns.first() == Some(&i)) {
+            f |= flags::UNIQUE_KEY;
+        } else if t.indexes.iter().any(|ix| ix.columns.first() == Some(&i)) {
+            f |= flags::MULTIPLE_KEY;
+        }
+        scope.columns.push(ScopeColumn {
+            table: alias.to_owned(),
+            db: db.to_owned(),
+            org_table: name.to_owned(),
+            name: c.name.clone(),
+            ty: c.ty.clone(),
+            nullable: c.nullable,
+            hidden: false,
+            flags: f,
+        });
+    }
+    Ok((SourceData::Table { db: db.to_owned(), name: name.to_owned(), id: t.id }, t.columns.iter().map(|c| c.ty.clone()).collect()))
+}
+
+fn plan_factor(env: &Env<'_>, tf: &TableFactor, scope: &mut Scope, outer: &[&Scope]) -> Result<(SourceData, Vec<SqlType>)> {
+    match tf {
+        TableFactor::Table { name, alias, .. } => {
+            let (db, t) = resolve_table_name(env.info, name)?;
+            let alias = alias.as_ref().map_or(t.clone(), |a| a.name.value.clone());
+            if scope.columns.iter().any(|c| c.table == alias) {
+                return Err(SqlError::new(codes::ER_NONUNIQ_TABLE, format!("Not unique table/alias: '{alias}'")));
+            }
+            add_table_source(env, &db, &t, &alias, scope)
+        }
+        TableFactor::Derived { subquery, alias, .. } => {
+            let alias =
+                alias.as_ref().map(|a| a.name.value.clone()).ok_or_else(|| SqlError::new((1248, "42000"), "Every derived table must have its own alias"))?;
+            let (plan, _) = plan_query(env, subquery, outer)?;
+            let types: Vec<SqlType> = plan.columns.iter().map(|c| c.ty.clone()).collect();
+            for c in &plan.columns {
+                scope.columns.push(ScopeColumn {
+                    table: alias.clone(),
+                    db: String::new(),
+                    org_table: String::new(),
+                    name: c.name.clone(),
+                    ty: c.ty.clone(),
+                    nullable: true,
+                    hidden: false,
+                    flags: 0,
+                });
+            }
+            Ok((SourceData::Rows(RefCell::new(None), Some(Box::new(plan))), types))
+        }
+        TableFactor::NestedJoin { .. } => Err(SqlError::unsupported("parenthesized joins")),
+        other => Err(SqlError::unsupported(format!("FROM {other}"))),
+    }
+}
+
+fn plan_block(
+    env: &Env<'_>,
+    s: &ast::Select,
+    order: &[&ast::OrderByExpr],
+    limit: Option<Expr>,
+    offset: Option<Expr>,
+    outer: &[&Scope],
+) -> Result<(SelectPlan, bool)> {
+    let mut scope = Scope::default();
+    let mut sources: Vec<Source> = Vec::new();
+    let mut pending_on: Vec<(usize, JoinKind, Option<ast::Expr>, Vec<String>)> = Vec::new();
+    if s.from.len() > 1 {
+        // Comma joins are inner joins.
+    }
+    for twj in &s.from {
+        let offset = scope.columns.len();
+        let (data, types) = plan_factor(env, &twj.relation, &mut scope, outer)?;
+        let width = scope.columns.len() - offset;
+        sources.push(Source { data, offset, width, kind: JoinKind::Inner, on: None, access: Access::Full, types });
+        for j in &twj.joins {
+            let offset = scope.columns.len();
+            let (data, types) = plan_factor(env, &j.relation, &mut scope, outer)?;
+            let width = scope.columns.len() - offset;
+            let (kind, constraint) = match &j.join_operator {
+                JoinOperator::Inner(c) | JoinOperator::Join(c) | JoinOperator::CrossJoin(c) | JoinOperator::StraightJoin(c) => (JoinKind::Inner, Some(c)),
+                JoinOperator::LeftOuter(c) | JoinOperator::Left(c) => (JoinKind::Left, Some(c)),
+                JoinOperator::RightOuter(_) | JoinOperator::Right(_) => return Err(SqlError::unsupported("RIGHT JOIN")),
+                other => return Err(SqlError::unsupported(format!("join {other:?}"))),
+            };
+            let (on, using) = match constraint {
+                Some(JoinConstraint::On(e)) => (Some(e.clone()), vec![]),
+                Some(JoinConstraint::Using(cols)) => (None, cols.iter().map(|c| object_name_parts(c).last().cloned().unwrap_or_default()).collect()),
+                Some(JoinConstraint::Natural) => return Err(SqlError::unsupported("NATURAL JOIN")),
+                _ => (None, vec![]),
+            };
+            sources.push(Source { data, offset, width, kind, on: None, access: Access::Full, types });
+            pending_on.push((sources.len() - 1, kind, on, using));
+        }
+    }
+    // Bind ON conditions now that the whole scope is known (MySQL would reject
+    // forward references; binding against the prefix keeps that rule).
+    for (i, _, on, using) in pending_on {
+        let src_offset = sources[i].offset;
+        let src_width = sources[i].width;
+        let prefix = Scope { columns: scope.columns[..src_offset + src_width].to_vec() };
+        let mut cond: Option<Expr> = match &on {
+            Some(e) => Some(Binder { outer, ..Binder::new(env, &prefix, "on clause") }.bind(e)?),
+            None => None,
+        };
+        for name in using {
+            let right = (src_offset..src_offset + src_width)
+                .find(|&c| scope.columns[c].name.eq_ignore_ascii_case(&name))
+                .ok_or_else(|| SqlError::bad_field(&name, "from clause"))?;
+            let left = (0..src_offset)
+                .find(|&c| scope.columns[c].name.eq_ignore_ascii_case(&name) && !scope.columns[c].hidden)
+                .ok_or_else(|| SqlError::bad_field(&name, "from clause"))?;
+            scope.columns[right].hidden = true;
+            let coll = scope.columns[left].ty.collation();
+            let eq = Expr::Cmp(CmpOp::Eq, Box::new(Expr::Column(left)), Box::new(Expr::Column(right)), coll);
+            cond = Some(match cond {
+                Some(c) => Expr::And(Box::new(c), Box::new(eq)),
+                None => eq,
+            });
+        }
+        sources[i].on = cond;
+    }
+    let width = scope.columns.len();
+
+    let aggs = RefCell::new(Vec::<AggSpec>::new());
+    let binder = Binder { outer, aggs: None, ..Binder::new(env, &scope, "where clause") };
+    let filter = s.selection.as_ref().map(|w| binder.bind(w)).transpose()?;
+    let mut correlated = binder.correlated.get();
+
+    // Projection.
+    let pbinder = Binder { outer, aggs: Some(&aggs), ..Binder::new(env, &scope, "field list") };
+    let mut projection = Vec::new();
+    let mut columns = Vec::new();
+    let mut aliases: Vec<(String, Expr, SqlType)> = Vec::new();
+    for item in &s.projection {
+        match item {
+            SelectItem::Wildcard(_) => {
+                if scope.columns.is_empty() {
+                    return Err(SqlError::new(codes::ER_NO_DB_ERROR, "No tables used"));
+                }
+                for (i, c) in scope.columns.iter().enumerate().filter(|(_, c)| !c.hidden) {
+                    projection.push(Expr::Column(i));
+                    columns.push(out_column(c, &c.name));
+                }
+            }
+            SelectItem::QualifiedWildcard(kind, _) => {
+                let t = match kind {
+                    ast::SelectItemQualifiedWildcardKind::ObjectName(n) => object_name_parts(n).last().cloned().unwrap_or_default(),
+                    ast::SelectItemQualifiedWildcardKind::Expr(e) => e.to_string(),
+                };
+                let before = projection.len();
+                for (i, c) in scope.columns.iter().enumerate().filter(|(_, c)| c.table == t) {
+                    projection.push(Expr::Column(i));
+                    columns.push(out_column(c, &c.name));
+                }
+                if projection.len() == before {
+                    return Err(SqlError::new(codes::ER_UNKNOWN_TABLE, format!("Unknown table '{t}'")));
+                }
+            }
+            SelectItem::UnnamedExpr(e) => {
+                let b = pbinder.bind(e)?;
+                let name = display_name(e);
+                columns.push(match &b {
+                    Expr::Column(i) => out_column(&scope.columns[*i], &scope.columns[*i].name),
+                    _ => OutColumn::computed(&name, pbinder.type_of(&b)),
+                });
+                projection.push(b);
+            }
+            SelectItem::ExprWithAlias { expr, alias } => {
+                let b = pbinder.bind(expr)?;
+                let ty = pbinder.type_of(&b);
+                columns.push(match &b {
+                    Expr::Column(i) => out_column(&scope.columns[*i], &alias.value),
+                    _ => OutColumn::computed(&alias.value, ty.clone()),
+                });
+                aliases.push((alias.value.clone(), b.clone(), ty));
+                projection.push(b);
+            }
+            SelectItem::ExprWithAliases { .. } => return Err(SqlError::unsupported("multiple aliases")),
+        }
+    }
+    correlated |= pbinder.correlated.get();
+
+    let post = Binder { outer, aggs: Some(&aggs), aliases: &aliases, ..Binder::new(env, &scope, "having clause") };
+    let group_by: Vec<Expr> = match &s.group_by {
+        GroupByExpr::Expressions(exprs, _) => exprs
+            .iter()
+            .map(|e| {
+                if let Some(p) = position_ref(e, projection.len())? {
+                    return Ok(projection[p].clone());
+                }
+                Binder { aggs: None, clause: "group statement", ..Binder { outer, aliases: &aliases, ..Binder::new(env, &scope, "group statement") } }.bind(e)
+            })
+            .collect::<Result<_>>()?,
+        GroupByExpr::All(_) => return Err(SqlError::unsupported("GROUP BY ALL")),
+    };
+    let having = s.having.as_ref().map(|h| post.bind(h)).transpose()?;
+    let obinder = Binder { clause: "order clause", ..Binder { outer, aggs: Some(&aggs), aliases: &aliases, ..Binder::new(env, &scope, "order clause") } };
+    let mut order_by = Vec::new();
+    for o in order {
+        let asc = !matches!(o.options.sort, Some(ast::OrderBySort::Desc));
+        let e = match position_ref(&o.expr, projection.len())? {
+            Some(p) => projection[p].clone(),
+            None => {
+                // A bare name matching a select alias refers to it first.
+                match &o.expr {
+                    ast::Expr::Identifier(id) if aliases.iter().any(|(a, _, _)| a.eq_ignore_ascii_case(&id.value)) => {
+                        aliases.iter().find(|(a, _, _)| a.eq_ignore_ascii_case(&id.value)).map(|(_, e, _)| e.clone()).unwrap_or(Expr::Const(Value::Null))
+                    }
+                    other => obinder.bind(other)?,
+                }
+            }
+        };
+        let coll = obinder.collation_of(&e);
+        order_by.push((e, asc, coll));
+    }
+    correlated |= post.correlated.get() || obinder.correlated.get();
+    let aggs = aggs.into_inner();
+    let grouped = !group_by.is_empty() || !aggs.is_empty();
+    if s.distinct.is_some() {
+        // handled below
+    }
+    let distinct = matches!(s.distinct, Some(ast::Distinct::Distinct));
+
+    // Access paths.
+    let where_conjuncts: Vec<Expr> = filter.as_ref().map(|f| f.conjuncts().into_iter().cloned().collect()).unwrap_or_default();
+    for i in 0..sources.len() {
+        let SourceData::Table { db, name, .. } = &sources[i].data else { continue };
+        let table = env.catalog.table(db, name)?;
+        let mut conds: Vec<Expr> = sources[i].on.as_ref().map(|o| o.conjuncts().into_iter().cloned().collect()).unwrap_or_default();
+        let inner_chain = sources[i..].iter().all(|s| s.kind == JoinKind::Inner) || sources[i].kind == JoinKind::Inner && i == 0;
+        if inner_chain || sources[i].kind == JoinKind::Inner && sources.iter().skip(1).all(|s| s.kind == JoinKind::Inner) {
+            conds.extend(where_conjuncts.iter().cloned());
+        }
+        sources[i].access = choose_access(table, &conds, sources[i].offset);
+    }
+    let block = Block { sources, filter, grouped, group_by, aggs, having, projection, distinct, order_by, limit, offset, width };
+    Ok((SelectPlan { columns, kind: PlanKind::Block(Box::new(block)) }, correlated))
+}
+
+fn out_column(c: &ScopeColumn, name: &str) -> OutColumn {
+    OutColumn {
+        name: name.to_owned(),
+        org_name: c.name.clone(),
+        table: c.table.clone(),
+        org_table: c.org_table.clone(),
+        db: c.db.clone(),
+        ty: c.ty.clone(),
+        flags: c.flags,
+    }
+}
+
+fn position_ref(e: &ast::Expr, n: usize) -> Result<Option<usize>> {
+    if let ast::Expr::Value(v) = e
+        && let ast::Value::Number(s, _) = &v.value
+        && let Ok(p) = s.parse::<usize>()
+    {
+        if p == 0 || p > n {
+            return Err(SqlError::bad_field(s, "order clause"));
+        }
+        return Ok(Some(p - 1));
+    }
+    Ok(None)
+}
+
+/// The column name MySQL gives an unaliased select expression: its text.
+fn display_name(e: &ast::Expr) -> String {
+    match e {
+        ast::Expr::Identifier(i) => i.value.clone(),
+        ast::Expr::CompoundIdentifier(ids) => ids.last().map(|i| i.value.clone()).unwrap_or_default(),
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => s.clone(),
+            other => other.to_string(),
+        },
+        other => other.to_string(),
+    }
+}
+
+fn known_before(e: &Expr, offset: usize) -> bool {
+    !e.uses_columns_from(offset)
+}
+
+pub(crate) fn choose_access(table: &crate::catalog::TableMeta, conds: &[Expr], offset: usize) -> Access {
+    // column position within the table -> equality value
+    let mut eq: HashMap<usize, Expr> = HashMap::new();
+    let mut low: Option<(Expr, bool)> = None;
+    let mut high: Option<(Expr, bool)> = None;
+    let mut in_list: Option<Vec<Expr>> = None;
+    let first_pk = table.primary.first().copied();
+    for c in conds {
+        match c {
+            Expr::Cmp(op, a, b, _) => {
+                let (col, val, op) = match (a.as_ref(), b.as_ref()) {
+                    (Expr::Column(i), v) if *i >= offset && *i < offset + table.columns.len() && known_before(v, offset) => (*i - offset, v, *op),
+                    (v, Expr::Column(i)) if *i >= offset && *i < offset + table.columns.len() && known_before(v, offset) => (*i - offset, v, op.flip()),
+                    _ => continue,
+                };
+                match op {
+                    CmpOp::Eq => {
+                        eq.insert(col, val.clone());
+                    }
+                    CmpOp::Gt | CmpOp::Ge if Some(col) == first_pk => low = Some((val.clone(), op == CmpOp::Ge)),
+                    CmpOp::Lt | CmpOp::Le if Some(col) == first_pk => high = Some((val.clone(), op == CmpOp::Le)),
+                    _ => {}
+                }
+            }
+            Expr::Between { expr, low: lo, high: hi, negated: false, .. } => {
+                if let Expr::Column(i) = expr.as_ref()
+                    && Some(i.wrapping_sub(offset)) == first_pk
+                    && *i >= offset
+                    && known_before(lo, offset)
+                    && known_before(hi, offset)
+                {
+                    low = Some(((**lo).clone(), true));
+                    high = Some(((**hi).clone(), true));
+                }
+            }
+            Expr::InList { expr, list, negated: false, .. } => {
+                if let Expr::Column(i) = expr.as_ref()
+                    && *i >= offset
+                    && Some(*i - offset) == first_pk
+                    && table.primary.len() == 1
+                    && list.iter().all(|v| known_before(v, offset))
+                {
+                    in_list = Some(list.clone());
+                }
+            }
+            _ => {}
+        }
+    }
+    if !table.primary.is_empty() && table.primary.iter().all(|c| eq.contains_key(c)) {
+        return Access::PkPoint(table.primary.iter().map(|c| eq[c].clone()).collect());
+    }
+    if let Some(list) = in_list {
+        return Access::PkIn(list);
+    }
+    if table.primary.len() == 1 && (low.is_some() || high.is_some()) {
+        return Access::PkRange { low, high };
+    }
+    // Best secondary index: longest equality prefix.
+    let mut best: Option<(usize, Vec<Expr>)> = None;
+    for (n, ix) in table.indexes.iter().enumerate() {
+        let prefix: Vec<Expr> = ix.columns.iter().map_while(|c| eq.get(c).cloned()).collect();
+        if !prefix.is_empty() && best.as_ref().is_none_or(|(_, b)| prefix.len() > b.len()) {
+            best = Some((n, prefix));
+        }
+    }
+    match best {
+        Some((index, values)) => Access::IndexEq { index, values },
+        None => Access::Full,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Execution.
+
+/// Run a planned query.
+///
+/// # Errors
+/// Evaluation errors; `lock_holder` errors in a locking read.
+pub fn run_select(plan: &SelectPlan, env: &Env<'_>, parent: Option<&RowCtx<'_>>) -> Result<ResultSet> {
+    let rows = match &plan.kind {
+        PlanKind::Block(b) => run_block(b, env, parent)?,
+        PlanKind::Union { left, right, all, order_by, limit, offset } => {
+            let mut rows = run_select(left, env, parent)?.rows;
+            rows.extend(run_select(right, env, parent)?.rows);
+            if !all {
+                rows = dedupe(rows);
+            }
+            if !order_by.is_empty() {
+                rows.sort_by(|a, b| {
+                    for (p, asc) in order_by {
+                        let o = ops::sort_cmp(&a[*p], &b[*p], Collation::default());
+                        if o != Ordering::Equal {
+                            return if *asc { o } else { o.reverse() };
+                        }
+                    }
+                    Ordering::Equal
+                });
+            }
+            apply_limit(rows, limit.as_ref(), offset.as_ref(), env)?
+        }
+    };
+    Ok(ResultSet { columns: plan.columns.clone(), rows })
+}
+
+fn dedupe(rows: Vec<Row>) -> Vec<Row> {
+    let mut seen = std::collections::HashSet::new();
+    rows.into_iter().filter(|r| seen.insert(group_key(r))).collect()
+}
+
+fn group_key(values: &[Value]) -> Vec<u8> {
+    quill_storage::key::encode_key(values.iter().map(|v| (v, Collation::default())))
+}
+
+fn eval_count(e: Option<&Expr>, env: &Env<'_>) -> Result<Option<usize>> {
+    match e {
+        None => Ok(None),
+        Some(e) => {
+            let v = e.eval(env, &RowCtx::new(&[]))?;
+            let n = ops::to_i128(&v);
+            Ok(Some(n.max(0) as usize))
+        }
+    }
+}
+
+fn apply_limit(rows: Vec<Row>, limit: Option<&Expr>, offset: Option<&Expr>, env: &Env<'_>) -> Result<Vec<Row>> {
+    let off = eval_count(offset, env)?.unwrap_or(0);
+    let lim = eval_count(limit, env)?;
+    Ok(rows.into_iter().skip(off).take(lim.unwrap_or(usize::MAX)).collect())
+}
+
+fn run_block(b: &Block, env: &Env<'_>, parent: Option<&RowCtx<'_>>) -> Result<Vec<Row>> {
+    // Materialize derived tables.
+    for s in &b.sources {
+        if let SourceData::Rows(cell, Some(plan)) = &s.data {
+            let rows = run_select(plan, env, parent)?.rows;
+            *cell.borrow_mut() = Some(rows);
+        }
+    }
+    let early_stop = if !b.grouped && b.order_by.is_empty() && !b.distinct {
+        match eval_count(b.limit.as_ref(), env)? {
+            Some(l) => Some(l + eval_count(b.offset.as_ref(), env)?.unwrap_or(0)),
+            None => None,
+        }
+    } else {
+        None
+    };
+    let mut input: Vec<Row> = Vec::new();
+    if b.sources.is_empty() {
+        let row: Row = Vec::new();
+        if pass(b.filter.as_ref(), &row, env, parent)? {
+            input.push(row);
+        }
+    } else {
+        let mut row: Row = vec![Value::Null; b.width];
+        join_level(b, 0, &mut row, env, parent, &mut input, early_stop)?;
+    }
+    let mut out: Vec<(Row, Vec<Value>)> = Vec::new();
+    if b.grouped {
+        let mut groups: Vec<(Row, Vec<Accumulator>)> = Vec::new();
+        let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
+        for row in &input {
+            let cx = ctx(row, &[], parent);
+            let key_vals: Vec<Value> = b.group_by.iter().map(|g| g.eval(env, &cx)).collect::<Result<_>>()?;
+            let key = group_key(&key_vals);
+            let gi = *index.entry(key).or_insert_with(|| {
+                groups.push((row.clone(), b.aggs.iter().map(Accumulator::new).collect()));
+                groups.len() - 1
+            });
+            for (acc, spec) in groups[gi].1.iter_mut().zip(&b.aggs) {
+                acc.add(spec, env, &cx)?;
+            }
+        }
+        if groups.is_empty() && b.group_by.is_empty() {
+            groups.push((vec![Value::Null; b.width], b.aggs.iter().map(Accumulator::new).collect()));
+        }
+        for (first, accs) in groups {
+            let agg_vals: Vec<Value> = accs.into_iter().zip(&b.aggs).map(|(a, s)| a.finish(s)).collect();
+            let cx = RowCtx { row: &first, aggs: &agg_vals, parent };
+            if let Some(h) = &b.having
+                && ops::truth(&h.eval(env, &cx)?) != Some(true)
+            {
+                continue;
+            }
+            let projected: Row = b.projection.iter().map(|p| p.eval(env, &cx)).collect::<Result<_>>()?;
+            let keys: Vec<Value> = b.order_by.iter().map(|(e, _, _)| e.eval(env, &cx)).collect::<Result<_>>()?;
+            out.push((projected, keys));
+        }
+    } else {
+        for row in &input {
+            let cx = ctx(row, &[], parent);
+            let projected: Row = b.projection.iter().map(|p| p.eval(env, &cx)).collect::<Result<_>>()?;
+            let keys: Vec<Value> = b.order_by.iter().map(|(e, _, _)| e.eval(env, &cx)).collect::<Result<_>>()?;
+            out.push((projected, keys));
+        }
+    }
+    if b.distinct {
+        let mut seen = std::collections::HashSet::new();
+        out.retain(|(r, _)| seen.insert(group_key(r)));
+    }
+    if !b.order_by.is_empty() {
+        out.sort_by(|(_, a), (_, c)| {
+            for (i, (_, asc, coll)) in b.order_by.iter().enumerate() {
+                let o = ops::sort_cmp(&a[i], &c[i], *coll);
+                if o != Ordering::Equal {
+                    return if *asc { o } else { o.reverse() };
+                }
+            }
+            Ordering::Equal
+        });
+    }
+    let rows: Vec<Row> = out.into_iter().map(|(r, _)| r).collect();
+    apply_limit(rows, b.limit.as_ref(), b.offset.as_ref(), env)
+}
+
+fn ctx<'a>(row: &'a [Value], aggs: &'a [Value], parent: Option<&'a RowCtx<'a>>) -> RowCtx<'a> {
+    RowCtx { row, aggs, parent }
+}
+
+fn pass(cond: Option<&Expr>, row: &[Value], env: &Env<'_>, parent: Option<&RowCtx<'_>>) -> Result<bool> {
+    match cond {
+        None => Ok(true),
+        Some(c) => Ok(ops::truth(&c.eval(env, &ctx(row, &[], parent))?) == Some(true)),
+    }
+}
+
+fn join_level(b: &Block, level: usize, row: &mut Row, env: &Env<'_>, parent: Option<&RowCtx<'_>>, out: &mut Vec<Row>, stop: Option<usize>) -> Result<()> {
+    if stop.is_some_and(|s| out.len() >= s) {
+        return Ok(());
+    }
+    if level == b.sources.len() {
+        if pass(b.filter.as_ref(), row, env, parent)? {
+            out.push(row.clone());
+        }
+        return Ok(());
+    }
+    let s = &b.sources[level];
+    let candidates = read_source(s, row, env, parent)?;
+    let mut matched = false;
+    for (_, r) in candidates {
+        row[s.offset..s.offset + s.width].clone_from_slice(&r);
+        if !pass(s.on.as_ref(), row, env, parent)? {
+            continue;
+        }
+        matched = true;
+        join_level(b, level + 1, row, env, parent, out, stop)?;
+        if stop.is_some_and(|st| out.len() >= st) {
+            return Ok(());
+        }
+    }
+    if !matched && s.kind == JoinKind::Left {
+        for v in &mut row[s.offset..s.offset + s.width] {
+            *v = Value::Null;
+        }
+        join_level(b, level + 1, row, env, parent, out, stop)?;
+    }
+    Ok(())
+}
+
+/// Coerce a lookup value to the key column's type; `None` if that is not exact
+/// (then the access path falls back to a scan of the whole table).
+fn key_value(v: &Value, ty: &SqlType) -> Option<Value> {
+    if v.is_null() {
+        return None;
+    }
+    let mut warnings = Vec::new();
+    let mut cx = WriteContext { column: "", row: 0, strict: true, warnings: &mut warnings };
+    let c = coerce_to_column(v.clone(), ty, &mut cx).ok()?;
+    (ops::compare(&c, v, ty.collation()) == Some(Ordering::Equal)).then_some(c)
+}
+
+pub(crate) fn read_source(s: &Source, row: &Row, env: &Env<'_>, parent: Option<&RowCtx<'_>>) -> Result<Vec<(Vec<u8>, Row)>> {
+    let (db, name, id) = match &s.data {
+        SourceData::Rows(cell, _) => return Ok(cell.borrow().clone().unwrap_or_default().into_iter().map(|r| (Vec::new(), r)).collect()),
+        SourceData::Table { db, name, id } => (db, name, *id),
+    };
+    let meta = env.catalog.table(db, name)?;
+    let t = &meta.data;
+    let cx = ctx(row, &[], parent);
+    let view = env.view;
+    let mut pks: Option<Vec<Vec<u8>>> = None;
+    match &s.access {
+        Access::Full => {}
+        Access::PkPoint(exprs) => {
+            let mut vals = Vec::new();
+            for (e, &col) in exprs.iter().zip(&meta.primary) {
+                match key_value(&e.eval(env, &cx)?, &s.types[col]) {
+                    Some(v) => vals.push(v),
+                    None => {
+                        vals.clear();
+                        break;
+                    }
+                }
+            }
+            if vals.len() == exprs.len() {
+                pks = Some(vec![t.encode_primary(&vals)]);
+            }
+        }
+        Access::PkIn(list) => {
+            let col = meta.primary[0];
+            let mut keys = Vec::new();
+            let mut exact = true;
+            for e in list {
+                let v = e.eval(env, &cx)?;
+                if v.is_null() {
+                    continue;
+                }
+                match key_value(&v, &s.types[col]) {
+                    Some(k) => keys.push(t.encode_primary(&[k])),
+                    None => exact = false,
+                }
+            }
+            if exact {
+                keys.sort();
+                keys.dedup();
+                pks = Some(keys);
+            }
+        }
+        Access::PkRange { low, high } => {
+            let col = meta.primary[0];
+            let bound = |b: &Option<(Expr, bool)>| -> Result<Option<Bound<Vec<u8>>>> {
+                Ok(match b {
+                    None => Some(Bound::Unbounded),
+                    Some((e, incl)) => match key_value(&e.eval(env, &cx)?, &s.types[col]) {
+                        Some(k) => {
+                            let enc = t.encode_primary(&[k]);
+                            Some(if *incl { Bound::Included(enc) } else { Bound::Excluded(enc) })
+                        }
+                        None => None,
+                    },
+                })
+            };
+            if let (Some(lo), Some(hi)) = (bound(low)?, bound(high)?) {
+                let empty = match (&lo, &hi) {
+                    (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b) | Bound::Excluded(b)) => {
+                        a > b || (a == b && !(matches!(lo, Bound::Included(_)) && matches!(hi, Bound::Included(_))))
+                    }
+                    _ => false,
+                };
+                let keys: Vec<Vec<u8>> = if empty { vec![] } else { t.scan(as_ref_bound(&lo), as_ref_bound(&hi), view).map(|(k, _)| k.clone()).collect() };
+                pks = Some(keys);
+            }
+        }
+        Access::IndexEq { index, values } => {
+            let cols = &meta.indexes[*index].columns;
+            let mut vals = Vec::new();
+            let mut exact = true;
+            for (e, &col) in values.iter().zip(cols) {
+                match key_value(&e.eval(env, &cx)?, &s.types[col]) {
+                    Some(v) => vals.push(v),
+                    None => exact = false,
+                }
+            }
+            if exact {
+                let key = t.encode_index(*index, &vals);
+                pks = Some(t.index_scan(*index, Bound::Included(&key), Bound::Included(&key), &view));
+            }
+        }
+    }
+    let mut rows = Vec::new();
+    let note = |pk: &[u8]| -> Result<()> {
+        if env.locking {
+            if let Some(h) = t.holder(pk).filter(|&h| h != view.txn) {
+                return Err(SqlError::must_wait(h));
+            }
+            env.locked_rows.borrow_mut().push((id, pk.to_vec()));
+        }
+        Ok(())
+    };
+    match pks {
+        Some(keys) => {
+            for k in keys {
+                if let Some(r) = t.get(&k, &view) {
+                    note(&k)?;
+                    rows.push((k.clone(), r.clone()));
+                } else if env.locking
+                    && let Some(h) = t.holder(&k).filter(|&h| h != view.txn)
+                {
+                    return Err(SqlError::must_wait(h));
+                }
+            }
+        }
+        None => {
+            for (k, r) in t.scan(Bound::Unbounded, Bound::Unbounded, view) {
+                note(k)?;
+                rows.push((k.clone(), r.clone()));
+            }
+        }
+    }
+    Ok(rows)
+}
+
+fn as_ref_bound(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match b {
+        Bound::Included(v) => Bound::Included(v.as_slice()),
+        Bound::Excluded(v) => Bound::Excluded(v.as_slice()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+/// Running state of one aggregate over one group.
+enum Accumulator {
+    Count(i64),
+    Sum(Option<Value>, i64),
+    MinMax(Option<Value>),
+    Concat(Vec<String>),
+    Bits(Option<u64>),
+    Distinct(Vec<Value>, std::collections::HashSet<Vec<u8>>),
+}
+
+impl Accumulator {
+    fn new(spec: &AggSpec) -> Accumulator {
+        if spec.distinct {
+            return Accumulator::Distinct(Vec::new(), std::collections::HashSet::new());
+        }
+        match spec.func {
+            AggFunc::Count | AggFunc::CountStar => Accumulator::Count(0),
+            AggFunc::Sum | AggFunc::Avg => Accumulator::Sum(None, 0),
+            AggFunc::Min | AggFunc::Max => Accumulator::MinMax(None),
+            AggFunc::GroupConcat => Accumulator::Concat(Vec::new()),
+            AggFunc::BitAnd | AggFunc::BitOr => Accumulator::Bits(None),
+        }
+    }
+
+    fn add(&mut self, spec: &AggSpec, env: &Env<'_>, cx: &RowCtx<'_>) -> Result<()> {
+        let v = match &spec.arg {
+            Some(a) => a.eval(env, cx)?,
+            None => Value::Int(1),
+        };
+        if v.is_null() {
+            return Ok(());
+        }
+        match self {
+            Accumulator::Count(n) => *n += 1,
+            Accumulator::Sum(total, n) => {
+                let v = match v {
+                    Value::Int(_) | Value::UInt(_) => Value::Decimal(ops::to_decimal(&v).unwrap_or_default()),
+                    Value::Decimal(_) | Value::Double(_) => v,
+                    other => Value::Double(ops::to_f64(&other)),
+                };
+                *total = Some(match total.take() {
+                    None => v,
+                    Some(t) => ops::arith(ops::Arith::Add, &t, &v)?,
+                });
+                *n += 1;
+            }
+            Accumulator::MinMax(best) => {
+                let replace = match best {
+                    None => true,
+                    Some(b) => {
+                        let o = ops::sort_cmp(&v, b, spec.collation);
+                        if spec.func == AggFunc::Min { o == Ordering::Less } else { o == Ordering::Greater }
+                    }
+                };
+                if replace {
+                    *best = Some(v);
+                }
+            }
+            Accumulator::Concat(parts) => parts.push(ops::to_string_lossy(&v)),
+            Accumulator::Bits(acc) => {
+                let x = ops::to_i128(&v) as u64;
+                *acc = Some(match (*acc, spec.func) {
+                    (None, _) => x,
+                    (Some(a), AggFunc::BitAnd) => a & x,
+                    (Some(a), _) => a | x,
+                });
+            }
+            Accumulator::Distinct(vals, seen) => {
+                if seen.insert(quill_storage::key::encode_key([(&v, spec.collation)])) {
+                    vals.push(v);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(self, spec: &AggSpec) -> Value {
+        match self {
+            Accumulator::Count(n) => Value::Int(n),
+            Accumulator::Sum(None, _) | Accumulator::MinMax(None) => Value::Null,
+            Accumulator::Sum(Some(t), n) => {
+                if spec.func == AggFunc::Avg {
+                    match &t {
+                        Value::Double(f) => Value::Double(f / n as f64),
+                        _ => ops::arith(ops::Arith::Div, &t, &Value::Int(n)).unwrap_or(Value::Null),
+                    }
+                } else {
+                    t
+                }
+            }
+            Accumulator::MinMax(Some(v)) => v,
+            Accumulator::Concat(parts) => {
+                if parts.is_empty() {
+                    Value::Null
+                } else {
+                    Value::Str(parts.join(","))
+                }
+            }
+            Accumulator::Bits(v) => Value::UInt(v.unwrap_or(if spec.func == AggFunc::BitAnd { u64::MAX } else { 0 })),
+            Accumulator::Distinct(vals, _) => {
+                let mut inner = Accumulator::new(&AggSpec { distinct: false, ..spec.clone() });
+                for v in vals {
+                    let e = Expr::Const(v);
+                    let s = AggSpec { arg: Some(e), distinct: false, ..spec.clone() };
+                    // Constant arguments need no environment.
+                    let _ = inner.add_const(&s);
+                }
+                inner.finish(&AggSpec { distinct: false, ..spec.clone() })
+            }
+        }
+    }
+
+    fn add_const(&mut self, spec: &AggSpec) -> Result<()> {
+        let Some(Expr::Const(v)) = &spec.arg else { return Ok(()) };
+        let v = v.clone();
+        match self {
+            Accumulator::Count(n) => *n += 1,
+            Accumulator::Sum(total, n) => {
+                let v = match v {
+                    Value::Int(_) | Value::UInt(_) => Value::Decimal(ops::to_decimal(&v).unwrap_or_default()),
+                    Value::Decimal(_) | Value::Double(_) => v,
+                    other => Value::Double(ops::to_f64(&other)),
+                };
+                *total = Some(match total.take() {
+                    None => v,
+                    Some(t) => ops::arith(ops::Arith::Add, &t, &v)?,
+                });
+                *n += 1;
+            }
+            Accumulator::MinMax(best) => *best = Some(v),
+            Accumulator::Concat(parts) => parts.push(ops::to_string_lossy(&v)),
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// Types of a plan's output, for scopes built over derived tables.
+#[must_use]
+pub fn plan_types(plan: &SelectPlan) -> Vec<SqlType> {
+    plan.columns.iter().map(|c| c.ty.clone()).collect()
+}
+
+/// Static type helper re-exported for DML.
+#[must_use]
+pub fn expr_type(e: &Expr, scope: &Scope) -> SqlType {
+    type_of(e, scope, &[], &[], &[])
+}

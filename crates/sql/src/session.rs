@@ -1,0 +1,1256 @@
+//! Sessions: one client's state, and the execution of its statements.
+//!
+//! [`Session::run`] takes the text of a COM_QUERY, splits it into statements
+//! (a small recogniser handles the forms the parser does not: SHOW, SET NAMES,
+//! transaction control, KILL, USE, DESCRIBE), and executes each in turn,
+//! stopping at the first error as MySQL does.
+//!
+//! Transactions: with autocommit on and no BEGIN, each statement is its own
+//! transaction. A statement that fails is undone alone; a statement that meets a
+//! row held by another transaction waits for it (bounded by
+//! `innodb_lock_wait_timeout`) and is then re-run from its start.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use parking_lot::{Mutex, RwLock};
+use quill_storage::{ReadView, TxnId, Value};
+use quill_txn::{TxnManager, WaitOutcome};
+use sqlparser::ast::{self, Statement};
+use sqlparser::dialect::MySqlDialect;
+use sqlparser::parser::Parser;
+
+use crate::catalog::Catalog;
+use crate::dml::{self, DmlCx};
+use crate::error::{Result, SqlError, Warning, codes};
+use crate::query::{self, Env, OutColumn, ResultSet};
+use crate::vars::{self, VarSet};
+use crate::{ddl, show};
+
+/// Server-wide counters shown by SHOW GLOBAL STATUS.
+#[derive(Default)]
+pub struct Status {
+    pub questions: AtomicU64,
+    pub com_select: AtomicU64,
+    pub com_insert: AtomicU64,
+    pub com_update: AtomicU64,
+    pub com_delete: AtomicU64,
+    pub com_commit: AtomicU64,
+    pub com_rollback: AtomicU64,
+    pub connections: AtomicU64,
+    pub threads_connected: AtomicU64,
+}
+
+/// What SHOW PROCESSLIST shows of a session.
+#[derive(Debug, Clone, Default)]
+pub struct ProcessInfo {
+    pub user: String,
+    pub host: String,
+    pub db: Option<String>,
+    pub command: String,
+    pub started: Option<Instant>,
+    pub info: Option<String>,
+    pub kill_query: bool,
+}
+
+/// Everything shared by the sessions of one server.
+pub struct Engine {
+    pub catalog: RwLock<Catalog>,
+    pub txns: TxnManager,
+    pub globals: RwLock<VarSet>,
+    pub status: Status,
+    pub processes: Mutex<HashMap<u32, ProcessInfo>>,
+    pub started: Instant,
+}
+
+impl Engine {
+    #[must_use]
+    pub fn new(globals: VarSet) -> Arc<Engine> {
+        Arc::new(Engine {
+            catalog: RwLock::new(Catalog::new()),
+            txns: TxnManager::new(),
+            globals: RwLock::new(globals),
+            status: Status::default(),
+            processes: Mutex::new(HashMap::new()),
+            started: Instant::now(),
+        })
+    }
+
+    #[must_use]
+    pub fn global(&self, name: &str) -> Option<String> {
+        self.globals.read().get(name).map(str::to_owned)
+    }
+}
+
+/// The session state expressions can read.
+pub struct SessionInfo {
+    pub engine: Arc<Engine>,
+    pub db: Option<String>,
+    pub user: String,
+    pub host: String,
+    pub account_host: String,
+    pub connection_id: u32,
+    pub last_insert_id: u64,
+    pub row_count: i64,
+    pub found_rows: u64,
+    pub vars: VarSet,
+    pub user_vars: HashMap<String, Value>,
+}
+
+impl SessionInfo {
+    /// `@@name`, `@@session.name` or `@@global.name`.
+    ///
+    /// # Errors
+    /// 1193 unknown; 1238 session-only read as global and vice versa.
+    pub fn system_variable(&self, name: &str, scope: Option<&str>) -> Result<Value> {
+        let def = vars::require(name)?;
+        let global = scope.is_some_and(|s| s.eq_ignore_ascii_case("global"));
+        if def.name == "warning_count" {
+            return Ok(Value::Int(0));
+        }
+        if global && def.scope == vars::Scope::Session {
+            return Err(SqlError::new(codes::ER_INCORRECT_GLOBAL_LOCAL_VAR, format!("Variable '{}' is a SESSION variable", def.name)));
+        }
+        if scope.is_some_and(|s| s.eq_ignore_ascii_case("session")) && def.scope == vars::Scope::Global {
+            return Err(SqlError::new(codes::ER_INCORRECT_GLOBAL_LOCAL_VAR, format!("Variable '{}' is a GLOBAL variable", def.name)));
+        }
+        let value = if global || def.scope == vars::Scope::Global { self.engine.global(def.name) } else { self.vars.get(def.name).map(str::to_owned) };
+        Ok(vars::as_value(def, &value.unwrap_or_default()))
+    }
+
+    #[must_use]
+    pub fn user_variable(&self, name: &str) -> Value {
+        self.user_vars.get(&name.to_ascii_lowercase()).cloned().unwrap_or(Value::Null)
+    }
+
+    fn var(&self, name: &str) -> &str {
+        self.vars.get(name).unwrap_or_default()
+    }
+
+    #[must_use]
+    pub fn strict(&self) -> bool {
+        let m = self.var("sql_mode");
+        m.contains("STRICT_TRANS_TABLES") || m.contains("STRICT_ALL_TABLES") || m.contains("TRADITIONAL")
+    }
+}
+
+/// The outcome of one statement.
+#[derive(Debug)]
+pub enum Outcome {
+    Rows(ResultSet),
+    Done { affected: u64, last_insert_id: u64, info: String },
+}
+
+impl Outcome {
+    fn ok() -> Outcome {
+        Outcome::Done { affected: 0, last_insert_id: 0, info: String::new() }
+    }
+}
+
+struct Txn {
+    id: TxnId,
+    view: Option<ReadView>,
+    writes: Vec<(u64, Vec<u8>)>,
+    explicit: bool,
+}
+
+/// A prepared statement.
+pub struct Prepared {
+    pub statement: Arc<Statement>,
+    pub param_count: usize,
+    pub columns: Vec<OutColumn>,
+}
+
+/// Most distinct statement texts a session keeps parsed.
+pub const PLAN_CACHE_ENTRIES_MAX: usize = 256;
+/// Most prepared statements one session may hold (MySQL's max_prepared_stmt_count default is per server; this bounds one session).
+pub const PREPARED_STATEMENTS_MAX: usize = 16_382;
+
+/// One client connection's SQL state.
+pub struct Session {
+    pub info: SessionInfo,
+    txn: Option<Txn>,
+    pub warnings: Vec<Warning>,
+    prepared: HashMap<u32, Prepared>,
+    next_stmt_id: u32,
+    cache: HashMap<String, Arc<Vec<Statement>>>,
+    /// Client asked for rows-matched counts (CLIENT_FOUND_ROWS).
+    pub client_found_rows: bool,
+}
+
+impl Session {
+    #[must_use]
+    pub fn new(engine: Arc<Engine>, connection_id: u32, user: &str, host: &str) -> Session {
+        let vars = engine.globals.read().clone();
+        engine.status.connections.fetch_add(1, Ordering::Relaxed);
+        engine.status.threads_connected.fetch_add(1, Ordering::Relaxed);
+        engine
+            .processes
+            .lock()
+            .insert(connection_id, ProcessInfo { user: user.to_owned(), host: host.to_owned(), command: "Sleep".into(), ..ProcessInfo::default() });
+        Session {
+            info: SessionInfo {
+                engine,
+                db: None,
+                user: user.to_owned(),
+                host: host.to_owned(),
+                account_host: if host == "127.0.0.1" || host == "::1" { "localhost".into() } else { host.to_owned() },
+                connection_id,
+                last_insert_id: 0,
+                row_count: -1,
+                found_rows: 0,
+                vars,
+                user_vars: HashMap::new(),
+            },
+            txn: None,
+            warnings: Vec::new(),
+            prepared: HashMap::new(),
+            next_stmt_id: 1,
+            cache: HashMap::new(),
+            client_found_rows: false,
+        }
+    }
+
+    fn engine(&self) -> Arc<Engine> {
+        self.info.engine.clone()
+    }
+
+    #[must_use]
+    pub fn in_transaction(&self) -> bool {
+        self.txn.as_ref().is_some_and(|t| t.explicit || !self.autocommit())
+    }
+
+    #[must_use]
+    pub fn autocommit(&self) -> bool {
+        self.info.var("autocommit") == "ON"
+    }
+
+    #[must_use]
+    pub fn warning_count(&self) -> u16 {
+        u16::try_from(self.warnings.len()).unwrap_or(u16::MAX)
+    }
+
+    /// Select the default database (COM_INIT_DB / USE).
+    ///
+    /// # Errors
+    /// 1049.
+    pub fn use_database(&mut self, db: &str) -> Result<()> {
+        if !db.eq_ignore_ascii_case("information_schema") {
+            self.info.engine.catalog.read().database(db)?;
+        }
+        self.info.db = Some(db.to_owned());
+        if let Some(p) = self.info.engine.processes.lock().get_mut(&self.info.connection_id) {
+            p.db = Some(db.to_owned());
+        }
+        Ok(())
+    }
+
+    /// Roll back and forget everything (disconnect, COM_RESET_CONNECTION).
+    pub fn reset(&mut self) {
+        self.rollback();
+        self.prepared.clear();
+        self.info.user_vars.clear();
+        self.info.vars = self.info.engine.globals.read().clone();
+        self.info.last_insert_id = 0;
+        self.warnings.clear();
+    }
+
+    fn parse(&mut self, sql: &str) -> Result<Arc<Vec<Statement>>> {
+        if let Some(s) = self.cache.get(sql) {
+            return Ok(s.clone());
+        }
+        let mut stmts = Parser::parse_sql(&MySqlDialect {}, sql).map_err(|e| parse_error(sql, &e.to_string()))?;
+        number_placeholders(&mut stmts);
+        let stmts = Arc::new(stmts);
+        if self.cache.len() >= PLAN_CACHE_ENTRIES_MAX {
+            self.cache.clear();
+        }
+        self.cache.insert(sql.to_owned(), stmts.clone());
+        Ok(stmts)
+    }
+
+    /// Run the text of one COM_QUERY: every statement in it, stopping at the first
+    /// error (whose result is last).
+    pub async fn run(&mut self, sql: &str) -> Vec<Result<Outcome>> {
+        let mut out = Vec::new();
+        for piece in split_statements(sql) {
+            let r = self.run_one(piece).await;
+            let failed = r.is_err();
+            out.push(r);
+            if failed {
+                break;
+            }
+        }
+        if out.is_empty() {
+            out.push(Err(SqlError::new(codes::ER_EMPTY_QUERY, "Query was empty")));
+        }
+        out
+    }
+
+    async fn run_one(&mut self, sql: &str) -> Result<Outcome> {
+        self.info.engine.status.questions.fetch_add(1, Ordering::Relaxed);
+        let keeps_warnings = {
+            let t = sql.trim_start().to_ascii_uppercase();
+            t.starts_with("SHOW WARNINGS") || t.starts_with("SHOW ERRORS") || t.starts_with("SHOW COUNT")
+        };
+        if !keeps_warnings {
+            self.warnings.clear();
+        }
+        if let Some(r) = self.recognise(sql).await {
+            return r;
+        }
+        let stmts = self.parse(sql)?;
+        let Some(stmt) = stmts.first() else {
+            return Err(SqlError::new(codes::ER_EMPTY_QUERY, "Query was empty"));
+        };
+        self.execute(stmt, &[]).await
+    }
+
+    /// Prepare a statement (COM_STMT_PREPARE).
+    ///
+    /// # Errors
+    /// Parse errors; 1461-style limit when too many statements are prepared.
+    pub fn prepare(&mut self, sql: &str) -> Result<(u32, usize, Vec<OutColumn>)> {
+        if self.prepared.len() >= PREPARED_STATEMENTS_MAX {
+            return Err(SqlError::new((1461, "42000"), "Can't create more than max_prepared_stmt_count statements"));
+        }
+        let stmts = Parser::parse_sql(&MySqlDialect {}, sql).map_err(|e| parse_error(sql, &e.to_string()))?;
+        if stmts.len() != 1 {
+            return Err(SqlError::new((1295, "HY000"), "This command is not supported in the prepared statement protocol yet"));
+        }
+        let mut stmts = stmts;
+        let count = number_placeholders(&mut stmts);
+        let statement = Arc::new(stmts.remove(0));
+        let columns = self.describe(&statement, count).unwrap_or_default();
+        let id = self.next_stmt_id;
+        self.next_stmt_id = self.next_stmt_id.wrapping_add(1).max(1);
+        self.prepared.insert(id, Prepared { statement, param_count: count, columns: columns.clone() });
+        Ok((id, count, columns))
+    }
+
+    fn describe(&self, stmt: &Statement, params: usize) -> Result<Vec<OutColumn>> {
+        let Statement::Query(q) = stmt else { return Ok(vec![]) };
+        let catalog = self.info.engine.catalog.read();
+        let nulls = vec![Value::Null; params];
+        let env =
+            Env { catalog: &catalog, view: ReadView::current(0), params: &nulls, now_us: 0, info: &self.info, locking: false, locked_rows: Default::default() };
+        Ok(query::plan_query(&env, q, &[])?.0.columns)
+    }
+
+    #[must_use]
+    pub fn prepared(&self, id: u32) -> Option<&Prepared> {
+        self.prepared.get(&id)
+    }
+
+    pub fn close_prepared(&mut self, id: u32) {
+        self.prepared.remove(&id);
+    }
+
+    /// Execute a prepared statement with bound parameter values.
+    ///
+    /// # Errors
+    /// 1243 for an unknown statement id; execution errors.
+    pub async fn execute_prepared(&mut self, id: u32, params: Vec<Value>) -> Result<Outcome> {
+        let stmt = self
+            .prepared
+            .get(&id)
+            .map(|p| p.statement.clone())
+            .ok_or_else(|| SqlError::new((1243, "HY000"), format!("Unknown prepared statement handler ({id}) given to mysqld_stmt_execute")))?;
+        self.info.engine.status.questions.fetch_add(1, Ordering::Relaxed);
+        self.warnings.clear();
+        self.execute(&stmt, &params).await
+    }
+
+    async fn execute(&mut self, stmt: &Statement, params: &[Value]) -> Result<Outcome> {
+        let timeout_secs: u64 = self.info.var("innodb_lock_wait_timeout").parse().unwrap_or(50);
+        let deadline = Instant::now() + Duration::from_secs(timeout_secs);
+        loop {
+            match self.execute_once(stmt, params) {
+                Err(e) if e.lock_holder.is_some() => {
+                    let holder = e.lock_holder.unwrap_or_default();
+                    let rx = self.info.engine.txns.watch(holder);
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if TxnManager::wait_for(rx, left).await == WaitOutcome::TimedOut || Instant::now() >= deadline {
+                        if self.info.var("innodb_rollback_on_timeout") == "ON" {
+                            self.rollback();
+                        }
+                        return Err(SqlError::new(codes::ER_LOCK_WAIT_TIMEOUT, "Lock wait timeout exceeded; try restarting transaction"));
+                    }
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// One attempt at a statement: sync, under the engine lock.
+    fn execute_once(&mut self, stmt: &Statement, params: &[Value]) -> Result<Outcome> {
+        match stmt {
+            Statement::Query(q) => self.select(q, params),
+            Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => self.write(stmt, params),
+            Statement::StartTransaction { .. } => {
+                self.commit();
+                self.begin_explicit();
+                Ok(Outcome::ok())
+            }
+            Statement::Commit { .. } => {
+                self.commit();
+                Ok(Outcome::ok())
+            }
+            Statement::Rollback { savepoint: None, .. } => {
+                self.rollback();
+                Ok(Outcome::ok())
+            }
+            Statement::Set(set) => self.set(set, params),
+            Statement::Use(u) => {
+                let name = match u {
+                    ast::Use::Object(n) | ast::Use::Database(n) | ast::Use::Schema(n) => {
+                        n.0.last().map(|p| p.as_ident().map_or_else(|| p.to_string(), |i| i.value.clone())).unwrap_or_default()
+                    }
+                    _ => return Err(SqlError::parse("USE")),
+                };
+                self.use_database(&name)?;
+                Ok(Outcome::ok())
+            }
+            _ => self.ddl(stmt, params),
+        }
+    }
+
+    fn now_us() -> i64 {
+        crate::functions::local_now_us()
+    }
+
+    fn isolation(&self) -> String {
+        self.info.var("transaction_isolation").to_owned()
+    }
+
+    /// The transaction this statement runs in (creating an implicit one).
+    fn txn_for_statement(&mut self) -> TxnId {
+        if self.txn.is_none() {
+            let id = self.info.engine.txns.begin();
+            self.txn = Some(Txn { id, view: None, writes: Vec::new(), explicit: false });
+        }
+        self.txn.as_ref().map(|t| t.id).unwrap_or_default()
+    }
+
+    fn read_view(&mut self) -> ReadView {
+        let iso = self.isolation();
+        let engine = self.engine();
+        let txn = self.txn_for_statement();
+        let t = self.txn.as_mut().expect("txn created above");
+        if iso == "READ-UNCOMMITTED" {
+            return ReadView { txn, read_ts: u64::MAX, uncommitted: true };
+        }
+        if iso == "READ-COMMITTED" {
+            if let Some(v) = t.view.take() {
+                engine.txns.release_view(&v);
+            }
+        }
+        *t.view.get_or_insert_with(|| engine.txns.read_view(txn, false))
+    }
+
+    fn begin_explicit(&mut self) {
+        let id = self.info.engine.txns.begin();
+        self.txn = Some(Txn { id, view: None, writes: Vec::new(), explicit: true });
+    }
+
+    /// End an implicit transaction after a statement, when autocommit says so.
+    fn statement_end(&mut self) {
+        let implicit = self.txn.as_ref().is_some_and(|t| !t.explicit);
+        if implicit && self.autocommit() {
+            self.commit();
+        }
+    }
+
+    /// Commit the open transaction, if any.
+    pub fn commit(&mut self) {
+        let Some(t) = self.txn.take() else { return };
+        let engine = self.engine();
+        if !t.writes.is_empty() {
+            let mut catalog = engine.catalog.write();
+            let ts = engine.txns.next_commit_ts();
+            if let Some(v) = &t.view {
+                engine.txns.release_view(v);
+            }
+            let horizon = engine.txns.purge_horizon();
+            let mut seen = std::collections::HashSet::new();
+            for (tid, pk) in &t.writes {
+                if seen.insert((*tid, pk.clone()))
+                    && let Some(table) = catalog.table_by_id_mut(*tid)
+                {
+                    table.data.commit_row(t.id, pk, ts, horizon);
+                }
+            }
+            engine.status.com_commit.fetch_add(1, Ordering::Relaxed);
+        } else if let Some(v) = &t.view {
+            engine.txns.release_view(v);
+        }
+        engine.txns.end(t.id);
+    }
+
+    /// Roll back the open transaction, if any.
+    pub fn rollback(&mut self) {
+        let Some(t) = self.txn.take() else { return };
+        let engine = self.engine();
+        if !t.writes.is_empty() {
+            let mut catalog = engine.catalog.write();
+            for (tid, pk) in t.writes.iter().rev() {
+                if let Some(table) = catalog.table_by_id_mut(*tid) {
+                    table.data.rollback_row(t.id, pk);
+                }
+            }
+        }
+        if let Some(v) = &t.view {
+            engine.txns.release_view(v);
+        }
+        engine.status.com_rollback.fetch_add(1, Ordering::Relaxed);
+        engine.txns.end(t.id);
+    }
+
+    fn select(&mut self, q: &ast::Query, params: &[Value]) -> Result<Outcome> {
+        self.info.engine.status.com_select.fetch_add(1, Ordering::Relaxed);
+        let locking = !q.locks.is_empty();
+        let view = if locking {
+            let txn = self.txn_for_statement();
+            ReadView::current(txn)
+        } else {
+            self.read_view()
+        };
+        let engine = self.engine();
+        let result = if locking {
+            let mut catalog = engine.catalog.write();
+            let (rs, locked) = {
+                let env = Env { catalog: &catalog, view, params, now_us: Self::now_us(), info: &self.info, locking: true, locked_rows: Default::default() };
+                let (plan, _) = query::plan_query(&env, q, &[])?;
+                let rs = query::run_select(&plan, &env, None);
+                (rs, env.locked_rows.into_inner())
+            };
+            match rs {
+                Ok(rs) => {
+                    let mut undo = Vec::new();
+                    let r = dml::lock_rows(&mut catalog, view.txn, &locked, &mut undo);
+                    if let Some(t) = self.txn.as_mut() {
+                        t.writes.extend(undo.iter().cloned());
+                    }
+                    if let Err(e) = r {
+                        for (tid, pk) in undo.iter().rev() {
+                            if let Some(t) = catalog.table_by_id_mut(*tid) {
+                                t.data.undo_last(view.txn, pk);
+                            }
+                        }
+                        if let Some(t) = self.txn.as_mut() {
+                            t.writes.truncate(t.writes.len() - undo.len());
+                        }
+                        Err(e)
+                    } else {
+                        Ok(rs)
+                    }
+                }
+                Err(e) => Err(e),
+            }
+        } else {
+            let catalog = engine.catalog.read();
+            let env = Env { catalog: &catalog, view, params, now_us: Self::now_us(), info: &self.info, locking: false, locked_rows: Default::default() };
+            query::plan_query(&env, q, &[]).and_then(|(plan, _)| query::run_select(&plan, &env, None))
+        };
+        if result.as_ref().is_err_and(|e| e.lock_holder.is_some()) {
+            return result.map(Outcome::Rows);
+        }
+        self.statement_end();
+        let rs = result?;
+        self.info.row_count = -1;
+        self.info.found_rows = rs.rows.len() as u64;
+        Ok(Outcome::Rows(rs))
+    }
+
+    fn write(&mut self, stmt: &Statement, params: &[Value]) -> Result<Outcome> {
+        let status = &self.info.engine.status;
+        match stmt {
+            Statement::Insert(_) => status.com_insert.fetch_add(1, Ordering::Relaxed),
+            Statement::Update(_) => status.com_update.fetch_add(1, Ordering::Relaxed),
+            _ => status.com_delete.fetch_add(1, Ordering::Relaxed),
+        };
+        let txn = self.txn_for_statement();
+        let engine = self.engine();
+        let mut undo = Vec::new();
+        let mut warnings = Vec::new();
+        let strict = self.info.strict();
+        let result = {
+            let mut catalog = engine.catalog.write();
+            let mut cx = DmlCx {
+                txn,
+                info: &self.info,
+                params,
+                now_us: Self::now_us(),
+                undo: &mut undo,
+                warnings: &mut warnings,
+                strict,
+                found_rows: self.client_found_rows,
+            };
+            let r = match stmt {
+                Statement::Insert(i) => dml::insert(&mut catalog, &mut cx, i),
+                Statement::Update(u) => dml::update(&mut catalog, &mut cx, u),
+                Statement::Delete(d) => dml::delete(&mut catalog, &mut cx, d),
+                _ => unreachable!("dispatched on statement kind"),
+            };
+            if r.is_err() {
+                // Statement atomicity: undo exactly what this statement pushed.
+                for (tid, pk) in undo.iter().rev() {
+                    if let Some(t) = catalog.table_by_id_mut(*tid) {
+                        t.data.undo_last(txn, pk);
+                    }
+                }
+            }
+            r
+        };
+        self.warnings.extend(warnings);
+        match result {
+            Ok(r) => {
+                if let Some(t) = self.txn.as_mut() {
+                    t.writes.extend(undo);
+                }
+                if let Some(id) = r.last_insert_id {
+                    self.info.last_insert_id = id;
+                }
+                self.info.row_count = r.affected as i64;
+                self.statement_end();
+                Ok(Outcome::Done { affected: r.affected, last_insert_id: r.last_insert_id.unwrap_or(0), info: r.info })
+            }
+            Err(e) if e.lock_holder.is_some() => Err(e),
+            Err(e) => {
+                self.statement_end();
+                Err(e)
+            }
+        }
+    }
+
+    fn set(&mut self, set: &ast::Set, params: &[Value]) -> Result<Outcome> {
+        match set {
+            ast::Set::SetNames { .. } | ast::Set::SetNamesDefault { .. } => Ok(Outcome::ok()),
+            ast::Set::SingleAssignment { scope, hivevar: _, variable, values } => {
+                let v = values.first().ok_or_else(|| SqlError::parse("SET"))?;
+                self.assign(scope.as_ref(), variable, v, params)?;
+                Ok(Outcome::ok())
+            }
+            ast::Set::MultipleAssignments { assignments } => {
+                for a in assignments {
+                    self.assign(a.scope.as_ref(), &a.name, &a.value, params)?;
+                }
+                Ok(Outcome::ok())
+            }
+            ast::Set::SetTransaction { modes, session, .. } => {
+                for m in modes {
+                    if let ast::TransactionMode::IsolationLevel(l) = m {
+                        let level = match l {
+                            ast::TransactionIsolationLevel::ReadUncommitted => "READ-UNCOMMITTED",
+                            ast::TransactionIsolationLevel::ReadCommitted => "READ-COMMITTED",
+                            ast::TransactionIsolationLevel::RepeatableRead => "REPEATABLE-READ",
+                            _ => "SERIALIZABLE",
+                        };
+                        if *session {
+                            self.info.vars.values.insert("transaction_isolation", level.into());
+                            self.info.vars.values.insert("tx_isolation", level.into());
+                        }
+                    }
+                }
+                Ok(Outcome::ok())
+            }
+            other => Err(SqlError::unsupported(format!("{other}"))),
+        }
+    }
+
+    fn assign(&mut self, scope: Option<&ast::ContextModifier>, name: &ast::ObjectName, value: &ast::Expr, params: &[Value]) -> Result<()> {
+        let parts: Vec<String> = name.0.iter().map(|p| p.as_ident().map_or_else(|| p.to_string(), |i| i.value.clone())).collect();
+        let (mut global, var) = match parts.as_slice() {
+            [one] if one.starts_with("@@") => (false, one.trim_start_matches("@@").to_owned()),
+            [one] if one.starts_with('@') => {
+                let v = self.eval_const(value, params)?;
+                self.info.user_vars.insert(one[1..].to_ascii_lowercase(), v);
+                return Ok(());
+            }
+            [one] => (false, one.clone()),
+            [s, v] if s.eq_ignore_ascii_case("@@global") => (true, v.clone()),
+            [s, v] if s.eq_ignore_ascii_case("@@session") || s.eq_ignore_ascii_case("@@local") => (false, v.clone()),
+            _ => return Err(SqlError::parse(&name.to_string())),
+        };
+        if matches!(scope, Some(ast::ContextModifier::Global)) {
+            global = true;
+        }
+        let def = vars::require(&var)?;
+        let v = match value {
+            ast::Expr::Identifier(i) if i.quote_style.is_none() && i.value.eq_ignore_ascii_case("DEFAULT") => Value::Str(def.default.to_owned()),
+            ast::Expr::Identifier(i) if i.quote_style.is_none() && !i.value.starts_with('@') => Value::Str(i.value.clone()),
+            other => self.eval_const(other, params)?,
+        };
+        if def.effect == vars::Effect::ReadOnly {
+            return Err(SqlError::new((1238, "HY000"), format!("Variable '{}' is a read only variable", def.name)));
+        }
+        if global && def.scope == vars::Scope::Session {
+            return Err(SqlError::new(
+                codes::ER_INCORRECT_GLOBAL_LOCAL_VAR,
+                format!("Variable '{}' is a SESSION variable and can't be used with SET GLOBAL", def.name),
+            ));
+        }
+        if !global && def.scope == vars::Scope::Global {
+            return Err(SqlError::new(codes::ER_GLOBAL_VARIABLE, format!("Variable '{}' is a GLOBAL variable and should be set with SET GLOBAL", def.name)));
+        }
+        let normal = vars::normalise(def, &v)?;
+        if def.name == "autocommit" && !global && normal == "ON" {
+            // Turning autocommit on commits the open transaction.
+            self.commit();
+        }
+        if def.effect == vars::Effect::Inert {
+            self.warnings.push(Warning {
+                level: "Warning",
+                code: 1287,
+                message: format!("'{}' is accepted for compatibility; Quill does not act on it", def.name),
+            });
+        }
+        let names: Vec<&'static str> = match def.name {
+            "transaction_isolation" | "tx_isolation" => vec!["transaction_isolation", "tx_isolation"],
+            n => vec![n],
+        };
+        for n in names {
+            if global {
+                self.info.engine.globals.write().values.insert(n, normal.clone());
+            } else {
+                self.info.vars.values.insert(n, normal.clone());
+            }
+        }
+        Ok(())
+    }
+
+    fn eval_const(&self, e: &ast::Expr, params: &[Value]) -> Result<Value> {
+        let catalog = self.info.engine.catalog.read();
+        let env = Env {
+            catalog: &catalog,
+            view: ReadView::current(0),
+            params,
+            now_us: Self::now_us(),
+            info: &self.info,
+            locking: false,
+            locked_rows: Default::default(),
+        };
+        let scope = crate::bind::Scope::default();
+        crate::bind::Binder::new(&env, &scope, "field list").bind(e)?.eval(&env, &crate::expr::RowCtx::new(&[]))
+    }
+
+    fn ddl(&mut self, stmt: &Statement, params: &[Value]) -> Result<Outcome> {
+        // DDL commits the open transaction first.
+        self.commit();
+        let engine = self.engine();
+        let mut catalog = engine.catalog.write();
+        let mut warnings = Vec::new();
+        let info = &self.info;
+        let mut affected = 0;
+        let r = match stmt {
+            Statement::CreateDatabase { db_name, if_not_exists, .. } => ddl::create_database(&mut catalog, &ident_of(db_name), *if_not_exists, &mut warnings),
+            Statement::CreateSchema { schema_name, if_not_exists, .. } => {
+                ddl::create_database(&mut catalog, &schema_name.to_string().trim_matches('`').to_owned(), *if_not_exists, &mut warnings)
+            }
+            Statement::Drop { object_type: ast::ObjectType::Database | ast::ObjectType::Schema, if_exists, names, .. } => {
+                let name = ident_of(&names[0]);
+                let r = ddl::drop_database(&mut catalog, &name, *if_exists, &mut warnings).map(|n| affected = n);
+                if r.is_ok() && self.info.db.as_deref() == Some(name.as_str()) {
+                    // MySQL keeps no default database after dropping it.
+                }
+                r
+            }
+            Statement::CreateTable(ct) => ddl::create_table(&mut catalog, info, (params, Self::now_us()), ct, &mut warnings),
+            Statement::Drop { object_type: ast::ObjectType::Table, if_exists, names, .. } => {
+                ddl::drop_tables(&mut catalog, info, names, *if_exists, &mut warnings)
+            }
+            Statement::Drop { object_type: ast::ObjectType::Index, names, table: Some(t), .. } => {
+                ddl::drop_index(&mut catalog, info, &ident_of(&names[0]), t, &mut warnings)
+            }
+            Statement::Truncate(t) => match t.table_names.first() {
+                Some(n) => ddl::truncate(&mut catalog, info, &n.name),
+                None => Err(SqlError::parse("TRUNCATE")),
+            },
+            Statement::CreateIndex(ci) => ddl::create_index(&mut catalog, info, ci, &mut warnings),
+            Statement::AlterTable(at) => ddl::alter_table(&mut catalog, info, Self::now_us(), &at.name, &at.operations, &mut warnings),
+            other => Err(SqlError::unsupported(format!("{}", first_words(&other.to_string())))),
+        };
+        drop(catalog);
+        self.warnings.extend(warnings);
+        r?;
+        if let Statement::Drop { object_type: ast::ObjectType::Database | ast::ObjectType::Schema, names, .. } = stmt
+            && self.info.db.as_deref() == Some(ident_of(&names[0]).as_str())
+        {
+            self.info.db = None;
+        }
+        Ok(Outcome::Done { affected, last_insert_id: 0, info: String::new() })
+    }
+
+    /// Statements handled before the parser: SHOW, transaction control, KILL...
+    async fn recognise(&mut self, sql: &str) -> Option<Result<Outcome>> {
+        let words: Vec<&str> = sql.split_whitespace().collect();
+        let upper: Vec<String> = words.iter().take(6).map(|w| w.to_ascii_uppercase()).collect();
+        let up = |i: usize| upper.get(i).map_or("", String::as_str);
+        match up(0) {
+            "BEGIN" if words.len() == 1 || up(1) == "WORK" => {
+                self.commit();
+                self.begin_explicit();
+                Some(Ok(Outcome::ok()))
+            }
+            "COMMIT" if words.len() <= 2 => {
+                self.commit();
+                Some(Ok(Outcome::ok()))
+            }
+            "ROLLBACK" if words.len() <= 2 => {
+                self.rollback();
+                Some(Ok(Outcome::ok()))
+            }
+            "START" if up(1) == "TRANSACTION" => {
+                self.commit();
+                self.begin_explicit();
+                if sql.to_ascii_uppercase().contains("CONSISTENT SNAPSHOT") {
+                    let _ = self.read_view();
+                }
+                Some(Ok(Outcome::ok()))
+            }
+            "SHOW" => Some(self.show(sql, &words)),
+            "DESCRIBE" | "DESC" if words.len() >= 2 => {
+                let (db, t) = self.split_name(words[1]);
+                Some(db.and_then(|db| show::show_columns(&self.info.engine.catalog.read(), &db, &t, false, None)).map(Outcome::Rows))
+            }
+            "EXPLAIN" if up(1) != "FORMAT" => Some(self.explain(sql).await),
+            "KILL" => Some(self.kill(&words)),
+            "SET" if up(1) == "NAMES" || up(1) == "CHARACTER" || up(1) == "CHARSET" => Some(Ok(Outcome::ok())),
+            "DO" => Some(self.select_like(sql, 2).await.map(|_| Outcome::ok())),
+            _ => None,
+        }
+    }
+
+    async fn select_like(&mut self, sql: &str, skip: usize) -> Result<Outcome> {
+        let rest = sql.trim_start()[skip..].trim_start();
+        Box::pin(self.run_one(&format!("SELECT {rest}"))).await
+    }
+
+    async fn explain(&mut self, sql: &str) -> Result<Outcome> {
+        let rest = sql.trim_start()[7..].trim_start();
+        if !rest.to_ascii_uppercase().starts_with("SELECT") {
+            let (db, t) = self.split_name(rest.split_whitespace().next().unwrap_or_default());
+            return show::show_columns(&self.info.engine.catalog.read(), &db?, &t, false, None).map(Outcome::Rows);
+        }
+        let stmts = self.parse(rest)?;
+        let Some(Statement::Query(q)) = stmts.first() else { return Err(SqlError::parse(rest)) };
+        let catalog = self.info.engine.catalog.read();
+        let env =
+            Env { catalog: &catalog, view: ReadView::current(0), params: &[], now_us: 0, info: &self.info, locking: false, locked_rows: Default::default() };
+        let (plan, _) = query::plan_query(&env, q, &[])?;
+        Ok(Outcome::Rows(crate::explain::explain(&plan)))
+    }
+
+    fn kill(&mut self, words: &[&str]) -> Result<Outcome> {
+        let id_word = words.last().copied().unwrap_or_default();
+        let id: u32 = id_word.parse().map_err(|_| SqlError::parse(id_word))?;
+        let mut procs = self.info.engine.processes.lock();
+        match procs.get_mut(&id) {
+            Some(p) => {
+                p.kill_query = true;
+                Ok(Outcome::ok())
+            }
+            None => Err(SqlError::new(codes::ER_NO_SUCH_THREAD, format!("Unknown thread id: {id}"))),
+        }
+    }
+
+    fn split_name(&self, name: &str) -> (Result<String>, String) {
+        let name = name.trim_end_matches(';');
+        let parts: Vec<&str> = name.split('.').map(|p| p.trim_matches('`')).collect();
+        match parts.as_slice() {
+            [d, t] => (Ok((*d).to_owned()), (*t).to_owned()),
+            [t] => (self.info.db.clone().ok_or_else(SqlError::no_db), (*t).to_owned()),
+            _ => (Err(SqlError::parse(name)), String::new()),
+        }
+    }
+
+    fn show(&mut self, sql: &str, words: &[&str]) -> Result<Outcome> {
+        let upper: Vec<String> = words.iter().map(|w| w.trim_end_matches(';').to_ascii_uppercase()).collect();
+        let mut i = 1;
+        let full = upper.get(i).is_some_and(|w| w == "FULL");
+        if full {
+            i += 1;
+        }
+        let global = upper.get(i).is_some_and(|w| w == "GLOBAL");
+        if global || upper.get(i).is_some_and(|w| w == "SESSION") {
+            i += 1;
+        }
+        let like = like_pattern(sql);
+        let what = upper.get(i).map_or("", String::as_str);
+        // `FROM db` / `IN db` anywhere after the object word.
+        let from = |after: usize| -> Option<String> {
+            let mut out = None;
+            let mut j = after;
+            while j + 1 < upper.len() {
+                if upper[j] == "FROM" || upper[j] == "IN" {
+                    out = Some(words[j + 1].trim_end_matches(';').trim_matches('`').to_owned());
+                }
+                j += 1;
+            }
+            out
+        };
+        let engine = self.engine();
+        let catalog = engine.catalog.read();
+        let rs = match what {
+            "DATABASES" | "SCHEMAS" => show::show_databases(&catalog, like.as_deref()),
+            "TABLES" => {
+                let db = from(i + 1).or_else(|| self.info.db.clone()).ok_or_else(SqlError::no_db)?;
+                show::show_tables(&catalog, &db, full, like.as_deref())?
+            }
+            "COLUMNS" | "FIELDS" => {
+                let mut it = upper.iter().enumerate().skip(i + 1).filter(|(_, w)| *w == "FROM" || *w == "IN").map(|(j, _)| words[j + 1].trim_end_matches(';'));
+                let tname = it.next().ok_or_else(|| SqlError::parse(sql))?;
+                let db_override = it.next().map(|d| d.trim_matches('`').to_owned());
+                let (db, t) = self.split_name(tname);
+                let db = match db_override {
+                    Some(d) => d,
+                    None => db?,
+                };
+                show::show_columns(&catalog, &db, &t, full, like.as_deref())?
+            }
+            "INDEX" | "INDEXES" | "KEYS" => {
+                let tname = upper.iter().position(|w| w == "FROM" || w == "IN").and_then(|j| words.get(j + 1)).ok_or_else(|| SqlError::parse(sql))?;
+                let (db, t) = self.split_name(tname);
+                show::show_index(&catalog, &db?, &t)?
+            }
+            "CREATE" if upper.get(i + 1).is_some_and(|w| w == "TABLE") => {
+                let (db, t) = self.split_name(words.get(i + 2).ok_or_else(|| SqlError::parse(sql))?);
+                show::show_create_table(&catalog, &db?, &t)?
+            }
+            "CREATE" if upper.get(i + 1).is_some_and(|w| w == "DATABASE" || w == "SCHEMA") => {
+                let db = words.get(i + 2).map(|w| w.trim_end_matches(';').trim_matches('`')).ok_or_else(|| SqlError::parse(sql))?;
+                catalog.database(db)?;
+                let text = SqlTypeHelper::text();
+                ResultSet {
+                    columns: vec![OutColumn::computed("Database", text.clone()), OutColumn::computed("Create Database", text)],
+                    rows: vec![vec![
+                        Value::Str(db.to_owned()),
+                        Value::Str(format!(
+                            "CREATE DATABASE `{db}` /*!40100 DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_0900_ai_ci */ /*!80016 DEFAULT ENCRYPTION='N' */"
+                        )),
+                    ]],
+                }
+            }
+            "VARIABLES" => self.show_variables(global, like.as_deref()),
+            "STATUS" => self.show_status(like.as_deref()),
+            "WARNINGS" | "ERRORS" => {
+                let text = SqlTypeHelper::text();
+                ResultSet {
+                    columns: vec![
+                        OutColumn::computed("Level", text.clone()),
+                        OutColumn::computed("Code", crate::types::SqlType::bigint()),
+                        OutColumn::computed("Message", text),
+                    ],
+                    rows: self
+                        .warnings
+                        .iter()
+                        .filter(|w| what == "WARNINGS" || w.level == "Error")
+                        .map(|w| vec![Value::Str(w.level.into()), Value::Int(i64::from(w.code)), Value::Str(w.message.clone())])
+                        .collect(),
+                }
+            }
+            "PROCESSLIST" => self.show_processlist(),
+            "ENGINES" => {
+                let text = SqlTypeHelper::text();
+                ResultSet {
+                    columns: ["Engine", "Support", "Comment", "Transactions", "XA", "Savepoints"]
+                        .iter()
+                        .map(|n| OutColumn::computed(n, text.clone()))
+                        .collect(),
+                    rows: vec![
+                        ["InnoDB", "DEFAULT", "Quill's transactional MVCC row store", "YES", "NO", "NO"].iter().map(|s| Value::Str((*s).into())).collect(),
+                    ],
+                }
+            }
+            "COLLATION" | "CHARACTER" | "CHARSET" => {
+                let text = SqlTypeHelper::text();
+                let colls = [
+                    quill_storage::Collation::Utf8mb4AiCi,
+                    quill_storage::Collation::Utf8mb4GeneralCi,
+                    quill_storage::Collation::Utf8mb4Bin,
+                    quill_storage::Collation::Binary,
+                ];
+                if what == "COLLATION" {
+                    ResultSet {
+                        columns: ["Collation", "Charset", "Id", "Default", "Compiled", "Sortlen", "Pad_attribute"]
+                            .iter()
+                            .map(|n| OutColumn::computed(n, text.clone()))
+                            .collect(),
+                        rows: colls
+                            .iter()
+                            .filter(|c| show::like_filter(c.name(), like.as_deref()))
+                            .map(|c| {
+                                let cs = if *c == quill_storage::Collation::Binary { "binary" } else { "utf8mb4" };
+                                vec![
+                                    Value::Str(c.name().into()),
+                                    Value::Str(cs.into()),
+                                    Value::Int(i64::from(c.id())),
+                                    Value::Str(if matches!(c, quill_storage::Collation::Utf8mb4AiCi | quill_storage::Collation::Binary) {
+                                        "Yes".into()
+                                    } else {
+                                        String::new()
+                                    }),
+                                    Value::Str("Yes".into()),
+                                    Value::Int(1),
+                                    Value::Str("PAD SPACE".into()),
+                                ]
+                            })
+                            .collect(),
+                    }
+                } else {
+                    ResultSet {
+                        columns: ["Charset", "Description", "Default collation", "Maxlen"].iter().map(|n| OutColumn::computed(n, text.clone())).collect(),
+                        rows: vec![
+                            vec![Value::Str("binary".into()), Value::Str("Binary pseudo charset".into()), Value::Str("binary".into()), Value::Int(1)],
+                            vec![Value::Str("utf8mb4".into()), Value::Str("UTF-8 Unicode".into()), Value::Str("utf8mb4_0900_ai_ci".into()), Value::Int(4)],
+                        ]
+                        .into_iter()
+                        .filter(|r| show::like_filter(&crate::ops::to_string_lossy(&r[0]), like.as_deref()))
+                        .collect(),
+                    }
+                }
+            }
+            "TABLE" if upper.get(i + 1).is_some_and(|w| w == "STATUS") => {
+                let db = from(i + 2).or_else(|| self.info.db.clone()).ok_or_else(SqlError::no_db)?;
+                let d = catalog.database(&db)?;
+                let text = SqlTypeHelper::text();
+                ResultSet {
+                    columns: ["Name", "Engine", "Version", "Row_format", "Rows", "Auto_increment", "Collation", "Comment"]
+                        .iter()
+                        .map(|n| OutColumn::computed(n, text.clone()))
+                        .collect(),
+                    rows: d
+                        .tables
+                        .values()
+                        .filter(|t| show::like_filter(&t.name, like.as_deref()))
+                        .map(|t| {
+                            vec![
+                                Value::Str(t.name.clone()),
+                                Value::Str("InnoDB".into()),
+                                Value::Int(10),
+                                Value::Str("Dynamic".into()),
+                                Value::Int(t.data.approximate_rows() as i64),
+                                Value::Int(t.data.auto_increment as i64),
+                                Value::Str(t.collation.name().into()),
+                                Value::Str(t.comment.clone()),
+                            ]
+                        })
+                        .collect(),
+                }
+            }
+            _ => return Err(SqlError::parse(&words[1..].join(" "))),
+        };
+        Ok(Outcome::Rows(rs))
+    }
+
+    fn show_variables(&self, global: bool, like: Option<&str>) -> ResultSet {
+        let text = SqlTypeHelper::text();
+        let globals = self.info.engine.globals.read();
+        let source = if global { &*globals } else { &self.info.vars };
+        let rows = vars::VARIABLES
+            .iter()
+            .filter(|d| show::like_filter(d.name, like))
+            .filter(|d| !(global && d.scope == vars::Scope::Session))
+            .map(|d| {
+                let v = if d.scope == vars::Scope::Global { globals.get(d.name) } else { source.get(d.name) };
+                vec![Value::Str(d.name.into()), Value::Str(v.unwrap_or_default().to_owned())]
+            })
+            .collect();
+        ResultSet { columns: vec![OutColumn::computed("Variable_name", text.clone()), OutColumn::computed("Value", text)], rows }
+    }
+
+    fn show_status(&self, like: Option<&str>) -> ResultSet {
+        let s = &self.info.engine.status;
+        let text = SqlTypeHelper::text();
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed).to_string();
+        let items: Vec<(&str, String)> = vec![
+            ("Com_commit", get(&s.com_commit)),
+            ("Com_delete", get(&s.com_delete)),
+            ("Com_insert", get(&s.com_insert)),
+            ("Com_rollback", get(&s.com_rollback)),
+            ("Com_select", get(&s.com_select)),
+            ("Com_update", get(&s.com_update)),
+            ("Connections", get(&s.connections)),
+            ("Queries", get(&s.questions)),
+            ("Questions", get(&s.questions)),
+            ("Threads_connected", get(&s.threads_connected)),
+            ("Uptime", self.info.engine.started.elapsed().as_secs().to_string()),
+        ];
+        ResultSet {
+            columns: vec![OutColumn::computed("Variable_name", text.clone()), OutColumn::computed("Value", text)],
+            rows: items.into_iter().filter(|(n, _)| show::like_filter(n, like)).map(|(n, v)| vec![Value::Str(n.into()), Value::Str(v)]).collect(),
+        }
+    }
+
+    fn show_processlist(&self) -> ResultSet {
+        let text = SqlTypeHelper::text();
+        let procs = self.info.engine.processes.lock();
+        let mut ids: Vec<&u32> = procs.keys().collect();
+        ids.sort();
+        let rows = ids
+            .into_iter()
+            .map(|id| {
+                let p = &procs[id];
+                vec![
+                    Value::UInt(u64::from(*id)),
+                    Value::Str(p.user.clone()),
+                    Value::Str(p.host.clone()),
+                    p.db.clone().map_or(Value::Null, Value::Str),
+                    Value::Str(if *id == self.info.connection_id { "Query".into() } else { p.command.clone() }),
+                    Value::Int(p.started.map_or(0, |s| s.elapsed().as_secs() as i64)),
+                    Value::Str(String::new()),
+                    if *id == self.info.connection_id { Value::Str("SHOW PROCESSLIST".into()) } else { p.info.clone().map_or(Value::Null, Value::Str) },
+                ]
+            })
+            .collect();
+        ResultSet {
+            columns: vec![
+                OutColumn::computed("Id", crate::types::SqlType::Int { kind: crate::types::IntKind::Big, unsigned: true, display: None }),
+                OutColumn::computed("User", text.clone()),
+                OutColumn::computed("Host", text.clone()),
+                OutColumn::computed("db", text.clone()),
+                OutColumn::computed("Command", text.clone()),
+                OutColumn::computed("Time", crate::types::SqlType::bigint()),
+                OutColumn::computed("State", text.clone()),
+                OutColumn::computed("Info", text),
+            ],
+            rows,
+        }
+    }
+
+    /// The client went away: roll back and unregister.
+    pub fn close(&mut self) {
+        self.rollback();
+        self.info.engine.processes.lock().remove(&self.info.connection_id);
+        self.info.engine.status.threads_connected.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+struct SqlTypeHelper;
+
+impl SqlTypeHelper {
+    fn text() -> crate::types::SqlType {
+        crate::types::SqlType::VarChar { len: 255, collation: quill_storage::Collation::Utf8mb4GeneralCi }
+    }
+}
+
+fn ident_of(n: &ast::ObjectName) -> String {
+    n.0.last().map(|p| p.as_ident().map_or_else(|| p.to_string(), |i| i.value.clone())).unwrap_or_default()
+}
+
+fn first_words(s: &str) -> String {
+    s.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+}
+
+fn like_pattern(sql: &str) -> Option<String> {
+    let upper = sql.to_ascii_uppercase();
+    let i = upper.find(" LIKE ")?;
+    let rest = sql[i + 6..].trim();
+    let q = rest.chars().next()?;
+    if q != '\'' && q != '"' {
+        return None;
+    }
+    let end = rest[1..].find(q)?;
+    Some(rest[1..=end].to_owned())
+}
+
+/// MySQL's 1064 message, quoting the text near the failure.
+fn parse_error(sql: &str, detail: &str) -> SqlError {
+    // sqlparser reports "... at Line: 1, Column: N"; quote from there.
+    let col = detail.rsplit("Column: ").next().and_then(|c| c.trim().parse::<usize>().ok()).unwrap_or(1);
+    let near: String = sql.chars().skip(col.saturating_sub(1)).take(80).collect();
+    SqlError::parse(near.trim())
+}
+
+/// Number `?` placeholders in order of appearance (`?0`, `?1`, ...). Returns the count.
+fn number_placeholders(stmts: &mut [Statement]) -> usize {
+    use std::ops::ControlFlow;
+    let mut n = 0usize;
+    for s in stmts.iter_mut() {
+        let _ = ast::visit_expressions_mut(s, |e| {
+            if let ast::Expr::Value(v) = e
+                && let ast::Value::Placeholder(p) = &mut v.value
+            {
+                *p = format!("?{n}");
+                n += 1;
+            }
+            ControlFlow::<()>::Continue(())
+        });
+    }
+    n
+}
+
+/// Split a multi-statement text at top-level semicolons (outside quotes and comments).
+#[must_use]
+pub fn split_statements(sql: &str) -> Vec<&str> {
+    let bytes = sql.as_bytes();
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut i = 0;
+    let mut quote: Option<u8> = None;
+    while i < bytes.len() {
+        let b = bytes[i];
+        match quote {
+            Some(q) => {
+                if b == b'\\' && q != b'`' {
+                    i += 1;
+                } else if b == q {
+                    quote = None;
+                }
+            }
+            None => match b {
+                b'\'' | b'"' | b'`' => quote = Some(b),
+                b'-' if bytes.get(i + 1) == Some(&b'-') && bytes.get(i + 2).is_none_or(|c| c.is_ascii_whitespace()) => {
+                    while i < bytes.len() && bytes[i] != b'\n' {
+                        i += 1;
+                    }
+                }
+                b'#' => {
+                    while i < bytes.len() && bytes[i] != b'\n' {
+                        i += 1;
+                    }
+                }
+                b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                    i += 2;
+                    while i + 1 < bytes.len() && !(bytes[i] == b'*' && bytes[i + 1] == b'/') {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                b';' => {
+                    let piece = sql[start..i].trim();
+                    if !piece.is_empty() {
+                        out.push(piece);
+                    }
+                    start = i + 1;
+                }
+                _ => {}
+            },
+        }
+        i += 1;
+    }
+    let piece = sql[start.min(sql.len())..].trim();
+    if !piece.is_empty() && !is_only_comment(piece) {
+        out.push(piece);
+    }
+    out
+}
+
+fn is_only_comment(s: &str) -> bool {
+    let t = s.trim();
+    (t.starts_with("--") || t.starts_with('#')) && !t.contains('\n') || (t.starts_with("/*") && t.ends_with("*/") && !t.starts_with("/*!"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_at_top_level_semicolons_only() {
+        assert_eq!(split_statements("SELECT 1; SELECT ';'; SELECT \"a;b\""), vec!["SELECT 1", "SELECT ';'", "SELECT \"a;b\""]);
+        assert_eq!(split_statements("SELECT 1;"), vec!["SELECT 1"]);
+        assert_eq!(split_statements("SELECT 'it\\'s;'; SELECT 2"), vec!["SELECT 'it\\'s;'", "SELECT 2"]);
+    }
+}

@@ -1,0 +1,393 @@
+//! SHOW statements and the `information_schema` tables, computed from the catalog.
+
+use quill_storage::{Collation, Value};
+
+use crate::catalog::{Catalog, ColumnDefault, TableMeta};
+use crate::error::{Result, SqlError};
+use crate::functions;
+use crate::query::{Env, OutColumn, ResultSet};
+use crate::types::SqlType;
+
+fn text(len: u32) -> SqlType {
+    SqlType::VarChar { len, collation: Collation::Utf8mb4GeneralCi }
+}
+
+fn s(v: impl Into<String>) -> Value {
+    Value::Str(v.into())
+}
+
+fn cols(names: &[(&str, SqlType)]) -> Vec<OutColumn> {
+    names.iter().map(|(n, t)| OutColumn::computed(n, t.clone())).collect()
+}
+
+/// SQL LIKE filter for SHOW ... LIKE 'pattern'.
+#[must_use]
+pub fn like_filter(value: &str, pattern: Option<&str>) -> bool {
+    pattern.is_none_or(|p| functions::like(value, p, '\\', Collation::Utf8mb4GeneralCi))
+}
+
+#[must_use]
+pub fn show_databases(catalog: &Catalog, like: Option<&str>) -> ResultSet {
+    let mut names: Vec<String> = catalog.databases.keys().cloned().collect();
+    names.push("information_schema".into());
+    names.sort();
+    ResultSet { columns: cols(&[("Database", text(64))]), rows: names.into_iter().filter(|n| like_filter(n, like)).map(|n| vec![s(n)]).collect() }
+}
+
+/// SHOW [FULL] TABLES [FROM db] [LIKE p].
+///
+/// # Errors
+/// 1049.
+pub fn show_tables(catalog: &Catalog, db: &str, full: bool, like: Option<&str>) -> Result<ResultSet> {
+    let d = catalog.database(db)?;
+    let mut columns = cols(&[(&format!("Tables_in_{db}"), text(64))]);
+    if full {
+        columns.push(OutColumn::computed("Table_type", text(64)));
+    }
+    let rows = d.tables.keys().filter(|n| like_filter(n, like)).map(|n| if full { vec![s(n.clone()), s("BASE TABLE")] } else { vec![s(n.clone())] }).collect();
+    Ok(ResultSet { columns, rows })
+}
+
+fn key_kind(t: &TableMeta, i: usize) -> &'static str {
+    if t.primary.contains(&i) {
+        "PRI"
+    } else if t.indexes.iter().any(|ix| ix.unique && ix.columns.first() == Some(&i) && ix.columns.len() == 1) {
+        "UNI"
+    } else if t.indexes.iter().any(|ix| ix.columns.first() == Some(&i)) {
+        "MUL"
+    } else {
+        ""
+    }
+}
+
+fn default_text(t: &TableMeta, i: usize) -> Value {
+    let c = &t.columns[i];
+    match &c.default {
+        ColumnDefault::None => Value::Null,
+        ColumnDefault::CurrentTimestamp => {
+            s(if c.ty.decimals() > 0 && c.ty.decimals() <= 6 { format!("CURRENT_TIMESTAMP({})", c.ty.decimals()) } else { "CURRENT_TIMESTAMP".into() })
+        }
+        ColumnDefault::Value(Value::Null) => Value::Null,
+        ColumnDefault::Value(v) => crate::types::to_text(v, &c.ty).map_or(Value::Null, |b| s(String::from_utf8_lossy(&b).into_owned())),
+    }
+}
+
+fn extra(t: &TableMeta, i: usize) -> String {
+    let c = &t.columns[i];
+    let mut e = Vec::new();
+    if c.auto_increment {
+        e.push("auto_increment".to_owned());
+    }
+    if matches!(c.default, ColumnDefault::CurrentTimestamp) {
+        e.push("DEFAULT_GENERATED".to_owned());
+    }
+    if c.on_update_current_timestamp {
+        e.push("on update CURRENT_TIMESTAMP".to_owned());
+    }
+    e.join(" ")
+}
+
+/// SHOW [FULL] COLUMNS / DESCRIBE.
+///
+/// # Errors
+/// 1146.
+pub fn show_columns(catalog: &Catalog, db: &str, table: &str, full: bool, like: Option<&str>) -> Result<ResultSet> {
+    let t = catalog.table(db, table)?;
+    let mut names = vec![("Field", text(64)), ("Type", text(64))];
+    if full {
+        names.push(("Collation", text(64)));
+    }
+    names.extend([("Null", text(3)), ("Key", text(3)), ("Default", text(64)), ("Extra", text(64))]);
+    if full {
+        names.extend([("Privileges", text(64)), ("Comment", text(64))]);
+    }
+    let mut rows = Vec::new();
+    for (i, c) in t.columns.iter().enumerate().filter(|(_, c)| like_filter(&c.name, like)) {
+        let mut r = vec![s(c.name.clone()), s(c.ty.sql_name())];
+        if full {
+            r.push(if c.ty.is_string() { s(c.ty.collation().name()) } else { Value::Null });
+        }
+        r.extend([s(if c.nullable { "YES" } else { "NO" }), s(key_kind(t, i)), default_text(t, i), s(extra(t, i))]);
+        if full {
+            r.extend([s("select,insert,update,references"), s(c.comment.clone())]);
+        }
+        rows.push(r);
+    }
+    Ok(ResultSet { columns: cols(&names), rows })
+}
+
+fn quote(name: &str) -> String {
+    format!("`{}`", name.replace('`', "``"))
+}
+
+/// SHOW CREATE TABLE, in MySQL 8's layout.
+///
+/// # Errors
+/// 1146.
+pub fn show_create_table(catalog: &Catalog, db: &str, table: &str) -> Result<ResultSet> {
+    let t = catalog.table(db, table)?;
+    let mut lines = Vec::new();
+    for (i, c) in t.columns.iter().enumerate() {
+        let mut l = format!("  {} {}", quote(&c.name), c.ty.sql_name());
+        if c.ty.is_string() && c.ty.collation() != t.collation {
+            l.push_str(&format!(" COLLATE {}", c.ty.collation().name()));
+        }
+        if !c.nullable {
+            l.push_str(" NOT NULL");
+        }
+        match default_text(t, i) {
+            Value::Null if c.nullable && !c.ty.is_binary() && !matches!(c.ty, SqlType::Text { .. }) => l.push_str(" DEFAULT NULL"),
+            Value::Str(d) if matches!(c.default, ColumnDefault::CurrentTimestamp) => l.push_str(&format!(" DEFAULT {d}")),
+            Value::Str(d) => l.push_str(&format!(" DEFAULT '{}'", d.replace('\'', "''"))),
+            _ => {}
+        }
+        if c.on_update_current_timestamp {
+            l.push_str(" ON UPDATE CURRENT_TIMESTAMP");
+        }
+        if c.auto_increment {
+            l.push_str(" AUTO_INCREMENT");
+        }
+        if !c.comment.is_empty() {
+            l.push_str(&format!(" COMMENT '{}'", c.comment.replace('\'', "''")));
+        }
+        lines.push(l);
+    }
+    let names = |cols: &[usize]| cols.iter().map(|&c| quote(&t.columns[c].name)).collect::<Vec<_>>().join(",");
+    if !t.primary.is_empty() {
+        lines.push(format!("  PRIMARY KEY ({})", names(&t.primary)));
+    }
+    for ix in t.indexes.iter().filter(|i| i.unique) {
+        lines.push(format!("  UNIQUE KEY {} ({})", quote(&ix.name), names(&ix.columns)));
+    }
+    for ix in t.indexes.iter().filter(|i| !i.unique) {
+        lines.push(format!("  KEY {} ({})", quote(&ix.name), names(&ix.columns)));
+    }
+    let mut tail = String::from(") ENGINE=InnoDB");
+    if t.data.auto_increment > 1 && t.auto_increment_column().is_some() {
+        tail.push_str(&format!(" AUTO_INCREMENT={}", t.data.auto_increment));
+    }
+    tail.push_str(&format!(" DEFAULT CHARSET=utf8mb4 COLLATE={}", t.collation.name()));
+    if !t.comment.is_empty() {
+        tail.push_str(&format!(" COMMENT='{}'", t.comment.replace('\'', "''")));
+    }
+    let ddl = format!("CREATE TABLE {} (\n{}\n{}", quote(table), lines.join(",\n"), tail);
+    Ok(ResultSet { columns: cols(&[("Table", text(64)), ("Create Table", text(1024))]), rows: vec![vec![s(table), s(ddl)]] })
+}
+
+/// SHOW INDEX FROM t.
+///
+/// # Errors
+/// 1146.
+pub fn show_index(catalog: &Catalog, db: &str, table: &str) -> Result<ResultSet> {
+    let t = catalog.table(db, table)?;
+    let columns = cols(&[
+        ("Table", text(64)),
+        ("Non_unique", SqlType::bigint()),
+        ("Key_name", text(64)),
+        ("Seq_in_index", SqlType::bigint()),
+        ("Column_name", text(64)),
+        ("Collation", text(1)),
+        ("Cardinality", SqlType::bigint()),
+        ("Sub_part", SqlType::bigint()),
+        ("Packed", text(10)),
+        ("Null", text(3)),
+        ("Index_type", text(16)),
+        ("Comment", text(16)),
+        ("Index_comment", text(16)),
+        ("Visible", text(3)),
+        ("Expression", text(64)),
+    ]);
+    let mut rows = Vec::new();
+    let mut add = |name: &str, unique: bool, cols: &[usize]| {
+        for (seq, &c) in cols.iter().enumerate() {
+            rows.push(vec![
+                s(table),
+                Value::Int(i64::from(!unique)),
+                s(name),
+                Value::Int(seq as i64 + 1),
+                s(t.columns[c].name.clone()),
+                s("A"),
+                Value::Int(t.data.approximate_rows() as i64),
+                Value::Null,
+                Value::Null,
+                s(if t.columns[c].nullable { "YES" } else { "" }),
+                s("BTREE"),
+                s(""),
+                s(""),
+                s("YES"),
+                Value::Null,
+            ]);
+        }
+    };
+    if !t.primary.is_empty() {
+        add("PRIMARY", true, &t.primary);
+    }
+    for ix in &t.indexes {
+        add(&ix.name, ix.unique, &ix.columns);
+    }
+    Ok(ResultSet { columns, rows })
+}
+
+/// Rows of an information_schema table.
+///
+/// # Errors
+/// 1109 for a table Quill does not provide.
+pub fn information_schema_table(env: &Env<'_>, name: &str) -> Result<(Vec<OutColumn>, Vec<Vec<Value>>)> {
+    let catalog = env.catalog;
+    let tables = || catalog.databases.values().flat_map(|d| d.tables.values());
+    Ok(match name.to_ascii_uppercase().as_str() {
+        "SCHEMATA" => {
+            let c = cols(&[
+                ("CATALOG_NAME", text(64)),
+                ("SCHEMA_NAME", text(64)),
+                ("DEFAULT_CHARACTER_SET_NAME", text(64)),
+                ("DEFAULT_COLLATION_NAME", text(64)),
+                ("SQL_PATH", text(64)),
+            ]);
+            let mut names: Vec<String> = catalog.databases.keys().cloned().collect();
+            names.push("information_schema".into());
+            names.sort();
+            (c, names.into_iter().map(|n| vec![s("def"), s(n), s("utf8mb4"), s("utf8mb4_0900_ai_ci"), Value::Null]).collect())
+        }
+        "TABLES" => {
+            let c = cols(&[
+                ("TABLE_CATALOG", text(64)),
+                ("TABLE_SCHEMA", text(64)),
+                ("TABLE_NAME", text(64)),
+                ("TABLE_TYPE", text(64)),
+                ("ENGINE", text(64)),
+                ("VERSION", SqlType::bigint()),
+                ("ROW_FORMAT", text(10)),
+                ("TABLE_ROWS", SqlType::bigint()),
+                ("AUTO_INCREMENT", SqlType::bigint()),
+                ("CREATE_TIME", SqlType::DateTime(0)),
+                ("TABLE_COLLATION", text(64)),
+                ("TABLE_COMMENT", text(2048)),
+            ]);
+            let rows = tables()
+                .map(|t| {
+                    vec![
+                        s("def"),
+                        s(t.db.clone()),
+                        s(t.name.clone()),
+                        s("BASE TABLE"),
+                        s("InnoDB"),
+                        Value::Int(10),
+                        s("Dynamic"),
+                        Value::Int(t.data.approximate_rows() as i64),
+                        if t.auto_increment_column().is_some() { Value::Int(t.data.auto_increment as i64) } else { Value::Null },
+                        Value::DateTime(t.created_at * 1_000_000),
+                        s(t.collation.name()),
+                        s(t.comment.clone()),
+                    ]
+                })
+                .collect();
+            (c, rows)
+        }
+        "COLUMNS" => {
+            let c = cols(&[
+                ("TABLE_CATALOG", text(64)),
+                ("TABLE_SCHEMA", text(64)),
+                ("TABLE_NAME", text(64)),
+                ("COLUMN_NAME", text(64)),
+                ("ORDINAL_POSITION", SqlType::bigint()),
+                ("COLUMN_DEFAULT", text(1024)),
+                ("IS_NULLABLE", text(3)),
+                ("DATA_TYPE", text(64)),
+                ("CHARACTER_MAXIMUM_LENGTH", SqlType::bigint()),
+                ("NUMERIC_PRECISION", SqlType::bigint()),
+                ("NUMERIC_SCALE", SqlType::bigint()),
+                ("CHARACTER_SET_NAME", text(64)),
+                ("COLLATION_NAME", text(64)),
+                ("COLUMN_TYPE", text(1024)),
+                ("COLUMN_KEY", text(3)),
+                ("EXTRA", text(256)),
+                ("COLUMN_COMMENT", text(1024)),
+            ]);
+            let mut rows = Vec::new();
+            for t in tables() {
+                for (i, col) in t.columns.iter().enumerate() {
+                    let (char_len, prec, scale) = match &col.ty {
+                        SqlType::Char { len, .. } | SqlType::VarChar { len, .. } => (Value::Int(i64::from(*len)), Value::Null, Value::Null),
+                        SqlType::Decimal { precision, scale, .. } => (Value::Null, Value::Int(i64::from(*precision)), Value::Int(i64::from(*scale))),
+                        SqlType::Int { kind, .. } => (
+                            Value::Null,
+                            Value::Int(match kind {
+                                crate::types::IntKind::Tiny => 3,
+                                crate::types::IntKind::Small => 5,
+                                crate::types::IntKind::Medium => 7,
+                                crate::types::IntKind::Int => 10,
+                                crate::types::IntKind::Big => 19,
+                            }),
+                            Value::Int(0),
+                        ),
+                        _ => (Value::Null, Value::Null, Value::Null),
+                    };
+                    rows.push(vec![
+                        s("def"),
+                        s(t.db.clone()),
+                        s(t.name.clone()),
+                        s(col.name.clone()),
+                        Value::Int(i as i64 + 1),
+                        default_text(t, i),
+                        s(if col.nullable { "YES" } else { "NO" }),
+                        s(col.ty.data_type_name()),
+                        char_len,
+                        prec,
+                        scale,
+                        if col.ty.is_string() { s("utf8mb4") } else { Value::Null },
+                        if col.ty.is_string() { s(col.ty.collation().name()) } else { Value::Null },
+                        s(col.ty.sql_name()),
+                        s(key_kind(t, i)),
+                        s(extra(t, i)),
+                        s(col.comment.clone()),
+                    ]);
+                }
+            }
+            (c, rows)
+        }
+        "STATISTICS" => {
+            let c = cols(&[
+                ("TABLE_CATALOG", text(64)),
+                ("TABLE_SCHEMA", text(64)),
+                ("TABLE_NAME", text(64)),
+                ("NON_UNIQUE", SqlType::bigint()),
+                ("INDEX_SCHEMA", text(64)),
+                ("INDEX_NAME", text(64)),
+                ("SEQ_IN_INDEX", SqlType::bigint()),
+                ("COLUMN_NAME", text(64)),
+                ("NULLABLE", text(3)),
+                ("INDEX_TYPE", text(16)),
+            ]);
+            let mut rows = Vec::new();
+            for t in tables() {
+                let mut add = |name: &str, unique: bool, cs: &[usize]| {
+                    for (seq, &ci) in cs.iter().enumerate() {
+                        rows.push(vec![
+                            s("def"),
+                            s(t.db.clone()),
+                            s(t.name.clone()),
+                            Value::Int(i64::from(!unique)),
+                            s(t.db.clone()),
+                            s(name),
+                            Value::Int(seq as i64 + 1),
+                            s(t.columns[ci].name.clone()),
+                            s(if t.columns[ci].nullable { "YES" } else { "" }),
+                            s("BTREE"),
+                        ]);
+                    }
+                };
+                if !t.primary.is_empty() {
+                    add("PRIMARY", true, &t.primary);
+                }
+                for ix in &t.indexes {
+                    add(&ix.name, ix.unique, &ix.columns);
+                }
+            }
+            (c, rows)
+        }
+        other => {
+            return Err(SqlError::new(crate::error::codes::ER_UNKNOWN_TABLE, format!("Unknown table '{}' in information_schema", other.to_ascii_lowercase())));
+        }
+    })
+}

@@ -1,0 +1,163 @@
+//! Order-preserving key encoding for primary and secondary indexes.
+//!
+//! An index key is a byte string built from one or more values so that comparing
+//! two keys byte by byte gives the same order as comparing the values one by one
+//! under each key part's collation. Each value starts with a tag byte
+//! (`TAG_NULL` < numbers < strings < temporal values), so NULL sorts first as in
+//! InnoDB. Variable-length parts are escaped (`0x00` becomes `0x00 0xFF`) and end
+//! with `0x00 0x01`, so no encoded part is a prefix of a larger one.
+//!
+//! Invariant: within one index all values of one key part are of one kind (the SQL
+//! layer coerces values to the column type before they reach storage), so numbers
+//! of different kinds never meet in one key part; `Int` and `UInt` do share an
+//! encoding so a signed and an unsigned bound compare correctly.
+
+use crate::value::{Collation, Value};
+
+pub const TAG_NULL: u8 = 0x01;
+pub const TAG_INTEGER: u8 = 0x10;
+pub const TAG_DOUBLE: u8 = 0x11;
+pub const TAG_DECIMAL: u8 = 0x12;
+pub const TAG_STRING: u8 = 0x20;
+pub const TAG_BYTES: u8 = 0x21;
+pub const TAG_DATE: u8 = 0x30;
+pub const TAG_DATETIME: u8 = 0x31;
+pub const TAG_TIME: u8 = 0x32;
+/// Escape for a zero byte inside a variable-length part.
+pub const ESCAPE_ZERO: [u8; 2] = [0x00, 0xFF];
+/// Terminator of a variable-length part; sorts below any escaped content byte.
+pub const TERMINATOR: [u8; 2] = [0x00, 0x01];
+/// DECIMAL key parts are encoded at this fixed scale (rust_decimal's maximum).
+pub const DECIMAL_KEY_SCALE: u32 = 28;
+
+/// Append the encoding of `value` under `collation` to `out`.
+pub fn encode_value(out: &mut Vec<u8>, value: &Value, collation: Collation) {
+    match value {
+        Value::Null => out.push(TAG_NULL),
+        Value::Int(i) => {
+            out.push(TAG_INTEGER);
+            out.extend_from_slice(&((i128::from(*i) as u128) ^ (1u128 << 127)).to_be_bytes());
+        }
+        Value::UInt(u) => {
+            out.push(TAG_INTEGER);
+            out.extend_from_slice(&((i128::from(*u) as u128) ^ (1u128 << 127)).to_be_bytes());
+        }
+        Value::Double(f) => {
+            out.push(TAG_DOUBLE);
+            let bits = f.to_bits();
+            let ordered = if bits >> 63 == 1 { !bits } else { bits | (1 << 63) };
+            out.extend_from_slice(&ordered.to_be_bytes());
+        }
+        Value::Decimal(d) => {
+            out.push(TAG_DECIMAL);
+            // Integer part then fraction, both order-preserving.
+            let trunc = d.trunc();
+            let int_part: i128 = trunc.mantissa() / 10i128.pow(trunc.scale());
+            out.extend_from_slice(&((int_part as u128) ^ (1u128 << 127)).to_be_bytes());
+            let mut frac = (*d - trunc).abs();
+            frac.rescale(DECIMAL_KEY_SCALE);
+            let mut frac_mantissa = frac.mantissa();
+            if d.is_sign_negative() {
+                frac_mantissa = -frac_mantissa;
+            }
+            out.extend_from_slice(&((frac_mantissa as u128) ^ (1u128 << 127)).to_be_bytes());
+        }
+        Value::Str(s) => {
+            out.push(TAG_STRING);
+            escape_into(out, collation.weight(s).as_bytes());
+        }
+        Value::Bytes(b) => {
+            out.push(TAG_BYTES);
+            escape_into(out, b);
+        }
+        Value::Date(d) => {
+            out.push(TAG_DATE);
+            out.extend_from_slice(&((*d as u32) ^ (1 << 31)).to_be_bytes());
+        }
+        Value::DateTime(t) => {
+            out.push(TAG_DATETIME);
+            out.extend_from_slice(&((*t as u64) ^ (1 << 63)).to_be_bytes());
+        }
+        Value::Time(t) => {
+            out.push(TAG_TIME);
+            out.extend_from_slice(&((*t as u64) ^ (1 << 63)).to_be_bytes());
+        }
+    }
+}
+
+fn escape_into(out: &mut Vec<u8>, bytes: &[u8]) {
+    for &b in bytes {
+        if b == 0 {
+            out.extend_from_slice(&ESCAPE_ZERO);
+        } else {
+            out.push(b);
+        }
+    }
+    out.extend_from_slice(&TERMINATOR);
+}
+
+/// Encode a whole key from `(value, collation)` parts.
+#[must_use]
+pub fn encode_key<'a>(parts: impl IntoIterator<Item = (&'a Value, Collation)>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(24);
+    for (value, collation) in parts {
+        encode_value(&mut out, value, collation);
+    }
+    out
+}
+
+/// The smallest byte string greater than every key that starts with `prefix`.
+#[must_use]
+pub fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut out = prefix.to_vec();
+    while let Some(last) = out.pop() {
+        if last < 0xFF {
+            out.push(last + 1);
+            return Some(out);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rust_decimal::Decimal;
+    use std::str::FromStr;
+
+    fn key(v: &Value) -> Vec<u8> {
+        encode_key([(v, Collation::Utf8mb4AiCi)])
+    }
+
+    #[test]
+    fn integers_order_across_sign_and_signedness() {
+        let vals = [Value::Null, Value::Int(i64::MIN), Value::Int(-1), Value::Int(0), Value::UInt(1), Value::UInt(u64::MAX)];
+        for w in vals.windows(2) {
+            assert!(key(&w[0]) < key(&w[1]), "{:?} < {:?}", w[0], w[1]);
+        }
+        assert_eq!(key(&Value::Int(7)), key(&Value::UInt(7)));
+    }
+
+    #[test]
+    fn decimals_and_doubles_order() {
+        let d = |s: &str| Value::Decimal(Decimal::from_str(s).unwrap());
+        let vals = [d("-10.5"), d("-10.25"), d("-0.5"), d("0"), d("0.01"), d("1.5"), d("12")];
+        for w in vals.windows(2) {
+            assert!(key(&w[0]) < key(&w[1]), "{:?} < {:?}", w[0], w[1]);
+        }
+        let f = [Value::Double(-2.5), Value::Double(-0.1), Value::Double(0.0), Value::Double(3.0)];
+        for w in f.windows(2) {
+            assert!(key(&w[0]) < key(&w[1]));
+        }
+    }
+
+    #[test]
+    fn strings_fold_case_and_never_prefix_collide() {
+        assert_eq!(key(&Value::Str("ABC".into())), key(&Value::Str("abc".into())));
+        let a = encode_key([(&Value::Str("a".into()), Collation::Utf8mb4Bin), (&Value::Str("b".into()), Collation::Utf8mb4Bin)]);
+        let b = encode_key([(&Value::Str("ab".into()), Collation::Utf8mb4Bin), (&Value::Str(String::new()), Collation::Utf8mb4Bin)]);
+        assert_ne!(a, b);
+        assert!(key(&Value::Str("a".into())) < key(&Value::Str("a\0".into())));
+        assert!(key(&Value::Str("a\0".into())) < key(&Value::Str("aa".into())));
+    }
+}

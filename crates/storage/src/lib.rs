@@ -1,0 +1,14 @@
+//! Quill's storage layer: values, key encoding and the in-memory MVCC row store.
+//!
+//! This is the lowest layer above the file system: it knows rows, versions and
+//! indexes, and nothing of SQL text, sessions or locks-with-waiting. The `txn`
+//! layer decides which [`table::ReadView`] a statement reads with and waits when a
+//! write reports [`table::WriteError::Locked`]; the `sql` layer coerces values to
+//! column types before they reach a [`table::Table`].
+
+pub mod key;
+pub mod table;
+pub mod value;
+
+pub use table::{IndexDef, KeyPart, ReadView, Table, Timestamp, TxnId, WriteError};
+pub use value::{Collation, Row, Value};

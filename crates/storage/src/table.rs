@@ -1,0 +1,470 @@
+//! The in-memory MVCC row store for one table.
+//!
+//! Rows live in an ordered primary index (`BTreeMap` from encoded primary key to a
+//! [`Chain`] of versions). Each version records the transaction that wrote it and,
+//! once that transaction commits, its commit timestamp; a delete is a version with
+//! no row. Secondary indexes map `index key ++ primary key` to the primary key and
+//! hold an entry for every key that any live version of the row has, so a reader
+//! always re-checks the row it finds against the key it looked for.
+//!
+//! Invariants:
+//! - at most one transaction has uncommitted versions on a row, and they are the
+//!   newest in its chain (a second writer gets [`WriteError::Locked`]);
+//! - a transaction may stack several versions on one row (one per statement that
+//!   wrote it) so a failed statement can pop exactly what it pushed;
+//! - committed versions are in commit-timestamp order.
+//!
+//! Locking, waiting and the choice of read view are the `txn` and `sql` layers'
+//! business; this module only answers "who holds this row" and "what does this
+//! view see".
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+use crate::key::{encode_key, prefix_successor};
+use crate::value::{Collation, Row, Value};
+
+/// A transaction's identity, unique for the life of the server.
+pub type TxnId = u64;
+/// A commit timestamp: commits are numbered in the order they happen.
+pub type Timestamp = u64;
+
+/// What a reader sees: its own writes plus everything committed at or before
+/// `read_ts`, or (for READ UNCOMMITTED) the newest version of every row.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadView {
+    pub txn: TxnId,
+    pub read_ts: Timestamp,
+    pub uncommitted: bool,
+}
+
+impl ReadView {
+    /// A current read: the newest committed version, or the reader's own.
+    #[must_use]
+    pub fn current(txn: TxnId) -> ReadView {
+        ReadView { txn, read_ts: Timestamp::MAX, uncommitted: false }
+    }
+}
+
+/// One column of a key: which column of the row, compared under which collation.
+pub type KeyPart = (usize, Collation);
+
+#[derive(Debug, Clone)]
+pub struct IndexDef {
+    pub name: String,
+    pub parts: Vec<KeyPart>,
+    pub unique: bool,
+}
+
+#[derive(Debug, Clone)]
+struct Version {
+    txn: TxnId,
+    commit_ts: Option<Timestamp>,
+    row: Option<Row>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Chain {
+    /// Oldest first.
+    versions: Vec<Version>,
+}
+
+impl Chain {
+    fn visible(&self, view: &ReadView) -> Option<&Row> {
+        for v in self.versions.iter().rev() {
+            if view.uncommitted || v.txn == view.txn || v.commit_ts.is_some_and(|ts| ts <= view.read_ts) {
+                return v.row.as_ref();
+            }
+        }
+        None
+    }
+
+    fn holder(&self) -> Option<TxnId> {
+        self.versions.last().filter(|v| v.commit_ts.is_none()).map(|v| v.txn)
+    }
+}
+
+/// Why a write could not be applied.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WriteError {
+    /// Another transaction has an uncommitted version of a row this write needs.
+    #[error("row is locked by transaction {holder}")]
+    Locked { holder: TxnId },
+    /// The write would give two rows the same key; `index` is `None` for the
+    /// primary key, else the position of the unique secondary index.
+    #[error("duplicate key")]
+    Duplicate { index: Option<usize>, existing_pk: Vec<u8> },
+}
+
+#[derive(Debug, Clone)]
+struct SecondaryIndex {
+    def: IndexDef,
+    /// `index key ++ primary key` -> primary key.
+    entries: BTreeMap<Vec<u8>, Vec<u8>>,
+}
+
+/// One table's rows and indexes.
+#[derive(Debug, Clone)]
+pub struct Table {
+    /// Key parts of the primary key; empty when the table has none and rows are
+    /// keyed by a hidden row id, as InnoDB does.
+    primary: Vec<KeyPart>,
+    indexes: Vec<SecondaryIndex>,
+    rows: BTreeMap<Vec<u8>, Chain>,
+    /// The next AUTO_INCREMENT value to hand out (not transactional, as in InnoDB).
+    pub auto_increment: u64,
+    next_row_id: u64,
+}
+
+impl Table {
+    #[must_use]
+    pub fn new(primary: Vec<KeyPart>, indexes: Vec<IndexDef>) -> Table {
+        Table {
+            primary,
+            indexes: indexes.into_iter().map(|def| SecondaryIndex { def, entries: BTreeMap::new() }).collect(),
+            rows: BTreeMap::new(),
+            auto_increment: 1,
+            next_row_id: 1,
+        }
+    }
+
+    #[must_use]
+    pub fn has_primary_key(&self) -> bool {
+        !self.primary.is_empty()
+    }
+
+    #[must_use]
+    pub fn index_defs(&self) -> Vec<&IndexDef> {
+        self.indexes.iter().map(|i| &i.def).collect()
+    }
+
+    /// Number of row chains, live or not: an estimate for statistics.
+    #[must_use]
+    pub fn approximate_rows(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// The encoded primary key of `row` (tables with a primary key only).
+    #[must_use]
+    pub fn primary_key(&self, row: &Row) -> Vec<u8> {
+        assert!(self.has_primary_key(), "primary_key() on a table keyed by hidden row id");
+        encode_key(self.primary.iter().map(|&(c, coll)| (&row[c], coll)))
+    }
+
+    /// Encode a primary key from values given in key-part order.
+    #[must_use]
+    pub fn encode_primary(&self, values: &[Value]) -> Vec<u8> {
+        encode_key(values.iter().zip(&self.primary).map(|(v, &(_, coll))| (v, coll)))
+    }
+
+    /// Encode a (possibly partial, leading-parts) key of secondary index `index`.
+    #[must_use]
+    pub fn encode_index(&self, index: usize, values: &[Value]) -> Vec<u8> {
+        let parts = &self.indexes[index].def.parts;
+        encode_key(values.iter().zip(parts).map(|(v, &(_, coll))| (v, coll)))
+    }
+
+    fn index_key(def: &IndexDef, row: &Row) -> Vec<u8> {
+        encode_key(def.parts.iter().map(|&(c, coll)| (&row[c], coll)))
+    }
+
+    /// The version of the row at `pk` that `view` sees.
+    #[must_use]
+    pub fn get(&self, pk: &[u8], view: &ReadView) -> Option<&Row> {
+        self.rows.get(pk).and_then(|c| c.visible(view))
+    }
+
+    /// The transaction holding uncommitted versions of the row at `pk`, if any.
+    #[must_use]
+    pub fn holder(&self, pk: &[u8]) -> Option<TxnId> {
+        self.rows.get(pk).and_then(Chain::holder)
+    }
+
+    /// Rows visible to `view` with primary keys in the range, in key order.
+    pub fn scan<'a>(&'a self, lower: Bound<&[u8]>, upper: Bound<&[u8]>, view: ReadView) -> impl DoubleEndedIterator<Item = (&'a Vec<u8>, &'a Row)> + 'a {
+        let lower = lower.map(<[u8]>::to_vec);
+        let upper = upper.map(<[u8]>::to_vec);
+        self.rows.range::<Vec<u8>, _>((lower, upper)).filter_map(move |(k, c)| c.visible(&view).map(|r| (k, r)))
+    }
+
+    /// Primary keys of rows visible to `view` whose key in secondary index `index`
+    /// lies in the range (bounds are encoded index-key prefixes), in index order.
+    #[must_use]
+    pub fn index_scan(&self, index: usize, lower: Bound<&[u8]>, upper: Bound<&[u8]>, view: &ReadView) -> Vec<Vec<u8>> {
+        let idx = &self.indexes[index];
+        // Entries are `index key ++ pk`, so an inclusive prefix bound becomes
+        // "from the prefix" / "to the prefix's successor".
+        let lo: Bound<Vec<u8>> = match lower {
+            Bound::Included(p) => Bound::Included(p.to_vec()),
+            Bound::Excluded(p) => prefix_successor(p).map_or(Bound::Unbounded, Bound::Included),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        let hi: Bound<Vec<u8>> = match upper {
+            Bound::Included(p) => prefix_successor(p).map_or(Bound::Unbounded, Bound::Excluded),
+            Bound::Excluded(p) => Bound::Excluded(p.to_vec()),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        let mut out: Vec<Vec<u8>> = Vec::new();
+        for (entry, pk) in idx.entries.range((lo, hi)) {
+            let Some(row) = self.get(pk, view) else { continue };
+            let key = Self::index_key(&idx.def, row);
+            // The entry may belong to an older or newer version of the row.
+            if entry.len() == key.len() + pk.len() && entry.starts_with(&key) && !out.last().is_some_and(|p| p == pk) {
+                out.push(pk.clone());
+            }
+        }
+        out
+    }
+
+    /// Check unique secondary indexes for `row` (to be stored at `pk`) with a current read.
+    fn check_unique(&self, txn: TxnId, pk: &[u8], row: &Row) -> Result<(), WriteError> {
+        for (i, idx) in self.indexes.iter().enumerate() {
+            if !idx.def.unique || idx.def.parts.iter().any(|&(c, _)| row[c].is_null()) {
+                continue;
+            }
+            let key = Self::index_key(&idx.def, row);
+            let hi = prefix_successor(&key).map_or(Bound::Unbounded, Bound::Excluded);
+            for (entry, other_pk) in idx.entries.range((Bound::Included(key.clone()), hi)) {
+                if other_pk == pk || entry.len() != key.len() + other_pk.len() {
+                    continue;
+                }
+                let chain = &self.rows[other_pk];
+                if let Some(holder) = chain.holder().filter(|&h| h != txn) {
+                    return Err(WriteError::Locked { holder });
+                }
+                if let Some(other) = chain.visible(&ReadView::current(txn))
+                    && Self::index_key(&idx.def, other) == key
+                {
+                    return Err(WriteError::Duplicate { index: Some(i), existing_pk: other_pk.clone() });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn push_version(&mut self, txn: TxnId, pk: Vec<u8>, row: Option<Row>) {
+        if let Some(r) = &row {
+            for idx in &mut self.indexes {
+                let mut entry = Self::index_key(&idx.def, r);
+                entry.extend_from_slice(&pk);
+                idx.entries.insert(entry, pk.clone());
+            }
+        }
+        let chain = self.rows.entry(pk).or_default();
+        chain.versions.push(Version { txn, commit_ts: None, row });
+    }
+
+    /// Insert a new row. Returns its primary key.
+    ///
+    /// # Errors
+    /// `Locked` if another transaction holds the key or a conflicting unique key;
+    /// `Duplicate` if a row with the same primary or unique key exists.
+    pub fn insert(&mut self, txn: TxnId, row: Row) -> Result<Vec<u8>, WriteError> {
+        let pk = if self.has_primary_key() {
+            self.primary_key(&row)
+        } else {
+            let id = self.next_row_id;
+            self.next_row_id += 1;
+            encode_key([(&Value::UInt(id), Collation::Binary)])
+        };
+        if let Some(chain) = self.rows.get(&pk) {
+            if let Some(holder) = chain.holder().filter(|&h| h != txn) {
+                return Err(WriteError::Locked { holder });
+            }
+            if chain.visible(&ReadView::current(txn)).is_some() {
+                return Err(WriteError::Duplicate { index: None, existing_pk: pk });
+            }
+        }
+        self.check_unique(txn, &pk, &row)?;
+        self.push_version(txn, pk.clone(), Some(row));
+        Ok(pk)
+    }
+
+    /// Replace the row at `pk` with `row`; if its primary key changes, the old key
+    /// is deleted and the new one inserted. Returns the new primary key.
+    ///
+    /// # Errors
+    /// As [`Table::insert`].
+    pub fn update(&mut self, txn: TxnId, pk: &[u8], row: Row) -> Result<Vec<u8>, WriteError> {
+        if let Some(holder) = self.holder(pk).filter(|&h| h != txn) {
+            return Err(WriteError::Locked { holder });
+        }
+        let new_pk = if self.has_primary_key() { self.primary_key(&row) } else { pk.to_vec() };
+        if new_pk != pk {
+            let new_pk = self.insert(txn, row)?;
+            self.push_version(txn, pk.to_vec(), None);
+            return Ok(new_pk);
+        }
+        self.check_unique(txn, pk, &row)?;
+        self.push_version(txn, pk.to_vec(), Some(row));
+        Ok(new_pk)
+    }
+
+    /// Delete the row at `pk`.
+    ///
+    /// # Errors
+    /// `Locked` if another transaction holds the row.
+    pub fn delete(&mut self, txn: TxnId, pk: &[u8]) -> Result<(), WriteError> {
+        if let Some(holder) = self.holder(pk).filter(|&h| h != txn) {
+            return Err(WriteError::Locked { holder });
+        }
+        self.push_version(txn, pk.to_vec(), None);
+        Ok(())
+    }
+
+    /// Pop the newest version of `pk`, which `txn` must have written: undoes one
+    /// write of a failed statement.
+    pub fn undo_last(&mut self, txn: TxnId, pk: &[u8]) {
+        let Some(chain) = self.rows.get_mut(pk) else { return };
+        let last = chain.versions.last().expect("undo of a row with no versions");
+        assert!(last.txn == txn && last.commit_ts.is_none(), "undo of a version this transaction did not write");
+        let popped = chain.versions.pop().expect("checked above");
+        let removed = vec![popped];
+        self.after_removal(pk, &removed);
+    }
+
+    /// Make `txn`'s writes to `pk` committed at `ts` (keeping only its last version),
+    /// then drop versions no reader at or after `purge_horizon` can see.
+    /// Returns the committed row image (`None` for a delete).
+    pub fn commit_row(&mut self, txn: TxnId, pk: &[u8], ts: Timestamp, purge_horizon: Timestamp) -> Option<Option<Row>> {
+        let chain = self.rows.get_mut(pk)?;
+        let own_from = chain.versions.iter().position(|v| v.txn == txn && v.commit_ts.is_none())?;
+        let mut removed: Vec<Version> = chain.versions.drain(own_from..chain.versions.len() - 1).collect();
+        let last = chain.versions.last_mut().expect("own version present");
+        last.commit_ts = Some(ts);
+        let image = last.row.clone();
+        // Keep the newest version every reader at or after the horizon can see, and all newer.
+        if let Some(keep_from) = chain.versions.iter().rposition(|v| v.commit_ts.is_some_and(|t| t <= purge_horizon)) {
+            removed.extend(chain.versions.drain(..keep_from));
+        }
+        let dead = chain.versions.len() == 1 && chain.versions[0].row.is_none() && chain.versions[0].commit_ts.is_some_and(|t| t <= purge_horizon);
+        if dead {
+            removed.extend(self.rows.remove(pk).expect("chain present").versions);
+        }
+        self.after_removal(pk, &removed);
+        Some(image)
+    }
+
+    /// Remove every uncommitted version `txn` wrote on `pk`.
+    pub fn rollback_row(&mut self, txn: TxnId, pk: &[u8]) {
+        let Some(chain) = self.rows.get_mut(pk) else { return };
+        let Some(own_from) = chain.versions.iter().position(|v| v.txn == txn && v.commit_ts.is_none()) else { return };
+        let removed: Vec<Version> = chain.versions.drain(own_from..).collect();
+        if chain.versions.is_empty() {
+            self.rows.remove(pk);
+        }
+        self.after_removal(pk, &removed);
+    }
+
+    /// Drop secondary index entries that only removed versions referenced.
+    fn after_removal(&mut self, pk: &[u8], removed: &[Version]) {
+        if self.indexes.is_empty() {
+            return;
+        }
+        let remaining: Vec<Row> = self.rows.get(pk).map(|c| c.versions.iter().filter_map(|v| v.row.clone()).collect()).unwrap_or_default();
+        for idx in &mut self.indexes {
+            for row in removed.iter().filter_map(|v| v.row.as_ref()) {
+                let key = Self::index_key(&idx.def, row);
+                if remaining.iter().any(|r| Self::index_key(&idx.def, r) == key) {
+                    continue;
+                }
+                let mut entry = key;
+                entry.extend_from_slice(pk);
+                idx.entries.remove(&entry);
+            }
+        }
+        if let Some(chain) = self.rows.get(pk)
+            && chain.versions.is_empty()
+        {
+            self.rows.remove(pk);
+        }
+    }
+
+    /// Every row visible to `view`, in primary key order (for copies and checkpoints).
+    #[must_use]
+    pub fn snapshot_rows(&self, view: ReadView) -> Vec<Row> {
+        self.scan(Bound::Unbounded, Bound::Unbounded, view).map(|(_, r)| r.clone()).collect()
+    }
+
+    /// Throw away all rows (TRUNCATE); AUTO_INCREMENT restarts at 1.
+    pub fn clear(&mut self) {
+        self.rows.clear();
+        for idx in &mut self.indexes {
+            idx.entries.clear();
+        }
+        self.auto_increment = 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table() -> Table {
+        Table::new(vec![(0, Collation::Binary)], vec![IndexDef { name: "u".into(), parts: vec![(1, Collation::Utf8mb4AiCi)], unique: true }])
+    }
+
+    fn row(id: i64, name: &str) -> Row {
+        vec![Value::Int(id), Value::Str(name.into())]
+    }
+
+    fn view(txn: TxnId, read_ts: Timestamp) -> ReadView {
+        ReadView { txn, read_ts, uncommitted: false }
+    }
+
+    #[test]
+    fn uncommitted_writes_are_private_until_commit() {
+        let mut t = table();
+        let pk = t.insert(1, row(1, "a")).unwrap();
+        assert!(t.get(&pk, &view(2, 100)).is_none());
+        assert!(t.get(&pk, &view(1, 0)).is_some());
+        t.commit_row(1, &pk, 5, 0);
+        assert!(t.get(&pk, &view(2, 4)).is_none(), "snapshot before the commit");
+        assert!(t.get(&pk, &view(2, 5)).is_some());
+    }
+
+    #[test]
+    fn second_writer_sees_the_lock_and_unique_keys_fold_case() {
+        let mut t = table();
+        let pk = t.insert(1, row(1, "abc")).unwrap();
+        assert_eq!(t.update(2, &pk, row(1, "x")), Err(WriteError::Locked { holder: 1 }));
+        t.commit_row(1, &pk, 1, 1);
+        assert!(matches!(t.insert(2, row(2, "ABC")), Err(WriteError::Duplicate { index: Some(0), .. })));
+        assert!(matches!(t.insert(2, row(1, "zzz")), Err(WriteError::Duplicate { index: None, .. })));
+    }
+
+    #[test]
+    fn undo_and_rollback_restore_the_index() {
+        let mut t = table();
+        let pk = t.insert(1, row(1, "a")).unwrap();
+        t.commit_row(1, &pk, 1, 1);
+        t.update(2, &pk, row(1, "b")).unwrap();
+        let v = ReadView::current(3);
+        assert_eq!(
+            t.index_scan(
+                0,
+                Bound::Included(&t.encode_index(0, &[Value::Str("b".into())])),
+                Bound::Included(&t.encode_index(0, &[Value::Str("b".into())])),
+                &ReadView::current(2)
+            )
+            .len(),
+            1
+        );
+        t.undo_last(2, &pk);
+        let b = t.encode_index(0, &[Value::Str("b".into())]);
+        assert!(t.index_scan(0, Bound::Included(&b), Bound::Included(&b), &ReadView::current(2)).is_empty());
+        let a = t.encode_index(0, &[Value::Str("A".into())]);
+        assert_eq!(t.index_scan(0, Bound::Included(&a), Bound::Included(&a), &v).len(), 1);
+    }
+
+    #[test]
+    fn committed_delete_is_purged_when_no_reader_needs_it() {
+        let mut t = table();
+        let pk = t.insert(1, row(1, "a")).unwrap();
+        t.commit_row(1, &pk, 1, 1);
+        t.delete(2, &pk).unwrap();
+        t.commit_row(2, &pk, 2, 2);
+        assert_eq!(t.approximate_rows(), 0);
+        assert!(t.insert(3, row(2, "a")).is_ok(), "unique key free again");
+    }
+}
