@@ -245,6 +245,22 @@ impl<'a, 'e> Binder<'a, 'e> {
                 Expr::Case { operand: operand.map(Box::new), whens, otherwise: otherwise.map(Box::new), collation }
             }
             A::Function(f) => self.function(f)?,
+            A::Cast { expr, data_type: ast::DataType::Binary(None), .. }
+                if matches!(
+                    expr.as_ref(),
+                    A::BinaryOp {
+                        op: BinaryOperator::Eq | BinaryOperator::NotEq | BinaryOperator::Lt | BinaryOperator::LtEq | BinaryOperator::Gt | BinaryOperator::GtEq,
+                        ..
+                    }
+                ) =>
+            {
+                // `BINARY a = b`: the parser puts the cast around the comparison, but
+                // MySQL's BINARY operator binds tighter than `=`; nobody writes
+                // CAST(a = b AS BINARY) on purpose.
+                let A::BinaryOp { left, op, right } = expr.as_ref() else { unreachable!("matched above") };
+                let cast_left = A::Cast { kind: ast::CastKind::Cast, expr: left.clone(), data_type: ast::DataType::Binary(None), format: None };
+                self.binary(&cast_left, op, right)?
+            }
             A::Cast { expr, data_type, .. } => {
                 let x = self.bind(expr)?;
                 Expr::Cast(Box::new(x), cast_type(data_type)?)
@@ -446,7 +462,7 @@ impl<'a, 'e> Binder<'a, 'e> {
                 let unit = Unit::parse(&unit_name).ok_or_else(|| SqlError::parse(&unit_name))?;
                 let (a, b) = (self.bind(expr_arg(1)?)?, self.bind(expr_arg(2)?)?);
                 return Ok(if name == "TIMESTAMPDIFF" {
-                    Expr::Func(Func::TimestampDiff(unit), vec![Expr::Const(Value::Null), a, b])
+                    Expr::Func(Func::TimestampDiff(unit), vec![a, b])
                 } else {
                     Expr::Func(Func::DateAdd(unit, false), vec![b, a])
                 });
@@ -507,6 +523,17 @@ impl<'a, 'e> Binder<'a, 'e> {
             Func::SysDate(_) => Expr::Func(Func::SysDate(fsp(&bound)?), vec![]),
             Func::CurTime(_) => Expr::Func(Func::CurTime(fsp(&bound)?), vec![]),
             Func::UtcTimestamp(_) => Expr::Func(Func::UtcTimestamp(fsp(&bound)?), vec![]),
+            other if other.takes_strings() => {
+                // String functions see temporal arguments as text with the argument's own precision.
+                let args = bound
+                    .into_iter()
+                    .map(|a| match self.type_of(&a) {
+                        SqlType::DateTime(f) | SqlType::Timestamp(f) | SqlType::Time(f) => Expr::Func(Func::TemporalText(f), vec![a]),
+                        _ => a,
+                    })
+                    .collect();
+                Expr::Func(other, args)
+            }
             other => Expr::Func(other, bound),
         })
     }
@@ -532,7 +559,7 @@ impl<'a, 'e> Binder<'a, 'e> {
             Expr::Outer(l, i) => self.outer.get(*l).and_then(|s| s.columns.get(*i)).map_or(Collation::default(), |c| c.ty.collation()),
             Expr::Case { collation, .. } => *collation,
             Expr::Const(Value::Bytes(_)) => Collation::Binary,
-            _ => Collation::default(),
+            _ => self.env.info.connection_collation,
         }
     }
 
@@ -715,5 +742,58 @@ pub fn type_of(e: &Expr, scope: &Scope, outer: &[&Scope], aggs: &[SqlType], para
         Expr::Func(f, args) => f.result_type(&args.iter().map(t).collect::<Vec<_>>()),
         Expr::Cast(_, ty) => ty.clone(),
         Expr::DefaultOf(_) => SqlType::Null,
+    }
+}
+
+/// Whether an expression can never be NULL (sent as NOT_NULL in result metadata).
+#[must_use]
+pub fn never_null(e: &Expr, scope: &Scope) -> bool {
+    let nn = |x: &Expr| never_null(x, scope);
+    match e {
+        Expr::Const(v) => !v.is_null(),
+        Expr::Column(i) => scope.columns.get(*i).is_some_and(|c| !c.nullable),
+        Expr::Arith(op, a, b) => !matches!(op, Arith::Div | Arith::IntDiv | Arith::Mod) && nn(a) && nn(b),
+        Expr::Neg(a) | Expr::Not(a) | Expr::BitNot(a) => nn(a),
+        Expr::Bit(_, a, b) | Expr::And(a, b) | Expr::Or(a, b) | Expr::Xor(a, b) => nn(a) && nn(b),
+        Expr::Cmp(CmpOp::NullSafeEq, ..) | Expr::IsNull(..) | Expr::IsBool(..) => true,
+        Expr::Cmp(_, a, b, _) => nn(a) && nn(b),
+        Expr::Like { expr, pattern, .. } => nn(expr) && nn(pattern),
+        Expr::Func(f, args) => match f {
+            Func::Now(_)
+            | Func::SysDate(_)
+            | Func::CurDate
+            | Func::CurTime(_)
+            | Func::UtcTimestamp(_)
+            | Func::Version
+            | Func::ConnectionId
+            | Func::User
+            | Func::CurrentUser
+            | Func::RowCount
+            | Func::FoundRows
+            | Func::Rand => true,
+            Func::LastInsertId => args.is_empty() || args.iter().all(nn),
+            Func::Concat
+            | Func::Lower
+            | Func::Upper
+            | Func::Length
+            | Func::CharLength
+            | Func::Trim
+            | Func::LTrim
+            | Func::RTrim
+            | Func::Abs
+            | Func::Floor
+            | Func::Ceil
+            | Func::Round
+            | Func::Truncate
+            | Func::Left
+            | Func::Right
+            | Func::Replace
+            | Func::Reverse
+            | Func::Hex
+            | Func::Sign => args.iter().all(nn),
+            Func::IfNull | Func::Coalesce => args.iter().any(nn),
+            _ => false,
+        },
+        _ => false,
     }
 }

@@ -134,7 +134,7 @@ impl Catalog {
     /// # Errors
     /// 1049 / 1146.
     pub fn table(&self, db: &str, name: &str) -> Result<&TableMeta> {
-        self.database(db)?.tables.get(name).ok_or_else(|| SqlError::no_such_table(db, name))
+        self.databases.get(db).and_then(|d| d.tables.get(name)).ok_or_else(|| SqlError::no_such_table(db, name))
     }
 
     /// # Errors

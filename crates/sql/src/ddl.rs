@@ -239,7 +239,16 @@ pub fn create_table(catalog: &mut Catalog, info: &SessionInfo, env_params: (&[Va
     }
     let params: &[Value] = env_params.0;
     let (columns, primary, indexes) = {
-        let env = Env { catalog, view: ReadView::current(0), params, now_us: env_params.1, info, locking: false, locked_rows: Default::default() };
+        let env = Env {
+            catalog,
+            view: ReadView::current(0),
+            params,
+            now_us: env_params.1,
+            info,
+            locking: false,
+            locked_rows: Default::default(),
+            div_zero_is_error: false,
+        };
         let mut columns = Vec::new();
         let mut primary: Vec<usize> = Vec::new();
         let mut indexes: Vec<IndexMeta> = Vec::new();
@@ -267,7 +276,16 @@ pub fn create_table(catalog: &mut Catalog, info: &SessionInfo, env_params: (&[Va
     let mut rows: Vec<Vec<Value>> = Vec::new();
     let mut columns = columns;
     if let Some(q) = &ct.query {
-        let env = Env { catalog, view: ReadView::current(0), params, now_us: env_params.1, info, locking: false, locked_rows: Default::default() };
+        let env = Env {
+            catalog,
+            view: ReadView::current(0),
+            params,
+            now_us: env_params.1,
+            info,
+            locking: false,
+            locked_rows: Default::default(),
+            div_zero_is_error: false,
+        };
         let (plan, _) = query::plan_query(&env, q, &[])?;
         let rs = query::run_select(&plan, &env, None)?;
         let mut mapping = Vec::new();
@@ -280,11 +298,12 @@ pub fn create_table(catalog: &mut Catalog, info: &SessionInfo, env_params: (&[Va
                         SqlType::VarChar { len, collation } => SqlType::VarChar { len: (*len).max(1), collation: *collation },
                         other => other.clone(),
                     };
+                    let nullable = oc.flags & crate::query::flags::NOT_NULL == 0;
                     columns.push(Column {
                         name: oc.name.clone(),
                         ty,
-                        nullable: true,
-                        default: ColumnDefault::Value(Value::Null),
+                        nullable,
+                        default: if nullable { ColumnDefault::Value(Value::Null) } else { ColumnDefault::None },
                         auto_increment: false,
                         on_update_current_timestamp: false,
                         comment: String::new(),
@@ -401,6 +420,7 @@ pub fn truncate(catalog: &mut Catalog, info: &SessionInfo, name: &ast::ObjectNam
 }
 
 /// Rebuild a table with a changed definition, copying its committed rows.
+#[allow(clippy::too_many_arguments)]
 fn rebuild(
     catalog: &mut Catalog,
     db: &str,
@@ -470,7 +490,7 @@ pub fn alter_table(
     let mut primary = t.primary.clone();
     let mut indexes = t.indexes.clone();
     let collation = t.collation;
-    let env = Env { catalog, view: ReadView::current(0), params: &[], now_us, info, locking: false, locked_rows: Default::default() };
+    let env = Env { catalog, view: ReadView::current(0), params: &[], now_us, info, locking: false, locked_rows: Default::default(), div_zero_is_error: false };
     for op in ops {
         match op {
             ast::AlterTableOperation::AddColumn { column_def, column_position, .. } => {
@@ -548,8 +568,8 @@ pub fn alter_table(
 #[allow(clippy::too_many_arguments)]
 fn replace_column(
     env: &Env<'_>,
-    columns: &mut Vec<Column>,
-    map: &mut Vec<Option<usize>>,
+    columns: &mut [Column],
+    map: &mut [Option<usize>],
     primary: &mut Vec<usize>,
     indexes: &mut [IndexMeta],
     old: &str,

@@ -51,6 +51,7 @@ fn env<'a>(catalog: &'a Catalog, cx: &'a DmlCx<'_>) -> Env<'a> {
         info: cx.info,
         locking: false,
         locked_rows: std::cell::RefCell::new(Vec::new()),
+        div_zero_is_error: cx.strict && cx.info.vars.get("sql_mode").is_some_and(|m| m.contains("ERROR_FOR_DIVISION_BY_ZERO")),
     }
 }
 
@@ -176,6 +177,10 @@ pub fn insert(catalog: &mut Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Insert) -> 
     };
     let (db, tname) = query::resolve_table_name(cx.info, name)?;
     let t = catalog.table(&db, &tname)?;
+    if stmt.ignore {
+        // INSERT IGNORE turns data errors into warnings and stores clamped values.
+        cx.strict = false;
+    }
     // Column list.
     let targets: Vec<usize> = if stmt.columns.is_empty() {
         (0..t.columns.len()).collect()
@@ -400,6 +405,9 @@ fn single_table(twj: &ast::TableWithJoins, info: &SessionInfo) -> Result<(String
     Ok((db, t, alias))
 }
 
+/// A row with its primary key.
+type KeyedRow = (Vec<u8>, Row);
+
 fn order_and_limit(e: &Env<'_>, scope: &Scope, rows: &mut Vec<(Vec<u8>, Row)>, order_by: &[ast::OrderByExpr], limit: Option<&ast::Expr>) -> Result<()> {
     if !order_by.is_empty() {
         let b = Binder::new(e, scope, "order clause");
@@ -411,7 +419,7 @@ fn order_and_limit(e: &Env<'_>, scope: &Scope, rows: &mut Vec<(Vec<u8>, Row)>, o
                 Ok((x, !matches!(o.options.sort, Some(ast::OrderBySort::Desc)), c))
             })
             .collect::<Result<_>>()?;
-        let mut keyed: Vec<(Vec<Value>, (Vec<u8>, Row))> =
+        let mut keyed: Vec<(Vec<Value>, KeyedRow)> =
             rows.drain(..).map(|r| Ok((keys.iter().map(|(k, _, _)| k.eval(e, &RowCtx::new(&r.1))).collect::<Result<Vec<_>>>()?, r))).collect::<Result<_>>()?;
         keyed.sort_by(|a, b| {
             for (i, (_, asc, c)) in keys.iter().enumerate() {

@@ -258,7 +258,13 @@ impl Expr {
                 Value::Null => Value::Null,
                 v => Value::UInt(!(ops::to_i128(&v) as u64)),
             },
-            Expr::Arith(op, a, b) => ops::arith(*op, &a.eval(env, cx)?, &b.eval(env, cx)?)?,
+            Expr::Arith(op, a, b) => {
+                let (x, y) = (a.eval(env, cx)?, b.eval(env, cx)?);
+                if env.div_zero_is_error && matches!(op, Arith::Div | Arith::IntDiv | Arith::Mod) && !x.is_null() && !y.is_null() && ops::to_f64(&y) == 0.0 {
+                    return Err(SqlError::new(codes::ER_DIVISION_BY_ZERO, "Division by 0"));
+                }
+                ops::arith(*op, &x, &y)?
+            }
             Expr::Bit(op, a, b) => {
                 let (x, y) = (a.eval(env, cx)?, b.eval(env, cx)?);
                 if x.is_null() || y.is_null() {

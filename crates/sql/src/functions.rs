@@ -115,6 +115,9 @@ pub enum Func {
     User,
     CurrentUser,
     IsNullFn,
+    /// A DATETIME or TIME as text with a fixed number of fractional digits: what
+    /// string functions see of a temporal argument.
+    TemporalText(u8),
 }
 
 impl Func {
@@ -199,15 +202,43 @@ impl Func {
             Concat | Coalesce | Greatest | Least => (1, usize::MAX),
             ConcatWs => (2, usize::MAX),
             Length | CharLength | Lower | Upper | Trim | LTrim | RTrim | Reverse | Hex | Space | Date | Time | Year | Month | Day | Hour | Minute | Second
-            | Microsecond | DayOfWeek | Floor | Ceil | Abs | Sign | Sqrt | IsNullFn | FromUnixtime => (1, 1),
+            | Microsecond | DayOfWeek | Floor | Ceil | Abs | Sign | Sqrt | IsNullFn | FromUnixtime | TemporalText(_) => (1, 1),
             Substring => (2, 3),
             Left | Right | Repeat | Instr | DateDiff | DateFormat | Mod | Power | IfNull | NullIf | TrimChars(_) | DateAdd(..) | Truncate => (2, 2),
-            Replace | Lpad | Rpad | If | TimestampDiff(_) => (3, 3),
+            Replace | Lpad | Rpad | If => (3, 3),
+            TimestampDiff(_) => (2, 2),
             Locate => (2, 3),
             Now(_) | SysDate(_) | CurTime(_) | UtcTimestamp(_) | LastInsertId | UnixTimestamp | Rand => (0, 1),
             Round => (1, 2),
             CurDate | RowCount | FoundRows | Database | Version | ConnectionId | User | CurrentUser => (0, 0),
         }
+    }
+
+    /// Functions that read their arguments as text.
+    #[must_use]
+    pub fn takes_strings(self) -> bool {
+        use Func::*;
+        matches!(
+            self,
+            Concat
+                | ConcatWs
+                | Length
+                | CharLength
+                | Substring
+                | Left
+                | Right
+                | Lower
+                | Upper
+                | Trim
+                | LTrim
+                | RTrim
+                | Replace
+                | Lpad
+                | Rpad
+                | Reverse
+                | Instr
+                | Locate
+        )
     }
 
     /// Functions whose value changes between calls within one statement.
@@ -231,7 +262,7 @@ impl Func {
                     text
                 }
             }
-            Database | Version | User | CurrentUser => text,
+            Database | Version | User | CurrentUser | TemporalText(_) => text,
             Length | CharLength | Instr | Locate | TimestampDiff(_) | DateDiff | Year | Month | Day | Hour | Minute | Second | Microsecond | DayOfWeek
             | Sign | RowCount | IsNullFn => int,
             LastInsertId | ConnectionId | FoundRows => SqlType::Int { kind: IntKind::Big, unsigned: true, display: None },
@@ -260,7 +291,7 @@ impl Func {
                 Some(SqlType::Decimal { precision, .. }) if matches!(self, Floor | Ceil) => {
                     SqlType::Decimal { precision: *precision, scale: 0, unsigned: false }
                 }
-                Some(SqlType::Decimal { .. }) => SqlType::Decimal { precision: 65, scale: 30, unsigned: false },
+                Some(SqlType::Decimal { .. }) => SqlType::Decimal { precision: 65, scale: types::DECIMAL_SCALE_NOT_FIXED, unsigned: false },
                 _ => SqlType::Double,
             },
             Power | Sqrt | Rand => SqlType::Double,
@@ -352,7 +383,19 @@ pub fn call(f: Func, args: &[Expr], env: &Env<'_>, cx: &RowCtx<'_>) -> Result<Va
             Value::Str(if f == Left { s[..n].iter().collect() } else { s[s.len() - n..].iter().collect() })
         }
         Lower => Value::Str(str_arg(&vals[0]).to_lowercase()),
-        Upper => Value::Str(str_arg(&vals[0]).to_uppercase()),
+        // Characters whose upper case is several characters (ß) stay as they are, as in MySQL.
+        Upper => Value::Str(
+            str_arg(&vals[0])
+                .chars()
+                .map(|c| {
+                    let mut up = c.to_uppercase();
+                    match (up.next(), up.next()) {
+                        (Some(u), None) => u,
+                        _ => c,
+                    }
+                })
+                .collect(),
+        ),
         Trim => Value::Str(str_arg(&vals[0]).trim_matches(' ').to_owned()),
         LTrim => Value::Str(str_arg(&vals[0]).trim_start_matches(' ').to_owned()),
         RTrim => Value::Str(str_arg(&vals[0]).trim_end_matches(' ').to_owned()),
@@ -424,24 +467,24 @@ pub fn call(f: Func, args: &[Expr], env: &Env<'_>, cx: &RowCtx<'_>) -> Result<Va
             v => Value::Str(ops::to_bytes(v).iter().map(|b| format!("{b:02X}")).collect()),
         },
         Now(fsp) => Value::DateTime(types::round_micros(env.now_us, fsp)),
-        SysDate(fsp) => Value::DateTime(types::round_micros(local_now_us(), fsp)),
+        SysDate(fsp) => Value::DateTime(types::round_micros(info.now_us(), fsp)),
         UtcTimestamp(fsp) => Value::DateTime(types::round_micros(chrono::Utc::now().timestamp_micros(), fsp)),
         CurDate => Value::Date(types::date_of_micros(env.now_us)),
         CurTime(fsp) => Value::Time(types::round_micros(env.now_us.rem_euclid(86_400_000_000), fsp)),
         UnixTimestamp => match vals.first() {
-            None => Value::Int(env.now_us.div_euclid(1_000_000) - local_offset_secs()),
+            None => Value::Int(env.now_us.div_euclid(1_000_000) - info.utc_offset_secs()),
             Some(Value::Null) => Value::Null,
             Some(v) => match ops::to_datetime(v) {
                 Some(us) => {
-                    let secs = us.div_euclid(1_000_000) - local_offset_secs();
+                    let secs = us.div_euclid(1_000_000) - info.utc_offset_secs();
                     let frac = us.rem_euclid(1_000_000);
                     if frac == 0 && !matches!(v, Value::DateTime(_)) { Value::Int(secs) } else { Value::Decimal(Decimal::new(secs * 1_000_000 + frac, 6)) }
                 }
                 None => Value::Null,
             },
         },
-        FromUnixtime => Value::DateTime((int_arg(&vals[0]) + local_offset_secs()) * 1_000_000),
-        TimestampDiff(unit) => match (ops::to_datetime(&vals[1]), ops::to_datetime(&vals[2])) {
+        FromUnixtime => Value::DateTime((int_arg(&vals[0]) + info.utc_offset_secs()) * 1_000_000),
+        TimestampDiff(unit) => match (ops::to_datetime(&vals[0]), ops::to_datetime(&vals[1])) {
             (Some(a), Some(b)) => Value::Int(timestamp_diff(unit, a, b)),
             _ => Value::Null,
         },
@@ -542,9 +585,17 @@ pub fn call(f: Func, args: &[Expr], env: &Env<'_>, cx: &RowCtx<'_>) -> Result<Va
             }
         }
         IsNullFn => Value::Int(i64::from(vals[0].is_null())),
+        TemporalText(fsp) => match &vals[0] {
+            Value::DateTime(us) => Value::Str(types::format_datetime(*us, fsp)),
+            Value::Time(us) => Value::Str(types::format_time(*us, fsp)),
+            other => Value::Str(str_arg(other)),
+        },
         LastInsertId => match vals.first() {
-            Some(v) => v.clone(),
-            None => Value::UInt(info.last_insert_id),
+            Some(v) => {
+                info.last_insert_id.set(ops::to_i128(v).clamp(0, i128::from(u64::MAX)) as u64);
+                v.clone()
+            }
+            None => Value::UInt(info.last_insert_id.get()),
         },
         RowCount => Value::Int(info.row_count),
         FoundRows => Value::UInt(info.found_rows),
@@ -567,17 +618,6 @@ fn rand_f64() -> f64 {
     x ^= x >> 27;
     STATE.store(x, Ordering::Relaxed);
     (x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
-}
-
-/// The server's local time as zone-less microseconds (what NOW() shows).
-#[must_use]
-pub fn local_now_us() -> i64 {
-    let now = chrono::Local::now();
-    now.naive_local().and_utc().timestamp_micros()
-}
-
-fn local_offset_secs() -> i64 {
-    i64::from(chrono::Local::now().offset().local_minus_utc())
 }
 
 fn round(v: &Value, places: i64, truncate: bool) -> Value {
@@ -732,13 +772,13 @@ pub fn like(s: &str, pattern: &str, escape: char, collation: Collation) -> bool 
     let mut pat: Vec<(char, bool)> = Vec::new();
     let mut it = pattern.chars();
     while let Some(c) = it.next() {
-        if c == escape {
-            if let Some(n) = it.next() {
-                for f in fold(&n.to_string()) {
-                    pat.push((f, true));
-                }
-                continue;
+        if c == escape
+            && let Some(n) = it.next()
+        {
+            for f in fold(&n.to_string()) {
+                pat.push((f, true));
             }
+            continue;
         }
         if c == '%' || c == '_' {
             pat.push((c, false));

@@ -51,6 +51,8 @@ pub struct Env<'a> {
     /// row read is recorded here so the session can lock it.
     pub locking: bool,
     pub locked_rows: RefCell<Vec<(u64, Vec<u8>)>>,
+    /// Strict-mode writes: division by zero is error 1365 rather than NULL.
+    pub div_zero_is_error: bool,
 }
 
 /// A result column's metadata.
@@ -390,7 +392,10 @@ fn plan_block(
     if s.from.len() > 1 {
         // Comma joins are inner joins.
     }
-    for twj in &s.from {
+    let from_dual = s.from.len() == 1
+        && s.from[0].joins.is_empty()
+        && matches!(&s.from[0].relation, TableFactor::Table { name, alias: None, .. } if name.0.len() == 1 && name.to_string().eq_ignore_ascii_case("DUAL"));
+    for twj in s.from.iter().filter(|_| !from_dual) {
         let offset = scope.columns.len();
         let (data, types) = plan_factor(env, &twj.relation, &mut scope, outer)?;
         let width = scope.columns.len() - offset;
@@ -484,7 +489,7 @@ fn plan_block(
                 let name = display_name(e);
                 columns.push(match &b {
                     Expr::Column(i) => out_column(&scope.columns[*i], &scope.columns[*i].name),
-                    _ => OutColumn::computed(&name, pbinder.type_of(&b)),
+                    _ => computed_column(&name, pbinder.type_of(&b), &b, &scope),
                 });
                 projection.push(b);
             }
@@ -493,7 +498,7 @@ fn plan_block(
                 let ty = pbinder.type_of(&b);
                 columns.push(match &b {
                     Expr::Column(i) => out_column(&scope.columns[*i], &alias.value),
-                    _ => OutColumn::computed(&alias.value, ty.clone()),
+                    _ => computed_column(&alias.value, ty.clone(), &b, &scope),
                 });
                 aliases.push((alias.value.clone(), b.clone(), ty));
                 projection.push(b);
@@ -543,6 +548,9 @@ fn plan_block(
         // handled below
     }
     let distinct = matches!(s.distinct, Some(ast::Distinct::Distinct));
+    if grouped && env.info.vars.get("sql_mode").is_some_and(|m| m.contains("ONLY_FULL_GROUP_BY")) {
+        check_full_group_by(env, &sources, &scope, &projection, &group_by)?;
+    }
 
     // Access paths.
     let where_conjuncts: Vec<Expr> = filter.as_ref().map(|f| f.conjuncts().into_iter().cloned().collect()).unwrap_or_default();
@@ -558,6 +566,65 @@ fn plan_block(
     }
     let block = Block { sources, filter, grouped, group_by, aggs, having, projection, distinct, order_by, limit, offset, width };
     Ok((SelectPlan { columns, kind: PlanKind::Block(Box::new(block)) }, correlated))
+}
+
+/// ONLY_FULL_GROUP_BY: every column a grouped select list reads outside an
+/// aggregate must be grouped on, or be functionally dependent on grouped columns
+/// (its table's whole primary key is grouped on).
+fn check_full_group_by(env: &Env<'_>, sources: &[Source], scope: &Scope, projection: &[Expr], group_by: &[Expr]) -> Result<()> {
+    let grouped: std::collections::HashSet<usize> = group_by.iter().filter_map(|g| if let Expr::Column(i) = g { Some(*i) } else { None }).collect();
+    let group_texts: Vec<String> = group_by.iter().map(|g| format!("{g:?}")).collect();
+    let dependent = |col: usize| -> bool {
+        if grouped.contains(&col) {
+            return true;
+        }
+        let Some(src) = sources.iter().find(|s| col >= s.offset && col < s.offset + s.width) else { return false };
+        let SourceData::Table { db, name, .. } = &src.data else { return false };
+        env.catalog.table(db, name).is_ok_and(|t| !t.primary.is_empty() && t.primary.iter().all(|p| grouped.contains(&(src.offset + p))))
+    };
+    for (n, p) in projection.iter().enumerate() {
+        if group_texts.contains(&format!("{p:?}")) {
+            continue;
+        }
+        let mut bad = None;
+        p.walk(&mut |e| {
+            if let Expr::Column(i) = e
+                && !dependent(*i)
+            {
+                bad.get_or_insert(*i);
+            }
+        });
+        if let Some(i) = bad {
+            let c = &scope.columns[i];
+            let full = format!("{}.{}.{}", c.db, c.org_table, c.name);
+            return Err(if group_by.is_empty() {
+                SqlError::new(
+                    (1140, "42000"),
+                    format!(
+                        "In aggregated query without GROUP BY, expression #{} of SELECT list contains nonaggregated column '{full}'; this is incompatible with sql_mode=only_full_group_by",
+                        n + 1
+                    ),
+                )
+            } else {
+                SqlError::new(
+                    codes::ER_WRONG_FIELD_WITH_GROUP,
+                    format!(
+                        "Expression #{} of SELECT list is not in GROUP BY clause and contains nonaggregated column '{full}' which is not functionally dependent on columns in GROUP BY clause; this is incompatible with sql_mode=only_full_group_by",
+                        n + 1
+                    ),
+                )
+            });
+        }
+    }
+    Ok(())
+}
+
+fn computed_column(name: &str, ty: SqlType, e: &Expr, scope: &Scope) -> OutColumn {
+    let mut c = OutColumn::computed(name, ty);
+    if crate::bind::never_null(e, scope) {
+        c.flags |= flags::NOT_NULL;
+    }
+    c
 }
 
 fn out_column(c: &ScopeColumn, name: &str) -> OutColumn {

@@ -92,7 +92,9 @@ pub struct SessionInfo {
     pub host: String,
     pub account_host: String,
     pub connection_id: u32,
-    pub last_insert_id: u64,
+    pub last_insert_id: std::cell::Cell<u64>,
+    /// Collation of string literals (`collation_connection`).
+    pub connection_collation: quill_storage::Collation,
     pub row_count: i64,
     pub found_rows: u64,
     pub vars: VarSet,
@@ -127,6 +129,21 @@ impl SessionInfo {
 
     fn var(&self, name: &str) -> &str {
         self.vars.get(name).unwrap_or_default()
+    }
+
+    /// The session time zone's offset from UTC, in seconds.
+    #[must_use]
+    pub fn utc_offset_secs(&self) -> i64 {
+        match vars::parse_time_zone(self.var("time_zone")).flatten() {
+            Some(o) => o,
+            None => i64::from(chrono::Local::now().offset().local_minus_utc()),
+        }
+    }
+
+    /// Now in the session time zone, as zone-less microseconds (what NOW() shows).
+    #[must_use]
+    pub fn now_us(&self) -> i64 {
+        chrono::Utc::now().timestamp_micros() + self.utc_offset_secs() * 1_000_000
     }
 
     #[must_use]
@@ -198,7 +215,8 @@ impl Session {
                 host: host.to_owned(),
                 account_host: if host == "127.0.0.1" || host == "::1" { "localhost".into() } else { host.to_owned() },
                 connection_id,
-                last_insert_id: 0,
+                last_insert_id: std::cell::Cell::new(0),
+                connection_collation: quill_storage::Collation::default(),
                 row_count: -1,
                 found_rows: 0,
                 vars,
@@ -253,7 +271,8 @@ impl Session {
         self.prepared.clear();
         self.info.user_vars.clear();
         self.info.vars = self.info.engine.globals.read().clone();
-        self.info.last_insert_id = 0;
+        self.info.last_insert_id.set(0);
+        self.info.connection_collation = quill_storage::Collation::default();
         self.warnings.clear();
     }
 
@@ -334,8 +353,16 @@ impl Session {
         let Statement::Query(q) = stmt else { return Ok(vec![]) };
         let catalog = self.info.engine.catalog.read();
         let nulls = vec![Value::Null; params];
-        let env =
-            Env { catalog: &catalog, view: ReadView::current(0), params: &nulls, now_us: 0, info: &self.info, locking: false, locked_rows: Default::default() };
+        let env = Env {
+            catalog: &catalog,
+            view: ReadView::current(0),
+            params: &nulls,
+            now_us: 0,
+            info: &self.info,
+            locking: false,
+            locked_rows: Default::default(),
+            div_zero_is_error: false,
+        };
         Ok(query::plan_query(&env, q, &[])?.0.columns)
     }
 
@@ -402,7 +429,10 @@ impl Session {
                 self.rollback();
                 Ok(Outcome::ok())
             }
-            Statement::Set(set) => self.set(set, params),
+            Statement::Set(set) => {
+                self.info.row_count = 0;
+                self.set(set, params)
+            }
             Statement::Use(u) => {
                 let name = match u {
                     ast::Use::Object(n) | ast::Use::Database(n) | ast::Use::Schema(n) => {
@@ -415,10 +445,6 @@ impl Session {
             }
             _ => self.ddl(stmt, params),
         }
-    }
-
-    fn now_us() -> i64 {
-        crate::functions::local_now_us()
     }
 
     fn isolation(&self) -> String {
@@ -442,10 +468,10 @@ impl Session {
         if iso == "READ-UNCOMMITTED" {
             return ReadView { txn, read_ts: u64::MAX, uncommitted: true };
         }
-        if iso == "READ-COMMITTED" {
-            if let Some(v) = t.view.take() {
-                engine.txns.release_view(&v);
-            }
+        if iso == "READ-COMMITTED"
+            && let Some(v) = t.view.take()
+        {
+            engine.txns.release_view(&v);
         }
         *t.view.get_or_insert_with(|| engine.txns.read_view(txn, false))
     }
@@ -521,7 +547,16 @@ impl Session {
         let result = if locking {
             let mut catalog = engine.catalog.write();
             let (rs, locked) = {
-                let env = Env { catalog: &catalog, view, params, now_us: Self::now_us(), info: &self.info, locking: true, locked_rows: Default::default() };
+                let env = Env {
+                    catalog: &catalog,
+                    view,
+                    params,
+                    now_us: self.info.now_us(),
+                    info: &self.info,
+                    locking: true,
+                    locked_rows: Default::default(),
+                    div_zero_is_error: false,
+                };
                 let (plan, _) = query::plan_query(&env, q, &[])?;
                 let rs = query::run_select(&plan, &env, None);
                 (rs, env.locked_rows.into_inner())
@@ -551,7 +586,16 @@ impl Session {
             }
         } else {
             let catalog = engine.catalog.read();
-            let env = Env { catalog: &catalog, view, params, now_us: Self::now_us(), info: &self.info, locking: false, locked_rows: Default::default() };
+            let env = Env {
+                catalog: &catalog,
+                view,
+                params,
+                now_us: self.info.now_us(),
+                info: &self.info,
+                locking: false,
+                locked_rows: Default::default(),
+                div_zero_is_error: false,
+            };
             query::plan_query(&env, q, &[]).and_then(|(plan, _)| query::run_select(&plan, &env, None))
         };
         if result.as_ref().is_err_and(|e| e.lock_holder.is_some()) {
@@ -582,7 +626,7 @@ impl Session {
                 txn,
                 info: &self.info,
                 params,
-                now_us: Self::now_us(),
+                now_us: self.info.now_us(),
                 undo: &mut undo,
                 warnings: &mut warnings,
                 strict,
@@ -611,7 +655,7 @@ impl Session {
                     t.writes.extend(undo);
                 }
                 if let Some(id) = r.last_insert_id {
-                    self.info.last_insert_id = id;
+                    self.info.last_insert_id.set(id);
                 }
                 self.info.row_count = r.affected as i64;
                 self.statement_end();
@@ -627,7 +671,23 @@ impl Session {
 
     fn set(&mut self, set: &ast::Set, params: &[Value]) -> Result<Outcome> {
         match set {
-            ast::Set::SetNames { .. } | ast::Set::SetNamesDefault { .. } => Ok(Outcome::ok()),
+            ast::Set::SetNames { charset_name, collation_name } => {
+                let cs = charset_name.value.to_ascii_lowercase();
+                let coll = match collation_name {
+                    Some(c) => {
+                        quill_storage::Collation::from_name(c).ok_or_else(|| SqlError::new(codes::ER_UNKNOWN_COLLATION, format!("Unknown collation: '{c}'")))?
+                    }
+                    None if cs == "binary" => quill_storage::Collation::Binary,
+                    None => quill_storage::Collation::default(),
+                };
+                for v in ["character_set_client", "character_set_connection", "character_set_results"] {
+                    self.info.vars.values.insert(v, cs.clone());
+                }
+                self.info.vars.values.insert("collation_connection", coll.name().to_owned());
+                self.info.connection_collation = coll;
+                Ok(Outcome::ok())
+            }
+            ast::Set::SetNamesDefault { .. } => Ok(Outcome::ok()),
             ast::Set::SingleAssignment { scope, hivevar: _, variable, values } => {
                 let v = values.first().ok_or_else(|| SqlError::parse("SET"))?;
                 self.assign(scope.as_ref(), variable, v, params)?;
@@ -711,6 +771,12 @@ impl Session {
             "transaction_isolation" | "tx_isolation" => vec!["transaction_isolation", "tx_isolation"],
             n => vec![n],
         };
+        if def.name == "collation_connection"
+            && !global
+            && let Some(c) = quill_storage::Collation::from_name(&normal)
+        {
+            self.info.connection_collation = c;
+        }
         for n in names {
             if global {
                 self.info.engine.globals.write().values.insert(n, normal.clone());
@@ -727,10 +793,11 @@ impl Session {
             catalog: &catalog,
             view: ReadView::current(0),
             params,
-            now_us: Self::now_us(),
+            now_us: self.info.now_us(),
             info: &self.info,
             locking: false,
             locked_rows: Default::default(),
+            div_zero_is_error: false,
         };
         let scope = crate::bind::Scope::default();
         crate::bind::Binder::new(&env, &scope, "field list").bind(e)?.eval(&env, &crate::expr::RowCtx::new(&[]))
@@ -747,7 +814,7 @@ impl Session {
         let r = match stmt {
             Statement::CreateDatabase { db_name, if_not_exists, .. } => ddl::create_database(&mut catalog, &ident_of(db_name), *if_not_exists, &mut warnings),
             Statement::CreateSchema { schema_name, if_not_exists, .. } => {
-                ddl::create_database(&mut catalog, &schema_name.to_string().trim_matches('`').to_owned(), *if_not_exists, &mut warnings)
+                ddl::create_database(&mut catalog, schema_name.to_string().trim_matches('`'), *if_not_exists, &mut warnings)
             }
             Statement::Drop { object_type: ast::ObjectType::Database | ast::ObjectType::Schema, if_exists, names, .. } => {
                 let name = ident_of(&names[0]);
@@ -757,7 +824,7 @@ impl Session {
                 }
                 r
             }
-            Statement::CreateTable(ct) => ddl::create_table(&mut catalog, info, (params, Self::now_us()), ct, &mut warnings),
+            Statement::CreateTable(ct) => ddl::create_table(&mut catalog, info, (params, self.info.now_us()), ct, &mut warnings),
             Statement::Drop { object_type: ast::ObjectType::Table, if_exists, names, .. } => {
                 ddl::drop_tables(&mut catalog, info, names, *if_exists, &mut warnings)
             }
@@ -769,12 +836,13 @@ impl Session {
                 None => Err(SqlError::parse("TRUNCATE")),
             },
             Statement::CreateIndex(ci) => ddl::create_index(&mut catalog, info, ci, &mut warnings),
-            Statement::AlterTable(at) => ddl::alter_table(&mut catalog, info, Self::now_us(), &at.name, &at.operations, &mut warnings),
-            other => Err(SqlError::unsupported(format!("{}", first_words(&other.to_string())))),
+            Statement::AlterTable(at) => ddl::alter_table(&mut catalog, info, self.info.now_us(), &at.name, &at.operations, &mut warnings),
+            other => Err(SqlError::unsupported(first_words(&other.to_string()).to_string())),
         };
         drop(catalog);
         self.warnings.extend(warnings);
         r?;
+        self.info.row_count = 0;
         if let Statement::Drop { object_type: ast::ObjectType::Database | ast::ObjectType::Schema, names, .. } = stmt
             && self.info.db.as_deref() == Some(ident_of(&names[0]).as_str())
         {
@@ -817,7 +885,7 @@ impl Session {
             }
             "EXPLAIN" if up(1) != "FORMAT" => Some(self.explain(sql).await),
             "KILL" => Some(self.kill(&words)),
-            "SET" if up(1) == "NAMES" || up(1) == "CHARACTER" || up(1) == "CHARSET" => Some(Ok(Outcome::ok())),
+            "SET" if up(1) == "CHARACTER" || up(1) == "CHARSET" => Some(Ok(Outcome::ok())),
             "DO" => Some(self.select_like(sql, 2).await.map(|_| Outcome::ok())),
             _ => None,
         }
@@ -837,8 +905,16 @@ impl Session {
         let stmts = self.parse(rest)?;
         let Some(Statement::Query(q)) = stmts.first() else { return Err(SqlError::parse(rest)) };
         let catalog = self.info.engine.catalog.read();
-        let env =
-            Env { catalog: &catalog, view: ReadView::current(0), params: &[], now_us: 0, info: &self.info, locking: false, locked_rows: Default::default() };
+        let env = Env {
+            catalog: &catalog,
+            view: ReadView::current(0),
+            params: &[],
+            now_us: 0,
+            info: &self.info,
+            locking: false,
+            locked_rows: Default::default(),
+            div_zero_is_error: false,
+        };
         let (plan, _) = query::plan_query(&env, q, &[])?;
         Ok(Outcome::Rows(crate::explain::explain(&plan)))
     }
@@ -1042,7 +1118,56 @@ impl Session {
             }
             _ => return Err(SqlError::parse(&words[1..].join(" "))),
         };
+        drop(catalog);
+        let rs = match sql.to_ascii_uppercase().find(" WHERE ") {
+            Some(at) => self.filter_show(rs, &sql[at + 7..])?,
+            None => rs,
+        };
         Ok(Outcome::Rows(rs))
+    }
+
+    /// `SHOW ... WHERE cond`: keep the rows for which `cond` holds, naming the
+    /// result's columns.
+    fn filter_show(&self, rs: ResultSet, cond: &str) -> Result<ResultSet> {
+        let stmts = Parser::parse_sql(&MySqlDialect {}, &format!("SELECT 1 FROM show_result WHERE {cond}")).map_err(|e| parse_error(cond, &e.to_string()))?;
+        let Some(Statement::Query(q)) = stmts.first() else { return Err(SqlError::parse(cond)) };
+        let ast::SetExpr::Select(sel) = q.body.as_ref() else { return Err(SqlError::parse(cond)) };
+        let Some(selection) = &sel.selection else { return Ok(rs) };
+        let scope = crate::bind::Scope {
+            columns: rs
+                .columns
+                .iter()
+                .map(|c| crate::bind::ScopeColumn {
+                    table: String::new(),
+                    db: String::new(),
+                    org_table: String::new(),
+                    name: c.name.clone(),
+                    ty: c.ty.clone(),
+                    nullable: true,
+                    hidden: false,
+                    flags: 0,
+                })
+                .collect(),
+        };
+        let catalog = self.info.engine.catalog.read();
+        let env = Env {
+            catalog: &catalog,
+            view: ReadView::current(0),
+            params: &[],
+            now_us: 0,
+            info: &self.info,
+            locking: false,
+            locked_rows: Default::default(),
+            div_zero_is_error: false,
+        };
+        let cond = crate::bind::Binder::new(&env, &scope, "where clause").bind(selection)?;
+        let mut rows = Vec::new();
+        for r in rs.rows {
+            if crate::ops::truth(&cond.eval(&env, &crate::expr::RowCtx::new(&r))?) == Some(true) {
+                rows.push(r);
+            }
+        }
+        Ok(ResultSet { columns: rs.columns, rows })
     }
 
     fn show_variables(&self, global: bool, like: Option<&str>) -> ResultSet {

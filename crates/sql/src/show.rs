@@ -317,7 +317,13 @@ pub fn information_schema_table(env: &Env<'_>, name: &str) -> Result<(Vec<OutCol
                                 crate::types::IntKind::Small => 5,
                                 crate::types::IntKind::Medium => 7,
                                 crate::types::IntKind::Int => 10,
-                                crate::types::IntKind::Big => 19,
+                                crate::types::IntKind::Big => {
+                                    if col.ty.is_unsigned() {
+                                        20
+                                    } else {
+                                        19
+                                    }
+                                }
                             }),
                             Value::Int(0),
                         ),

@@ -118,6 +118,9 @@ pub const DECIMAL_SCALE_MAX: u8 = 30;
 /// Quill's exact decimal arithmetic holds 28 significant digits; wider DECIMAL
 /// columns are accepted but values beyond 28 digits are out of range.
 pub const DECIMAL_DIGITS_EXACT: u32 = 28;
+/// A DECIMAL expression type whose scale depends on its value (MySQL's NOT_FIXED_DEC):
+/// values print with their own scale.
+pub const DECIMAL_SCALE_NOT_FIXED: u8 = 31;
 
 impl SqlType {
     #[must_use]
@@ -527,7 +530,7 @@ pub fn to_text(v: &Value, ty: &SqlType) -> Option<Vec<u8>> {
             _ => format_double(*f).into_bytes(),
         },
         Value::Decimal(d) => match ty {
-            SqlType::Decimal { scale, .. } => {
+            SqlType::Decimal { scale, .. } if *scale < DECIMAL_SCALE_NOT_FIXED => {
                 let mut d = *d;
                 d.rescale(u32::from(*scale));
                 d.to_string().into_bytes()

@@ -98,7 +98,7 @@ pub const VARIABLES: &[VarDef] = &[
     v("sql_safe_updates", Both, Bool, Inert, "OFF"),
     v("sql_select_limit", Both, Int, Inert, "18446744073709551615"),
     v("system_time_zone", Global, Str, ReadOnly, "UTC"),
-    v("time_zone", Both, Str, Inert, "SYSTEM"),
+    v("time_zone", Both, Str, Live, "SYSTEM"),
     v("transaction_isolation", Both, Str, Live, "REPEATABLE-READ"),
     v("transaction_read_only", Both, Bool, Inert, "OFF"),
     v("tx_isolation", Both, Str, Live, "REPEATABLE-READ"),
@@ -109,6 +109,31 @@ pub const VARIABLES: &[VarDef] = &[
     v("version_compile_os", Global, Str, ReadOnly, "Linux"),
     v("wait_timeout", Both, Int, Inert, "28800"),
     v("warning_count", Session, Int, ReadOnly, "0"),
+];
+
+/// The sql_mode names MySQL 8 accepts.
+pub const SQL_MODES: &[&str] = &[
+    "ALLOW_INVALID_DATES",
+    "ANSI",
+    "ANSI_QUOTES",
+    "ERROR_FOR_DIVISION_BY_ZERO",
+    "HIGH_NOT_PRECEDENCE",
+    "IGNORE_SPACE",
+    "NO_AUTO_VALUE_ON_ZERO",
+    "NO_BACKSLASH_ESCAPES",
+    "NO_DIR_IN_CREATE",
+    "NO_ENGINE_SUBSTITUTION",
+    "NO_UNSIGNED_SUBTRACTION",
+    "NO_ZERO_DATE",
+    "NO_ZERO_IN_DATE",
+    "ONLY_FULL_GROUP_BY",
+    "PAD_CHAR_TO_FULL_LENGTH",
+    "PIPES_AS_CONCAT",
+    "REAL_AS_FLOAT",
+    "STRICT_ALL_TABLES",
+    "STRICT_TRANS_TABLES",
+    "TIME_TRUNCATE_FRACTIONAL",
+    "TRADITIONAL",
 ];
 
 /// Find a variable definition by case-insensitive name.
@@ -171,7 +196,13 @@ pub fn normalise(def: &VarDef, v: &Value) -> Result<String> {
                     let up = s.to_ascii_uppercase().replace(' ', "-");
                     if ["READ-UNCOMMITTED", "READ-COMMITTED", "REPEATABLE-READ", "SERIALIZABLE"].contains(&up.as_str()) { Ok(up) } else { Err(wrong()) }
                 }
-                "sql_mode" => Ok(s.to_ascii_uppercase()),
+                "time_zone" => {
+                    parse_time_zone(&s).map(|_| s.clone()).ok_or_else(|| SqlError::new((1298, "HY000"), format!("Unknown or incorrect time zone: '{s}'")))
+                }
+                "sql_mode" => {
+                    let up = s.to_ascii_uppercase();
+                    if up.split(',').filter(|m| !m.is_empty()).all(|m| SQL_MODES.contains(&m)) { Ok(up) } else { Err(wrong()) }
+                }
                 _ => Ok(s),
             }
         }
@@ -186,4 +217,28 @@ pub fn as_value(def: &VarDef, s: &str) -> Value {
         Kind::Bool => Value::Int(i64::from(s == "ON")),
         Kind::Str => Value::Str(s.to_owned()),
     }
+}
+
+/// A `time_zone` value as an offset from UTC in seconds; `Some(None)` for SYSTEM.
+/// Named zones other than UTC are not known (no time zone tables yet).
+#[must_use]
+pub fn parse_time_zone(s: &str) -> Option<Option<i64>> {
+    let t = s.trim();
+    if t.eq_ignore_ascii_case("SYSTEM") {
+        return Some(None);
+    }
+    if t.eq_ignore_ascii_case("UTC") || t.eq_ignore_ascii_case("GMT") {
+        return Some(Some(0));
+    }
+    let (sign, rest) = match t.as_bytes().first()? {
+        b'+' => (1, &t[1..]),
+        b'-' => (-1, &t[1..]),
+        _ => return None,
+    };
+    let (h, m) = rest.split_once(':')?;
+    let (h, m): (i64, i64) = (h.parse().ok()?, m.parse().ok()?);
+    if !(0..=14).contains(&h) || !(0..60).contains(&m) {
+        return None;
+    }
+    Some(Some(sign * (h * 3600 + m * 60)))
 }

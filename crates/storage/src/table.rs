@@ -209,7 +209,7 @@ impl Table {
             let Some(row) = self.get(pk, view) else { continue };
             let key = Self::index_key(&idx.def, row);
             // The entry may belong to an older or newer version of the row.
-            if entry.len() == key.len() + pk.len() && entry.starts_with(&key) && !out.last().is_some_and(|p| p == pk) {
+            if entry.len() == key.len() + pk.len() && entry.starts_with(&key) && out.last().is_none_or(|p| p != pk) {
                 out.push(pk.clone());
             }
         }
