@@ -144,7 +144,21 @@ async fn command_loop(conn: &mut Conn, session: &mut Session) {
     let mut statements: HashMap<u32, Stmt> = HashMap::new();
     loop {
         conn.decoder.set_expected_seq(0);
-        let payload = match conn.read_packet().await {
+        session.command_started(None);
+        let kill = session.kill.clone();
+        let read = tokio::select! {
+            r = conn.read_packet() => r,
+            () = kill.notified() => {
+                if session.connection_killed() {
+                    return;
+                }
+                continue;
+            }
+        };
+        if session.connection_killed() {
+            return;
+        }
+        let payload = match read {
             Ok(Some((_, p))) => p,
             Ok(None) => return,
             Err(e) => {
@@ -186,6 +200,7 @@ async fn command_loop(conn: &mut Conn, session: &mut Session) {
             }
             Command::Query { sql, .. } => {
                 let text = String::from_utf8_lossy(&sql).into_owned();
+                session.command_started(Some(&text));
                 let results = session.run(&text).await;
                 let n = results.len();
                 for (i, r) in results.into_iter().enumerate() {
@@ -309,7 +324,7 @@ async fn command_loop(conn: &mut Conn, session: &mut Session) {
             Command::StmtFetch { .. } => response::write_err(&mut w, caps, 1235, "42000", "This version of MySQL doesn't yet support 'cursors'"),
             Command::Unknown(_) => response::write_err(&mut w, caps, 1047, "08S01", "Unknown command"),
         }
-        if !conn.send(&mut w).await {
+        if !conn.send(&mut w).await || session.connection_killed() {
             return;
         }
     }

@@ -52,7 +52,12 @@ pub struct ProcessInfo {
     pub command: String,
     pub started: Option<Instant>,
     pub info: Option<String>,
+    /// KILL QUERY: interrupt the statement running now (its lock wait).
     pub kill_query: bool,
+    /// KILL [CONNECTION]: close the connection.
+    pub kill_connection: bool,
+    /// Wakes the session's lock wait or its idle read when it is killed.
+    pub kill: Arc<tokio::sync::Notify>,
 }
 
 /// Everything shared by the sessions of one server.
@@ -195,6 +200,8 @@ pub struct Session {
     cache: HashMap<String, Arc<Vec<Statement>>>,
     /// Client asked for rows-matched counts (CLIENT_FOUND_ROWS).
     pub client_found_rows: bool,
+    /// Notified when another session KILLs this one.
+    pub kill: Arc<tokio::sync::Notify>,
 }
 
 impl Session {
@@ -203,10 +210,11 @@ impl Session {
         let vars = engine.globals.read().clone();
         engine.status.connections.fetch_add(1, Ordering::Relaxed);
         engine.status.threads_connected.fetch_add(1, Ordering::Relaxed);
-        engine
-            .processes
-            .lock()
-            .insert(connection_id, ProcessInfo { user: user.to_owned(), host: host.to_owned(), command: "Sleep".into(), ..ProcessInfo::default() });
+        let kill = Arc::new(tokio::sync::Notify::new());
+        engine.processes.lock().insert(
+            connection_id,
+            ProcessInfo { user: user.to_owned(), host: host.to_owned(), command: "Sleep".into(), kill: kill.clone(), ..ProcessInfo::default() },
+        );
         Session {
             info: SessionInfo {
                 engine,
@@ -228,6 +236,7 @@ impl Session {
             next_stmt_id: 1,
             cache: HashMap::new(),
             client_found_rows: false,
+            kill,
         }
     }
 
@@ -399,7 +408,17 @@ impl Session {
                     let holder = e.lock_holder.unwrap_or_default();
                     let rx = self.info.engine.txns.watch(holder);
                     let left = deadline.saturating_duration_since(Instant::now());
-                    if TxnManager::wait_for(rx, left).await == WaitOutcome::TimedOut || Instant::now() >= deadline {
+                    let waited = tokio::select! {
+                        w = TxnManager::wait_for(rx, left) => Some(w),
+                        () = self.kill.notified() => None,
+                    };
+                    let Some(waited) = waited else {
+                        if self.is_killed() {
+                            return Err(SqlError::new(codes::ER_QUERY_INTERRUPTED, "Query execution was interrupted"));
+                        }
+                        continue;
+                    };
+                    if waited == WaitOutcome::TimedOut || Instant::now() >= deadline {
                         if self.info.var("innodb_rollback_on_timeout") == "ON" {
                             self.rollback();
                         }
@@ -920,15 +939,47 @@ impl Session {
     }
 
     fn kill(&mut self, words: &[&str]) -> Result<Outcome> {
-        let id_word = words.last().copied().unwrap_or_default();
+        let id_word = words.last().copied().unwrap_or_default().trim_end_matches(';');
         let id: u32 = id_word.parse().map_err(|_| SqlError::parse(id_word))?;
+        let query_only = words.get(1).is_some_and(|w| w.eq_ignore_ascii_case("QUERY"));
         let mut procs = self.info.engine.processes.lock();
         match procs.get_mut(&id) {
             Some(p) => {
-                p.kill_query = true;
+                if query_only {
+                    p.kill_query = true;
+                } else {
+                    p.kill_connection = true;
+                }
+                p.kill.notify_one();
+                drop(procs);
+                if id == self.info.connection_id && !query_only {
+                    return Err(SqlError::new(codes::ER_QUERY_INTERRUPTED, "Query execution was interrupted"));
+                }
                 Ok(Outcome::ok())
             }
             None => Err(SqlError::new(codes::ER_NO_SUCH_THREAD, format!("Unknown thread id: {id}"))),
+        }
+    }
+
+    /// Whether this session was killed (KILL QUERY, or KILL CONNECTION).
+    #[must_use]
+    pub fn is_killed(&self) -> bool {
+        self.info.engine.processes.lock().get(&self.info.connection_id).is_some_and(|p| p.kill_query || p.kill_connection)
+    }
+
+    /// Whether this session's connection must close (KILL CONNECTION).
+    #[must_use]
+    pub fn connection_killed(&self) -> bool {
+        self.info.engine.processes.lock().get(&self.info.connection_id).is_some_and(|p| p.kill_connection)
+    }
+
+    /// A new command starts: a KILL QUERY aimed at an earlier one is spent.
+    pub fn command_started(&self, text: Option<&str>) {
+        if let Some(p) = self.info.engine.processes.lock().get_mut(&self.info.connection_id) {
+            p.kill_query = false;
+            p.command = if text.is_some() { "Query".into() } else { "Sleep".into() };
+            p.info = text.map(|t| t.chars().take(1024).collect());
+            p.started = Some(Instant::now());
         }
     }
 
@@ -976,7 +1027,12 @@ impl Session {
                 show::show_tables(&catalog, &db, full, like.as_deref())?
             }
             "COLUMNS" | "FIELDS" => {
-                let mut it = upper.iter().enumerate().skip(i + 1).filter(|(_, w)| *w == "FROM" || *w == "IN").map(|(j, _)| words[j + 1].trim_end_matches(';'));
+                let mut it = upper
+                    .iter()
+                    .enumerate()
+                    .skip(i + 1)
+                    .filter(|(_, w)| *w == "FROM" || *w == "IN")
+                    .filter_map(|(j, _)| words.get(j + 1).map(|w| w.trim_end_matches(';')));
                 let tname = it.next().ok_or_else(|| SqlError::parse(sql))?;
                 let db_override = it.next().map(|d| d.trim_matches('`').to_owned());
                 let (db, t) = self.split_name(tname);
