@@ -154,7 +154,7 @@ fn soup(rng: &mut Rng) -> String {
 #[tokio::test(flavor = "current_thread")]
 async fn random_and_mutated_statements_never_panic() {
     let iterations: usize = std::env::var("QUILL_FUZZ_ITERATIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(DEFAULT_ITERATIONS);
-    let seed: u64 = std::env::var("QUILL_FUZZ_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(0x5EED_0F_0111);
+    let seed: u64 = std::env::var("QUILL_FUZZ_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(0x5EED_0F01_1100);
     let mut rng = Rng(seed | 1);
     let engine = Engine::new(VarSet::defaults());
     let mut session = Session::new(engine, 1, "root", "127.0.0.1");
@@ -183,10 +183,8 @@ async fn random_and_mutated_statements_never_panic() {
 async fn futures_lite_catch(session: &mut Session, sql: &str) -> bool {
     // Statements run synchronously inside `run` apart from lock waits, which a
     // single session never meets; a panic unwinds through the await.
-    let fut = std::panic::AssertUnwindSafe(session.run(sql));
-    let handle = async move { fut.0.await };
-    // No external crate: poll via the runtime and catch the unwind around it.
-    tokio::task::unconstrained(CatchUnwind(Box::pin(handle))).await.is_ok()
+    // No external crate: poll the future and catch an unwind around each poll.
+    CatchUnwind(Box::pin(session.run(sql))).await.is_ok()
 }
 
 struct CatchUnwind<F>(std::pin::Pin<Box<F>>);
