@@ -19,14 +19,65 @@ use quill_sql::query::{OutColumn, flags};
 use quill_sql::types::{IntKind, SqlType};
 use quill_sql::{Engine, Outcome, Session, SqlError};
 use quill_storage::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 
 /// Bytes read from the socket per read call.
 pub const READ_BUFFER_BYTES: usize = 64 * 1024;
 
+/// The byte stream under a connection: plain TCP, or TLS after an SSLRequest.
+enum Stream {
+    Tcp(TcpStream),
+    Tls(Box<tokio_rustls::server::TlsStream<TcpStream>>),
+    /// Only while the TCP stream is being handed to the TLS acceptor.
+    Detached,
+}
+
+fn detached() -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::NotConnected, "stream detached for the TLS upgrade")
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Stream::Tcp(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+            Stream::Detached => Poll::Ready(Err(detached())),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Tcp(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+            Stream::Detached => Poll::Ready(Err(detached())),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Stream::Tcp(s) => Pin::new(s).poll_flush(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+            Stream::Detached => Poll::Ready(Err(detached())),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Stream::Tcp(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+            Stream::Detached => Poll::Ready(Err(detached())),
+        }
+    }
+}
+
 struct Conn {
-    stream: TcpStream,
+    stream: Stream,
     decoder: PacketDecoder,
     caps: u32,
     read_buf: Vec<u8>,
@@ -48,7 +99,18 @@ impl Conn {
 
     async fn send(&mut self, w: &mut PacketWriter) -> bool {
         let bytes = w.take();
-        self.stream.write_all(&bytes).await.is_ok()
+        self.stream.write_all(&bytes).await.is_ok() && self.stream.flush().await.is_ok()
+    }
+
+    /// Send what `w` holds and read the client's next packet of this exchange.
+    async fn exchange(&mut self, w: &mut PacketWriter) -> Option<Vec<u8>> {
+        if !self.send(w).await {
+            return None;
+        }
+        self.decoder.set_expected_seq(w.seq);
+        let packet = self.read_packet().await.ok().flatten().map(|(_, p)| p);
+        *w = PacketWriter::new(self.decoder.expected_seq());
+        packet
     }
 }
 
@@ -56,12 +118,68 @@ fn send_error(w: &mut PacketWriter, caps: u32, e: &SqlError) {
     response::write_err(w, caps, e.code, e.state, &e.message);
 }
 
+/// The accounts Quill knows at this stage: `root` with an empty password, from
+/// loopback (as `mysqld --initialize-insecure`). The stored secrets are `None`
+/// for an empty password.
+fn account_secrets(user: &str, peer: &str) -> Option<(Option<auth::NativePasswordHash>, Option<auth::CachingSha2Secret>)> {
+    let loopback = peer == "127.0.0.1" || peer == "::1" || peer.starts_with("127.");
+    (user == "root" && loopback).then_some((None, None))
+}
+
+enum AuthResult {
+    Ok,
+    Denied,
+    Gone,
+}
+
+/// Authenticate with the plugin the client chose, switching it to
+/// caching_sha2_password when it chose another. `tls` says whether the full
+/// caching_sha2 exchange (cleartext password) may be used.
+/// What a client presented to log in.
+struct Login<'a> {
+    user: &'a str,
+    peer: &'a str,
+    plugin: Option<&'a str>,
+    response: Vec<u8>,
+    tls: bool,
+}
+
+async fn authenticate(conn: &mut Conn, w: &mut PacketWriter, scramble: &auth::Scramble, login: Login<'_>) -> AuthResult {
+    let Some((native, sha2)) = account_secrets(login.user, login.peer) else { return AuthResult::Denied };
+    let mut plugin = login.plugin.unwrap_or(auth::CACHING_SHA2_PASSWORD).to_owned();
+    let mut response = login.response;
+    let tls = login.tls;
+    if plugin != auth::CACHING_SHA2_PASSWORD && plugin != auth::MYSQL_NATIVE_PASSWORD {
+        auth::write_auth_switch_request(w, auth::CACHING_SHA2_PASSWORD, scramble);
+        let Some(r) = conn.exchange(w).await else { return AuthResult::Gone };
+        response = r;
+        plugin = auth::CACHING_SHA2_PASSWORD.to_owned();
+    }
+    if plugin == auth::MYSQL_NATIVE_PASSWORD {
+        return if auth::verify_native_password(native.as_ref(), scramble, &response) { AuthResult::Ok } else { AuthResult::Denied };
+    }
+    if auth::verify_caching_sha2_fast(sha2.as_ref(), scramble, &response) {
+        if !response.is_empty() && response != [0] {
+            auth::write_auth_more_data(w, &[auth::CACHING_SHA2_FAST_AUTH_SUCCESS]);
+        }
+        return AuthResult::Ok;
+    }
+    if !tls {
+        // The full exchange needs TLS here (no RSA key exchange yet).
+        return AuthResult::Denied;
+    }
+    auth::write_auth_more_data(w, &[auth::CACHING_SHA2_PERFORM_FULL_AUTHENTICATION]);
+    let Some(cleartext) = conn.exchange(w).await else { return AuthResult::Gone };
+    if auth::verify_caching_sha2_cleartext(sha2.as_ref(), &cleartext) { AuthResult::Ok } else { AuthResult::Denied }
+}
+
 /// Serve one connection until the client quits or the stream fails.
-pub async fn serve(stream: TcpStream, engine: Arc<Engine>, connection_id: u32) {
+pub async fn serve(stream: TcpStream, engine: Arc<Engine>, connection_id: u32, tls: Option<Arc<rustls::ServerConfig>>) {
     let peer = stream.peer_addr().map(|a| a.ip().to_string()).unwrap_or_else(|_| "unknown".into());
     let max_packet: usize = engine.global("max_allowed_packet").and_then(|v| v.parse().ok()).unwrap_or(64 << 20);
-    let mut conn = Conn { stream, decoder: PacketDecoder::new(max_packet), caps: 0, read_buf: vec![0; READ_BUFFER_BYTES] };
-    let _ = conn.stream.set_nodelay(true);
+    let _ = stream.set_nodelay(true);
+    let tcp = stream;
+    let mut conn = Conn { stream: Stream::Tcp(tcp), decoder: PacketDecoder::new(max_packet), caps: 0, read_buf: vec![0; READ_BUFFER_BYTES] };
 
     let max_connections: u64 = engine.global("max_connections").and_then(|v| v.parse().ok()).unwrap_or(151);
     let connected = engine.status.threads_connected.load(std::sync::atomic::Ordering::Relaxed);
@@ -72,7 +190,7 @@ pub async fn serve(stream: TcpStream, engine: Arc<Engine>, connection_id: u32) {
         return;
     }
     let scramble = auth::generate_scramble();
-    let server_caps = DEFAULT_SERVER_CAPABILITIES;
+    let server_caps = DEFAULT_SERVER_CAPABILITIES | if tls.is_some() { CLIENT_SSL } else { 0 };
     write_initial_handshake(
         &mut w,
         &InitialHandshake {
@@ -82,26 +200,36 @@ pub async fn serve(stream: TcpStream, engine: Arc<Engine>, connection_id: u32) {
             capabilities: server_caps,
             charset: 255,
             status_flags: SERVER_STATUS_AUTOCOMMIT,
-            auth_plugin_name: auth::MYSQL_NATIVE_PASSWORD,
+            auth_plugin_name: auth::CACHING_SHA2_PASSWORD,
         },
     );
-    if !conn.send(&mut w).await {
-        return;
-    }
-    conn.decoder.set_expected_seq(1);
-    let hello = match conn.read_packet().await {
-        Ok(Some((_, p))) => p,
-        _ => return,
-    };
-    let mut w = PacketWriter::new(conn.decoder.expected_seq());
-    let response = match parse_client_hello(&hello) {
-        Ok(ClientHello::Response(r)) => r,
-        Ok(ClientHello::SslRequest(_)) => {
-            response::write_err(&mut w, CLIENT_PROTOCOL_41, 1045, "28000", "SSL connection error: TLS is not yet available on this server");
+    let Some(mut hello) = conn.exchange(&mut w).await else { return };
+    let mut tls_info: Option<(String, String)> = None;
+    if let Ok(ClientHello::SslRequest(_)) = parse_client_hello(&hello) {
+        let Some(config) = tls.clone() else {
+            response::write_err(&mut w, CLIENT_PROTOCOL_41, 1043, "08S01", "Bad handshake");
             conn.send(&mut w).await;
             return;
-        }
-        Err(_) => {
+        };
+        // Hand the raw TCP stream to rustls; nothing else was buffered past the SSLRequest.
+        let seq = conn.decoder.expected_seq();
+        let Stream::Tcp(tcp) = std::mem::replace(&mut conn.stream, Stream::Detached) else { return };
+        let Ok(tls_stream) = tokio_rustls::TlsAcceptor::from(config).accept(tcp).await else { return };
+        let (_, state) = tls_stream.get_ref();
+        tls_info = Some((
+            state.negotiated_cipher_suite().map(|c| format!("{:?}", c.suite()).replace("TLS13_", "TLS_")).unwrap_or_default(),
+            state.protocol_version().map(|v| format!("{v:?}").replace("TLSv1_", "TLSv1.")).unwrap_or_default(),
+        ));
+        conn.stream = Stream::Tls(Box::new(tls_stream));
+        conn.decoder = PacketDecoder::new(max_packet);
+        conn.decoder.set_expected_seq(seq);
+        let Ok(Some((_, p))) = conn.read_packet().await else { return };
+        hello = p;
+        w = PacketWriter::new(conn.decoder.expected_seq());
+    }
+    let response = match parse_client_hello(&hello) {
+        Ok(ClientHello::Response(r)) => r,
+        _ => {
             response::write_err(&mut w, CLIENT_PROTOCOL_41, 1043, "08S01", "Bad handshake");
             conn.send(&mut w).await;
             return;
@@ -109,15 +237,29 @@ pub async fn serve(stream: TcpStream, engine: Arc<Engine>, connection_id: u32) {
     };
     conn.caps = response.capabilities & server_caps;
     let caps = conn.caps;
-    let empty_password = response.auth_response.is_empty() || response.auth_response == [0];
-    if response.username != "root" || !empty_password {
-        let using = if empty_password { "NO" } else { "YES" };
-        response::write_err(&mut w, caps, 1045, "28000", &format!("Access denied for user '{}'@'{}' (using password: {using})", response.username, peer));
-        conn.send(&mut w).await;
-        return;
+    let using = if response.auth_response.is_empty() || response.auth_response == [0] { "NO" } else { "YES" };
+    let login = Login {
+        user: &response.username,
+        peer: &peer,
+        plugin: response.auth_plugin_name.as_deref(),
+        response: response.auth_response.clone(),
+        tls: tls_info.is_some(),
+    };
+    match authenticate(&mut conn, &mut w, &scramble, login).await {
+        AuthResult::Ok => {}
+        AuthResult::Gone => return,
+        AuthResult::Denied => {
+            response::write_err(&mut w, caps, 1045, "28000", &format!("Access denied for user '{}'@'{}' (using password: {using})", response.username, peer));
+            conn.send(&mut w).await;
+            return;
+        }
     }
     let mut session = Session::new(engine.clone(), connection_id, &response.username, &peer);
     session.client_found_rows = caps & CLIENT_FOUND_ROWS != 0;
+    if let Some((cipher, version)) = tls_info {
+        session.tls_cipher = cipher;
+        session.tls_version = version;
+    }
     if let Some(db) = response.database.as_deref().filter(|d| !d.is_empty())
         && let Err(e) = session.use_database(db)
     {

@@ -6,6 +6,7 @@
 
 mod config;
 mod conn;
+mod tls;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -48,6 +49,13 @@ async fn run(cfg: config::Config) -> std::io::Result<()> {
     if fresh {
         tracing::info!(datadir = %cfg.datadir.display(), "initialized a new data directory; account root@localhost has an empty password");
     }
+    let tls = match tls::server_config(&cfg.datadir) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            tracing::warn!(error = %e, "TLS is unavailable; clients can connect without it only");
+            None
+        }
+    };
     let engine = quill_sql::Engine::new(cfg.globals);
     let listener = TcpListener::bind((cfg.bind.as_str(), cfg.port)).await?;
     tracing::info!(address = %listener.local_addr()?, version = quill_sql::SERVER_VERSION, "ready for connections");
@@ -60,7 +68,7 @@ async fn run(cfg: config::Config) -> std::io::Result<()> {
                 let Ok((stream, _)) = accepted else { continue };
                 let id = next_id.fetch_add(1, Ordering::Relaxed);
                 let engine = engine.clone();
-                tokio::spawn(conn::serve(stream, engine, id));
+                tokio::spawn(conn::serve(stream, engine, id, tls.clone()));
             }
             () = &mut shutdown => {
                 tracing::info!("shutting down");

@@ -202,6 +202,9 @@ pub struct Session {
     pub client_found_rows: bool,
     /// Notified when another session KILLs this one.
     pub kill: Arc<tokio::sync::Notify>,
+    /// TLS cipher suite and protocol of the connection (empty without TLS).
+    pub tls_cipher: String,
+    pub tls_version: String,
 }
 
 impl Session {
@@ -237,6 +240,8 @@ impl Session {
             cache: HashMap::new(),
             client_found_rows: false,
             kill,
+            tls_cipher: String::new(),
+            tls_version: String::new(),
         }
     }
 
@@ -1256,6 +1261,8 @@ impl Session {
             ("Connections", get(&s.connections)),
             ("Queries", get(&s.questions)),
             ("Questions", get(&s.questions)),
+            ("Ssl_cipher", self.tls_cipher.clone()),
+            ("Ssl_version", self.tls_version.clone()),
             ("Threads_connected", get(&s.threads_connected)),
             ("Uptime", self.info.engine.started.elapsed().as_secs().to_string()),
         ];
