@@ -173,6 +173,20 @@ async fn authenticate(conn: &mut Conn, w: &mut PacketWriter, scramble: &auth::Sc
     if auth::verify_caching_sha2_cleartext(sha2.as_ref(), &cleartext) { AuthResult::Ok } else { AuthResult::Denied }
 }
 
+/// Read one packet without reading past it (only used before the TLS upgrade; the
+/// first client packet always fits in one frame).
+async fn read_exact_packet(stream: &mut Stream, max_packet: usize) -> Option<Vec<u8>> {
+    let mut header = [0u8; 4];
+    stream.read_exact(&mut header).await.ok()?;
+    let len = usize::from(header[0]) | usize::from(header[1]) << 8 | usize::from(header[2]) << 16;
+    if header[3] != 1 || len > max_packet.min(quill_protocol::packet::MAX_PAYLOAD_LEN - 1) {
+        return None;
+    }
+    let mut payload = vec![0u8; len];
+    stream.read_exact(&mut payload).await.ok()?;
+    Some(payload)
+}
+
 /// Serve one connection until the client quits or the stream fails.
 pub async fn serve(stream: TcpStream, engine: Arc<Engine>, connection_id: u32, tls: Option<Arc<rustls::ServerConfig>>) {
     let peer = stream.peer_addr().map(|a| a.ip().to_string()).unwrap_or_else(|_| "unknown".into());
@@ -203,7 +217,15 @@ pub async fn serve(stream: TcpStream, engine: Arc<Engine>, connection_id: u32, t
             auth_plugin_name: auth::CACHING_SHA2_PASSWORD,
         },
     );
-    let Some(mut hello) = conn.exchange(&mut w).await else { return };
+    // The first client packet is read byte-exact: a client that sends an SSLRequest
+    // follows it at once with its TLS ClientHello, which must stay in the socket for
+    // the TLS acceptor.
+    if !conn.send(&mut w).await {
+        return;
+    }
+    let Some(mut hello) = read_exact_packet(&mut conn.stream, max_packet).await else { return };
+    conn.decoder.set_expected_seq(2);
+    w = PacketWriter::new(2);
     let mut tls_info: Option<(String, String)> = None;
     if let Ok(ClientHello::SslRequest(_)) = parse_client_hello(&hello) {
         let Some(config) = tls.clone() else {
