@@ -105,8 +105,10 @@ fn encode_ok(out: &mut Vec<u8>, header: u8, capabilities: u32, ok: &OkPacket<'_>
         if state_changed {
             write_lenenc_bytes(out, &encode_session_state(ok.session_state_changes));
         }
-    } else {
-        out.extend_from_slice(ok.info.as_bytes());
+    } else if !ok.info.is_empty() {
+        // Documented as string<EOF>, but MySQL's net_send_ok writes it length-encoded
+        // and clients (libmysqlclient, mysql_common) parse it that way.
+        write_lenenc_bytes(out, ok.info.as_bytes());
     }
 }
 

@@ -475,8 +475,11 @@ pub fn round_micros(us: i64, fsp: u8) -> i64 {
         return us;
     }
     let unit = 10i64.pow(6 - u32::from(fsp));
-    let r = us.rem_euclid(unit);
-    if r * 2 >= unit { us - r + unit } else { us - r }
+    // Half away from zero, for negative TIME values too.
+    let magnitude = us.unsigned_abs() as i64;
+    let r = magnitude % unit;
+    let rounded = if r * 2 >= unit { magnitude - r + unit } else { magnitude - r };
+    if us < 0 { -rounded } else { rounded }
 }
 
 // ---------------------------------------------------------------------------

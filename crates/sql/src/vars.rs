@@ -92,6 +92,9 @@ pub const VARIABLES: &[VarDef] = &[
     v("session_track_state_change", Both, Bool, Inert, "OFF"),
     v("session_track_system_variables", Both, Str, Inert, "time_zone,autocommit,character_set_client,character_set_results,character_set_connection"),
     v("session_track_transaction_info", Both, Str, Inert, "OFF"),
+    v("skip_networking", Global, Bool, ReadOnly, "OFF"),
+    // Quill listens on TCP only; clients that look for a Unix socket find none.
+    v("socket", Global, Str, ReadOnly, ""),
     v("sql_auto_is_null", Both, Bool, Inert, "OFF"),
     v("sql_mode", Both, Str, Live, "ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION"),
     v("sql_notes", Both, Bool, Inert, "ON"),
