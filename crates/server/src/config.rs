@@ -4,6 +4,11 @@
 //! Option files use MySQL's ini layout; keys under `[mysqld]`, `[server]` and
 //! `[quill]` apply. Dashes and underscores in names are interchangeable, as in
 //! mysqld. Command-line options override the file.
+//!
+//! Why not clap: like mysqld, `quill serve` takes *every* system variable as an
+//! option, and the variable table in `quill_sql::vars` is the one list of them.
+//! Declaring each again for clap would duplicate that table; this small parser
+//! reads `--name=value` / `--name value` against it instead.
 
 use std::path::PathBuf;
 
