@@ -561,6 +561,9 @@ impl Session {
     fn select(&mut self, q: &ast::Query, params: &[Value]) -> Result<Outcome> {
         self.info.engine.status.com_select.fetch_add(1, Ordering::Relaxed);
         let locking = !q.locks.is_empty();
+        if !locking && self.txn.is_none() && self.autocommit() {
+            return self.select_autocommit(q, params);
+        }
         let view = if locking {
             let txn = self.txn_for_statement();
             ReadView::current(txn)
@@ -627,6 +630,31 @@ impl Session {
         }
         self.statement_end();
         let rs = result?;
+        self.info.row_count = -1;
+        self.info.found_rows = rs.rows.len() as u64;
+        Ok(Outcome::Rows(rs))
+    }
+
+    /// An autocommit, non-locking SELECT outside any transaction: no transaction is
+    /// registered. Its view is taken while holding the catalog's read lock, which
+    /// also keeps commits (and so purges) out until the statement is done.
+    fn select_autocommit(&mut self, q: &ast::Query, params: &[Value]) -> Result<Outcome> {
+        let engine = self.engine();
+        let catalog = engine.catalog.read();
+        let view = ReadView { txn: 0, read_ts: engine.txns.last_commit_ts(), uncommitted: self.isolation() == "READ-UNCOMMITTED" };
+        let env = Env {
+            catalog: &catalog,
+            view,
+            params,
+            now_us: self.info.now_us(),
+            info: &self.info,
+            locking: false,
+            locked_rows: Default::default(),
+            div_zero_is_error: false,
+        };
+        let rs = query::plan_query(&env, q, &[]).and_then(|(plan, _)| query::run_select(&plan, &env, None))?;
+        drop(env);
+        drop(catalog);
         self.info.row_count = -1;
         self.info.found_rows = rs.rows.len() as u64;
         Ok(Outcome::Rows(rs))

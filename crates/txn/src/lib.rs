@@ -79,6 +79,13 @@ impl TxnManager {
         ReadView { txn, read_ts, uncommitted }
     }
 
+    /// The timestamp of the newest commit. A reader that holds the storage lock
+    /// while it reads may use it as an unregistered view: no purge can run then.
+    #[must_use]
+    pub fn last_commit_ts(&self) -> Timestamp {
+        self.last_commit_ts.load(Ordering::Acquire)
+    }
+
     /// Forget a read view taken with [`TxnManager::read_view`].
     pub fn release_view(&self, view: &ReadView) {
         let mut active = self.active.lock();
