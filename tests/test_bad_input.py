@@ -153,3 +153,24 @@ def test_disconnect_mid_transaction_rolls_back(server, fresh_db):
 
 def test_server_still_answers_after_all_of_this(server):
     assert_answers_select_1(server)
+
+
+def test_pipelined_queries_are_answered_in_order(server):
+    """Several COM_QUERY packets in one write: each gets its own reply, in order."""
+    with RawConnection(server.host, server.port) as conn:
+        conn.login()
+        batch = b""
+        for n in (1, 2, 3):
+            payload = bytes([0x03]) + f"SELECT {n} + 10".encode()
+            batch += len(payload).to_bytes(3, "little") + b"\x00" + payload
+        conn.send_raw(batch)
+        values = []
+        for _ in range(3):
+            first = conn.read_packet()
+            assert first[0] == 1, "one column"
+            conn.read_packet()  # column definition
+            assert conn.read_packet()[0] == 0xFE  # EOF after the definitions
+            row = conn.read_packet()
+            values.append(row[1 : 1 + row[0]].decode())
+            assert conn.read_packet()[0] == 0xFE  # EOF after the rows
+        assert values == ["11", "12", "13"]

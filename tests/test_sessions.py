@@ -152,3 +152,22 @@ def test_client_vanishing_mid_transaction_releases_its_locks(server, fresh_db):
         cur.execute("UPDATE demo SET counter = counter + 1 WHERE id = 3")
         cur.execute("SELECT counter FROM demo WHERE id = 3")
         assert cur.fetchone() == (1,)
+
+
+def test_max_connections_refuses_with_1040(server):
+    """root, like any CONNECTION_ADMIN account in MySQL, gets one connection past the limit."""
+    with server.connect() as admin, admin.cursor() as cur:
+        cur.execute("SELECT @@global.max_connections")
+        original = cur.fetchone()[0]
+        cur.execute("SET GLOBAL max_connections = 10")
+        opened = []
+        try:
+            with pytest.raises(pymysql.err.OperationalError) as err:
+                for _ in range(40):
+                    opened.append(server.connect())
+            assert err.value.args[0] == 1040
+            assert 1 <= len(opened) <= 11
+        finally:
+            for c in opened:
+                c.close()
+            cur.execute(f"SET GLOBAL max_connections = {original}")

@@ -195,14 +195,7 @@ pub async fn serve(stream: TcpStream, engine: Arc<Engine>, connection_id: u32, t
     let tcp = stream;
     let mut conn = Conn { stream: Stream::Tcp(tcp), decoder: PacketDecoder::new(max_packet), caps: 0, read_buf: vec![0; READ_BUFFER_BYTES] };
 
-    let max_connections: u64 = engine.global("max_connections").and_then(|v| v.parse().ok()).unwrap_or(151);
-    let connected = engine.status.threads_connected.load(std::sync::atomic::Ordering::Relaxed);
     let mut w = PacketWriter::new(0);
-    if connected >= max_connections {
-        response::write_err(&mut w, CLIENT_PROTOCOL_41, 1040, "08004", "Too many connections");
-        conn.send(&mut w).await;
-        return;
-    }
     let scramble = auth::generate_scramble();
     let server_caps = DEFAULT_SERVER_CAPABILITIES | if tls.is_some() { CLIENT_SSL } else { 0 };
     write_initial_handshake(
@@ -275,6 +268,15 @@ pub async fn serve(stream: TcpStream, engine: Arc<Engine>, connection_id: u32, t
             conn.send(&mut w).await;
             return;
         }
+    }
+    // As in MySQL, an account with CONNECTION_ADMIN (root is the only account today)
+    // may use one connection beyond max_connections.
+    let max_connections: u64 = engine.global("max_connections").and_then(|v| v.parse().ok()).unwrap_or(151);
+    let connected = engine.status.threads_connected.load(std::sync::atomic::Ordering::Relaxed);
+    if connected > max_connections {
+        response::write_err(&mut w, caps, 1040, "08004", "Too many connections");
+        conn.send(&mut w).await;
+        return;
     }
     let mut session = Session::new(engine.clone(), connection_id, &response.username, &peer);
     session.client_found_rows = caps & CLIENT_FOUND_ROWS != 0;
