@@ -171,3 +171,47 @@ def test_max_connections_refuses_with_1040(server):
             for c in opened:
                 c.close()
             cur.execute(f"SET GLOBAL max_connections = {original}")
+
+
+def test_deadlock_rolls_back_one_transaction_with_1213(server, fresh_db):
+    with server.connect(fresh_db) as c, c.cursor() as cur:
+        cur.execute("CREATE TABLE acct (id INT PRIMARY KEY, bal INT NOT NULL)")
+        cur.execute("INSERT INTO acct VALUES (1, 100), (2, 100)")
+    a = server.connect(fresh_db, autocommit=False)
+    b = server.connect(fresh_db, autocommit=False)
+    outcome = {}
+    try:
+        with a.cursor() as cur:
+            cur.execute("UPDATE acct SET bal = bal - 10 WHERE id = 1")
+        with b.cursor() as cur:
+            cur.execute("UPDATE acct SET bal = bal - 20 WHERE id = 2")
+
+        def a_wants_row_2():
+            try:
+                with a.cursor() as cur:
+                    cur.execute("UPDATE acct SET bal = bal + 10 WHERE id = 2")
+                outcome["a"] = "ok"
+            except pymysql.err.MySQLError as e:
+                outcome["a"] = e.args[0]
+
+        t = threading.Thread(target=a_wants_row_2)
+        t.start()
+        time.sleep(0.3)
+        try:
+            with b.cursor() as cur:
+                cur.execute("UPDATE acct SET bal = bal + 20 WHERE id = 1")
+            outcome["b"] = "ok"
+        except pymysql.err.MySQLError as e:
+            outcome["b"] = e.args[0]
+        t.join(10)
+        assert sorted(map(str, outcome.values())) == ["1213", "ok"], outcome
+        winner = a if outcome["a"] == "ok" else b
+        winner.commit()
+        with server.connect(fresh_db) as c, c.cursor() as cur:
+            cur.execute("SELECT bal FROM acct ORDER BY id")
+            balances = [r[0] for r in cur.fetchall()]
+        # The victim's first update was rolled back with it; the winner's both applied.
+        assert balances in ([90, 110], [120, 80]), balances
+    finally:
+        a.close()
+        b.close()

@@ -8,8 +8,8 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use quill_storage::Decimal;
 use quill_storage::{Collation, Value};
-use rust_decimal::Decimal;
 use sqlparser::ast::{self, BinaryOperator, DuplicateTreatment, FunctionArg, FunctionArgExpr, FunctionArguments, ObjectNamePart, UnaryOperator};
 
 use crate::error::{Result, SqlError, codes};
@@ -676,9 +676,7 @@ pub fn type_of_value(v: &Value) -> SqlType {
         Value::Int(_) => SqlType::bigint(),
         Value::UInt(_) => SqlType::Int { kind: IntKind::Big, unsigned: true, display: None },
         Value::Double(_) => SqlType::Double,
-        Value::Decimal(d) => {
-            SqlType::Decimal { precision: 65.min(d.mantissa().unsigned_abs().to_string().len() as u8 + 1), scale: d.scale() as u8, unsigned: false }
-        }
+        Value::Decimal(d) => SqlType::Decimal { precision: 65.min(d.digits() as u8 + 1), scale: d.scale().min(30) as u8, unsigned: false },
         Value::Str(s) => SqlType::VarChar { len: s.chars().count() as u32, collation: Collation::default() },
         Value::Bytes(b) => SqlType::VarBinary(b.len() as u32),
         Value::Date(_) => SqlType::Date,

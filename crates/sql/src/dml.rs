@@ -9,7 +9,7 @@
 
 use std::cmp::Ordering;
 
-use quill_storage::{Collation, ReadView, Row, Table, TxnId, Value, WriteError};
+use quill_storage::{Collation, Decimal, ReadView, Row, Table, TxnId, Value, WriteError};
 use sqlparser::ast;
 
 use crate::bind::{Binder, Scope, ScopeColumn};
@@ -152,7 +152,7 @@ pub(crate) fn zero_value(ty: &crate::types::SqlType) -> Value {
     match ty {
         T::Int { unsigned: true, .. } => Value::UInt(0),
         T::Int { .. } | T::Year => Value::Int(0),
-        T::Decimal { .. } => Value::Decimal(rust_decimal::Decimal::ZERO),
+        T::Decimal { .. } => Value::Decimal(Decimal::zero()),
         T::Float | T::Double => Value::Double(0.0),
         T::Binary(_) | T::VarBinary(_) | T::Blob(_) => Value::Bytes(vec![]),
         T::Date => Value::Date(0),

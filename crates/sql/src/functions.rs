@@ -2,8 +2,8 @@
 
 use chrono::{Datelike, Duration, Months, NaiveDateTime, Timelike};
 use quill_storage::{Collation, Value};
-use rust_decimal::prelude::ToPrimitive;
-use rust_decimal::{Decimal, RoundingStrategy};
+
+use quill_storage::{Decimal, RoundingStrategy};
 
 use crate::error::{Result, SqlError, codes};
 use crate::expr::{Expr, RowCtx};
@@ -627,14 +627,14 @@ fn round(v: &Value, places: i64, truncate: bool) -> Value {
         Value::Int(_) | Value::UInt(_) | Value::Decimal(_) => {
             let d = ops::to_decimal(v).unwrap_or_default();
             if places >= 0 {
-                let mut r = d.round_dp_with_strategy(places.min(28) as u32, strategy);
+                let places = places.min(i64::from(crate::types::DECIMAL_SCALE_MAX)) as u32;
+                let mut r = d.round_dp_with_strategy(places, strategy);
                 if matches!(v, Value::Decimal(_)) {
-                    r.rescale(places.min(28) as u32);
+                    r.rescale(places);
                 }
                 Value::Decimal(r)
             } else {
-                let factor = Decimal::from_i128_with_scale(10i128.pow((-places).min(27) as u32), 0);
-                let r = (d / factor).round_dp_with_strategy(0, strategy) * factor;
+                let r = d.round_signed(places.max(-70), strategy);
                 match v {
                     Value::Int(_) => Value::Int(r.to_i64().unwrap_or(0)),
                     Value::UInt(_) => Value::UInt(r.to_u64().unwrap_or(0)),

@@ -3,9 +3,8 @@
 
 use std::cmp::Ordering;
 
+use quill_storage::Decimal;
 use quill_storage::{Collation, Value};
-use rust_decimal::Decimal;
-use rust_decimal::prelude::{FromPrimitive, ToPrimitive};
 
 use crate::error::{Result, SqlError, codes};
 use crate::types::{self, date_of_micros, micros_of_date, parse_number_prefix};
@@ -31,7 +30,7 @@ pub fn to_i128(v: &Value) -> i128 {
     match v {
         Value::Int(i) => i128::from(*i),
         Value::UInt(u) => i128::from(*u),
-        Value::Decimal(d) => d.round_dp_with_strategy(0, rust_decimal::RoundingStrategy::MidpointAwayFromZero).to_i128().unwrap_or(0),
+        Value::Decimal(d) => d.round_dp_with_strategy(0, quill_storage::RoundingStrategy::MidpointAwayFromZero).to_i128().unwrap_or(0),
         Value::Date(d) => {
             let s = types::format_date(*d).replace('-', "");
             s.parse().unwrap_or(0)
@@ -56,11 +55,11 @@ pub fn to_decimal(v: &Value) -> Option<Decimal> {
     match v {
         Value::Int(i) => Some(Decimal::from(*i)),
         Value::UInt(u) => Some(Decimal::from(*u)),
-        Value::Decimal(d) => Some(*d),
+        Value::Decimal(d) => Some(d.clone()),
         Value::Double(f) => Decimal::from_f64(*f),
         Value::Str(s) => s.trim().parse::<Decimal>().ok().or_else(|| Decimal::from_f64(parse_number_prefix(s).0)),
         Value::Null => None,
-        other => Decimal::from_i128(to_i128(other)),
+        other => Some(Decimal::from_i128_with_scale(to_i128(other), 0)),
     }
 }
 
@@ -264,17 +263,17 @@ pub fn arith(op: Arith, a: &Value, b: &Value) -> Result<Value> {
     if any_decimal || op == Arith::Div {
         let (dx, dy) = (to_decimal(&x).unwrap_or_default(), to_decimal(&y).unwrap_or_default());
         let r = match op {
-            Arith::Add => dx.checked_add(dy),
-            Arith::Sub => dx.checked_sub(dy),
-            Arith::Mul => dx.checked_mul(dy),
+            Arith::Add => dx.checked_add(&dy),
+            Arith::Sub => dx.checked_sub(&dy),
+            Arith::Mul => dx.checked_mul(&dy),
             Arith::Div | Arith::Mod if dy.is_zero() => return Ok(Value::Null),
-            Arith::Div => dx.checked_div(dy).map(|q| {
+            Arith::Div => dx.checked_div(&dy).map(|q| {
                 let scale = dx.scale() + DIV_PRECISION_INCREMENT;
-                let mut q = q.round_dp_with_strategy(scale, rust_decimal::RoundingStrategy::MidpointAwayFromZero);
+                let mut q = q.round_dp_with_strategy(scale, quill_storage::RoundingStrategy::MidpointAwayFromZero);
                 q.rescale(scale);
                 q
             }),
-            Arith::Mod => dx.checked_rem(dy),
+            Arith::Mod => dx.checked_rem(&dy),
             Arith::IntDiv => unreachable!("handled above"),
         };
         return r.map(Value::Decimal).ok_or_else(|| range_error(a, b, op, false));

@@ -41,6 +41,7 @@ pub struct Status {
     pub com_rollback: AtomicU64,
     pub connections: AtomicU64,
     pub threads_connected: AtomicU64,
+    pub deadlocks: AtomicU64,
 }
 
 /// What SHOW PROCESSLIST shows of a session.
@@ -411,12 +412,21 @@ impl Session {
             match self.execute_once(stmt, params) {
                 Err(e) if e.lock_holder.is_some() => {
                     let holder = e.lock_holder.unwrap_or_default();
+                    let me = self.txn.as_ref().map_or(0, |t| t.id);
+                    if self.info.engine.txns.start_wait(me, holder).is_err() {
+                        // This wait would close a cycle: this transaction is the victim and
+                        // rolls back whole, as InnoDB's deadlock detector does.
+                        self.rollback();
+                        self.info.engine.status.deadlocks.fetch_add(1, Ordering::Relaxed);
+                        return Err(SqlError::new(codes::ER_LOCK_DEADLOCK, "Deadlock found when trying to get lock; try restarting transaction"));
+                    }
                     let rx = self.info.engine.txns.watch(holder);
                     let left = deadline.saturating_duration_since(Instant::now());
                     let waited = tokio::select! {
                         w = TxnManager::wait_for(rx, left) => Some(w),
                         () = self.kill.notified() => None,
                     };
+                    self.info.engine.txns.end_wait(me);
                     let Some(waited) = waited else {
                         if self.is_killed() {
                             return Err(SqlError::new(codes::ER_QUERY_INTERRUPTED, "Query execution was interrupted"));
@@ -1287,6 +1297,7 @@ impl Session {
             ("Com_select", get(&s.com_select)),
             ("Com_update", get(&s.com_update)),
             ("Connections", get(&s.connections)),
+            ("Innodb_deadlocks", get(&s.deadlocks)),
             ("Queries", get(&s.questions)),
             ("Questions", get(&s.questions)),
             ("Ssl_cipher", self.tls_cipher.clone()),

@@ -3,9 +3,9 @@
 //! is shown as text.
 
 use chrono::{Datelike, NaiveDate, NaiveDateTime, Timelike};
+use quill_storage::Decimal;
 use quill_storage::{Collation, Value};
-use rust_decimal::Decimal;
-use rust_decimal::prelude::ToPrimitive;
+
 use sqlparser::ast::{CharacterLength, DataType, ExactNumberInfo};
 
 use crate::error::{Result, SqlError, Warning, codes};
@@ -115,9 +115,6 @@ pub enum SqlType {
 /// Largest DECIMAL precision MySQL allows (and scale).
 pub const DECIMAL_PRECISION_MAX: u8 = 65;
 pub const DECIMAL_SCALE_MAX: u8 = 30;
-/// Quill's exact decimal arithmetic holds 28 significant digits; wider DECIMAL
-/// columns are accepted but values beyond 28 digits are out of range.
-pub const DECIMAL_DIGITS_EXACT: u32 = 28;
 /// A DECIMAL expression type whose scale depends on its value (MySQL's NOT_FIXED_DEC):
 /// values print with their own scale.
 pub const DECIMAL_SCALE_NOT_FIXED: u8 = 31;
@@ -534,7 +531,7 @@ pub fn to_text(v: &Value, ty: &SqlType) -> Option<Vec<u8>> {
         },
         Value::Decimal(d) => match ty {
             SqlType::Decimal { scale, .. } if *scale < DECIMAL_SCALE_NOT_FIXED => {
-                let mut d = *d;
+                let mut d = d.clone();
                 d.rescale(u32::from(*scale));
                 d.to_string().into_bytes()
             }
@@ -741,7 +738,7 @@ fn coerce_int(v: Value, kind: IntKind, unsigned: bool, cx: &mut WriteContext<'_>
                 r as i128
             }
         }
-        Value::Decimal(d) => d.round_dp_with_strategy(0, rust_decimal::RoundingStrategy::MidpointAwayFromZero).to_i128().unwrap_or(hi + 1),
+        Value::Decimal(d) => d.round_dp_with_strategy(0, quill_storage::RoundingStrategy::MidpointAwayFromZero).to_i128().unwrap_or(hi + 1),
         Value::Str(s) => {
             let t = s.trim();
             let (f, whole) = parse_number_prefix(t);
@@ -778,26 +775,28 @@ fn coerce_decimal(v: Value, precision: u8, scale: u8, unsigned: bool, cx: &mut W
     let d = match &v {
         Value::Str(s) => {
             let t = s.trim();
-            match t.parse::<Decimal>().or_else(|_| Decimal::from_scientific(t)) {
+            match t.parse::<Decimal>() {
                 Ok(d) => d,
                 Err(_) => {
                     let (f, _) = parse_number_prefix(t);
                     let msg = format!("Incorrect decimal value: '{s}' for column '{}' at row {}", cx.column, cx.row);
-                    return cx.fail_or_warn(codes::ER_TRUNCATED_WRONG_VALUE_FOR_FIELD, msg, Value::Decimal(Decimal::from_f64_retain(f).unwrap_or_default()));
+                    return cx.fail_or_warn(codes::ER_TRUNCATED_WRONG_VALUE_FOR_FIELD, msg, Value::Decimal(Decimal::from_f64(f).unwrap_or_default()));
                 }
             }
         }
         other => match crate::ops::to_decimal(other) {
             Some(d) => d,
-            None => return cx.out_of_range(Value::Decimal(Decimal::ZERO)),
+            None => return cx.out_of_range(Value::Decimal(Decimal::zero())),
         },
     };
-    let rounded = d.round_dp_with_strategy(u32::from(scale), rust_decimal::RoundingStrategy::MidpointAwayFromZero);
-    let int_digits = u32::from(precision - scale);
-    let limit = Decimal::from_i128_with_scale(10i128.pow(int_digits.min(DECIMAL_DIGITS_EXACT)), 0);
-    if rounded.abs() >= limit || (unsigned && rounded.is_sign_negative() && !rounded.is_zero()) {
-        let max = limit - Decimal::new(1, u32::from(scale));
-        let clamped = if rounded.is_sign_negative() { if unsigned { Decimal::ZERO } else { -max } } else { max };
+    let rounded = d.round_dp_with_strategy(u32::from(scale), quill_storage::RoundingStrategy::MidpointAwayFromZero);
+    let int_digits = u64::from(precision - scale);
+    if rounded.integer_digits() > int_digits || (unsigned && rounded.is_sign_negative() && !rounded.is_zero()) {
+        // The largest value of the column type: all nines.
+        let nines = |n: u64| "9".repeat(usize::try_from(n).unwrap_or(0));
+        let text = if scale > 0 { format!("{}.{}", nines(int_digits).max("0".into()), nines(u64::from(scale))) } else { nines(int_digits).max("0".into()) };
+        let max: Decimal = text.parse().unwrap_or_default();
+        let clamped = if rounded.is_sign_negative() { if unsigned { Decimal::zero() } else { -max } } else { max };
         return cx.out_of_range(Value::Decimal(clamped));
     }
     let mut out = rounded;

@@ -27,8 +27,13 @@ pub const TAG_TIME: u8 = 0x32;
 pub const ESCAPE_ZERO: [u8; 2] = [0x00, 0xFF];
 /// Terminator of a variable-length part; sorts below any escaped content byte.
 pub const TERMINATOR: [u8; 2] = [0x00, 0x01];
-/// DECIMAL key parts are encoded at this fixed scale (rust_decimal's maximum).
-pub const DECIMAL_KEY_SCALE: u32 = 28;
+/// DECIMAL key parts: a sign byte, then the biased exponent and the digits (inverted for
+/// negative values so larger magnitudes sort first), then a terminator.
+pub const DECIMAL_NEGATIVE: u8 = 0x01;
+pub const DECIMAL_ZERO: u8 = 0x02;
+pub const DECIMAL_POSITIVE: u8 = 0x03;
+/// Added to a decimal's exponent so it encodes as an unsigned big-endian u16.
+pub const DECIMAL_EXPONENT_BIAS: i64 = 0x8000;
 
 /// Append the encoding of `value` under `collation` to `out`.
 pub fn encode_value(out: &mut Vec<u8>, value: &Value, collation: Collation) {
@@ -50,17 +55,7 @@ pub fn encode_value(out: &mut Vec<u8>, value: &Value, collation: Collation) {
         }
         Value::Decimal(d) => {
             out.push(TAG_DECIMAL);
-            // Integer part then fraction, both order-preserving.
-            let trunc = d.trunc();
-            let int_part: i128 = trunc.mantissa() / 10i128.pow(trunc.scale());
-            out.extend_from_slice(&((int_part as u128) ^ (1u128 << 127)).to_be_bytes());
-            let mut frac = (*d - trunc).abs();
-            frac.rescale(DECIMAL_KEY_SCALE);
-            let mut frac_mantissa = frac.mantissa();
-            if d.is_sign_negative() {
-                frac_mantissa = -frac_mantissa;
-            }
-            out.extend_from_slice(&((frac_mantissa as u128) ^ (1u128 << 127)).to_be_bytes());
+            encode_decimal(out, d);
         }
         Value::Str(s) => {
             out.push(TAG_STRING);
@@ -81,6 +76,28 @@ pub fn encode_value(out: &mut Vec<u8>, value: &Value, collation: Collation) {
         Value::Time(t) => {
             out.push(TAG_TIME);
             out.extend_from_slice(&((*t as u64) ^ (1 << 63)).to_be_bytes());
+        }
+    }
+}
+
+fn encode_decimal(out: &mut Vec<u8>, d: &crate::decimal::Decimal) {
+    let (sign, exponent, digits) = d.key_parts();
+    let biased = u16::try_from(exponent + DECIMAL_EXPONENT_BIAS).expect("decimal exponent within u16");
+    match sign {
+        std::cmp::Ordering::Equal => out.push(DECIMAL_ZERO),
+        std::cmp::Ordering::Greater => {
+            out.push(DECIMAL_POSITIVE);
+            out.extend_from_slice(&biased.to_be_bytes());
+            out.extend_from_slice(&digits);
+            // Below every digit: a shorter digit string (a prefix) is the smaller value.
+            out.push(0x00);
+        }
+        std::cmp::Ordering::Less => {
+            out.push(DECIMAL_NEGATIVE);
+            out.extend_from_slice(&(!biased).to_be_bytes());
+            out.extend(digits.iter().map(|b| !b));
+            // Above every inverted digit: the prefix is the larger (less negative) value.
+            out.push(0xFF);
         }
     }
 }
@@ -122,7 +139,7 @@ pub fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rust_decimal::Decimal;
+    use crate::decimal::Decimal;
     use std::str::FromStr;
 
     fn key(v: &Value) -> Vec<u8> {
@@ -141,10 +158,24 @@ mod tests {
     #[test]
     fn decimals_and_doubles_order() {
         let d = |s: &str| Value::Decimal(Decimal::from_str(s).unwrap());
-        let vals = [d("-10.5"), d("-10.25"), d("-0.5"), d("0"), d("0.01"), d("1.5"), d("12")];
+        let vals = [
+            d("-100"),
+            d("-10.5"),
+            d("-10.25"),
+            d("-0.5"),
+            d("-0.05"),
+            d("0"),
+            d("0.01"),
+            d("0.1"),
+            d("1.5"),
+            d("12"),
+            d("12.5"),
+            d("99999999999999999999999999999999999.5"),
+        ];
         for w in vals.windows(2) {
             assert!(key(&w[0]) < key(&w[1]), "{:?} < {:?}", w[0], w[1]);
         }
+        assert_eq!(key(&d("1.50")), key(&d("1.5")), "trailing zeros do not change the key");
         let f = [Value::Double(-2.5), Value::Double(-0.1), Value::Double(0.0), Value::Double(3.0)];
         for w in f.windows(2) {
             assert!(key(&w[0]) < key(&w[1]));

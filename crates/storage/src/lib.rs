@@ -6,9 +6,11 @@
 //! write reports [`table::WriteError::Locked`]; the `sql` layer coerces values to
 //! column types before they reach a [`table::Table`].
 
+pub mod decimal;
 pub mod key;
 pub mod table;
 pub mod value;
 
+pub use decimal::{Decimal, RoundingStrategy};
 pub use table::{IndexDef, KeyPart, ReadView, Table, Timestamp, TxnId, WriteError};
 pub use value::{Collation, Row, Value};

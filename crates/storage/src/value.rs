@@ -11,7 +11,7 @@
 //! is microseconds since 1970-01-01 00:00:00 (no time zone: MySQL's DATETIME),
 //! and `Time` is signed microseconds (MySQL's TIME range is +-838:59:59).
 
-use rust_decimal::Decimal;
+use crate::decimal::Decimal;
 
 /// One stored or computed value.
 #[derive(Debug, Clone, PartialEq)]

@@ -40,7 +40,15 @@ struct Active {
     ended: HashMap<TxnId, watch::Sender<bool>>,
     /// Read timestamps held by open read views, with a count each.
     read_views: BTreeMap<Timestamp, usize>,
+    /// The wait-for graph: a waiting transaction -> the one it waits for. Each
+    /// transaction waits for at most one other at a time, so this is a forest of
+    /// chains unless a cycle (a deadlock) is about to close.
+    waits_for: HashMap<TxnId, TxnId>,
 }
+
+/// Starting a wait would close a cycle in the wait-for graph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deadlock;
 
 /// The transaction registry of one server.
 pub struct TxnManager {
@@ -137,6 +145,32 @@ impl TxnManager {
         }
     }
 
+    /// Record that `waiter` is about to wait for `holder`.
+    ///
+    /// # Errors
+    /// [`Deadlock`] if `holder` (transitively) waits for `waiter`; nothing is recorded then.
+    pub fn start_wait(&self, waiter: TxnId, holder: TxnId) -> Result<(), Deadlock> {
+        let mut active = self.active.lock();
+        let mut next = holder;
+        // Each step follows a distinct edge, so the walk ends within the map's size.
+        for _ in 0..=active.waits_for.len() {
+            if next == waiter {
+                return Err(Deadlock);
+            }
+            match active.waits_for.get(&next) {
+                Some(&n) => next = n,
+                None => break,
+            }
+        }
+        active.waits_for.insert(waiter, holder);
+        Ok(())
+    }
+
+    /// The wait recorded by [`TxnManager::start_wait`] is over.
+    pub fn end_wait(&self, waiter: TxnId) {
+        self.active.lock().waits_for.remove(&waiter);
+    }
+
     /// Number of transactions currently active.
     #[must_use]
     pub fn active_count(&self) -> usize {
@@ -166,6 +200,17 @@ mod tests {
         let holder = m.begin();
         let out = TxnManager::wait_for(m.watch(holder), Duration::from_millis(20)).await;
         assert_eq!(out, WaitOutcome::TimedOut);
+    }
+
+    #[test]
+    fn a_wait_that_closes_a_cycle_is_a_deadlock() {
+        let m = TxnManager::new();
+        let (a, b, c) = (m.begin(), m.begin(), m.begin());
+        assert_eq!(m.start_wait(a, b), Ok(()));
+        assert_eq!(m.start_wait(b, c), Ok(()));
+        assert_eq!(m.start_wait(c, a), Err(Deadlock));
+        m.end_wait(a);
+        assert_eq!(m.start_wait(c, a), Ok(()));
     }
 
     #[test]
