@@ -378,6 +378,7 @@ fn matching_rows(e: &Env<'_>, t: &TableMeta, filter: Option<&Expr>) -> Result<Ve
         on: None,
         access,
         types: t.columns.iter().map(|c| c.ty.clone()).collect(),
+        key_name: None,
     };
     let _ = Access::Full;
     let rows = query::read_source(&source, &Vec::new(), e, None)?;

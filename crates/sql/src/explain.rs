@@ -48,9 +48,10 @@ fn describe(plan: &SelectPlan, id: i64, rows: &mut Vec<Vec<Value>>) {
                 };
                 let (kind, key) = match &src.access {
                     Access::Full => ("ALL", Value::Null),
-                    Access::PkPoint(_) => ("const", s("PRIMARY")),
-                    Access::PkIn(_) | Access::PkRange { .. } => ("range", s("PRIMARY")),
-                    Access::IndexEq { index, .. } => ("ref", Value::Str(format!("index #{index}"))),
+                    Access::PkPoint(_) => ("const", src.key_name.clone().map_or(Value::Null, Value::Str)),
+                    Access::PkIn(_) | Access::PkRange { .. } => ("range", src.key_name.clone().map_or(Value::Null, Value::Str)),
+                    Access::IndexEq { .. } => ("ref", src.key_name.clone().map_or(Value::Null, Value::Str)),
+                    Access::IndexRange { .. } => ("range", src.key_name.clone().map_or(Value::Null, Value::Str)),
                 };
                 let extra = if b.filter.is_some() { "Using where" } else { "" };
                 rows.push(vec![

@@ -105,6 +105,12 @@ pub enum Access {
         index: usize,
         values: Vec<Expr>,
     },
+    /// A range on the first column of secondary index `index`.
+    IndexRange {
+        index: usize,
+        low: Option<(Expr, bool)>,
+        high: Option<(Expr, bool)>,
+    },
 }
 
 #[derive(Debug)]
@@ -128,6 +134,8 @@ pub struct Source {
     pub access: Access,
     /// Column types, for coercing lookup values.
     pub types: Vec<SqlType>,
+    /// The index the access path reads (`PRIMARY` or a secondary index's name), for EXPLAIN.
+    pub key_name: Option<String>,
 }
 
 #[derive(Debug)]
@@ -399,7 +407,7 @@ fn plan_block(
         let offset = scope.columns.len();
         let (data, types) = plan_factor(env, &twj.relation, &mut scope, outer)?;
         let width = scope.columns.len() - offset;
-        sources.push(Source { data, offset, width, kind: JoinKind::Inner, on: None, access: Access::Full, types });
+        sources.push(Source { data, offset, width, kind: JoinKind::Inner, on: None, access: Access::Full, types, key_name: None });
         for j in &twj.joins {
             let offset = scope.columns.len();
             let (data, types) = plan_factor(env, &j.relation, &mut scope, outer)?;
@@ -416,7 +424,7 @@ fn plan_block(
                 Some(JoinConstraint::Natural) => return Err(SqlError::unsupported("NATURAL JOIN")),
                 _ => (None, vec![]),
             };
-            sources.push(Source { data, offset, width, kind, on: None, access: Access::Full, types });
+            sources.push(Source { data, offset, width, kind, on: None, access: Access::Full, types, key_name: None });
             pending_on.push((sources.len() - 1, kind, on, using));
         }
     }
@@ -563,6 +571,11 @@ fn plan_block(
             conds.extend(where_conjuncts.iter().cloned());
         }
         sources[i].access = choose_access(table, &conds, sources[i].offset);
+        sources[i].key_name = match &sources[i].access {
+            Access::Full => None,
+            Access::PkPoint(_) | Access::PkIn(_) | Access::PkRange { .. } => Some("PRIMARY".to_owned()),
+            Access::IndexEq { index, .. } | Access::IndexRange { index, .. } => Some(table.indexes[*index].name.clone()),
+        };
     }
     let block = Block { sources, filter, grouped, group_by, aggs, having, projection, distinct, order_by, limit, offset, width };
     Ok((SelectPlan { columns, kind: PlanKind::Block(Box::new(block)) }, correlated))
@@ -656,6 +669,7 @@ fn position_ref(e: &ast::Expr, n: usize) -> Result<Option<usize>> {
 fn display_name(e: &ast::Expr) -> String {
     match e {
         ast::Expr::Identifier(i) => i.value.clone(),
+        ast::Expr::CompoundIdentifier(ids) if ids[0].value.starts_with('@') => ids.iter().map(|i| i.value.as_str()).collect::<Vec<_>>().join("."),
         ast::Expr::CompoundIdentifier(ids) => ids.last().map(|i| i.value.clone()).unwrap_or_default(),
         ast::Expr::Value(v) => match &v.value {
             ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => s.clone(),
@@ -669,11 +683,16 @@ fn known_before(e: &Expr, offset: usize) -> bool {
     !e.uses_columns_from(offset)
 }
 
+/// One side of a range: the bound's value and whether it is inclusive.
+type Bound1 = Option<(Expr, bool)>;
+
 pub(crate) fn choose_access(table: &crate::catalog::TableMeta, conds: &[Expr], offset: usize) -> Access {
     // column position within the table -> equality value
     let mut eq: HashMap<usize, Expr> = HashMap::new();
     let mut low: Option<(Expr, bool)> = None;
     let mut high: Option<(Expr, bool)> = None;
+    // Range bounds on any column, for secondary indexes: column -> (low, high).
+    let mut ranges: HashMap<usize, (Bound1, Bound1)> = HashMap::new();
     let mut in_list: Option<Vec<Expr>> = None;
     let first_pk = table.primary.first().copied();
     for c in conds {
@@ -685,6 +704,11 @@ pub(crate) fn choose_access(table: &crate::catalog::TableMeta, conds: &[Expr], o
                     _ => continue,
                 };
                 match op {
+                    CmpOp::Gt | CmpOp::Ge => ranges.entry(col).or_default().0 = Some((val.clone(), op == CmpOp::Ge)),
+                    CmpOp::Lt | CmpOp::Le => ranges.entry(col).or_default().1 = Some((val.clone(), op == CmpOp::Le)),
+                    _ => {}
+                }
+                match op {
                     CmpOp::Eq => {
                         eq.insert(col, val.clone());
                     }
@@ -695,13 +719,16 @@ pub(crate) fn choose_access(table: &crate::catalog::TableMeta, conds: &[Expr], o
             }
             Expr::Between { expr, low: lo, high: hi, negated: false, .. } => {
                 if let Expr::Column(i) = expr.as_ref()
-                    && Some(i.wrapping_sub(offset)) == first_pk
                     && *i >= offset
+                    && *i < offset + table.columns.len()
                     && known_before(lo, offset)
                     && known_before(hi, offset)
                 {
-                    low = Some(((**lo).clone(), true));
-                    high = Some(((**hi).clone(), true));
+                    ranges.insert(*i - offset, (Some(((**lo).clone(), true)), Some(((**hi).clone(), true))));
+                    if Some(*i - offset) == first_pk {
+                        low = Some(((**lo).clone(), true));
+                        high = Some(((**hi).clone(), true));
+                    }
                 }
             }
             Expr::InList { expr, list, negated: false, .. } => {
@@ -734,10 +761,15 @@ pub(crate) fn choose_access(table: &crate::catalog::TableMeta, conds: &[Expr], o
             best = Some((n, prefix));
         }
     }
-    match best {
-        Some((index, values)) => Access::IndexEq { index, values },
-        None => Access::Full,
+    if let Some((index, values)) = best {
+        return Access::IndexEq { index, values };
     }
+    for (n, ix) in table.indexes.iter().enumerate() {
+        if let Some((low, high)) = ix.columns.first().and_then(|c| ranges.get(c)) {
+            return Access::IndexRange { index: n, low: low.clone(), high: high.clone() };
+        }
+    }
+    Access::Full
 }
 
 // ---------------------------------------------------------------------------
@@ -1009,6 +1041,21 @@ pub(crate) fn read_source(s: &Source, row: &Row, env: &Env<'_>, parent: Option<&
                 };
                 let keys: Vec<Vec<u8>> = if empty { vec![] } else { t.scan(as_ref_bound(&lo), as_ref_bound(&hi), view).map(|(k, _)| k.clone()).collect() };
                 pks = Some(keys);
+            }
+        }
+        Access::IndexRange { index, low, high } => {
+            let col = meta.indexes[*index].columns[0];
+            let bound = |b: &Option<(Expr, bool)>| -> Result<Option<Bound<Vec<u8>>>> {
+                Ok(match b {
+                    None => Some(Bound::Unbounded),
+                    Some((e, incl)) => key_value(&e.eval(env, &cx)?, &s.types[col]).map(|k| {
+                        let enc = t.encode_index(*index, &[k]);
+                        if *incl { Bound::Included(enc) } else { Bound::Excluded(enc) }
+                    }),
+                })
+            };
+            if let (Some(lo), Some(hi)) = (bound(low)?, bound(high)?) {
+                pks = Some(t.index_scan(*index, as_ref_bound(&lo), as_ref_bound(&hi), &view));
             }
         }
         Access::IndexEq { index, values } => {

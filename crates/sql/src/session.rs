@@ -177,6 +177,8 @@ struct Txn {
     view: Option<ReadView>,
     writes: Vec<(u64, Vec<u8>)>,
     explicit: bool,
+    /// Isolation level, fixed when the transaction starts.
+    isolation: String,
 }
 
 /// A prepared statement.
@@ -203,6 +205,8 @@ pub struct Session {
     pub client_found_rows: bool,
     /// Notified when another session KILLs this one.
     pub kill: Arc<tokio::sync::Notify>,
+    /// Isolation level of the next transaction only (SET TRANSACTION without a scope).
+    next_isolation: Option<String>,
     /// TLS cipher suite and protocol of the connection (empty without TLS).
     pub tls_cipher: String,
     pub tls_version: String,
@@ -241,6 +245,7 @@ impl Session {
             cache: HashMap::new(),
             client_found_rows: false,
             kill,
+            next_isolation: None,
             tls_cipher: String::new(),
             tls_version: String::new(),
         }
@@ -335,7 +340,8 @@ impl Session {
         if let Some(r) = self.recognise(sql).await {
             return r;
         }
-        let stmts = self.parse(sql)?;
+        let rewritten = rewrite_lock_in_share_mode(sql);
+        let stmts = self.parse(&rewritten)?;
         let Some(stmt) = stmts.first() else {
             return Err(SqlError::new(codes::ER_EMPTY_QUERY, "Query was empty"));
         };
@@ -482,14 +488,24 @@ impl Session {
     }
 
     fn isolation(&self) -> String {
-        self.info.var("transaction_isolation").to_owned()
+        match &self.txn {
+            Some(t) => t.isolation.clone(),
+            None => self.next_isolation.clone().unwrap_or_else(|| self.info.var("transaction_isolation").to_owned()),
+        }
+    }
+
+    /// The isolation level a transaction starting now gets (SET TRANSACTION without a
+    /// scope sets it for the next transaction only).
+    fn isolation_for_new_transaction(&mut self) -> String {
+        self.next_isolation.take().unwrap_or_else(|| self.info.var("transaction_isolation").to_owned())
     }
 
     /// The transaction this statement runs in (creating an implicit one).
     fn txn_for_statement(&mut self) -> TxnId {
         if self.txn.is_none() {
             let id = self.info.engine.txns.begin();
-            self.txn = Some(Txn { id, view: None, writes: Vec::new(), explicit: false });
+            let isolation = self.isolation_for_new_transaction();
+            self.txn = Some(Txn { id, view: None, writes: Vec::new(), explicit: false, isolation });
         }
         self.txn.as_ref().map(|t| t.id).unwrap_or_default()
     }
@@ -512,7 +528,8 @@ impl Session {
 
     fn begin_explicit(&mut self) {
         let id = self.info.engine.txns.begin();
-        self.txn = Some(Txn { id, view: None, writes: Vec::new(), explicit: true });
+        let isolation = self.isolation_for_new_transaction();
+        self.txn = Some(Txn { id, view: None, writes: Vec::new(), explicit: true, isolation });
     }
 
     /// End an implicit transaction after a statement, when autocommit says so.
@@ -948,9 +965,57 @@ impl Session {
             "EXPLAIN" if up(1) != "FORMAT" => Some(self.explain(sql).await),
             "KILL" => Some(self.kill(&words)),
             "SET" if up(1) == "CHARACTER" || up(1) == "CHARSET" => Some(Ok(Outcome::ok())),
+            "SET" if up(1) == "TRANSACTION" || (matches!(up(1), "GLOBAL" | "SESSION" | "LOCAL") && up(2) == "TRANSACTION") => {
+                Some(self.set_transaction(&words))
+            }
             "DO" => Some(self.select_like(sql, 2).await.map(|_| Outcome::ok())),
             _ => None,
         }
+    }
+
+    /// `SET [GLOBAL | SESSION] TRANSACTION ISOLATION LEVEL ... | READ WRITE | READ ONLY`.
+    /// The parser drops the scope, so this recogniser handles the statement.
+    fn set_transaction(&mut self, words: &[&str]) -> Result<Outcome> {
+        let upper: Vec<String> = words.iter().map(|w| w.trim_end_matches([';', ',']).to_ascii_uppercase()).collect();
+        let scope = upper.get(1).map_or("", String::as_str);
+        let scope = if matches!(scope, "GLOBAL" | "SESSION" | "LOCAL") { scope } else { "" };
+        let Some(at) = upper.iter().position(|w| w == "LEVEL") else {
+            // READ WRITE / READ ONLY: accepted; read-only transactions are not enforced yet.
+            self.warnings.push(Warning {
+                level: "Warning",
+                code: 1287,
+                message: "transaction access mode is accepted; Quill does not enforce READ ONLY yet".into(),
+            });
+            return Ok(Outcome::ok());
+        };
+        let level = match (upper.get(at + 1).map(String::as_str), upper.get(at + 2).map(String::as_str)) {
+            (Some("READ"), Some("UNCOMMITTED")) => "READ-UNCOMMITTED",
+            (Some("READ"), Some("COMMITTED")) => "READ-COMMITTED",
+            (Some("REPEATABLE"), Some("READ")) => "REPEATABLE-READ",
+            (Some("SERIALIZABLE"), _) => "SERIALIZABLE",
+            _ => return Err(SqlError::parse(&words[at..].join(" "))),
+        };
+        match scope {
+            "GLOBAL" => {
+                let mut g = self.info.engine.globals.write();
+                g.values.insert("transaction_isolation", level.into());
+                g.values.insert("tx_isolation", level.into());
+            }
+            "SESSION" | "LOCAL" => {
+                self.info.vars.values.insert("transaction_isolation", level.into());
+                self.info.vars.values.insert("tx_isolation", level.into());
+            }
+            _ => {
+                if self.in_transaction() {
+                    return Err(SqlError::new(
+                        codes::ER_CANT_CHANGE_TX_CHARACTERISTICS,
+                        "Transaction characteristics can't be changed while a transaction is in progress",
+                    ));
+                }
+                self.next_isolation = Some(level.into());
+            }
+        }
+        Ok(Outcome::ok())
     }
 
     async fn select_like(&mut self, sql: &str, skip: usize) -> Result<Outcome> {
@@ -1381,6 +1446,17 @@ fn like_pattern(sql: &str) -> Option<String> {
     }
     let end = rest[1..].find(q)?;
     Some(rest[1..=end].to_owned())
+}
+
+/// `... LOCK IN SHARE MODE` (which the parser rejects) is `... FOR SHARE`.
+fn rewrite_lock_in_share_mode(sql: &str) -> std::borrow::Cow<'_, str> {
+    const TAIL: &str = "LOCK IN SHARE MODE";
+    let trimmed = sql.trim_end();
+    let words: Vec<&str> = trimmed.rsplitn(5, char::is_whitespace).collect();
+    if words.len() == 5 && words[..4].iter().rev().copied().collect::<Vec<_>>().join(" ").eq_ignore_ascii_case(TAIL) {
+        return std::borrow::Cow::Owned(format!("{} FOR SHARE", words[4]));
+    }
+    std::borrow::Cow::Borrowed(sql)
 }
 
 /// MySQL's 1064 message, quoting the text near the failure.
