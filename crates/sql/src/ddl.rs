@@ -239,16 +239,7 @@ pub fn create_table(catalog: &mut Catalog, info: &SessionInfo, env_params: (&[Va
     }
     let params: &[Value] = env_params.0;
     let (columns, primary, indexes) = {
-        let env = Env {
-            catalog,
-            view: ReadView::current(0),
-            params,
-            now_us: env_params.1,
-            info,
-            locking: false,
-            locked_rows: Default::default(),
-            div_zero_is_error: false,
-        };
+        let env = Env::new(catalog, ReadView::current(0), params, env_params.1, info);
         let mut columns = Vec::new();
         let mut primary: Vec<usize> = Vec::new();
         let mut indexes: Vec<IndexMeta> = Vec::new();
@@ -276,16 +267,7 @@ pub fn create_table(catalog: &mut Catalog, info: &SessionInfo, env_params: (&[Va
     let mut rows: Vec<Vec<Value>> = Vec::new();
     let mut columns = columns;
     if let Some(q) = &ct.query {
-        let env = Env {
-            catalog,
-            view: ReadView::current(0),
-            params,
-            now_us: env_params.1,
-            info,
-            locking: false,
-            locked_rows: Default::default(),
-            div_zero_is_error: false,
-        };
+        let env = Env::new(catalog, ReadView::current(0), params, env_params.1, info);
         let (plan, _) = query::plan_query(&env, q, &[])?;
         let rs = query::run_select(&plan, &env, None)?;
         let mut mapping = Vec::new();
@@ -490,7 +472,7 @@ pub fn alter_table(
     let mut primary = t.primary.clone();
     let mut indexes = t.indexes.clone();
     let collation = t.collation;
-    let env = Env { catalog, view: ReadView::current(0), params: &[], now_us, info, locking: false, locked_rows: Default::default(), div_zero_is_error: false };
+    let env = Env::new(catalog, ReadView::current(0), &[], now_us, info);
     for op in ops {
         match op {
             ast::AlterTableOperation::AddColumn { column_def, column_position, .. } => {

@@ -55,6 +55,14 @@ pub struct Env<'a> {
     pub div_zero_is_error: bool,
 }
 
+impl<'a> Env<'a> {
+    /// An environment for a plain (non-locking, non-writing) evaluation.
+    #[must_use]
+    pub fn new(catalog: &'a Catalog, view: ReadView, params: &'a [Value], now_us: i64, info: &'a SessionInfo) -> Env<'a> {
+        Env { catalog, view, params, now_us, info, locking: false, locked_rows: RefCell::new(Vec::new()), div_zero_is_error: false }
+    }
+}
+
 /// A result column's metadata.
 #[derive(Debug, Clone)]
 pub struct OutColumn {
@@ -1144,6 +1152,10 @@ impl Accumulator {
             Some(a) => a.eval(env, cx)?,
             None => Value::Int(1),
         };
+        self.add_value(spec, v)
+    }
+
+    fn add_value(&mut self, spec: &AggSpec, v: Value) -> Result<()> {
         if v.is_null() {
             return Ok(());
         }
@@ -1216,39 +1228,14 @@ impl Accumulator {
             Accumulator::Bits(v) => Value::UInt(v.unwrap_or(if spec.func == AggFunc::BitAnd { u64::MAX } else { 0 })),
             Accumulator::Distinct(vals, _) => {
                 let mut inner = Accumulator::new(&AggSpec { distinct: false, ..spec.clone() });
+                let plain = AggSpec { distinct: false, ..spec.clone() };
                 for v in vals {
-                    let e = Expr::Const(v);
-                    let s = AggSpec { arg: Some(e), distinct: false, ..spec.clone() };
-                    // Constant arguments need no environment.
-                    let _ = inner.add_const(&s);
+                    // Sums of distinct values cannot overflow where the plain sum did not.
+                    let _ = inner.add_value(&plain, v);
                 }
                 inner.finish(&AggSpec { distinct: false, ..spec.clone() })
             }
         }
-    }
-
-    fn add_const(&mut self, spec: &AggSpec) -> Result<()> {
-        let Some(Expr::Const(v)) = &spec.arg else { return Ok(()) };
-        let v = v.clone();
-        match self {
-            Accumulator::Count(n) => *n += 1,
-            Accumulator::Sum(total, n) => {
-                let v = match v {
-                    Value::Int(_) | Value::UInt(_) => Value::Decimal(ops::to_decimal(&v).unwrap_or_default()),
-                    Value::Decimal(_) | Value::Double(_) => v,
-                    other => Value::Double(ops::to_f64(&other)),
-                };
-                *total = Some(match total.take() {
-                    None => v,
-                    Some(t) => ops::arith(ops::Arith::Add, &t, &v)?,
-                });
-                *n += 1;
-            }
-            Accumulator::MinMax(best) => *best = Some(v),
-            Accumulator::Concat(parts) => parts.push(ops::to_string_lossy(&v)),
-            _ => {}
-        }
-        Ok(())
     }
 }
 

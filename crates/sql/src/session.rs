@@ -374,16 +374,7 @@ impl Session {
         let Statement::Query(q) = stmt else { return Ok(vec![]) };
         let catalog = self.info.engine.catalog.read();
         let nulls = vec![Value::Null; params];
-        let env = Env {
-            catalog: &catalog,
-            view: ReadView::current(0),
-            params: &nulls,
-            now_us: 0,
-            info: &self.info,
-            locking: false,
-            locked_rows: Default::default(),
-            div_zero_is_error: false,
-        };
+        let env = Env::new(&catalog, ReadView::current(0), &nulls, 0, &self.info);
         Ok(query::plan_query(&env, q, &[])?.0.columns)
     }
 
@@ -640,16 +631,7 @@ impl Session {
             }
         } else {
             let catalog = engine.catalog.read();
-            let env = Env {
-                catalog: &catalog,
-                view,
-                params,
-                now_us: self.info.now_us(),
-                info: &self.info,
-                locking: false,
-                locked_rows: Default::default(),
-                div_zero_is_error: false,
-            };
+            let env = Env::new(&catalog, view, params, self.info.now_us(), &self.info);
             query::plan_query(&env, q, &[]).and_then(|(plan, _)| query::run_select(&plan, &env, None))
         };
         if result.as_ref().is_err_and(|e| e.lock_holder.is_some()) {
@@ -669,16 +651,7 @@ impl Session {
         let engine = self.engine();
         let catalog = engine.catalog.read();
         let view = ReadView { txn: 0, read_ts: engine.txns.last_commit_ts(), uncommitted: self.isolation() == "READ-UNCOMMITTED" };
-        let env = Env {
-            catalog: &catalog,
-            view,
-            params,
-            now_us: self.info.now_us(),
-            info: &self.info,
-            locking: false,
-            locked_rows: Default::default(),
-            div_zero_is_error: false,
-        };
+        let env = Env::new(&catalog, view, params, self.info.now_us(), &self.info);
         let rs = query::plan_query(&env, q, &[]).and_then(|(plan, _)| query::run_select(&plan, &env, None))?;
         drop(env);
         drop(catalog);
@@ -868,16 +841,7 @@ impl Session {
 
     fn eval_const(&self, e: &ast::Expr, params: &[Value]) -> Result<Value> {
         let catalog = self.info.engine.catalog.read();
-        let env = Env {
-            catalog: &catalog,
-            view: ReadView::current(0),
-            params,
-            now_us: self.info.now_us(),
-            info: &self.info,
-            locking: false,
-            locked_rows: Default::default(),
-            div_zero_is_error: false,
-        };
+        let env = Env::new(&catalog, ReadView::current(0), params, self.info.now_us(), &self.info);
         let scope = crate::bind::Scope::default();
         crate::bind::Binder::new(&env, &scope, "field list").bind(e)?.eval(&env, &crate::expr::RowCtx::new(&[]))
     }
@@ -1032,16 +996,7 @@ impl Session {
         let stmts = self.parse(rest)?;
         let Some(Statement::Query(q)) = stmts.first() else { return Err(SqlError::parse(rest)) };
         let catalog = self.info.engine.catalog.read();
-        let env = Env {
-            catalog: &catalog,
-            view: ReadView::current(0),
-            params: &[],
-            now_us: 0,
-            info: &self.info,
-            locking: false,
-            locked_rows: Default::default(),
-            div_zero_is_error: false,
-        };
+        let env = Env::new(&catalog, ReadView::current(0), &[], 0, &self.info);
         let (plan, _) = query::plan_query(&env, q, &[])?;
         Ok(Outcome::Rows(crate::explain::explain(&plan)))
     }
@@ -1314,16 +1269,7 @@ impl Session {
                 .collect(),
         };
         let catalog = self.info.engine.catalog.read();
-        let env = Env {
-            catalog: &catalog,
-            view: ReadView::current(0),
-            params: &[],
-            now_us: 0,
-            info: &self.info,
-            locking: false,
-            locked_rows: Default::default(),
-            div_zero_is_error: false,
-        };
+        let env = Env::new(&catalog, ReadView::current(0), &[], 0, &self.info);
         let cond = crate::bind::Binder::new(&env, &scope, "where clause").bind(selection)?;
         let mut rows = Vec::new();
         for r in rs.rows {
