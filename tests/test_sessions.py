@@ -18,6 +18,20 @@ def _thread_id(conn) -> int:
         return int(cur.fetchone()[0])
 
 
+def _wait_until_running(server, thread_id: int, fragment: str, timeout_s: float = 10.0) -> None:
+    """Poll SHOW PROCESSLIST until `thread_id` is running a statement containing `fragment`."""
+    deadline = time.monotonic() + timeout_s
+    with server.connect() as c, c.cursor() as cur:
+        while time.monotonic() < deadline:
+            cur.execute("SHOW PROCESSLIST")
+            for row in cur.fetchall():
+                if row[0] == thread_id and row[7] and fragment in row[7]:
+                    time.sleep(0.05)  # from running to waiting on the row
+                    return
+            time.sleep(0.02)
+    raise AssertionError(f"thread {thread_id} never ran {fragment!r}")
+
+
 def _setup_row(server, db):
     with server.connect(db) as c, c.cursor() as cur:
         cur.execute("CREATE TABLE demo (id INT PRIMARY KEY, counter INT NOT NULL)")
@@ -97,7 +111,7 @@ def test_kill_query_interrupts_a_lock_wait(server, fresh_db):
 
         t = threading.Thread(target=blocked_update)
         t.start()
-        time.sleep(0.3)
+        _wait_until_running(server, waiter_id, "counter = 99")
         with killer.cursor() as cur:
             cur.execute(f"KILL QUERY {waiter_id}")
         t.join(10)
@@ -179,6 +193,7 @@ def test_deadlock_rolls_back_one_transaction_with_1213(server, fresh_db):
         cur.execute("INSERT INTO acct VALUES (1, 100), (2, 100)")
     a = server.connect(fresh_db, autocommit=False)
     b = server.connect(fresh_db, autocommit=False)
+    a_id = _thread_id(a)
     outcome = {}
     try:
         with a.cursor() as cur:
@@ -196,7 +211,7 @@ def test_deadlock_rolls_back_one_transaction_with_1213(server, fresh_db):
 
         t = threading.Thread(target=a_wants_row_2)
         t.start()
-        time.sleep(0.3)
+        _wait_until_running(server, a_id, "bal + 10")
         try:
             with b.cursor() as cur:
                 cur.execute("UPDATE acct SET bal = bal + 20 WHERE id = 1")
