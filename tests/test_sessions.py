@@ -32,6 +32,12 @@ def _wait_until_running(server, thread_id: int, fragment: str, timeout_s: float 
     raise AssertionError(f"thread {thread_id} never ran {fragment!r}")
 
 
+def _status(server, name: str) -> int:
+    with server.connect() as c, c.cursor() as cur:
+        cur.execute(f"SHOW GLOBAL STATUS LIKE '{name}'")
+        return int(cur.fetchone()[1])
+
+
 def _setup_row(server, db):
     with server.connect(db) as c, c.cursor() as cur:
         cur.execute("CREATE TABLE demo (id INT PRIMARY KEY, counter INT NOT NULL)")
@@ -201,25 +207,22 @@ def test_deadlock_rolls_back_one_transaction_with_1213(server, fresh_db):
         with b.cursor() as cur:
             cur.execute("UPDATE acct SET bal = bal - 20 WHERE id = 2")
 
-        def a_wants_row_2():
+        def update(name, conn, sql):
             try:
-                with a.cursor() as cur:
-                    cur.execute("UPDATE acct SET bal = bal + 10 WHERE id = 2")
-                outcome["a"] = "ok"
+                with conn.cursor() as cur:
+                    cur.execute(sql)
+                outcome[name] = "ok"
             except pymysql.err.MySQLError as e:
-                outcome["a"] = e.args[0]
+                outcome[name] = e.args[0]
 
-        t = threading.Thread(target=a_wants_row_2)
+        deadlocks_before = _status(server, "Innodb_deadlocks")
+        t = threading.Thread(target=update, args=("a", a, "UPDATE acct SET bal = bal + 10 WHERE id = 2"))
         t.start()
         _wait_until_running(server, a_id, "bal + 10")
-        try:
-            with b.cursor() as cur:
-                cur.execute("UPDATE acct SET bal = bal + 20 WHERE id = 1")
-            outcome["b"] = "ok"
-        except pymysql.err.MySQLError as e:
-            outcome["b"] = e.args[0]
+        update("b", b, "UPDATE acct SET bal = bal + 20 WHERE id = 1")
         t.join(10)
         assert sorted(map(str, outcome.values())) == ["1213", "ok"], outcome
+        assert _status(server, "Innodb_deadlocks") == deadlocks_before + 1
         winner = a if outcome["a"] == "ok" else b
         winner.commit()
         with server.connect(fresh_db) as c, c.cursor() as cur:

@@ -35,6 +35,15 @@ pub struct ScopeColumn {
     pub flags: u16,
 }
 
+impl ScopeColumn {
+    /// A column of computed rows (a derived table, a SHOW result): no base table,
+    /// nullable, no key flags.
+    #[must_use]
+    pub fn computed(table: &str, name: &str, ty: SqlType) -> ScopeColumn {
+        ScopeColumn { table: table.to_owned(), db: String::new(), org_table: String::new(), name: name.to_owned(), ty, nullable: true, hidden: false, flags: 0 }
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct Scope {
     pub columns: Vec<ScopeColumn>,
@@ -739,7 +748,6 @@ pub fn type_of(e: &Expr, scope: &Scope, outer: &[&Scope], aggs: &[SqlType], para
         }
         Expr::Func(f, args) => f.result_type(&args.iter().map(t).collect::<Vec<_>>()),
         Expr::Cast(_, ty) => ty.clone(),
-        Expr::DefaultOf(_) => SqlType::Null,
     }
 }
 

@@ -120,10 +120,10 @@ fn column_from_ast(env: &Env<'_>, def: &ast::ColumnDef, table_collation: Collati
     };
     let (mut primary, mut unique) = (false, false);
     let mut default_expr = None;
-    let mut explicit_null = false;
     for opt in &def.options {
         match &opt.option {
-            ColumnOption::Null => explicit_null = true,
+            // Columns are nullable unless declared NOT NULL.
+            ColumnOption::Null => {}
             ColumnOption::NotNull => col.nullable = false,
             ColumnOption::Default(e) => default_expr = Some(e.clone()),
             ColumnOption::PrimaryKey(_) => primary = true,
@@ -150,7 +150,6 @@ fn column_from_ast(env: &Env<'_>, def: &ast::ColumnDef, table_collation: Collati
     if primary {
         col.nullable = false;
     }
-    let _ = explicit_null;
     if let Some(e) = default_expr {
         col.default = default_from_ast(env, &e, &col)?;
     } else if col.nullable {
@@ -521,7 +520,7 @@ pub fn alter_table(
                     data_type: data_type.clone(),
                     options: options.iter().map(|o| ast::ColumnOptionDef { name: None, option: o.clone() }).collect(),
                 };
-                replace_column(&env, &mut columns, &mut map, &mut primary, &mut indexes, &col_name.value, &def, column_position.as_ref(), collation, &tname)?;
+                replace_column(&env, &mut columns, &mut primary, &col_name.value, &def, column_position.as_ref(), collation, &tname)?;
             }
             ast::AlterTableOperation::ChangeColumn { old_name, new_name, data_type, options, column_position } => {
                 let def = ast::ColumnDef {
@@ -529,7 +528,7 @@ pub fn alter_table(
                     data_type: data_type.clone(),
                     options: options.iter().map(|o| ast::ColumnOptionDef { name: None, option: o.clone() }).collect(),
                 };
-                replace_column(&env, &mut columns, &mut map, &mut primary, &mut indexes, &old_name.value, &def, column_position.as_ref(), collation, &tname)?;
+                replace_column(&env, &mut columns, &mut primary, &old_name.value, &def, column_position.as_ref(), collation, &tname)?;
             }
             ast::AlterTableOperation::AddConstraint { constraint, .. } => add_constraint(constraint, &mut columns, &mut primary, &mut indexes)?,
             ast::AlterTableOperation::DropIndex { name } => {
@@ -547,19 +546,21 @@ pub fn alter_table(
     rebuild(catalog, &db, &tname, columns, map, primary, indexes, warnings)
 }
 
+/// MODIFY / CHANGE COLUMN in place (moving a column with FIRST/AFTER is not supported).
 #[allow(clippy::too_many_arguments)]
 fn replace_column(
     env: &Env<'_>,
     columns: &mut [Column],
-    map: &mut [Option<usize>],
     primary: &mut Vec<usize>,
-    indexes: &mut [IndexMeta],
     old: &str,
     def: &ast::ColumnDef,
     position: Option<&ast::MySQLColumnPosition>,
     collation: Collation,
     table: &str,
 ) -> Result<()> {
+    if position.is_some() {
+        return Err(SqlError::unsupported("FIRST/AFTER in MODIFY COLUMN"));
+    }
     let pos = columns.iter().position(|c| c.name.eq_ignore_ascii_case(old)).ok_or_else(|| SqlError::bad_field(old, table))?;
     let (mut col, pk, _) = column_from_ast(env, def, collation)?;
     if primary.contains(&pos) {
@@ -568,10 +569,6 @@ fn replace_column(
     columns[pos] = col;
     if pk && primary.is_empty() {
         *primary = vec![pos];
-    }
-    if position.is_some() {
-        let _ = (map, indexes);
-        return Err(SqlError::unsupported("FIRST/AFTER in MODIFY COLUMN"));
     }
     Ok(())
 }

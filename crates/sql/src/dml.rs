@@ -17,7 +17,7 @@ use crate::catalog::{Catalog, ColumnDefault, TableMeta};
 use crate::error::{Result, SqlError, Warning, codes};
 use crate::expr::{Expr, RowCtx};
 use crate::ops;
-use crate::query::{self, Access, Env, JoinKind, Source, SourceData};
+use crate::query::{self, Env, JoinKind, Source, SourceData};
 use crate::session::SessionInfo;
 use crate::types::{WriteContext, coerce_to_column};
 
@@ -162,10 +162,9 @@ pub(crate) fn zero_value(ty: &crate::types::SqlType) -> Value {
     }
 }
 
-enum Proposed {
-    /// Values in column order, `None` where the column was not given (use default).
-    Row(Vec<Option<Value>>),
-}
+/// A row an INSERT proposes: values in column order, `None` where the column was
+/// not given (it gets its default).
+type ProposedRow = Vec<Option<Value>>;
 
 /// INSERT / REPLACE.
 ///
@@ -195,7 +194,7 @@ pub fn insert(catalog: &mut Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Insert) -> 
             .collect::<Result<_>>()?
     };
     // Phase 1: proposed rows.
-    let mut proposed: Vec<Proposed> = Vec::new();
+    let mut proposed: Vec<ProposedRow> = Vec::new();
     {
         let e = env(catalog, cx);
         let empty = Scope::default();
@@ -214,7 +213,7 @@ pub fn insert(catalog: &mut Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Insert) -> 
                             vals[col] = Some(binder.bind(ex)?.eval(&e, &RowCtx::new(&[]))?);
                         }
                     }
-                    proposed.push(Proposed::Row(vals));
+                    proposed.push(vals);
                 }
             }
             Some(_) => {
@@ -228,7 +227,7 @@ pub fn insert(catalog: &mut Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Insert) -> 
                     for (&col, v) in targets.iter().zip(r) {
                         vals[col] = Some(v);
                     }
-                    proposed.push(Proposed::Row(vals));
+                    proposed.push(vals);
                 }
             }
             None if !stmt.assignments.is_empty() => {
@@ -237,7 +236,7 @@ pub fn insert(catalog: &mut Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Insert) -> 
                     let col = assignment_column(t, a)?;
                     vals[col] = Some(binder.bind(&a.value)?.eval(&e, &RowCtx::new(&[]))?);
                 }
-                proposed.push(Proposed::Row(vals));
+                proposed.push(vals);
             }
             None => return Err(SqlError::parse("")),
         }
@@ -267,8 +266,7 @@ pub fn insert(catalog: &mut Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Insert) -> 
         let mut res = DmlResult::default();
         let mut generated: Option<u64> = None;
         let mut duplicates = 0u64;
-        for (n, p) in proposed.into_iter().enumerate() {
-            let Proposed::Row(vals) = p;
+        for (n, vals) in proposed.into_iter().enumerate() {
             let mut row: Row = Vec::with_capacity(vals.len());
             for (i, v) in vals.into_iter().enumerate() {
                 row.push(match v {
@@ -380,7 +378,6 @@ fn matching_rows(e: &Env<'_>, t: &TableMeta, filter: Option<&Expr>) -> Result<Ve
         types: t.columns.iter().map(|c| c.ty.clone()).collect(),
         key_name: None,
     };
-    let _ = Access::Full;
     let rows = query::read_source(&source, &Vec::new(), e, None)?;
     let mut out = Vec::new();
     for (pk, r) in rows {
@@ -465,13 +462,12 @@ pub fn update(catalog: &mut Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Update) -> 
     with_table(catalog, &db, &tname, |catalog, t, data| {
         let mut matched = 0u64;
         let mut changed = 0u64;
-        for (n, (pk, old)) in targets.into_iter().enumerate() {
+        for (n, (pk, _found)) in targets.into_iter().enumerate() {
             // The row may have changed since it was found (only our own writes can have).
             let Some(current) = data.get(&pk, &ReadView::current(cx.txn)).cloned() else { continue };
             if let Some(h) = data.holder(&pk).filter(|&h| h != cx.txn) {
                 return Err(SqlError::must_wait(h));
             }
-            let _ = old;
             matched += 1;
             let mut new = current.clone();
             {

@@ -140,8 +140,6 @@ pub enum Expr {
     Agg(usize),
     Subquery(Rc<Subquery>, SubqueryUse, bool),
     Cast(Box<Expr>, SqlType),
-    /// Assign to a user variable and yield the value (`@x := expr`).
-    DefaultOf(usize),
 }
 
 /// The row an expression is evaluated against, with the rows of enclosing queries.
@@ -175,7 +173,7 @@ impl Expr {
         let mut found = false;
         self.walk(&mut |e| match e {
             Expr::Column(i) if *i >= from => found = true,
-            Expr::Agg(_) | Expr::DefaultOf(_) => found = true,
+            Expr::Agg(_) => found = true,
             Expr::Subquery(s, _, _) if s.correlated => found = true,
             Expr::Func(f, _) if !f.is_deterministic() => found = true,
             _ => {}
@@ -384,7 +382,6 @@ impl Expr {
             Expr::Agg(slot) => cx.aggs.get(*slot).cloned().unwrap_or(Value::Null),
             Expr::Subquery(sq, usage, negated) => eval_subquery(sq, usage, *negated, env, cx)?,
             Expr::Cast(a, ty) => functions::cast(a.eval(env, cx)?, ty)?,
-            Expr::DefaultOf(_) => Value::Null,
         })
     }
 }

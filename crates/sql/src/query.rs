@@ -17,7 +17,7 @@ use std::ops::Bound;
 use quill_storage::{Collation, ReadView, Row, Value};
 use sqlparser::ast::{self, GroupByExpr, JoinConstraint, JoinOperator, SelectItem, SetExpr, SetOperator, SetQuantifier, TableFactor};
 
-use crate::bind::{Binder, Scope, ScopeColumn, type_of};
+use crate::bind::{Binder, Scope, ScopeColumn};
 use crate::catalog::Catalog;
 use crate::error::{Result, SqlError, codes};
 use crate::expr::{AggFunc, AggSpec, CmpOp, Expr, RowCtx};
@@ -316,16 +316,7 @@ fn add_table_source(env: &Env<'_>, db: &str, name: &str, alias: &str, scope: &mu
         let (cols, rows) = crate::show::information_schema_table(env, name)?;
         let types: Vec<SqlType> = cols.iter().map(|c| c.ty.clone()).collect();
         for c in cols {
-            scope.columns.push(ScopeColumn {
-                table: alias.to_owned(),
-                db: "information_schema".into(),
-                org_table: name.to_uppercase(),
-                name: c.name,
-                ty: c.ty,
-                nullable: true,
-                hidden: false,
-                flags: 0,
-            });
+            scope.columns.push(ScopeColumn { db: "information_schema".into(), org_table: name.to_uppercase(), ..ScopeColumn::computed(alias, &c.name, c.ty) });
         }
         return Ok((SourceData::Rows(RefCell::new(Some(rows)), None), types));
     }
@@ -376,16 +367,7 @@ fn plan_factor(env: &Env<'_>, tf: &TableFactor, scope: &mut Scope, outer: &[&Sco
             let (plan, _) = plan_query(env, subquery, outer)?;
             let types: Vec<SqlType> = plan.columns.iter().map(|c| c.ty.clone()).collect();
             for c in &plan.columns {
-                scope.columns.push(ScopeColumn {
-                    table: alias.clone(),
-                    db: String::new(),
-                    org_table: String::new(),
-                    name: c.name.clone(),
-                    ty: c.ty.clone(),
-                    nullable: true,
-                    hidden: false,
-                    flags: 0,
-                });
+                scope.columns.push(ScopeColumn::computed(&alias, &c.name, c.ty.clone()));
             }
             Ok((SourceData::Rows(RefCell::new(None), Some(Box::new(plan))), types))
         }
@@ -405,9 +387,6 @@ fn plan_block(
     let mut scope = Scope::default();
     let mut sources: Vec<Source> = Vec::new();
     let mut pending_on: Vec<(usize, JoinKind, Option<ast::Expr>, Vec<String>)> = Vec::new();
-    if s.from.len() > 1 {
-        // Comma joins are inner joins.
-    }
     let from_dual = s.from.len() == 1
         && s.from[0].joins.is_empty()
         && matches!(&s.from[0].relation, TableFactor::Table { name, alias: None, .. } if name.0.len() == 1 && name.to_string().eq_ignore_ascii_case("DUAL"));
@@ -560,9 +539,6 @@ fn plan_block(
     correlated |= post.correlated.get() || obinder.correlated.get();
     let aggs = aggs.into_inner();
     let grouped = !group_by.is_empty() || !aggs.is_empty();
-    if s.distinct.is_some() {
-        // handled below
-    }
     let distinct = matches!(s.distinct, Some(ast::Distinct::Distinct));
     if grouped && env.info.vars.get("sql_mode").is_some_and(|m| m.contains("ONLY_FULL_GROUP_BY")) {
         check_full_group_by(env, &sources, &scope, &projection, &group_by)?;
@@ -1237,16 +1213,4 @@ impl Accumulator {
             }
         }
     }
-}
-
-/// Types of a plan's output, for scopes built over derived tables.
-#[must_use]
-pub fn plan_types(plan: &SelectPlan) -> Vec<SqlType> {
-    plan.columns.iter().map(|c| c.ty.clone()).collect()
-}
-
-/// Static type helper re-exported for DML.
-#[must_use]
-pub fn expr_type(e: &Expr, scope: &Scope) -> SqlType {
-    type_of(e, scope, &[], &[], &[])
 }

@@ -860,12 +860,8 @@ impl Session {
                 ddl::create_database(&mut catalog, schema_name.to_string().trim_matches('`'), *if_not_exists, &mut warnings)
             }
             Statement::Drop { object_type: ast::ObjectType::Database | ast::ObjectType::Schema, if_exists, names, .. } => {
-                let name = ident_of(&names[0]);
-                let r = ddl::drop_database(&mut catalog, &name, *if_exists, &mut warnings).map(|n| affected = n);
-                if r.is_ok() && self.info.db.as_deref() == Some(name.as_str()) {
-                    // MySQL keeps no default database after dropping it.
-                }
-                r
+                // The default database is cleared below once the drop succeeded.
+                ddl::drop_database(&mut catalog, &ident_of(&names[0]), *if_exists, &mut warnings).map(|n| affected = n)
             }
             Statement::CreateTable(ct) => ddl::create_table(&mut catalog, info, (params, self.info.now_us()), ct, &mut warnings),
             Statement::Drop { object_type: ast::ObjectType::Table, if_exists, names, .. } => {
@@ -1252,22 +1248,7 @@ impl Session {
         let Some(Statement::Query(q)) = stmts.first() else { return Err(SqlError::parse(cond)) };
         let ast::SetExpr::Select(sel) = q.body.as_ref() else { return Err(SqlError::parse(cond)) };
         let Some(selection) = &sel.selection else { return Ok(rs) };
-        let scope = crate::bind::Scope {
-            columns: rs
-                .columns
-                .iter()
-                .map(|c| crate::bind::ScopeColumn {
-                    table: String::new(),
-                    db: String::new(),
-                    org_table: String::new(),
-                    name: c.name.clone(),
-                    ty: c.ty.clone(),
-                    nullable: true,
-                    hidden: false,
-                    flags: 0,
-                })
-                .collect(),
-        };
+        let scope = crate::bind::Scope { columns: rs.columns.iter().map(|c| crate::bind::ScopeColumn::computed("", &c.name, c.ty.clone())).collect() };
         let catalog = self.info.engine.catalog.read();
         let env = Env::new(&catalog, ReadView::current(0), &[], 0, &self.info);
         let cond = crate::bind::Binder::new(&env, &scope, "where clause").bind(selection)?;
