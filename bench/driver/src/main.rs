@@ -1,0 +1,74 @@
+//! The benchmark driver: one workload against one server per invocation, measurements printed
+//! as one JSON object on standard output (the format is in `bench/README.md`, "Driver output").
+//!
+//! `bench/run` starts the servers, calls this driver once per workload run, alternating
+//! servers, and turns the runs into medians and ratios. The driver itself knows nothing of
+//! medians or of which server it talks to: it measures, checks the result is right, and
+//! reports. A server feature the workload wants but the server lacks (a status counter, say) is
+//! reported as a metric with no value, never guessed.
+//!
+//! Workloads live one per module; each sets up its own tables in the `quillbench` database,
+//! so a run never depends on an earlier one.
+
+mod counter;
+mod fsync_floor;
+mod hot_row;
+mod insert_storm;
+mod report;
+mod server;
+mod sql;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "quill-bench-driver", about = "Runs one benchmark workload and prints JSON")]
+struct Cli {
+    /// Server host.
+    #[arg(long, default_value = "127.0.0.1", global = true)]
+    host: String,
+    /// Server TCP port.
+    #[arg(long, default_value_t = 3306, global = true)]
+    port: u16,
+    /// User name (empty password).
+    #[arg(long, default_value = "root", global = true)]
+    user: String,
+    #[command(subcommand)]
+    workload: Workload,
+}
+
+#[derive(Subcommand)]
+enum Workload {
+    /// Raw `write + fdatasync` latency of a file in DIR: the physical floor of a durable commit.
+    FsyncFloor(fsync_floor::Args),
+    /// Autocommit increments of a 10-row `demo` table, by 1 or more clients.
+    Counter(counter::Args),
+    /// Autocommit prepared INSERTs with named parameters into an AUTO_INCREMENT table.
+    InsertStorm(insert_storm::Args),
+    /// Optimistic concurrency on one hot row: versioned UPDATE, INSERT child, COMMIT.
+    HotRow(hot_row::Args),
+    /// Runs SQL statements and prints their rows and warnings (set-up and feature probes).
+    Sql(sql::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let target = server::Target { host: cli.host, port: cli.port, user: cli.user };
+    let result = match cli.workload {
+        Workload::FsyncFloor(args) => fsync_floor::run(&args),
+        Workload::Counter(args) => counter::run(&target, &args),
+        Workload::InsertStorm(args) => insert_storm::run(&target, &args),
+        Workload::HotRow(args) => hot_row::run(&target, &args),
+        Workload::Sql(args) => sql::run(&target, &args),
+    };
+    match result {
+        Ok(json) => {
+            println!("{json}");
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("quill-bench-driver: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,158 @@
+"""The workloads: what each runs, whether it writes (and so depends on the flush mode), and
+which of its metrics head the summary table.
+
+A workload is a name and a function from (options, server) to a driver-format result
+{"metrics": [...], "checks": [...]}. Adding one (replication lag, bulk load) is adding an entry
+to `all_workloads`: the alternation, medians, ratios, report and chart need no change.
+A workload whose needs a server lacks is reported "not supported" by the runner, never skipped.
+"""
+
+import re
+import subprocess
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .driver import run_driver
+
+SYSBENCH_TESTS = ("oltp_point_select", "oltp_read_only", "oltp_insert", "oltp_update_index", "oltp_read_write", "oltp_write_only")
+SYSBENCH_DATABASE = "sbtest"
+
+
+@dataclass
+class Workload:
+    name: str
+    group: str
+    title: str
+    run: Callable
+    #: Commits transactions: run once per flush mode, and needs the mode to be acted on.
+    writes: bool = True
+    #: Measures the machine, not a server: run once per repetition, with no server.
+    machine: bool = False
+    #: Metrics shown in the summary table and the chart (all metrics are in the details).
+    headline: tuple = ()
+    #: Needs the sysbench tables prepared on each server.
+    sysbench: bool = False
+    extra: dict = field(default_factory=dict)
+
+
+def all_workloads(options):
+    o = options
+    workloads = [
+        Workload(
+            "fsync-floor", "floor", f"raw write + fdatasync, {o.floor_count} x {o.floor_block_bytes} B",
+            lambda server, _o=o: run_driver(None, "fsync-floor", "--dir", server_dir(_o), "--count", _o.floor_count, "--block-bytes", _o.floor_block_bytes),
+            writes=False, machine=True, headline=("fdatasync median",),
+        ),
+        counter("counter-1", f"1 client x {o.counter_count} autocommit UPDATE counter=counter+1", 1, "same", False, o,
+                headline=("per increment", "commit minus round trip")),
+        counter("counter-2-different", f"2 clients x {o.counter_count} on different rows", 2, "different", False, o),
+        counter("counter-2-same", f"2 clients x {o.counter_count} on the same row", 2, "same", False, o),
+        counter("counter-2-for-update", f"2 clients x {o.counter_count} SELECT ... FOR UPDATE + UPDATE, same row", 2, "same", True, o),
+        insert_storm("insert-storm-16", o.insert_clients, o.insert_count, o),
+        insert_storm("insert-storm-1", 1, o.insert_single_count, o),
+    ]
+    for test in SYSBENCH_TESTS:
+        for threads in o.sysbench_threads:
+            workloads.append(
+                Workload(
+                    f"sysbench-{test.removeprefix('oltp_').replace('_', '-')}-{threads}", "sysbench",
+                    f"sysbench {test}, {threads} thread{'s' if threads > 1 else ''}",
+                    lambda server, _t=test, _n=threads, _o=o: sysbench_run(_o, server, _t, _n),
+                    writes=test not in ("oltp_point_select", "oltp_read_only"), headline=("tps",), sysbench=True,
+                )
+            )
+    for rtt_ms in o.hot_row_rtt_ms:
+        workloads.append(
+            Workload(
+                f"hot-row-{o.hot_row_clients}" + (f"-rtt{rtt_ms:g}ms" if rtt_ms else ""), "hot-row",
+                f"optimistic hot row, {o.hot_row_clients} clients" + (f", {rtt_ms:g} ms round trip" if rtt_ms else ""),
+                lambda server, _r=rtt_ms, _o=o: run_driver(
+                    server, "hot-row", "--clients", _o.hot_row_clients, "--seconds", _o.hot_row_seconds, "--rtt-ms", _r),
+                headline=("commits/s", "row lock wait per commit"),
+            )
+        )
+    return workloads
+
+
+def select(workloads, selection):
+    """The workloads named in `selection` (names or group names, comma-separated), in order."""
+    if not selection or selection == ["all"]:
+        return workloads
+    known = {w.name for w in workloads} | {w.group for w in workloads}
+    unknown = [s for s in selection if s not in known]
+    if unknown:
+        raise SystemExit(f"bench/run: unknown workload(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    return [w for w in workloads if w.name in selection or w.group in selection]
+
+
+def counter(name, title, clients, rows, for_update, o, headline=("elapsed",)):
+    arguments = ["counter", "--clients", clients, "--rows", rows, "--count", o.counter_count]
+    if for_update:
+        arguments.append("--for-update")
+    return Workload(name, "counter", title, lambda server: run_driver(server, *arguments), headline=headline)
+
+
+def insert_storm(name, clients, count, o):
+    title = f"{clients} client{'s' if clients > 1 else ''} x {count} prepared autocommit INSERT (AUTO_INCREMENT)"
+    return Workload(
+        name, "insert-storm", title,
+        lambda server: run_driver(server, "insert-storm", "--clients", clients, "--count", count),
+        headline=("inserts/s", "commits per fsync"),
+    )
+
+
+def server_dir(options):
+    """The floor is measured on the disk that holds the servers' data directories."""
+    options.workdir.mkdir(parents=True, exist_ok=True)
+    return options.workdir
+
+
+# ---------------------------------------------------------------------------------------------
+# sysbench
+
+def sysbench_command(options, server, test, threads, action):
+    return [
+        "sysbench", test, "--db-driver=mysql", "--mysql-host=127.0.0.1", f"--mysql-port={server.port}",
+        "--mysql-user=root", f"--mysql-db={SYSBENCH_DATABASE}", f"--tables={options.sysbench_tables}",
+        f"--table-size={options.sysbench_table_size}", f"--threads={threads}", f"--time={options.sysbench_time}",
+        "--report-interval=0", "--percentile=95", action,
+    ]
+
+
+def sysbench_prepare(options, server):
+    from .driver import sql
+
+    sql(server, f"DROP DATABASE IF EXISTS {SYSBENCH_DATABASE}", f"CREATE DATABASE {SYSBENCH_DATABASE}")
+    command = sysbench_command(options, server, "oltp_read_write", 1, "prepare")
+    result = subprocess.run(command, capture_output=True, text=True, timeout=1800)
+    if result.returncode != 0:
+        raise RuntimeError(f"sysbench prepare failed: {(result.stdout + result.stderr).strip()[-2000:]}")
+
+
+SYSBENCH_PATTERNS = {
+    "tps": re.compile(r"transactions:\s+\d+\s+\(([\d.]+) per sec"),
+    "qps": re.compile(r"queries:\s+\d+\s+\(([\d.]+) per sec"),
+    "p95 latency": re.compile(r"95th percentile:\s+([\d.]+)"),
+    "ignored errors/s": re.compile(r"ignored errors:\s+\d+\s+\(([\d.]+) per sec"),
+}
+SYSBENCH_METRICS = {"tps": ("1/s", "higher"), "qps": ("1/s", "higher"), "p95 latency": ("ms", "lower"), "ignored errors/s": ("1/s", "lower")}
+
+
+def sysbench_run(options, server, test, threads):
+    command = sysbench_command(options, server, test, threads, "run")
+    result = subprocess.run(command, capture_output=True, text=True, timeout=options.sysbench_time + 300)
+    output = result.stdout + result.stderr
+    if result.returncode != 0:
+        raise RuntimeError(f"sysbench {test} failed: {output.strip()[-2000:]}")
+    return parse_sysbench(output)
+
+
+def parse_sysbench(output):
+    metrics = []
+    for name, pattern in SYSBENCH_PATTERNS.items():
+        match = pattern.search(output)
+        if match is None:
+            raise RuntimeError(f"sysbench output has no {name}:\n{output[-2000:]}")
+        unit, better = SYSBENCH_METRICS[name]
+        metrics.append({"name": name, "value": float(match.group(1)), "unit": unit, "better": better, "missing": None})
+    return {"metrics": metrics, "checks": []}
