@@ -10,7 +10,6 @@ import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ElementTree
-from pathlib import Path
 
 import pytest
 
@@ -30,6 +29,7 @@ SMALL = ["--repetitions", "1", "--sysbench-time", "1", "--hot-row-seconds", "0.5
          "--insert-count", "50", "--insert-single-count", "100", "--floor-count", "50"]
 FIGURE = re.compile(r"^-?[\d,]+(\.\d+)?( µs| ms|/s|x)?( \[\d+\])?$")
 NOT_SUPPORTED = re.compile(r"^not supported \[(\d+)\]$")
+NO_VALUE = re.compile(r"^n/a \[(\d+)\]$")
 
 
 def bench_run(tmp_path, *arguments):
@@ -72,10 +72,10 @@ def test_quick_run_measures_every_workload_on_quill(tmp_path):
     numbered_notes = notes(markdown)
     for workload, cells in rows.items():
         for metric, cell in cells:
-            unsupported = NOT_SUPPORTED.match(cell)
-            assert FIGURE.match(cell) or unsupported, f"{workload} {metric}: {cell!r}"
-            if unsupported:
-                assert int(unsupported.group(1)) in numbered_notes, f"{workload} {metric}: note missing"
+            without_figure = NOT_SUPPORTED.match(cell) or NO_VALUE.match(cell)
+            assert FIGURE.match(cell) or without_figure, f"{workload} {metric}: {cell!r}"
+            if without_figure:
+                assert int(without_figure.group(1)) in numbered_notes, f"{workload} {metric}: note missing"
     assert re.search(r"Physical floor .*: \*\*[\d.,]+ µs\*\* median", markdown), markdown[:2000]
     assert "| workload | metric | Quill |" in stdout, "the summary is printed too"
 
@@ -86,7 +86,7 @@ def test_quick_run_measures_every_workload_on_quill(tmp_path):
     assert results["machine"]["versions"]["quill"].endswith("-quill-0.1.0")
     for row in results["rows"]:
         for target, cell in row["cells"].items():
-            assert cell["status"] in ("ok", "not supported"), (row["workload"], row["metric"], cell)
+            assert cell["status"] in ("ok", "not supported", "no value"), (row["workload"], row["metric"], cell)
             if cell["status"] == "ok":
                 assert cell["median"] is not None and len(cell["samples"]) == 1
             else:

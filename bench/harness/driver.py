@@ -29,29 +29,41 @@ def run_driver(server, *arguments, timeout_s=DRIVER_TIMEOUT_S):
         raise DriverError(f"driver timed out after {timeout_s} s: {' '.join(command[1:])}") from e
     if result.returncode != 0:
         raise DriverError(result.stderr.strip() or f"driver exited with {result.returncode}")
-    return json.loads(result.stdout)
+    try:
+        return json.loads(result.stdout)
+    except ValueError as e:
+        raise DriverError(f"driver printed no JSON ({e}): {result.stdout[:500]!r}") from e
 
 
-def sql(server, *statements):
-    """Runs statements on one connection; returns [{"rows": [...], "warnings": [...]}, ...]."""
-    return run_driver(server, "sql", *statements)["results"]
+def sql(server, *statements, stop_on_error=True):
+    """Runs statements on one connection; returns [{"rows": [...], "warnings": [...]}, ...].
+
+    A statement the server rejects raises DriverError, or with `stop_on_error=False` ends the
+    list with {"error": {"code": ..., "message": ...}}.
+    """
+    results = run_driver(server, "sql", *statements)["results"]
+    failed = results[-1].get("error") if results else None
+    if failed and stop_on_error:
+        raise DriverError(f"{results[-1]['statement']}: ERROR {failed['code']}: {failed['message']}")
+    return results
 
 
 def flush_mode_refusal(server, mode):
     """None when the server acts on `innodb_flush_log_at_trx_commit=mode`; else why not.
 
-    A server that accepts the variable but does not act on it says so with a warning (Quill
-    does, for variables it does not implement yet): that counts as not supported.
+    A server that refuses the statement with an error, or accepts the variable with a warning
+    that it does not act on it (Quill does so for variables it does not implement yet), does
+    not support the mode. A failure to reach the server is not a refusal: it raises DriverError.
     """
-    statement = f"SET GLOBAL innodb_flush_log_at_trx_commit={mode}"
-    try:
-        [result] = sql(server, statement)
-    except DriverError as e:
-        return str(e)
+    [result] = sql(server, f"SET GLOBAL innodb_flush_log_at_trx_commit={mode}", stop_on_error=False)
+    if result.get("error"):
+        return result["error"]["message"]
     if result["warnings"]:
         return "; ".join(w["message"] for w in result["warnings"])
     return None
 
 
 def set_flush_mode(server, mode):
-    sql(server, f"SET GLOBAL innodb_flush_log_at_trx_commit={mode}")
+    [result] = sql(server, f"SET GLOBAL innodb_flush_log_at_trx_commit={mode}", stop_on_error=False)
+    if result.get("error"):
+        raise DriverError(f"SET GLOBAL innodb_flush_log_at_trx_commit={mode}: {result['error']['message']}")

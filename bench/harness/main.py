@@ -9,7 +9,7 @@ import argparse
 import datetime
 import shutil
 import signal
-import sys
+import subprocess
 import time
 from pathlib import Path
 
@@ -67,6 +67,7 @@ def parse_options(argv):
         if getattr(options, name) is None:
             setattr(options, name, value)
     options.targets = comma_list(str)(options.targets) if isinstance(options.targets, str) else options.targets
+    options.targets = list(dict.fromkeys(options.targets))  # each server once, in the order given
     unknown = [t for t in options.targets if t not in TARGETS]
     if unknown or not options.targets:
         parser.error(f"unknown target(s) {unknown}; choose from {', '.join(TARGETS)}")
@@ -78,50 +79,96 @@ def parse_options(argv):
     return options
 
 
+#: Written into a work directory the harness created, so that it never empties one it did not.
+WORKDIR_MARKER = ".quill-bench-workdir"
+#: The version string each target must report, so a stray server on a reused port is caught.
+VERSION_MARKERS = {"quill": "quill", "mariadb": "MariaDB", "mariadb-binlog": "MariaDB"}
+
+
 def log(message):
     print(f"bench/run: {message}", flush=True)
+
+
+def on_signal(signum, _frame):
+    """SIGTERM and SIGHUP unwind like Ctrl-C, through the `finally` that stops the servers."""
+    raise SystemExit(128 + signum)
+
+
+def prepare_workdir(workdir):
+    if workdir.exists() and any(workdir.iterdir()) and not (workdir / WORKDIR_MARKER).exists():
+        raise SystemExit(f"bench/run: {workdir} is not empty and was not made by bench/run; choose another --workdir")
+    shutil.rmtree(workdir, ignore_errors=True)
+    workdir.mkdir(parents=True)
+    (workdir / WORKDIR_MARKER).touch()
 
 
 def main(argv):
     options = parse_options(argv)
     selected = workloads.select(workloads.all_workloads(options), options.workloads)
     want_mariadb = any(t != "quill" for t in options.targets)
+    can_chart = True
     if not options.no_install:
         install.install_packages(want_mariadb, log)
-        install.install_python_packages(log)
+        can_chart = install.install_python_packages(log)
         install.build(log, build_quill="quill" in options.targets)
-    shutil.rmtree(options.workdir, ignore_errors=True)
-    options.workdir.mkdir(parents=True)
+    prepare_workdir(options.workdir)
     servers = [Server(name, options.workdir) for name in options.targets]
-    # SIGTERM (a CI timeout, `kill`) unwinds like Ctrl-C, so the servers are always stopped.
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, on_signal)
     started = datetime.datetime.now(datetime.timezone.utc)
+    all_runs, problems, machine_details = [], [], {}
     try:
         for server in servers:
             log(f"starting {server.name} on 127.0.0.1:{server.port}")
             server.start()
-        versions = {s.name: sql(s, "SELECT @@version")[0]["rows"][0][0] for s in servers}
-        versions["sysbench"] = machine.sysbench_version()
+        versions = server_versions(servers)
+        if any(w.sysbench for w in selected):
+            versions["sysbench"] = machine.sysbench_version()
         machine_details = machine.details(options.workdir, versions)
-        runs = run_workloads(options, selected, servers)
+        run_workloads(options, selected, servers, all_runs)
+    except Exception as e:  # keep what was measured: the partial report names the failure
+        problems.append(f"run stopped: {type(e).__name__}: {e}")
+    except BaseException:  # Ctrl-C, SIGTERM, SIGHUP: stop the servers and go, with no report
+        log(f"interrupted: stopping the servers; their logs stay in {options.workdir}")
+        raise
     finally:
+        # A second Ctrl-C must not interrupt the stopping of the servers.
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
         for server in servers:
             server.stop()
-        if not options.keep_workdir:
-            shutil.rmtree(options.workdir, ignore_errors=True)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
     finished = datetime.datetime.now(datetime.timezone.utc)
-    results = report.aggregate(options, runs, [s.name for s in servers])
+    results = report.aggregate(options, all_runs, [s.name for s in servers])
+    results["problems"] = problems + results["problems"]
     results["started"], results["finished"] = started.isoformat(timespec="seconds"), finished.isoformat(timespec="seconds")
     results["machine"] = machine_details
-    paths = report.write(results, options)
+    if results["problems"] or options.keep_workdir:
+        log(f"server logs and data kept in {options.workdir}")
+    else:
+        shutil.rmtree(options.workdir, ignore_errors=True)
+    paths = report.write(results, options, can_chart)
     print()
     print(report.summary_markdown(results))
     for path in paths:
         log(f"wrote {path}")
-    problems = results["problems"]
-    for problem in problems:
+    for problem in results["problems"]:
         log(f"FAILED: {problem}")
-    return 1 if problems else 0
+    return 1 if results["problems"] else 0
+
+
+def server_versions(servers):
+    versions = {}
+    for server in servers:
+        version = sql(server, "SELECT @@version")[0]["rows"][0][0]
+        if VERSION_MARKERS[server.name] not in version:
+            raise SystemExit(f"bench/run: the server on port {server.port} says it is {version}, not {server.name}")
+        versions[server.name] = version
+    return versions
+
+
+#: How one run can fail without stopping the others: the driver or sysbench failed, timed out,
+#: could not be started, or printed something unreadable. The run is reported as an error.
+RUN_FAILURES = (DriverError, RuntimeError, subprocess.TimeoutExpired, OSError, ValueError)
 
 
 class WorkloadRuns:
@@ -137,53 +184,67 @@ class WorkloadRuns:
         self.volatile = set()
 
 
-def run_workloads(options, selected, servers):
-    writes = any(w.writes for w in selected)
-    refusals = {(s.name, m): flush_mode_refusal(s, m) for s in servers for m in options.flush_modes} if writes else {}
+def run_workloads(options, selected, servers, all_runs):
+    """Runs every selected workload, appending to `all_runs` as it goes (so that a run cut
+    short still reports what it measured)."""
+    refusals = probe_flush_modes(options, servers) if any(w.writes for w in selected) else {}
     sysbench_ready = {}
-    all_runs = []
     for workload in selected:
+        if workload.machine:
+            all_runs.append(run_machine(options, workload))
+            continue
         for mode in options.flush_modes if workload.writes else [None]:
-            if workload.machine:
-                runs = WorkloadRuns(workload, None, ["machine"])
-                for repetition in range(options.repetitions):
-                    run_one(runs, "machine", None, repetition, options)
-                all_runs.append(runs)
-                continue
             runs = WorkloadRuns(workload, mode, [s.name for s in servers])
-            for repetition in range(options.repetitions):
-                for server in servers:
-                    if server.name in runs.errors or server.name in runs.unsupported:
-                        continue
-                    if workload.writes:
-                        refusal = refusals[(server.name, mode)]
-                        if refusal and not options.allow_volatile:
-                            runs.unsupported[server.name] = f"innodb_flush_log_at_trx_commit={mode}: {refusal}"
-                            continue
-                        if refusal:
-                            runs.volatile.add(server.name)
-                        set_flush_mode(server, mode)
-                    if workload.sysbench and not prepare_sysbench(options, server, sysbench_ready, runs):
-                        continue
-                    run_one(runs, server.name, server, repetition, options)
-            for name, why in runs.unsupported.items():
-                log(f"{workload.name}: {name}: not supported ({why})")
             all_runs.append(runs)
-    return all_runs
+            for server in servers:
+                why = why_not_run(options, runs, server, refusals, sysbench_ready)
+                if why:
+                    runs.unsupported[server.name] = why
+                    log(f"{workload.name}: {server.name}: not supported ({why})")
+            run_alternating(options, runs, servers)
 
 
-def prepare_sysbench(options, server, ready, runs):
-    if server.name not in ready:
-        log(f"sysbench prepare on {server.name} ({options.sysbench_tables} x {options.sysbench_table_size} rows)")
-        try:
-            workloads.sysbench_prepare(options, server)
-            ready[server.name] = None
-        except (DriverError, RuntimeError) as e:
-            ready[server.name] = str(e)
-    if ready[server.name] is not None:
-        runs.errors[server.name] = ready[server.name]
-        return False
-    return True
+def run_machine(options, workload):
+    runs = WorkloadRuns(workload, None, ["machine"])
+    for repetition in range(options.repetitions):
+        run_one(runs, "machine", None, repetition, options)
+    return runs
+
+
+def run_alternating(options, runs, servers):
+    """A B A B ...: each repetition runs every server once, in the same order."""
+    for repetition in range(options.repetitions):
+        for server in servers:
+            if server.name not in runs.errors and server.name not in runs.unsupported:
+                run_one(runs, server.name, server, repetition, options)
+
+
+def probe_flush_modes(options, servers):
+    """{(server, mode): None when the server acts on the mode, else why not}."""
+    return {(s.name, m): flush_mode_refusal(s, m) for s in servers for m in options.flush_modes}
+
+
+def why_not_run(options, runs, server, refusals, sysbench_ready):
+    """Why `server` cannot run this workload (it lacks what the workload needs), or None. Marks
+    a run that goes ahead without the durability asked for as volatile."""
+    workload = runs.workload
+    if workload.writes:
+        refusal = refusals[(server.name, runs.flush_mode)]
+        if refusal and not options.allow_volatile:
+            return f"innodb_flush_log_at_trx_commit={runs.flush_mode}: {refusal}"
+        if refusal:
+            runs.volatile.add(server.name)
+    if workload.sysbench:
+        if server.name not in sysbench_ready:
+            log(f"sysbench prepare on {server.name} ({options.sysbench_tables} x {options.sysbench_table_size} rows)")
+            try:
+                workloads.sysbench_prepare(options, server)
+                sysbench_ready[server.name] = None
+            except RUN_FAILURES as e:
+                sysbench_ready[server.name] = str(e)
+        if sysbench_ready[server.name] is not None:
+            runs.errors[server.name] = sysbench_ready[server.name]
+    return None
 
 
 def run_one(runs, name, server, repetition, options):
@@ -191,8 +252,10 @@ def run_one(runs, name, server, repetition, options):
     mode = f" flush={runs.flush_mode}" if runs.flush_mode is not None else ""
     start = time.monotonic()
     try:
+        if runs.flush_mode is not None:
+            set_flush_mode(server, runs.flush_mode)
         result = workload.run(server)
-    except (DriverError, RuntimeError) as e:
+    except RUN_FAILURES as e:
         runs.errors[name] = str(e)
         log(f"{workload.name}{mode} #{repetition + 1} {name}: ERROR {e}")
         return

@@ -20,7 +20,9 @@ FLOOR_MULTIPLE = "commit minus round trip / fdatasync"
 def aggregate(options, all_runs, targets):
     rows, problems = [], []
     for runs in all_runs:
-        rows.extend(rows_of(runs, problems))
+        failed_checks = failed_checks_of(runs)
+        problems.extend(problems_of(runs, failed_checks))
+        rows.extend(rows_of(runs, failed_checks))
     add_floor_multiple(rows)
     floor = next((r for r in rows if r["workload"] == FLOOR_WORKLOAD and r["metric"] == FLOOR_METRIC), None)
     return {
@@ -32,20 +34,26 @@ def aggregate(options, all_runs, targets):
     }
 
 
-def rows_of(runs, problems):
-    workload, names = runs.workload, list(runs.results)
-    label = workload.name + (f" (flush={runs.flush_mode})" if runs.flush_mode is not None else "")
-    for name, error in runs.errors.items():
-        problems.append(f"{label} on {name}: {error}")
-    failed_checks = {}
+def failed_checks_of(runs):
+    """{server: the first failed check of its runs}."""
+    failed = {}
     for name, results in runs.results.items():
         for result in results:
             for check in result["checks"]:
                 if not check["ok"]:
-                    failed_checks.setdefault(name, f"{check['name']}: {check['detail']}")
-    for name, failure in failed_checks.items():
-        problems.append(f"{label} on {name}: check failed: {failure}")
+                    failed.setdefault(name, f"{check['name']}: {check['detail']}")
+    return failed
 
+
+def problems_of(runs, failed_checks):
+    label = runs.workload.name + (f" (flush={runs.flush_mode})" if runs.flush_mode is not None else "")
+    return [f"{label} on {name}: {error}" for name, error in runs.errors.items()] + [
+        f"{label} on {name}: check failed: {failure}" for name, failure in failed_checks.items()
+    ]
+
+
+def rows_of(runs, failed_checks):
+    workload, names = runs.workload, list(runs.results)
     metrics = []  # (name, unit, better) in first-seen order
     for results in runs.results.values():
         for result in results:
@@ -78,8 +86,11 @@ def cell(runs, name, metric, failed_checks):
     found = [m for result in runs.results[name] for m in result["metrics"] if m["name"] == metric]
     samples = [m["value"] for m in found if m["value"] is not None]
     if not samples:
-        why = next((m["missing"] for m in found if m["missing"]), "the server reported no value")
-        return {"status": "not supported", "note": why, "median": None, "samples": []}
+        missing = next((m for m in found if m["missing"]), None)
+        if missing is None:
+            return {"status": "no value", "note": "the server reported no value", "median": None, "samples": []}
+        status = "not supported" if missing.get("unsupported", True) else "no value"
+        return {"status": status, "note": missing["missing"], "median": None, "samples": []}
     note = "not durable: the server does not act on the flush mode (--allow-volatile)" if volatile else None
     return {"status": "ok", "note": note, "median": statistics.median(samples), "samples": samples, "volatile": volatile}
 
@@ -152,7 +163,7 @@ def row_label(row):
 def cell_text(c, unit, notes):
     if c["status"] == "ok":
         return format_value(c["median"], unit) + (f" {notes.ref(c['note'])}" if c.get("note") else "")
-    label = {"not supported": "not supported", "error": "error", "wrong": "WRONG"}[c["status"]]
+    label = {"not supported": "not supported", "no value": "n/a", "error": "error", "wrong": "WRONG"}[c["status"]]
     return f"{label} {notes.ref(c['note'])}"
 
 
@@ -174,6 +185,8 @@ def table(results, rows, notes):
 def summary_markdown(results):
     notes = Notes()
     text = table(results, [r for r in results["rows"] if r["headline"]], notes)
+    if results["floor_us"]:
+        text = f"Physical floor (raw write + fdatasync): {format_value(results['floor_us'], 'us')} median\n\n" + text
     return text + ("\n\n" + notes_markdown(notes) if notes.texts else "")
 
 
@@ -240,18 +253,20 @@ def chart(results, path):
     labels = [f"{row_label(r)}: {r['metric']}" for r in rows]
     height = 0.8 / len(mariadbs)
     figure, axes = plt.subplots(figsize=(10, 0.42 * len(rows) * max(1, len(mariadbs)) + 1.5))
-    all_values = [r["ratios"].get(t) or 1.0 for r in rows for t in mariadbs]
+    all_values = [r["ratios"][t] for r in rows for t in mariadbs if r["ratios"].get(t)]
     handles = []
     for i, target in enumerate(mariadbs):
-        values = [r["ratios"].get(target) or 1.0 for r in rows]
-        positions = [y + i * height for y in range(len(rows))]
-        # Bars grow from 1 (parity) towards the ratio: right when Quill is better, left when not.
-        bars = axes.barh(positions, [v - 1.0 for v in values], left=1.0, height=height, label=f"Quill vs {TARGET_TITLES[target]}")
-        handles.append(Patch(color=bars.patches[0].get_facecolor(), label=f"Quill vs {TARGET_TITLES[target]}"))
-        for bar, value, row in zip(bars, values, rows):
+        for y, row in enumerate(rows):
+            value, position = row["ratios"].get(target), y + i * height
+            if not value:  # no ratio (not supported, error, WRONG): no bar, and say so
+                axes.text(1.0, position, " n/a", va="center", fontsize=8)
+                continue
+            # Bars grow from 1 (parity) towards the ratio: right when Quill is better, left when not.
+            [bar] = axes.barh([position], [value - 1.0], left=1.0, height=height, color=f"C{i}")
             if row["cells"]["quill"].get("volatile"):
                 bar.set_hatch("///")
-            axes.text(value, bar.get_y() + bar.get_height() / 2, f" {value:.2f}x ", va="center", ha="left" if value >= 1 else "right", fontsize=8)
+            axes.text(value, position, f" {value:.2f}x ", va="center", ha="left" if value >= 1 else "right", fontsize=8)
+        handles.append(Patch(color=f"C{i}", label=f"Quill vs {TARGET_TITLES[target]}"))
     axes.axvline(1.0, color="black", linewidth=1)
     axes.set_xscale("log")
     axes.set_xlim(min(all_values + [1.0]) / 1.6, max(all_values + [1.0]) * 1.6)
@@ -267,7 +282,7 @@ def chart(results, path):
     return True
 
 
-def write(results, options):
+def write(results, options, can_chart=True):
     options.out.mkdir(parents=True, exist_ok=True)
     stamp = results["started"].replace(":", "").replace("-", "").replace("+0000", "").replace("T", "-")[:15]
     base = options.out / (stamp + ("-quick" if options.quick else ""))
@@ -275,6 +290,9 @@ def write(results, options):
     paths[0].write_text(markdown(results))
     paths[1].write_text(json.dumps(results, indent=2, default=str) + "\n")
     svg = base.with_suffix(".svg")
-    if chart(results, svg):
-        paths.append(svg)
+    try:
+        if can_chart and chart(results, svg):
+            paths.append(svg)
+    except ImportError as e:
+        print(f"bench/run: no chart: {e}")
     return paths

@@ -12,14 +12,17 @@ Both MariaDB targets get a buffer pool large enough to hold every benchmark tabl
 Quill, they serve reads from memory and pay for durability only in their logs.
 """
 
+import ctypes
 import os
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
-from .install import QUILL_BINARY
+from .install import QUILL_BINARY, find
 
 TARGETS = ("quill", "mariadb", "mariadb-binlog")
 
@@ -46,6 +49,13 @@ def free_port():
         return s.getsockname()[1]
 
 
+def die_with_parent():
+    """In the child before exec: ask Linux to SIGTERM it when the harness dies, even by SIGKILL,
+    so no server outlives the run that started it."""
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 class Server:
     def __init__(self, name, workdir):
         assert name in TARGETS, name
@@ -56,6 +66,8 @@ class Server:
         self.log_path = self.dir / "server.log"
         self.port = free_port()
         self.process = None
+        # A Unix socket path is limited to 107 bytes: keep MariaDB's out of a deep work directory.
+        self.socket_dir = None
 
     def start(self):
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -64,22 +76,25 @@ class Server:
             command = [str(QUILL_BINARY), "serve", f"--port={self.port}", f"--datadir={self.datadir}"]
         else:
             self._install_mariadb()
+            self.socket_dir = tempfile.mkdtemp(prefix="qbench")
             command = [
-                "mariadbd", "--no-defaults", f"--datadir={self.datadir}", f"--user={user_name()}",
-                f"--port={self.port}", "--bind-address=127.0.0.1", f"--socket={self.dir / 'mariadb.sock'}",
+                find("mariadbd") or "mariadbd", "--no-defaults", f"--datadir={self.datadir}", f"--user={user_name()}",
+                f"--port={self.port}", "--bind-address=127.0.0.1", f"--socket={self.socket_dir}/mariadb.sock",
                 f"--pid-file={self.dir / 'mariadb.pid'}", f"--log-error={self.log_path}", *MARIADB_OPTIONS,
             ]
             if self.name == "mariadb-binlog":
                 command += list(MARIADB_BINLOG_OPTIONS)
-        # Own process group: Ctrl-C in the terminal reaches the harness, which stops servers in order.
-        self.process = subprocess.Popen(command, stdout=log, stderr=log, cwd=self.dir, start_new_session=True)
+        # Own session: Ctrl-C in the terminal reaches only the harness, which stops the servers
+        # in order; die_with_parent covers a harness that is killed outright.
+        self.process = subprocess.Popen(command, stdout=log, stderr=log, cwd=self.dir, start_new_session=True,
+                                        preexec_fn=die_with_parent)
         self._wait_until_accepting()
 
     def _install_mariadb(self):
         if self.datadir.exists():
             return
         result = subprocess.run(
-            ["mariadb-install-db", "--no-defaults", f"--datadir={self.datadir}", f"--user={user_name()}",
+            [find("mariadb-install-db") or "mariadb-install-db", "--no-defaults", f"--datadir={self.datadir}", f"--user={user_name()}",
              "--auth-root-authentication-method=normal", "--skip-test-db"],
             capture_output=True, text=True,
         )
@@ -90,23 +105,28 @@ class Server:
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise SystemExit(f"bench/run: {self.name} exited at start; see {self.log_path}:\n{tail(self.log_path)}")
+                raise SystemExit(f"bench/run: {self.name} exited at start; its log ends:\n{tail(self.log_path)}")
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
                 return
             except OSError:
                 time.sleep(0.1)
-        raise SystemExit(f"bench/run: {self.name} did not accept connections within {START_TIMEOUT_S} s; see {self.log_path}")
+        raise SystemExit(f"bench/run: {self.name} did not accept connections within {START_TIMEOUT_S} s; "
+                         f"its log ends:\n{tail(self.log_path)}")
 
     def stop(self):
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.send_signal(signal.SIGTERM)
+        """SIGTERM, then SIGKILL if it has not exited within STOP_TIMEOUT_S."""
         try:
-            self.process.wait(timeout=STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+            if self.process is not None and self.process.poll() is None:
+                self.process.send_signal(signal.SIGTERM)
+                try:
+                    self.process.wait(timeout=STOP_TIMEOUT_S)
+                except BaseException:
+                    self.process.kill()
+                    self.process.wait()
+        finally:
+            if self.socket_dir:
+                shutil.rmtree(self.socket_dir, ignore_errors=True)
 
 
 def user_name():

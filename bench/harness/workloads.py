@@ -9,13 +9,17 @@ A workload whose needs a server lacks is reported "not supported" by the runner,
 
 import re
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import partial
 from typing import Callable
 
-from .driver import run_driver
+from .driver import DRIVER_TIMEOUT_S, run_driver, sql
 
 SYSBENCH_TESTS = ("oltp_point_select", "oltp_read_only", "oltp_insert", "oltp_update_index", "oltp_read_write", "oltp_write_only")
+READ_ONLY_SYSBENCH_TESTS = ("oltp_point_select", "oltp_read_only")
 SYSBENCH_DATABASE = "sbtest"
+#: sysbench's own time limit is --time; this bounds a run that hangs past it (or a prepare).
+SYSBENCH_GRACE_S = 300
 
 
 @dataclass
@@ -32,45 +36,33 @@ class Workload:
     headline: tuple = ()
     #: Needs the sysbench tables prepared on each server.
     sysbench: bool = False
-    extra: dict = field(default_factory=dict)
 
 
-def all_workloads(options):
-    o = options
+def all_workloads(o):
+    """Every workload of a run with options `o`, in report order."""
     workloads = [
-        Workload(
-            "fsync-floor", "floor", f"raw write + fdatasync, {o.floor_count} x {o.floor_block_bytes} B",
-            lambda server, _o=o: run_driver(None, "fsync-floor", "--dir", server_dir(_o), "--count", _o.floor_count, "--block-bytes", _o.floor_block_bytes),
-            writes=False, machine=True, headline=("fdatasync median",),
-        ),
-        counter("counter-1", f"1 client x {o.counter_count} autocommit UPDATE counter=counter+1", 1, "same", False, o,
+        Workload("fsync-floor", "floor", f"raw write + fdatasync, {o.floor_count} x {o.floor_block_bytes} B",
+                 partial(fsync_floor, o), writes=False, machine=True, headline=("fdatasync median",)),
+        counter("counter-1", f"1 client x {o.counter_count} autocommit UPDATE counter=counter+1", o, clients=1,
                 headline=("per increment", "commit minus round trip")),
-        counter("counter-2-different", f"2 clients x {o.counter_count} on different rows", 2, "different", False, o),
-        counter("counter-2-same", f"2 clients x {o.counter_count} on the same row", 2, "same", False, o),
-        counter("counter-2-for-update", f"2 clients x {o.counter_count} SELECT ... FOR UPDATE + UPDATE, same row", 2, "same", True, o),
-        insert_storm("insert-storm-16", o.insert_clients, o.insert_count, o),
-        insert_storm("insert-storm-1", 1, o.insert_single_count, o),
+        counter("counter-2-different", f"2 clients x {o.counter_count} on different rows", o, clients=2, rows="different"),
+        counter("counter-2-same", f"2 clients x {o.counter_count} on the same row", o, clients=2),
+        counter("counter-2-for-update", f"2 clients x {o.counter_count} SELECT ... FOR UPDATE + UPDATE, same row", o,
+                clients=2, for_update=True),
+        insert_storm("insert-storm-16", o.insert_clients, o.insert_count),
+        insert_storm("insert-storm-1", 1, o.insert_single_count),
     ]
     for test in SYSBENCH_TESTS:
         for threads in o.sysbench_threads:
-            workloads.append(
-                Workload(
-                    f"sysbench-{test.removeprefix('oltp_').replace('_', '-')}-{threads}", "sysbench",
-                    f"sysbench {test}, {threads} thread{'s' if threads > 1 else ''}",
-                    lambda server, _t=test, _n=threads, _o=o: sysbench_run(_o, server, _t, _n),
-                    writes=test not in ("oltp_point_select", "oltp_read_only"), headline=("tps",), sysbench=True,
-                )
-            )
+            name = f"sysbench-{test.removeprefix('oltp_').replace('_', '-')}-{threads}"
+            title = f"sysbench {test}, {threads} thread{'s' if threads > 1 else ''}"
+            workloads.append(Workload(name, "sysbench", title, partial(sysbench_run, o, test=test, threads=threads),
+                                      writes=test not in READ_ONLY_SYSBENCH_TESTS, headline=("tps", "p95 latency"), sysbench=True))
     for rtt_ms in o.hot_row_rtt_ms:
-        workloads.append(
-            Workload(
-                f"hot-row-{o.hot_row_clients}" + (f"-rtt{rtt_ms:g}ms" if rtt_ms else ""), "hot-row",
-                f"optimistic hot row, {o.hot_row_clients} clients" + (f", {rtt_ms:g} ms round trip" if rtt_ms else ""),
-                lambda server, _r=rtt_ms, _o=o: run_driver(
-                    server, "hot-row", "--clients", _o.hot_row_clients, "--seconds", _o.hot_row_seconds, "--rtt-ms", _r),
-                headline=("commits/s", "row lock wait per commit"),
-            )
-        )
+        suffix, title_suffix = (f"-rtt{rtt_ms:g}ms", f", {rtt_ms:g} ms round trip") if rtt_ms else ("", "")
+        workloads.append(Workload(f"hot-row-{o.hot_row_clients}{suffix}", "hot-row",
+                                  f"optimistic hot row, {o.hot_row_clients} clients{title_suffix}", partial(hot_row, o, rtt_ms=rtt_ms),
+                                  headline=("commits/s", "row lock wait per commit")))
     return workloads
 
 
@@ -85,26 +77,29 @@ def select(workloads, selection):
     return [w for w in workloads if w.name in selection or w.group in selection]
 
 
-def counter(name, title, clients, rows, for_update, o, headline=("elapsed",)):
-    arguments = ["counter", "--clients", clients, "--rows", rows, "--count", o.counter_count]
-    if for_update:
-        arguments.append("--for-update")
-    return Workload(name, "counter", title, lambda server: run_driver(server, *arguments), headline=headline)
+def fsync_floor(o, server):
+    assert server is None, "the floor measures the machine, not a server"
+    return run_driver(None, "fsync-floor", "--dir", o.workdir, "--count", o.floor_count, "--block-bytes", o.floor_block_bytes)
 
 
-def insert_storm(name, clients, count, o):
+def driver_workload(arguments, server):
+    return run_driver(server, *arguments)
+
+
+def counter(name, title, o, clients, rows="same", for_update=False, headline=("elapsed",)):
+    arguments = ["counter", "--clients", clients, "--rows", rows, "--count", o.counter_count] + (["--for-update"] if for_update else [])
+    return Workload(name, "counter", title, partial(driver_workload, arguments), headline=headline)
+
+
+def insert_storm(name, clients, count):
     title = f"{clients} client{'s' if clients > 1 else ''} x {count} prepared autocommit INSERT (AUTO_INCREMENT)"
-    return Workload(
-        name, "insert-storm", title,
-        lambda server: run_driver(server, "insert-storm", "--clients", clients, "--count", count),
-        headline=("inserts/s", "commits per fsync"),
-    )
+    return Workload(name, "insert-storm", title, partial(driver_workload, ["insert-storm", "--clients", clients, "--count", count]),
+                    headline=("inserts/s", "commits per fsync"))
 
 
-def server_dir(options):
-    """The floor is measured on the disk that holds the servers' data directories."""
-    options.workdir.mkdir(parents=True, exist_ok=True)
-    return options.workdir
+def hot_row(o, server, rtt_ms):
+    return run_driver(server, "hot-row", "--clients", o.hot_row_clients, "--seconds", o.hot_row_seconds, "--rtt-ms", rtt_ms,
+                      timeout_s=o.hot_row_seconds + DRIVER_TIMEOUT_S)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -120,11 +115,9 @@ def sysbench_command(options, server, test, threads, action):
 
 
 def sysbench_prepare(options, server):
-    from .driver import sql
-
     sql(server, f"DROP DATABASE IF EXISTS {SYSBENCH_DATABASE}", f"CREATE DATABASE {SYSBENCH_DATABASE}")
     command = sysbench_command(options, server, "oltp_read_write", 1, "prepare")
-    result = subprocess.run(command, capture_output=True, text=True, timeout=1800)
+    result = subprocess.run(command, capture_output=True, text=True, timeout=6 * SYSBENCH_GRACE_S)
     if result.returncode != 0:
         raise RuntimeError(f"sysbench prepare failed: {(result.stdout + result.stderr).strip()[-2000:]}")
 
@@ -140,7 +133,7 @@ SYSBENCH_METRICS = {"tps": ("1/s", "higher"), "qps": ("1/s", "higher"), "p95 lat
 
 def sysbench_run(options, server, test, threads):
     command = sysbench_command(options, server, test, threads, "run")
-    result = subprocess.run(command, capture_output=True, text=True, timeout=options.sysbench_time + 300)
+    result = subprocess.run(command, capture_output=True, text=True, timeout=options.sysbench_time + SYSBENCH_GRACE_S)
     output = result.stdout + result.stderr
     if result.returncode != 0:
         raise RuntimeError(f"sysbench {test} failed: {output.strip()[-2000:]}")

@@ -12,9 +12,8 @@
 //! double-applied one fails the run's check, whatever the timing.
 
 use crate::report::{Better, Report, mean_us, quantile_us};
-use crate::server::{Target, is_retryable, run_all};
+use crate::server::{Target, is_retryable, run_all, run_clients};
 use mysql::prelude::Queryable;
-use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 /// Rows in `demo`; the single-client and same-row shapes use row [`HOT_ROW`].
@@ -51,31 +50,13 @@ struct ClientRun {
 pub fn run(target: &Target, args: &Args) -> Result<serde_json::Value, String> {
     assert!(args.clients >= 1 && args.clients < ROWS - HOT_ROW, "clients must fit in the table's rows");
     assert!(args.count > 0, "count must be positive");
-    let mut setup = target.connect()?;
+    let mut setup = target.connect_setup()?;
     run_all(&mut setup, &["DROP TABLE IF EXISTS demo", "CREATE TABLE demo (id INT PRIMARY KEY, counter BIGINT NOT NULL)"])?;
     let values: Vec<String> = (1..=ROWS).map(|id| format!("({id}, 0)")).collect();
     run_all(&mut setup, &[&format!("INSERT INTO demo VALUES {}", values.join(", "))])?;
 
     let row_of = |client: u32| if args.rows == Rows::Same { HOT_ROW } else { HOT_ROW + client };
-    let barrier = Barrier::new(args.clients as usize);
-    let start = Instant::now();
-    let runs: Vec<Result<ClientRun, String>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..args.clients)
-            .map(|client| {
-                scope.spawn({
-                    let barrier = &barrier;
-                    move || {
-                        let mut conn = target.connect()?;
-                        barrier.wait();
-                        increment(&mut conn, row_of(client), args)
-                    }
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().expect("client thread panicked")).collect()
-    });
-    let elapsed = start.elapsed();
-    let runs = runs.into_iter().collect::<Result<Vec<_>, _>>()?;
+    let (runs, elapsed) = run_clients(target, args.clients, |client, conn| increment(conn, row_of(client), args))?;
 
     let mut report = Report::default();
     let latencies: Vec<Duration> = runs.iter().flat_map(|r| r.latencies.iter().copied()).collect();

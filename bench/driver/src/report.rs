@@ -19,7 +19,11 @@ pub struct Metric {
     pub value: Option<f64>,
     pub unit: &'static str,
     pub better: Better,
+    /// Why there is no value.
     pub missing: Option<String>,
+    /// The missing value is missing because the server lacks a feature (rather than, say, a
+    /// counter that did not move in this run).
+    pub unsupported: bool,
 }
 
 pub struct Check {
@@ -37,12 +41,17 @@ pub struct Report {
 impl Report {
     pub fn metric(&mut self, name: &str, value: f64, unit: &'static str, better: Better) {
         assert!(value.is_finite(), "metric {name} is not finite: {value}");
-        self.metrics.push(Metric { name: name.to_owned(), value: Some(value), unit, better, missing: None });
+        self.metrics.push(Metric { name: name.to_owned(), value: Some(value), unit, better, missing: None, unsupported: false });
     }
 
-    /// A metric the server could not provide, with the reason.
+    /// A metric the server cannot provide (it lacks the feature), with the reason.
     pub fn missing(&mut self, name: &str, unit: &'static str, better: Better, why: String) {
-        self.metrics.push(Metric { name: name.to_owned(), value: None, unit, better, missing: Some(why) });
+        self.metrics.push(Metric { name: name.to_owned(), value: None, unit, better, missing: Some(why), unsupported: true });
+    }
+
+    /// A metric with no value in this run although the server supports it, with the reason.
+    pub fn no_value(&mut self, name: &str, unit: &'static str, better: Better, why: String) {
+        self.metrics.push(Metric { name: name.to_owned(), value: None, unit, better, missing: Some(why), unsupported: false });
     }
 
     /// Records a metric when `value` is known, and the reason when it is not.
@@ -68,6 +77,7 @@ impl Report {
                     "unit": m.unit,
                     "better": match m.better { Better::Higher => "higher", Better::Lower => "lower" },
                     "missing": m.missing,
+                    "unsupported": m.unsupported,
                 })
             })
             .collect();

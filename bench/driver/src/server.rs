@@ -3,6 +3,8 @@
 
 use mysql::prelude::Queryable;
 use mysql::{Conn, OptsBuilder};
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
 
 /// The database every workload creates its tables in.
 pub const DATABASE: &str = "quillbench";
@@ -14,17 +16,30 @@ pub struct Target {
 }
 
 impl Target {
-    /// A new connection with `quillbench` as its default database (created if missing).
-    pub fn connect(&self) -> Result<Conn, String> {
-        let mut conn = self.connect_without_database()?;
+    /// The set-up connection of a workload: creates `quillbench` if missing and uses it.
+    /// Clients then connect with [`Target::connect`], which writes nothing (a `CREATE DATABASE
+    /// IF NOT EXISTS` per client would cost a binary-log sync each on a MariaDB with the binary
+    /// log on).
+    pub fn connect_setup(&self) -> Result<Conn, String> {
+        let mut conn = self.connect_to(None)?;
         conn.query_drop(format!("CREATE DATABASE IF NOT EXISTS {DATABASE}")).map_err(|e| format!("create database: {e}"))?;
         conn.select_db(DATABASE).map_err(|e| format!("use {DATABASE}: {e}"))?;
         Ok(conn)
     }
 
-    pub fn connect_without_database(&self) -> Result<Conn, String> {
-        let opts =
-            OptsBuilder::new().ip_or_hostname(Some(self.host.clone())).tcp_port(self.port).user(Some(self.user.clone())).pass(Some("")).prefer_socket(false);
+    /// A client connection to the `quillbench` database (which [`Target::connect_setup`] made).
+    pub fn connect(&self) -> Result<Conn, String> {
+        self.connect_to(Some(DATABASE))
+    }
+
+    pub fn connect_to(&self, database: Option<&str>) -> Result<Conn, String> {
+        let opts = OptsBuilder::new()
+            .ip_or_hostname(Some(self.host.clone()))
+            .tcp_port(self.port)
+            .user(Some(self.user.clone()))
+            .pass(Some(""))
+            .db_name(database)
+            .prefer_socket(false);
         Conn::new(opts).map_err(|e| format!("connect to {}:{}: {e}", self.host, self.port))
     }
 }
@@ -58,4 +73,33 @@ pub fn run_all(conn: &mut Conn, statements: &[&str]) -> Result<(), String> {
 /// timeout (1205). Anything else fails the run.
 pub fn is_retryable(error: &mysql::Error) -> bool {
     matches!(error, mysql::Error::MySqlError(e) if e.code == 1213 || e.code == 1205)
+}
+
+/// Runs `work` for `clients` concurrent clients, each on its own connection in its own thread.
+///
+/// All connections are opened first (a failure is returned before anything runs), then every
+/// client is released at once; the elapsed time runs from that release to the last client's
+/// end, so connection set-up is never timed.
+pub fn run_clients<T: Send>(target: &Target, clients: u32, work: impl Fn(u32, &mut Conn) -> Result<T, String> + Sync) -> Result<(Vec<T>, Duration), String> {
+    assert!(clients > 0, "no clients");
+    let mut conns = (0..clients).map(|_| target.connect()).collect::<Result<Vec<_>, _>>()?;
+    let barrier = Barrier::new(clients as usize + 1);
+    let (results, elapsed) = std::thread::scope(|scope| {
+        let handles: Vec<_> = conns
+            .iter_mut()
+            .zip(0..)
+            .map(|(conn, client)| {
+                let (barrier, work) = (&barrier, &work);
+                scope.spawn(move || {
+                    barrier.wait();
+                    work(client, conn)
+                })
+            })
+            .collect();
+        barrier.wait();
+        let start = Instant::now();
+        let results: Vec<Result<T, String>> = handles.into_iter().map(|h| h.join().expect("client thread panicked")).collect();
+        (results, start.elapsed())
+    });
+    Ok((results.into_iter().collect::<Result<Vec<_>, _>>()?, elapsed))
 }

@@ -15,10 +15,17 @@ pub struct Args {
 }
 
 pub fn run(target: &Target, args: &Args) -> Result<Value, String> {
-    let mut conn = target.connect_without_database()?;
+    let mut conn = target.connect_to(None)?;
     let mut results = Vec::with_capacity(args.statements.len());
     for statement in &args.statements {
-        let rows: Vec<mysql::Row> = conn.query(statement).map_err(|e| format!("{statement}: {e}"))?;
+        let rows: Vec<mysql::Row> = match conn.query(statement) {
+            Ok(rows) => rows,
+            Err(mysql::Error::MySqlError(e)) => {
+                results.push(json!({"statement": statement, "error": {"code": e.code, "message": e.message}}));
+                break;
+            }
+            Err(e) => return Err(format!("{statement}: {e}")),
+        };
         let rows: Vec<Vec<Value>> = rows.into_iter().map(|row| row.unwrap().into_iter().map(text).collect()).collect();
         let warnings: Vec<(String, u32, String)> =
             if conn.warnings() > 0 { conn.query("SHOW WARNINGS").map_err(|e| format!("SHOW WARNINGS: {e}"))? } else { Vec::new() };
