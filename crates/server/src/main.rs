@@ -56,7 +56,21 @@ async fn run(cfg: config::Config) -> std::io::Result<()> {
             None
         }
     };
-    let engine = quill_sql::Engine::new(cfg.globals);
+    let started = std::time::Instant::now();
+    let (engine, recovered) = quill_sql::Engine::open(cfg.globals, std::sync::Arc::new(quill_io::RealFs), &cfg.datadir).map_err(std::io::Error::other)?;
+    match &recovered.end {
+        quill_log::LogEnd::Clean => {}
+        quill_log::LogEnd::Cut(reason) => {
+            tracing::warn!(lsn = recovered.end_lsn, %reason, "commit log: cut a damaged tail; nothing after it was acknowledged in flush mode 1")
+        }
+    }
+    tracing::info!(
+        records = recovered.records,
+        from_lsn = recovered.start_lsn,
+        to_lsn = recovered.end_lsn,
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "recovery: replayed the commit log"
+    );
     let listener = TcpListener::bind((cfg.bind.as_str(), cfg.port)).await?;
     tracing::info!(address = %listener.local_addr()?, version = quill_sql::SERVER_VERSION, "ready for connections");
     let next_id = AtomicU32::new(1);
@@ -72,6 +86,10 @@ async fn run(cfg: config::Config) -> std::io::Result<()> {
             }
             () = &mut shutdown => {
                 tracing::info!("shutting down");
+                // Write and sync whatever is pending (flush modes 0 and 2) before exiting.
+                if let Some(log) = engine.log.get() {
+                    log.shutdown();
+                }
                 return Ok(());
             }
         }

@@ -144,6 +144,12 @@ impl Catalog {
     }
 
     #[must_use]
+    pub fn table_by_id(&self, id: u64) -> Option<&TableMeta> {
+        let (db, name) = self.by_id.get(&id)?;
+        self.databases.get(db)?.tables.get(name)
+    }
+
+    #[must_use]
     pub fn table_by_id_mut(&mut self, id: u64) -> Option<&mut TableMeta> {
         let (db, name) = self.by_id.get(&id)?;
         self.databases.get_mut(db)?.tables.get_mut(name)

@@ -13,6 +13,7 @@ pub mod bind;
 pub mod catalog;
 pub mod ddl;
 pub mod dml;
+pub mod durability;
 pub mod error;
 pub mod explain;
 pub mod expr;

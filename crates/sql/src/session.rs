@@ -69,6 +69,8 @@ pub struct Engine {
     pub status: Status,
     pub processes: Mutex<HashMap<u32, ProcessInfo>>,
     pub started: Instant,
+    /// The commit log; unset for an engine without a data directory (and during recovery).
+    pub log: std::sync::OnceLock<quill_log::Log>,
 }
 
 impl Engine {
@@ -81,6 +83,7 @@ impl Engine {
             status: Status::default(),
             processes: Mutex::new(HashMap::new()),
             started: Instant::now(),
+            log: std::sync::OnceLock::new(),
         })
     }
 
@@ -210,6 +213,9 @@ pub struct Session {
     /// TLS cipher suite and protocol of the connection (empty without TLS).
     pub tls_cipher: String,
     pub tls_version: String,
+    /// The log position (and flush mode) this session's last commits must reach before the
+    /// current statement is answered.
+    durable_wait: Option<(quill_log::Lsn, quill_log::FlushMode)>,
 }
 
 impl Session {
@@ -248,6 +254,7 @@ impl Session {
             next_isolation: None,
             tls_cipher: String::new(),
             tls_version: String::new(),
+            durable_wait: None,
         }
     }
 
@@ -325,6 +332,7 @@ impl Session {
         if out.is_empty() {
             out.push(Err(SqlError::new(codes::ER_EMPTY_QUERY, "Query was empty")));
         }
+        self.wait_until_durable().await;
         out
     }
 
@@ -399,7 +407,9 @@ impl Session {
             .ok_or_else(|| SqlError::new((1243, "HY000"), format!("Unknown prepared statement handler ({id}) given to mysqld_stmt_execute")))?;
         self.info.engine.status.questions.fetch_add(1, Ordering::Relaxed);
         self.warnings.clear();
-        self.execute(&stmt, &params).await
+        let outcome = self.execute(&stmt, &params).await;
+        self.wait_until_durable().await;
+        outcome
     }
 
     async fn execute(&mut self, stmt: &Statement, params: &[Value]) -> Result<Outcome> {
@@ -448,12 +458,12 @@ impl Session {
             Statement::Query(q) => self.select(q, params),
             Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => self.write(stmt, params),
             Statement::StartTransaction { .. } => {
-                self.commit();
+                self.commit()?;
                 self.begin_explicit();
                 Ok(Outcome::ok())
             }
             Statement::Commit { .. } => {
-                self.commit();
+                self.commit()?;
                 Ok(Outcome::ok())
             }
             Statement::Rollback { savepoint: None, .. } => {
@@ -524,19 +534,39 @@ impl Session {
     }
 
     /// End an implicit transaction after a statement, when autocommit says so.
-    fn statement_end(&mut self) {
+    fn statement_end(&mut self) -> Result<()> {
         let implicit = self.txn.as_ref().is_some_and(|t| !t.explicit);
         if implicit && self.autocommit() {
-            self.commit();
+            self.commit()?;
         }
+        Ok(())
     }
 
-    /// Commit the open transaction, if any.
-    pub fn commit(&mut self) {
-        let Some(t) = self.txn.take() else { return };
+    /// Commit the open transaction, if any. With a commit log, its changes become one log
+    /// record, appended while the catalog lock orders commits; the statement's reply then
+    /// waits for it ([`Session::wait_until_durable`]).
+    ///
+    /// # Errors
+    /// 1197 when the transaction is too large for one log record; it is rolled back.
+    pub fn commit(&mut self) -> Result<()> {
+        let Some(t) = self.txn.take() else { return Ok(()) };
         let engine = self.engine();
         if !t.writes.is_empty() {
             let mut catalog = engine.catalog.write();
+            if let Some(log) = engine.log.get() {
+                let changes = crate::durability::commit_changes(&catalog, t.id, &t.writes);
+                if !changes.is_empty() {
+                    match log.append(unix_micros(), &changes) {
+                        Ok(at) => self.wait_for_log(at.end, log.flush_mode()),
+                        Err(e) => {
+                            drop(catalog);
+                            self.txn = Some(t);
+                            self.rollback();
+                            return Err(SqlError::new(crate::durability::ER_TRANS_CACHE_FULL, e.to_string()));
+                        }
+                    }
+                }
+            }
             let ts = engine.txns.next_commit_ts();
             if let Some(v) = &t.view {
                 engine.txns.release_view(v);
@@ -555,6 +585,36 @@ impl Session {
             engine.txns.release_view(v);
         }
         engine.txns.end(t.id);
+        Ok(())
+    }
+
+    /// The reply to this statement must wait until the log is at `end` (as `mode` promises).
+    fn wait_for_log(&mut self, end: quill_log::Lsn, mode: quill_log::FlushMode) {
+        let end = self.durable_wait.map_or(end, |(e, _)| e.max(end));
+        self.durable_wait = Some((end, mode));
+    }
+
+    /// Waits until every commit this session made since the last call is as durable as the
+    /// flush mode promises; called before a statement's reply is sent.
+    pub async fn wait_until_durable(&mut self) {
+        let Some((end, mode)) = self.durable_wait.take() else { return };
+        let engine = self.engine();
+        if let Some(log) = engine.log.get() {
+            log.wait(end, mode).await;
+        }
+    }
+
+    /// Replays one logged DDL statement (recovery), with `db` as the default database.
+    ///
+    /// # Errors
+    /// The statement fails now, which means the log and the catalog disagree.
+    pub fn replay_ddl(&mut self, db: Option<String>, sql: &str) -> Result<()> {
+        self.info.db = db;
+        let statements = self.parse(sql)?;
+        for statement in statements.iter() {
+            self.ddl(statement, &[])?;
+        }
+        Ok(())
     }
 
     /// Roll back the open transaction, if any.
@@ -637,7 +697,7 @@ impl Session {
         if result.as_ref().is_err_and(|e| e.lock_holder.is_some()) {
             return result.map(Outcome::Rows);
         }
-        self.statement_end();
+        self.statement_end()?;
         let rs = result?;
         self.info.row_count = -1;
         self.info.found_rows = rs.rows.len() as u64;
@@ -710,14 +770,12 @@ impl Session {
                     self.info.last_insert_id.set(id);
                 }
                 self.info.row_count = r.affected as i64;
-                self.statement_end();
+                self.statement_end()?;
                 Ok(Outcome::Done { affected: r.affected, last_insert_id: r.last_insert_id.unwrap_or(0), info: r.info })
             }
             Err(e) if e.lock_holder.is_some() => Err(e),
-            Err(e) => {
-                self.statement_end();
-                Err(e)
-            }
+            // The statement's own error wins over a commit error (there is nothing left to commit).
+            Err(e) => self.statement_end().and(Err(e)),
         }
     }
 
@@ -810,7 +868,7 @@ impl Session {
         let normal = vars::normalise(def, &v)?;
         if def.name == "autocommit" && !global && normal == "ON" {
             // Turning autocommit on commits the open transaction.
-            self.commit();
+            self.commit()?;
         }
         if def.effect == vars::Effect::Inert {
             self.warnings.push(Warning {
@@ -818,6 +876,9 @@ impl Session {
                 code: 1287,
                 message: format!("'{}' is accepted for compatibility; Quill does not act on it", def.name),
             });
+        }
+        if global {
+            crate::durability::apply_global(&self.info.engine, def.name, &normal)?;
         }
         let names: Vec<&'static str> = match def.name {
             "transaction_isolation" | "tx_isolation" => vec!["transaction_isolation", "tx_isolation"],
@@ -848,7 +909,7 @@ impl Session {
 
     fn ddl(&mut self, stmt: &Statement, params: &[Value]) -> Result<Outcome> {
         // DDL commits the open transaction first.
-        self.commit();
+        self.commit()?;
         let engine = self.engine();
         let mut catalog = engine.catalog.write();
         let mut warnings = Vec::new();
@@ -878,7 +939,19 @@ impl Session {
             Statement::AlterTable(at) => ddl::alter_table(&mut catalog, info, self.info.now_us(), &at.name, &at.operations, &mut warnings),
             other => Err(SqlError::unsupported(first_words(&other.to_string()).to_string())),
         };
+        // Logged while the catalog lock still orders it among commits.
+        let logged = match (&r, engine.log.get()) {
+            (Ok(()), Some(log)) => {
+                Some((log.append(unix_micros(), &[crate::durability::ddl_change(self.info.db.as_deref(), stmt.to_string())]), log.flush_mode()))
+            }
+            _ => None,
+        };
         drop(catalog);
+        match logged {
+            Some((Ok(at), mode)) => self.wait_for_log(at.end, mode),
+            Some((Err(e), _)) => return Err(SqlError::new(crate::durability::ER_TRANS_CACHE_FULL, e.to_string())),
+            None => {}
+        }
         self.warnings.extend(warnings);
         r?;
         self.info.row_count = 0;
@@ -897,20 +970,21 @@ impl Session {
         let up = |i: usize| upper.get(i).map_or("", String::as_str);
         match up(0) {
             "BEGIN" if words.len() == 1 || up(1) == "WORK" => {
-                self.commit();
+                if let Err(e) = self.commit() {
+                    return Some(Err(e));
+                }
                 self.begin_explicit();
                 Some(Ok(Outcome::ok()))
             }
-            "COMMIT" if words.len() <= 2 => {
-                self.commit();
-                Some(Ok(Outcome::ok()))
-            }
+            "COMMIT" if words.len() <= 2 => Some(self.commit().map(|()| Outcome::ok())),
             "ROLLBACK" if words.len() <= 2 => {
                 self.rollback();
                 Some(Ok(Outcome::ok()))
             }
             "START" if up(1) == "TRANSACTION" => {
-                self.commit();
+                if let Err(e) = self.commit() {
+                    return Some(Err(e));
+                }
                 self.begin_explicit();
                 if sql.to_ascii_uppercase().contains("CONSISTENT SNAPSHOT") {
                     let _ = self.read_view();
@@ -1281,7 +1355,11 @@ impl Session {
         let s = &self.info.engine.status;
         let text = SqlTypeHelper::text();
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed).to_string();
+        let log_stat =
+            |field: fn(&quill_log::LogStats) -> &AtomicU64| self.info.engine.log.get().map_or(0, |l| field(l.stats()).load(Ordering::Relaxed)).to_string();
         let items: Vec<(&str, String)> = vec![
+            ("Binlog_commits", log_stat(|l| &l.records)),
+            ("Binlog_group_commits", log_stat(|l| &l.groups)),
             ("Com_commit", get(&s.com_commit)),
             ("Com_delete", get(&s.com_delete)),
             ("Com_insert", get(&s.com_insert)),
@@ -1290,6 +1368,13 @@ impl Session {
             ("Com_update", get(&s.com_update)),
             ("Connections", get(&s.connections)),
             ("Innodb_deadlocks", get(&s.deadlocks)),
+            ("Innodb_os_log_fsyncs", log_stat(|l| &l.fsyncs)),
+            ("Innodb_os_log_written", log_stat(|l| &l.bytes_written)),
+            ("Quill_log_bytes_written", log_stat(|l| &l.bytes_written)),
+            ("Quill_log_durable_lsn", self.info.engine.log.get().map_or(0, quill_log::Log::durable_lsn).to_string()),
+            ("Quill_log_fsyncs", log_stat(|l| &l.fsyncs)),
+            ("Quill_log_groups", log_stat(|l| &l.groups)),
+            ("Quill_log_records", log_stat(|l| &l.records)),
             ("Queries", get(&s.questions)),
             ("Questions", get(&s.questions)),
             ("Ssl_cipher", self.tls_cipher.clone()),
@@ -1345,6 +1430,11 @@ impl Session {
         self.info.engine.processes.lock().remove(&self.info.connection_id);
         self.info.engine.status.threads_connected.fetch_sub(1, Ordering::Relaxed);
     }
+}
+
+/// Microseconds since the Unix epoch: the commit time a log record carries.
+fn unix_micros() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
 }
 
 struct SqlTypeHelper;

@@ -35,6 +35,15 @@ pub const DECIMAL_POSITIVE: u8 = 0x03;
 /// Added to a decimal's exponent so it encodes as an unsigned big-endian u16.
 pub const DECIMAL_EXPONENT_BIAS: i64 = 0x8000;
 
+/// The unsigned integer a one-part integer key encodes (a hidden row id), or `None`.
+#[must_use]
+pub fn decode_uint_key(key: &[u8]) -> Option<u64> {
+    let (&tag, rest) = key.split_first()?;
+    let bytes: [u8; 16] = rest.try_into().ok()?;
+    let value = (u128::from_be_bytes(bytes) ^ (1u128 << 127)) as i128;
+    (tag == TAG_INTEGER).then(|| u64::try_from(value).ok()).flatten()
+}
+
 /// Append the encoding of `value` under `collation` to `out`.
 pub fn encode_value(out: &mut Vec<u8>, value: &Value, collation: Collation) {
     match value {

@@ -8,9 +8,11 @@
 
 pub mod decimal;
 pub mod key;
+pub mod row;
 pub mod table;
 pub mod value;
 
 pub use decimal::{Decimal, RoundingStrategy};
+pub use row::{decode_row, encode_row, row_bytes};
 pub use table::{IndexDef, KeyPart, ReadView, Table, Timestamp, TxnId, WriteError};
 pub use value::{Collation, Row, Value};

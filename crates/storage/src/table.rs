@@ -29,6 +29,9 @@ pub type TxnId = u64;
 /// A commit timestamp: commits are numbered in the order they happen.
 pub type Timestamp = u64;
 
+/// The transaction id recovery writes under; never handed to a session.
+pub const RECOVERY_TXN: TxnId = 0;
+
 /// What a reader sees: its own writes plus everything committed at or before
 /// `read_ts`, or (for READ UNCOMMITTED) the newest version of every row.
 #[derive(Debug, Clone, Copy)]
@@ -378,6 +381,31 @@ impl Table {
         {
             self.rows.remove(pk);
         }
+    }
+
+    /// The row image `txn` has pending on `pk` (its newest, uncommitted version): `Some(None)`
+    /// for a delete, `None` when `txn` has no pending version there. The commit log records
+    /// this image before the version is stamped committed.
+    #[must_use]
+    pub fn pending_image(&self, txn: TxnId, pk: &[u8]) -> Option<Option<&Row>> {
+        let last = self.rows.get(pk)?.versions.last()?;
+        (last.txn == txn && last.commit_ts.is_none()).then_some(last.row.as_ref())
+    }
+
+    /// Installs a committed row image (or a delete, `None`) at `pk`, as of `ts`, replacing
+    /// what was there and keeping indexes and the hidden row id in step. Recovery only: no
+    /// transaction may have a pending version on the table.
+    pub fn apply_committed(&mut self, pk: Vec<u8>, row: Option<Row>, ts: Timestamp) {
+        if !self.has_primary_key()
+            && let Some(id) = crate::key::decode_uint_key(&pk)
+        {
+            self.next_row_id = self.next_row_id.max(id + 1);
+        }
+        if row.is_none() && !self.rows.contains_key(&pk) {
+            return;
+        }
+        self.push_version(RECOVERY_TXN, pk.clone(), row);
+        self.commit_row(RECOVERY_TXN, &pk, ts, Timestamp::MAX);
     }
 
     /// Every row visible to `view`, in primary key order (for copies and checkpoints).

@@ -1,0 +1,79 @@
+//! The file-system seam: every file the commit log and the checkpointer touch goes through
+//! [`Fs`] and [`File`], so tests can put a simulated disk ([`SimFs`]) underneath and crash it.
+//!
+//! The contract is POSIX's, reduced to what Quill needs, with the durability rules spelled out
+//! because the simulated disk enforces them:
+//! - bytes written with [`File::write_at`] (and a size set with [`File::set_len`]) are durable
+//!   only after a later [`File::sync_data`] on that file returns `Ok`;
+//! - a created, renamed or removed name is durable only after [`Fs::sync_dir`] on its directory;
+//! - until then, a crash may drop, keep, or tear each unsynced write independently (so a later
+//!   write may survive an earlier one), and may keep any prefix of the unsynced name changes.
+//!
+//! An error from `sync_data` means the durable state of the file is unknown: callers treat it
+//! as fatal (fail-stop), never retry and carry on.
+//!
+//! Where it sits: the lowest layer. `log` (segments) and `storage` (checkpoints) use it; it uses
+//! nothing of Quill's.
+
+mod real;
+mod sim;
+
+pub use real::RealFs;
+pub use sim::{CrashReport, SimFs};
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// An open file. Positional reads and writes only: there is no shared cursor.
+pub trait File: Send + Sync {
+    /// Reads up to `buf.len()` bytes at `offset`; fewer only at the end of the file.
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
+    /// Writes all of `data` at `offset`, extending the file if needed.
+    fn write_at(&self, data: &[u8], offset: u64) -> io::Result<()>;
+    /// Makes every earlier write and size change of this file durable (`fdatasync`).
+    fn sync_data(&self) -> io::Result<()>;
+    fn len(&self) -> io::Result<u64>;
+    fn set_len(&self, len: u64) -> io::Result<()>;
+
+    fn is_empty(&self) -> io::Result<bool> {
+        Ok(self.len()? == 0)
+    }
+
+    /// Reads the whole file.
+    fn read_all(&self) -> io::Result<Vec<u8>> {
+        let len = usize::try_from(self.len()?).map_err(|_| io::Error::other("file too large to read at once"))?;
+        let mut buf = vec![0; len];
+        let mut done = 0;
+        while done < len {
+            let n = self.read_at(&mut buf[done..], done as u64)?;
+            if n == 0 {
+                buf.truncate(done);
+                break;
+            }
+            done += n;
+        }
+        Ok(buf)
+    }
+}
+
+/// A file system: the directory operations, and opening files.
+pub trait Fs: Send + Sync {
+    /// Opens `path` for reading and writing, creating it (empty) when `create` and missing.
+    fn open(&self, path: &Path, create: bool) -> io::Result<Arc<dyn File>>;
+    fn create_dir_all(&self, path: &Path) -> io::Result<()>;
+    /// The names (not paths) of the files in `dir`, sorted.
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>>;
+    fn remove(&self, path: &Path) -> io::Result<()>;
+    /// Atomically replaces `to` with `from`.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Makes the creations, renames and removals of names in `dir` durable.
+    fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+    fn exists(&self, path: &Path) -> bool;
+}
+
+/// The directory that holds `path`, for [`Fs::sync_dir`] after creating or renaming it.
+#[must_use]
+pub fn parent_dir(path: &Path) -> PathBuf {
+    path.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}

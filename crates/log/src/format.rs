@@ -1,0 +1,301 @@
+//! The record format of `docs/log-format.md`, as constants derived from each other, and the
+//! encoding and decoding of records and their changes. Pure functions: no I/O.
+
+/// Size of the fixed record header.
+pub const HEADER_BYTES: usize = COMMIT_US_OFFSET + 8;
+pub const LEN_OFFSET: usize = 0;
+pub const CRC_OFFSET: usize = LEN_OFFSET + 4;
+pub const LSN_OFFSET: usize = CRC_OFFSET + 4;
+pub const SEQ_OFFSET: usize = LSN_OFFSET + 8;
+pub const COMMIT_US_OFFSET: usize = SEQ_OFFSET + 8;
+/// The checksum covers everything after itself: from the LSN to the end of the body.
+pub const CRC_START: usize = LSN_OFFSET;
+/// Largest body of one record: bounds what a reader allocates for a length it has not yet
+/// verified, and the size of one transaction.
+pub const MAX_BODY_BYTES: usize = 256 << 20;
+/// Default size of a segment file.
+pub const DEFAULT_SEGMENT_BYTES: u64 = 64 << 20;
+pub const SEGMENT_SUFFIX: &str = ".qlog";
+/// Digits of the start LSN in a segment's file name.
+pub const SEGMENT_NAME_DIGITS: usize = 20;
+
+const _: () = assert!(HEADER_BYTES == 32, "docs/log-format.md specifies a 32-byte header");
+const _: () = assert!(MAX_BODY_BYTES <= u32::MAX as usize, "body_len is a u32");
+
+pub const KIND_PUT: u8 = 1;
+pub const KIND_DELETE: u8 = 2;
+pub const KIND_DDL: u8 = 3;
+
+/// A position in the log stream.
+pub type Lsn = u64;
+
+/// One change of a committed transaction (see `docs/log-format.md`, "Body: changes").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// Insert or replace the row with primary key `key`; `row` is storage's row encoding.
+    Put {
+        db: String,
+        table: String,
+        key: Vec<u8>,
+        row: Vec<u8>,
+    },
+    Delete {
+        db: String,
+        table: String,
+        key: Vec<u8>,
+    },
+    /// A DDL statement and the default database it ran in.
+    Ddl {
+        db: String,
+        sql: String,
+    },
+}
+
+/// A record as read back from the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    pub lsn: Lsn,
+    pub seq: u64,
+    pub commit_us: u64,
+    pub changes: Vec<Change>,
+}
+
+impl Record {
+    /// Bytes the record occupies in the log.
+    #[must_use]
+    pub fn encoded_len(&self) -> usize {
+        HEADER_BYTES + body_len(&self.changes)
+    }
+}
+
+/// Bytes of the body that `changes` encode to.
+#[must_use]
+pub fn body_len(changes: &[Change]) -> usize {
+    changes
+        .iter()
+        .map(|c| match c {
+            Change::Put { db, table, key, row } => 1 + 2 + db.len() + 2 + table.len() + 4 + key.len() + 4 + row.len(),
+            Change::Delete { db, table, key } => 1 + 2 + db.len() + 2 + table.len() + 4 + key.len(),
+            Change::Ddl { db, sql } => 1 + 2 + db.len() + 4 + sql.len(),
+        })
+        .sum()
+}
+
+/// Why a transaction cannot be logged.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EncodeError {
+    #[error("transaction too large for the commit log: {0} bytes (at most {MAX_BODY_BYTES})")]
+    TooLarge(usize),
+    #[error("name too long for the commit log: {0} bytes")]
+    NameTooLong(usize),
+    #[error("a commit record needs at least one change")]
+    Empty,
+}
+
+/// Appends the record for `changes` at position `lsn` to `out`.
+///
+/// # Errors
+/// The transaction is too large, has no change, or a name does not fit its length field.
+pub fn encode_record(out: &mut Vec<u8>, lsn: Lsn, seq: u64, commit_us: u64, changes: &[Change]) -> Result<(), EncodeError> {
+    if changes.is_empty() {
+        return Err(EncodeError::Empty);
+    }
+    let body = body_len(changes);
+    if body > MAX_BODY_BYTES {
+        return Err(EncodeError::TooLarge(body));
+    }
+    let start = out.len();
+    out.reserve(HEADER_BYTES + body);
+    out.extend_from_slice(&u32::try_from(body).expect("bounded by MAX_BODY_BYTES").to_le_bytes());
+    out.extend_from_slice(&[0; 4]); // checksum, filled in below
+    out.extend_from_slice(&lsn.to_le_bytes());
+    out.extend_from_slice(&seq.to_le_bytes());
+    out.extend_from_slice(&commit_us.to_le_bytes());
+    for change in changes {
+        match change {
+            Change::Put { db, table, key, row } => {
+                out.push(KIND_PUT);
+                put_str16(out, db)?;
+                put_str16(out, table)?;
+                put_bytes32(out, key);
+                put_bytes32(out, row);
+            }
+            Change::Delete { db, table, key } => {
+                out.push(KIND_DELETE);
+                put_str16(out, db)?;
+                put_str16(out, table)?;
+                put_bytes32(out, key);
+            }
+            Change::Ddl { db, sql } => {
+                out.push(KIND_DDL);
+                put_str16(out, db)?;
+                put_bytes32(out, sql.as_bytes());
+            }
+        }
+    }
+    assert_eq!(out.len() - start, HEADER_BYTES + body, "body_len agrees with the encoding");
+    let crc = crc32c::crc32c(&out[start + CRC_START..]);
+    out[start + CRC_OFFSET..start + CRC_OFFSET + 4].copy_from_slice(&crc.to_le_bytes());
+    Ok(())
+}
+
+fn put_str16(out: &mut Vec<u8>, s: &str) -> Result<(), EncodeError> {
+    let len = u16::try_from(s.len()).map_err(|_| EncodeError::NameTooLong(s.len()))?;
+    out.extend_from_slice(&len.to_le_bytes());
+    out.extend_from_slice(s.as_bytes());
+    Ok(())
+}
+
+fn put_bytes32(out: &mut Vec<u8>, b: &[u8]) {
+    out.extend_from_slice(&u32::try_from(b.len()).expect("bounded by MAX_BODY_BYTES").to_le_bytes());
+    out.extend_from_slice(b);
+}
+
+/// The fixed header of a record, before its checksum is verified.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    pub body_len: usize,
+    pub crc: u32,
+    pub lsn: Lsn,
+    pub seq: u64,
+    pub commit_us: u64,
+}
+
+#[must_use]
+pub fn decode_header(bytes: &[u8; HEADER_BYTES]) -> Header {
+    let u32_at = |o: usize| u32::from_le_bytes(bytes[o..o + 4].try_into().expect("4 bytes"));
+    let u64_at = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().expect("8 bytes"));
+    Header {
+        body_len: u32_at(LEN_OFFSET) as usize,
+        crc: u32_at(CRC_OFFSET),
+        lsn: u64_at(LSN_OFFSET),
+        seq: u64_at(SEQ_OFFSET),
+        commit_us: u64_at(COMMIT_US_OFFSET),
+    }
+}
+
+/// Whether header and body match the header's checksum.
+#[must_use]
+pub fn checksum_ok(header_bytes: &[u8; HEADER_BYTES], body: &[u8]) -> bool {
+    let crc = crc32c::crc32c_append(crc32c::crc32c(&header_bytes[CRC_START..]), body);
+    crc == decode_header(header_bytes).crc
+}
+
+/// Decodes a verified body into changes; `None` if it is malformed.
+#[must_use]
+pub fn decode_body(mut body: &[u8]) -> Option<Vec<Change>> {
+    let mut changes = Vec::new();
+    while let Some((&kind, rest)) = body.split_first() {
+        body = rest;
+        let change = match kind {
+            KIND_PUT => Change::Put { db: take_str16(&mut body)?, table: take_str16(&mut body)?, key: take_bytes32(&mut body)?, row: take_bytes32(&mut body)? },
+            KIND_DELETE => Change::Delete { db: take_str16(&mut body)?, table: take_str16(&mut body)?, key: take_bytes32(&mut body)? },
+            KIND_DDL => Change::Ddl { db: take_str16(&mut body)?, sql: String::from_utf8(take_bytes32(&mut body)?).ok()? },
+            _ => return None,
+        };
+        changes.push(change);
+    }
+    (!changes.is_empty()).then_some(changes)
+}
+
+fn take<'a>(body: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
+    if body.len() < n {
+        return None;
+    }
+    let (head, rest) = body.split_at(n);
+    *body = rest;
+    Some(head)
+}
+
+fn take_str16(body: &mut &[u8]) -> Option<String> {
+    let len = u16::from_le_bytes(take(body, 2)?.try_into().ok()?) as usize;
+    String::from_utf8(take(body, len)?.to_vec()).ok()
+}
+
+fn take_bytes32(body: &mut &[u8]) -> Option<Vec<u8>> {
+    let len = u32::from_le_bytes(take(body, 4)?.try_into().ok()?) as usize;
+    Some(take(body, len)?.to_vec())
+}
+
+/// The file name of the segment starting at `start`.
+#[must_use]
+pub fn segment_name(start: Lsn) -> String {
+    format!("{start:0width$}{SEGMENT_SUFFIX}", width = SEGMENT_NAME_DIGITS)
+}
+
+/// The start LSN of a segment file name, or `None` for any other file.
+#[must_use]
+pub fn parse_segment_name(name: &str) -> Option<Lsn> {
+    let digits = name.strip_suffix(SEGMENT_SUFFIX)?;
+    (digits.len() == SEGMENT_NAME_DIGITS && digits.bytes().all(|b| b.is_ascii_digit())).then(|| digits.parse().ok()).flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn sample_changes() -> Vec<Change> {
+        vec![
+            Change::Ddl { db: "app".into(), sql: "CREATE TABLE t (id INT PRIMARY KEY)".into() },
+            Change::Put { db: "app".into(), table: "t".into(), key: vec![1, 2, 3], row: vec![9; 40] },
+            Change::Delete { db: "app".into(), table: "t".into(), key: vec![4] },
+        ]
+    }
+
+    #[test]
+    fn a_record_round_trips_and_its_length_is_predicted() {
+        let changes = sample_changes();
+        let mut out = Vec::new();
+        encode_record(&mut out, 4096, 7, 1_700_000_000_000_000, &changes).unwrap();
+        let record = Record { lsn: 4096, seq: 7, commit_us: 1_700_000_000_000_000, changes: changes.clone() };
+        assert_eq!(out.len(), record.encoded_len());
+        let header_bytes: [u8; HEADER_BYTES] = out[..HEADER_BYTES].try_into().unwrap();
+        let header = decode_header(&header_bytes);
+        assert_eq!((header.lsn, header.seq, header.body_len), (4096, 7, out.len() - HEADER_BYTES));
+        assert!(checksum_ok(&header_bytes, &out[HEADER_BYTES..]));
+        assert_eq!(decode_body(&out[HEADER_BYTES..]), Some(changes));
+    }
+
+    #[test]
+    fn any_flipped_bit_fails_the_checksum() {
+        let mut out = Vec::new();
+        encode_record(&mut out, 0, 1, 2, &sample_changes()).unwrap();
+        for byte in CRC_START..out.len() {
+            let mut corrupt = out.clone();
+            corrupt[byte] ^= 0x10;
+            let header_bytes: [u8; HEADER_BYTES] = corrupt[..HEADER_BYTES].try_into().unwrap();
+            assert!(!checksum_ok(&header_bytes, &corrupt[HEADER_BYTES..]), "flip at byte {byte} went unnoticed");
+        }
+    }
+
+    #[test]
+    fn empty_and_oversized_transactions_are_refused() {
+        assert_eq!(encode_record(&mut Vec::new(), 0, 1, 0, &[]), Err(EncodeError::Empty));
+        let huge = vec![Change::Put { db: "d".into(), table: "t".into(), key: vec![], row: vec![0; MAX_BODY_BYTES] }];
+        assert!(matches!(encode_record(&mut Vec::new(), 0, 1, 0, &huge), Err(EncodeError::TooLarge(_))));
+    }
+
+    #[test]
+    fn truncated_or_unknown_bodies_do_not_decode() {
+        let mut out = Vec::new();
+        encode_record(&mut out, 0, 1, 2, &sample_changes()).unwrap();
+        let body = &out[HEADER_BYTES..];
+        for cut in 1..body.len() {
+            if let Some(changes) = decode_body(&body[..cut]) {
+                // A cut exactly between two changes decodes to the changes before it.
+                assert!(changes.len() < 3, "cut at {cut}");
+            }
+        }
+        assert_eq!(decode_body(&[0x7f]), None);
+        assert_eq!(decode_body(&[]), None);
+    }
+
+    #[test]
+    fn segment_names_sort_by_start_and_parse_back() {
+        assert_eq!(segment_name(67_108_864), "00000000000067108864.qlog");
+        assert_eq!(parse_segment_name(&segment_name(u64::MAX)), Some(u64::MAX));
+        assert!(segment_name(9) < segment_name(10));
+        assert_eq!(parse_segment_name("checkpoint.tmp"), None);
+        assert_eq!(parse_segment_name("123.qlog"), None);
+    }
+}

@@ -1,0 +1,26 @@
+//! The commit log: one log, in segment files, that is both the redo log recovery replays and
+//! (later) the stream replicas follow. One record per committed transaction; many records
+//! share each `fdatasync` through group commit.
+//!
+//! - `format`: the record format of `docs/log-format.md` (constants, encode, decode);
+//! - `segments`: the stream over preallocated segment files;
+//! - `reader`: records back in order, up to the end or the first damaged record;
+//! - `writer`: [`Log`], appending, the group-commit writer thread, flush modes and waits.
+//!
+//! Where it sits: below `sql` (which builds records at commit and replays them at start-up),
+//! above `io` (all file access goes through its seam, so tests can crash a simulated disk).
+
+mod format;
+mod reader;
+mod segments;
+mod writer;
+
+pub use format::{
+    COMMIT_US_OFFSET, CRC_OFFSET, CRC_START, Change, DEFAULT_SEGMENT_BYTES, EncodeError, HEADER_BYTES, LEN_OFFSET, LSN_OFFSET, Lsn, MAX_BODY_BYTES, Record,
+    SEQ_OFFSET, encode_record, segment_name,
+};
+pub use reader::{CutReason, LogEnd};
+pub use writer::{Appended, BUFFER_BYTES_MAX, FailureHook, FlushMode, GROUP_BYTES_MAX, Log, LogConfig, LogStats, Recovered, SYNC_INTERVAL};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,452 @@
+//! [`Log`]: appending commit records, the group-commit writer thread, flush modes, and
+//! waiting for a record to be written or durable.
+//!
+//! The flow of one commit (see `docs/architecture.md`, "One commit"):
+//! 1. [`Log::append`] encodes the record straight into the shared pending buffer and gives it
+//!    the next LSN and sequence number. Callers append in commit order (the SQL layer appends
+//!    while it holds the catalog lock that orders commits), so log order is commit order.
+//! 2. The writer thread takes everything pending, whatever arrived while its previous write
+//!    and sync were in flight, up to [`LogConfig::group_bytes_max`]. It writes it with one
+//!    positional write and, in flush mode 1, makes it durable with one `fdatasync`. Then it
+//!    publishes the new written and durable LSNs.
+//! 3. The committing session awaits [`Log::wait`]. In mode 1 that waits until the durable LSN
+//!    passes its record, in mode 2 until the written LSN does, and in mode 0 not at all.
+//!
+//! Flush modes follow `innodb_flush_log_at_trx_commit`:
+//! - 1: durable before the client is answered;
+//! - 2: written to the OS at commit, synced once per [`LogConfig::sync_interval`], so it
+//!   survives a process crash but not a power loss;
+//! - 0: written and synced once per interval, so a crash may lose about the last interval,
+//!   always as a prefix of the log.
+//!
+//! Bounds:
+//! - the pending buffer holds at most [`LogConfig::buffer_bytes_max`] bytes, and appenders wait
+//!   beyond that;
+//! - one group is at most [`LogConfig::group_bytes_max`] bytes.
+//!
+//! Failure: an I/O error in the writer calls [`LogConfig::on_failure`], which aborts the
+//! process by default (fail-stop). The durable LSN never moves again, so nothing further is
+//! acknowledged as durable.
+
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+use quill_io::Fs;
+use tokio::sync::watch;
+
+use crate::format::{Change, EncodeError, Lsn, Record, encode_record};
+use crate::reader::{LogEnd, read_records};
+use crate::segments::Segments;
+
+/// `innodb_flush_log_at_trx_commit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlushMode {
+    /// 0: written and synced once a second.
+    EverySecond = 0,
+    /// 1: durable at commit.
+    AtCommit = 1,
+    /// 2: written at commit, synced once a second.
+    WriteAtCommit = 2,
+}
+
+impl FlushMode {
+    #[must_use]
+    pub fn from_value(value: u8) -> Option<FlushMode> {
+        match value {
+            0 => Some(FlushMode::EverySecond),
+            1 => Some(FlushMode::AtCommit),
+            2 => Some(FlushMode::WriteAtCommit),
+            _ => None,
+        }
+    }
+}
+
+/// Called with a message when the writer hits an I/O error; must not return normally in
+/// production (the default aborts the process).
+pub type FailureHook = Arc<dyn Fn(&str) + Send + Sync>;
+
+#[derive(Clone)]
+pub struct LogConfig {
+    pub segment_bytes: u64,
+    /// Largest group the writer writes and syncs at once.
+    pub group_bytes_max: usize,
+    /// Largest pending buffer; appenders wait beyond it.
+    pub buffer_bytes_max: usize,
+    pub flush_mode: FlushMode,
+    /// How often modes 0 and 2 sync (and mode 0 writes).
+    pub sync_interval: Duration,
+    /// `binlog_group_commit_sync_delay`: in mode 1, how long the writer waits for more records
+    /// before writing a group (0: no delay).
+    pub group_delay: Duration,
+    /// `binlog_group_commit_sync_no_delay_count`: stop waiting once this many records are
+    /// pending (0: no count, wait the whole delay).
+    pub group_no_delay_count: u64,
+    pub on_failure: FailureHook,
+}
+
+/// Default of [`LogConfig::group_bytes_max`].
+pub const GROUP_BYTES_MAX: usize = 4 << 20;
+/// Default of [`LogConfig::buffer_bytes_max`].
+pub const BUFFER_BYTES_MAX: usize = 64 << 20;
+/// Default of [`LogConfig::sync_interval`], as InnoDB's once a second.
+pub const SYNC_INTERVAL: Duration = Duration::from_secs(1);
+
+impl Default for LogConfig {
+    fn default() -> LogConfig {
+        LogConfig {
+            segment_bytes: crate::format::DEFAULT_SEGMENT_BYTES,
+            group_bytes_max: GROUP_BYTES_MAX,
+            buffer_bytes_max: BUFFER_BYTES_MAX,
+            flush_mode: FlushMode::AtCommit,
+            sync_interval: SYNC_INTERVAL,
+            group_delay: Duration::ZERO,
+            group_no_delay_count: 0,
+            on_failure: Arc::new(|message| {
+                eprintln!("quill: commit log I/O failed, stopping: {message}");
+                std::process::abort();
+            }),
+        }
+    }
+}
+
+/// Counters of the log since start, for `SHOW GLOBAL STATUS`.
+#[derive(Debug, Default)]
+pub struct LogStats {
+    pub records: AtomicU64,
+    pub groups: AtomicU64,
+    pub fsyncs: AtomicU64,
+    pub bytes_written: AtomicU64,
+}
+
+/// What recovery found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recovered {
+    pub start_lsn: Lsn,
+    pub end_lsn: Lsn,
+    pub records: u64,
+    pub next_seq: u64,
+    pub end: LogEnd,
+}
+
+/// Where the log was appended: the record's LSN, the LSN just past it, its sequence number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Appended {
+    pub lsn: Lsn,
+    pub end: Lsn,
+    pub seq: u64,
+}
+
+struct State {
+    pending: Vec<u8>,
+    pending_records: u64,
+    next_lsn: Lsn,
+    next_seq: u64,
+    written_lsn: Lsn,
+    durable_lsn: Lsn,
+    shutdown: bool,
+    failed: bool,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    writer_wake: Condvar,
+    space: Condvar,
+    written: watch::Sender<Lsn>,
+    durable: watch::Sender<Lsn>,
+    mode: AtomicU8,
+    group_delay_us: AtomicU64,
+    group_no_delay_count: AtomicU64,
+    segments: Mutex<Segments>,
+    stats: LogStats,
+    config: LogConfig,
+}
+
+/// The commit log. Dropping it writes and syncs everything pending, then stops the writer.
+pub struct Log {
+    shared: Arc<Shared>,
+    writer: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Log {
+    /// Opens the log in `dir`, replays it from `start` (the LSN and next sequence number a
+    /// checkpoint covers, or the beginning), calling `apply` on every intact record in order,
+    /// cuts it where it ends, and starts the writer.
+    ///
+    /// # Errors
+    /// I/O errors, a log that does not reach back to `start`, or an error of `apply`.
+    pub fn open<E: From<io::Error>>(
+        fs: Arc<dyn Fs>,
+        dir: &Path,
+        config: LogConfig,
+        start: Option<(Lsn, u64)>,
+        mut apply: impl FnMut(Record) -> Result<(), E>,
+    ) -> Result<(Log, Recovered), E> {
+        let mut segments = Segments::open(fs, dir, config.segment_bytes)?;
+        let (start_lsn, mut next_seq) = start.unwrap_or((segments.first_lsn().unwrap_or(0), 1));
+        if segments.first_lsn().is_some_and(|first| first > start_lsn) {
+            return Err(io::Error::other(format!("the commit log starts after LSN {start_lsn}, where recovery must begin")).into());
+        }
+        let mut records = 0;
+        let (end_lsn, end) = read_records(&segments, start_lsn, |record: Record| {
+            next_seq = record.seq + 1;
+            records += 1;
+            apply(record)
+        })?;
+        segments.cut_at(end_lsn)?;
+        let recovered = Recovered { start_lsn, end_lsn, records, next_seq, end };
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                pending: Vec::new(),
+                pending_records: 0,
+                next_lsn: end_lsn,
+                next_seq,
+                written_lsn: end_lsn,
+                durable_lsn: end_lsn,
+                shutdown: false,
+                failed: false,
+            }),
+            writer_wake: Condvar::new(),
+            space: Condvar::new(),
+            written: watch::Sender::new(end_lsn),
+            durable: watch::Sender::new(end_lsn),
+            mode: AtomicU8::new(config.flush_mode as u8),
+            group_delay_us: AtomicU64::new(u64::try_from(config.group_delay.as_micros()).unwrap_or(u64::MAX)),
+            group_no_delay_count: AtomicU64::new(config.group_no_delay_count),
+            segments: Mutex::new(segments),
+            stats: LogStats::default(),
+            config,
+        });
+        let writer = std::thread::Builder::new().name("quill-log-writer".into()).spawn({
+            let shared = Arc::clone(&shared);
+            move || writer_loop(&shared)
+        })?;
+        Ok((Log { shared, writer: Mutex::new(Some(writer)) }, recovered))
+    }
+
+    /// Appends one committed transaction. Waits while the pending buffer is full.
+    ///
+    /// # Errors
+    /// The transaction cannot be encoded (too large, no changes); nothing was appended.
+    pub fn append(&self, commit_us: u64, changes: &[Change]) -> Result<Appended, EncodeError> {
+        let shared = &self.shared;
+        let mut state = shared.state.lock();
+        while state.pending.len() >= shared.config.buffer_bytes_max && !state.failed {
+            shared.space.wait(&mut state);
+        }
+        let (lsn, seq, before) = (state.next_lsn, state.next_seq, state.pending.len());
+        if let Err(e) = encode_record(&mut state.pending, lsn, seq, commit_us, changes) {
+            state.pending.truncate(before);
+            return Err(e);
+        }
+        let end = lsn + (state.pending.len() - before) as u64;
+        state.next_lsn = end;
+        state.next_seq += 1;
+        state.pending_records += 1;
+        shared.stats.records.fetch_add(1, Ordering::Relaxed);
+        drop(state);
+        shared.writer_wake.notify_one();
+        Ok(Appended { lsn, end, seq })
+    }
+
+    /// Waits until the record ending at `end` is as safe as `mode` promises before the
+    /// client is answered: durable (1), written to the OS (2), or nothing (0).
+    pub async fn wait(&self, end: Lsn, mode: FlushMode) {
+        let sender = match mode {
+            FlushMode::EverySecond => return,
+            FlushMode::WriteAtCommit => &self.shared.written,
+            FlushMode::AtCommit => &self.shared.durable,
+        };
+        let mut receiver = sender.subscribe();
+        // The sender lives as long as `self`, so this only ends when the LSN is reached.
+        let _ = receiver.wait_for(|&lsn| lsn >= end).await;
+    }
+
+    /// Blocks the calling thread until the record ending at `end` is durable (tests and
+    /// shutdown; sessions use [`Log::wait`]).
+    pub fn wait_durable_blocking(&self, end: Lsn) {
+        let mut receiver = self.shared.durable.subscribe();
+        while *receiver.borrow_and_update() < end {
+            self.shared.writer_wake.notify_one();
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    #[must_use]
+    pub fn flush_mode(&self) -> FlushMode {
+        FlushMode::from_value(self.shared.mode.load(Ordering::Relaxed)).expect("only valid modes are stored")
+    }
+
+    /// Takes effect for the next commit and the writer's next decision.
+    pub fn set_flush_mode(&self, mode: FlushMode) {
+        self.shared.mode.store(mode as u8, Ordering::Relaxed);
+        self.shared.writer_wake.notify_one();
+    }
+
+    pub fn set_group_delay(&self, delay: Duration, no_delay_count: u64) {
+        self.shared.group_delay_us.store(u64::try_from(delay.as_micros()).unwrap_or(u64::MAX), Ordering::Relaxed);
+        self.shared.group_no_delay_count.store(no_delay_count, Ordering::Relaxed);
+    }
+
+    #[must_use]
+    pub fn stats(&self) -> &LogStats {
+        &self.shared.stats
+    }
+
+    /// The LSN just past the last durable record.
+    #[must_use]
+    pub fn durable_lsn(&self) -> Lsn {
+        *self.shared.durable.borrow()
+    }
+
+    /// The LSN the next record gets, and its sequence number.
+    #[must_use]
+    pub fn next_position(&self) -> (Lsn, u64) {
+        let state = self.shared.state.lock();
+        (state.next_lsn, state.next_seq)
+    }
+
+    /// Removes segments wholly before `lsn`, which a complete checkpoint covers.
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn remove_segments_before(&self, lsn: Lsn) -> io::Result<usize> {
+        self.shared.segments.lock().remove_before(lsn)
+    }
+
+    /// Writes and syncs everything pending, then stops the writer.
+    pub fn shutdown(&self) {
+        self.shared.state.lock().shutdown = true;
+        self.shared.writer_wake.notify_one();
+        if let Some(writer) = self.writer.lock().take() {
+            writer.join().expect("the log writer does not panic");
+        }
+    }
+}
+
+impl Drop for Log {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// One batch of work for the writer: bytes to write at `start`, and whether to sync.
+struct Group {
+    bytes: Vec<u8>,
+    start: Lsn,
+    sync: bool,
+}
+
+fn writer_loop(shared: &Shared) {
+    let mut last_sync = Instant::now();
+    while let Some(group) = next_group(shared, last_sync) {
+        let end = group.start + group.bytes.len() as u64;
+        if let Err(e) = write_group(shared, &group) {
+            shared.state.lock().failed = true;
+            shared.space.notify_all();
+            (shared.config.on_failure)(&format!("{e}"));
+            return;
+        }
+        if group.sync {
+            last_sync = Instant::now();
+        }
+        let mut state = shared.state.lock();
+        state.written_lsn = end;
+        if group.sync {
+            state.durable_lsn = end;
+        }
+        drop(state);
+        shared.written.send_replace(end);
+        if group.sync {
+            shared.durable.send_replace(end);
+        }
+        // Create the next segment ahead of the write that needs it, while nobody waits.
+        let segment_bytes = shared.config.segment_bytes;
+        if end % segment_bytes > segment_bytes / 2
+            && let Err(e) = shared.segments.lock().prepare(end - end % segment_bytes + segment_bytes)
+        {
+            (shared.config.on_failure)(&format!("{e}"));
+            return;
+        }
+    }
+}
+
+fn write_group(shared: &Shared, group: &Group) -> io::Result<()> {
+    let mut segments = shared.segments.lock();
+    if !group.bytes.is_empty() {
+        segments.write_at(group.start, &group.bytes)?;
+        shared.stats.groups.fetch_add(1, Ordering::Relaxed);
+        shared.stats.bytes_written.fetch_add(group.bytes.len() as u64, Ordering::Relaxed);
+    }
+    if group.sync {
+        let syncs = segments.sync()?;
+        shared.stats.fsyncs.fetch_add(syncs, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+/// Waits for work and takes the next group; `None` once shut down with nothing left.
+fn next_group(shared: &Shared, last_sync: Instant) -> Option<Group> {
+    let interval = shared.config.sync_interval;
+    let mut state = shared.state.lock();
+    loop {
+        let mode = FlushMode::from_value(shared.mode.load(Ordering::Relaxed)).expect("valid mode");
+        let interval_over = last_sync.elapsed() >= interval;
+        let has_pending = !state.pending.is_empty();
+        let write_now =
+            has_pending && (mode != FlushMode::EverySecond || interval_over || state.shutdown || state.pending.len() >= shared.config.buffer_bytes_max / 2);
+        let unsynced = state.written_lsn > state.durable_lsn;
+        let sync_now = unsynced && (interval_over || state.shutdown || mode == FlushMode::AtCommit);
+        if write_now || sync_now {
+            if write_now && mode == FlushMode::AtCommit {
+                wait_for_group_delay(shared, &mut state);
+            }
+            let take = state.pending.len().min(shared.config.group_bytes_max);
+            let bytes = if take == state.pending.len() { std::mem::take(&mut state.pending) } else { state.pending.drain(..take).collect() };
+            if state.pending.is_empty() {
+                state.pending_records = 0;
+            }
+            let start = state.written_lsn;
+            let all_taken = state.pending.is_empty();
+            // Mode 1 syncs every group; modes 0 and 2 sync when the interval is over, and at shutdown.
+            let sync = mode == FlushMode::AtCommit || interval_over || (state.shutdown && all_taken);
+            drop(state);
+            shared.space.notify_all();
+            return Some(Group { bytes, start, sync });
+        }
+        if state.shutdown {
+            return None;
+        }
+        // Nothing to write or sync: sleep until an append wakes us. Otherwise until the interval ends.
+        let timeout = if has_pending || unsynced { interval.saturating_sub(last_sync.elapsed()).max(Duration::from_millis(1)) } else { interval };
+        shared.writer_wake.wait_for(&mut state, timeout);
+    }
+}
+
+/// `binlog_group_commit_sync_delay`: lets more records join the group, up to the delay or
+/// until `binlog_group_commit_sync_no_delay_count` records are pending.
+fn wait_for_group_delay(shared: &Shared, state: &mut parking_lot::MutexGuard<'_, State>) {
+    let delay = Duration::from_micros(shared.group_delay_us.load(Ordering::Relaxed));
+    if delay.is_zero() {
+        return;
+    }
+    let count = shared.group_no_delay_count.load(Ordering::Relaxed);
+    let deadline = Instant::now() + delay;
+    while (count == 0 || state.pending_records < count) && !state.shutdown {
+        if shared.writer_wake.wait_until(state, deadline).timed_out() {
+            break;
+        }
+    }
+}
+
+impl Recovered {
+    /// Whether reading stopped at a damaged record (rather than the clean end).
+    #[must_use]
+    pub fn was_cut(&self) -> bool {
+        matches!(self.end, LogEnd::Cut(_))
+    }
+}

@@ -1,0 +1,178 @@
+//! Durability: what the SQL layer writes to the commit log, and how it rebuilds the engine
+//! from the log at start-up.
+//!
+//! At commit ([`commit_changes`]), a transaction's writes become one log record. It holds the
+//! final image of every row it changed, keyed by database, table and primary key, taken
+//! before the versions are stamped committed and while the catalog lock orders commits. A DDL
+//! statement becomes a record holding its text ([`ddl_change`]).
+//!
+//! At start-up ([`Engine::open`]) the log is replayed in order through [`Replayer`]:
+//! - row changes are installed as committed versions, with indexes, hidden row ids and
+//!   AUTO_INCREMENT counters kept in step;
+//! - DDL is executed again through a session, which rebuilds the catalog as it was at that
+//!   point of the log.
+//!
+//! A record that cannot be replayed stops start-up with an error. Starting with part of the
+//! committed data missing would lose it silently.
+//!
+//! Flush modes and group-commit delays are the log's. The variables that set them
+//! (`innodb_flush_log_at_trx_commit`, `binlog_group_commit_sync_delay`,
+//! `binlog_group_commit_sync_no_delay_count`) are applied to it by [`apply_global`] on
+//! `SET GLOBAL`, and from the options at start.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use quill_io::Fs;
+use quill_log::{Change, FlushMode, Log, LogConfig, Record, Recovered};
+use quill_storage::{TxnId, Value, decode_row, row_bytes};
+
+use crate::catalog::Catalog;
+use crate::error::{Result, SqlError};
+use crate::session::{Engine, Session};
+use crate::vars::VarSet;
+
+/// The log's directory inside the data directory.
+pub const LOG_DIR: &str = "log";
+/// MySQL's error when a transaction is too large for its binary log cache.
+pub const ER_TRANS_CACHE_FULL: (u16, &str) = (1197, "HY000");
+
+/// Why the engine could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("commit log: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("replaying the commit log record at LSN {lsn}: {message}")]
+    Replay { lsn: u64, message: String },
+}
+
+impl Engine {
+    /// Opens the engine on `datadir`: replays the commit log found there (an empty data
+    /// directory starts an empty log) and attaches the log, so commits from now on are durable.
+    ///
+    /// # Errors
+    /// I/O errors of the log, or a record that cannot be replayed.
+    pub fn open(globals: VarSet, fs: Arc<dyn Fs>, datadir: &Path) -> std::result::Result<(Arc<Engine>, Recovered), OpenError> {
+        let config = log_config(&globals);
+        let engine = Engine::new(globals);
+        let mut replayer = Replayer::new(Arc::clone(&engine));
+        let (log, recovered) = Log::open(fs, &datadir.join(LOG_DIR), config, None, |record| replayer.apply(record))?;
+        drop(replayer);
+        assert!(engine.log.set(log).is_ok(), "the log is attached once");
+        Ok((engine, recovered))
+    }
+}
+
+fn log_config(globals: &VarSet) -> LogConfig {
+    let int = |name: &str| globals.get(name).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    LogConfig {
+        flush_mode: FlushMode::from_value(u8::try_from(int("innodb_flush_log_at_trx_commit")).unwrap_or(1)).unwrap_or(FlushMode::AtCommit),
+        group_delay: Duration::from_micros(int("binlog_group_commit_sync_delay")),
+        group_no_delay_count: int("binlog_group_commit_sync_no_delay_count"),
+        ..LogConfig::default()
+    }
+}
+
+/// Applies a global variable that configures the log; validates it first.
+///
+/// # Errors
+/// 1231 for a value the variable does not take.
+pub fn apply_global(engine: &Engine, name: &str, value: &str) -> Result<()> {
+    let Some(log) = engine.log.get() else { return Ok(()) };
+    let wrong = || SqlError::new((1231, "42000"), format!("Variable '{name}' can't be set to the value of '{value}'"));
+    match name {
+        "innodb_flush_log_at_trx_commit" => {
+            let mode = value.parse::<u8>().ok().and_then(FlushMode::from_value).ok_or_else(wrong)?;
+            log.set_flush_mode(mode);
+        }
+        "binlog_group_commit_sync_delay" | "binlog_group_commit_sync_no_delay_count" => {
+            value.parse::<u64>().map_err(|_| wrong())?;
+            let globals = engine.globals.read();
+            let int = |n: &str| if n == name { value.parse().unwrap_or(0) } else { globals.get(n).and_then(|v| v.parse().ok()).unwrap_or(0) };
+            log.set_group_delay(Duration::from_micros(int("binlog_group_commit_sync_delay")), int("binlog_group_commit_sync_no_delay_count"));
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// The log changes of a committing transaction: the pending image of every row it wrote, in
+/// the order it first wrote them. Rows of tables dropped since are left out.
+#[must_use]
+pub fn commit_changes(catalog: &Catalog, txn: TxnId, writes: &[(u64, Vec<u8>)]) -> Vec<Change> {
+    let mut seen = HashSet::new();
+    let mut changes = Vec::with_capacity(writes.len());
+    for (table_id, pk) in writes {
+        if !seen.insert((*table_id, pk.as_slice())) {
+            continue;
+        }
+        let Some(table) = catalog.table_by_id(*table_id) else { continue };
+        let (db, name, key) = (table.db.clone(), table.name.clone(), pk.clone());
+        match table.data.pending_image(txn, pk) {
+            Some(Some(row)) => changes.push(Change::Put { db, table: name, key, row: row_bytes(row) }),
+            Some(None) => changes.push(Change::Delete { db, table: name, key }),
+            None => {}
+        }
+    }
+    changes
+}
+
+/// The log change of a DDL statement run with default database `db`.
+#[must_use]
+pub fn ddl_change(db: Option<&str>, sql: String) -> Change {
+    Change::Ddl { db: db.unwrap_or_default().to_owned(), sql }
+}
+
+/// Applies log records to an engine that has no log attached yet.
+struct Replayer {
+    engine: Arc<Engine>,
+    /// Runs replayed DDL; never logs it again (the engine has no log during replay).
+    session: Session,
+}
+
+impl Replayer {
+    fn new(engine: Arc<Engine>) -> Replayer {
+        let session = Session::new(Arc::clone(&engine), 0, "system user", "localhost");
+        Replayer { engine, session }
+    }
+
+    fn apply(&mut self, record: Record) -> std::result::Result<(), OpenError> {
+        let ts = self.engine.txns.next_commit_ts();
+        let lsn = record.lsn;
+        let fail = |message: String| OpenError::Replay { lsn, message };
+        for change in record.changes {
+            match change {
+                Change::Ddl { db, sql } => self.session.replay_ddl((!db.is_empty()).then_some(db), &sql).map_err(|e| fail(format!("{sql}: {e}")))?,
+                Change::Put { db, table, key, row } => {
+                    let row = decode_row(&row).ok_or_else(|| fail(format!("malformed row for {db}.{table}")))?;
+                    let mut catalog = self.engine.catalog.write();
+                    let meta = catalog.table_mut(&db, &table).map_err(|e| fail(e.to_string()))?;
+                    if let Some(c) = meta.auto_increment_column() {
+                        let next = match row.get(c) {
+                            Some(Value::Int(i)) => u64::try_from(*i).ok().map(|i| i + 1),
+                            Some(Value::UInt(u)) => Some(u + 1),
+                            _ => None,
+                        };
+                        meta.data.auto_increment = meta.data.auto_increment.max(next.unwrap_or(0));
+                    }
+                    meta.data.apply_committed(key, Some(row), ts);
+                }
+                Change::Delete { db, table, key } => {
+                    let mut catalog = self.engine.catalog.write();
+                    catalog.table_mut(&db, &table).map_err(|e| fail(e.to_string()))?.data.apply_committed(key, None, ts);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Replayer {
+    fn drop(&mut self) {
+        // The replay session is not a connection: leave no trace of it in the status counters.
+        self.session.close();
+        self.engine.status.connections.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
