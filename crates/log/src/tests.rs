@@ -284,3 +284,16 @@ fn recovery_starts_at_a_checkpoint_position() {
     assert_eq!(seen, vec![6, 7, 8, 9, 10]);
     assert_eq!(recovered.next_seq, 11);
 }
+
+#[test]
+fn a_durable_wait_forces_a_sync_in_mode_0() {
+    let fs = SimFs::new();
+    let mut cfg = config(1 << 16);
+    cfg.flush_mode = FlushMode::EverySecond;
+    cfg.sync_interval = Duration::from_secs(3600);
+    let (log, _, _) = open(&fs, cfg);
+    let at = log.append(1, &change(1)).unwrap();
+    // A DDL statement waits in mode 1 whatever the log's mode: the writer must not wait an hour.
+    futures_wait(&log, at.end, FlushMode::AtCommit);
+    assert!(log.durable_lsn() >= at.end);
+}

@@ -55,6 +55,17 @@ pub enum FlushMode {
 }
 
 impl FlushMode {
+    /// The mode that promises more of the two: 1 over 2 over 0.
+    #[must_use]
+    pub fn stronger(self, other: FlushMode) -> FlushMode {
+        let rank = |m: FlushMode| match m {
+            FlushMode::EverySecond => 0,
+            FlushMode::WriteAtCommit => 1,
+            FlushMode::AtCommit => 2,
+        };
+        if rank(other) > rank(self) { other } else { self }
+    }
+
     #[must_use]
     pub fn from_value(value: u8) -> Option<FlushMode> {
         match value {
@@ -148,6 +159,8 @@ struct State {
     next_seq: u64,
     written_lsn: Lsn,
     durable_lsn: Lsn,
+    /// A waiter needs the log durable up to here whatever the flush mode (DDL).
+    sync_requested_lsn: Lsn,
     shutdown: bool,
     failed: bool,
 }
@@ -209,6 +222,7 @@ impl Log {
                 next_seq,
                 written_lsn: end_lsn,
                 durable_lsn: end_lsn,
+                sync_requested_lsn: end_lsn,
                 shutdown: false,
                 failed: false,
             }),
@@ -257,8 +271,16 @@ impl Log {
     }
 
     /// Waits until the record ending at `end` is as safe as `mode` promises before the
-    /// client is answered: durable (1), written to the OS (2), or nothing (0).
+    /// client is answered: durable (1), written to the OS (2), or nothing (0). Waiting in
+    /// mode 1 while the log runs in mode 0 or 2 makes the writer sync now (DDL is durable
+    /// at commit in every mode).
     pub async fn wait(&self, end: Lsn, mode: FlushMode) {
+        if mode == FlushMode::AtCommit && self.flush_mode() != FlushMode::AtCommit {
+            let mut state = self.shared.state.lock();
+            state.sync_requested_lsn = state.sync_requested_lsn.max(end);
+            drop(state);
+            self.shared.writer_wake.notify_one();
+        }
         let sender = match mode {
             FlushMode::EverySecond => return,
             FlushMode::WriteAtCommit => &self.shared.written,
@@ -431,10 +453,12 @@ fn next_group(shared: &Shared, last_sync: Instant) -> Option<Group> {
         let mode = FlushMode::from_value(shared.mode.load(Ordering::Relaxed)).expect("valid mode");
         let interval_over = last_sync.elapsed() >= interval;
         let has_pending = !state.pending.is_empty();
-        let write_now =
-            has_pending && (mode != FlushMode::EverySecond || interval_over || state.shutdown || state.pending.len() >= shared.config.buffer_bytes_max / 2);
+        // A waiter needs a sync now whatever the mode (see Log::wait).
+        let forced = state.sync_requested_lsn > state.durable_lsn;
+        let write_now = has_pending
+            && (mode != FlushMode::EverySecond || interval_over || forced || state.shutdown || state.pending.len() >= shared.config.buffer_bytes_max / 2);
         let unsynced = state.written_lsn > state.durable_lsn;
-        let sync_now = unsynced && (interval_over || state.shutdown || mode == FlushMode::AtCommit);
+        let sync_now = unsynced && (interval_over || forced || state.shutdown || mode == FlushMode::AtCommit);
         if write_now || sync_now {
             if write_now && mode == FlushMode::AtCommit {
                 wait_for_group_delay(shared, &mut state);
@@ -447,7 +471,7 @@ fn next_group(shared: &Shared, last_sync: Instant) -> Option<Group> {
             let start = state.written_lsn;
             let all_taken = state.pending.is_empty();
             // Mode 1 syncs every group; modes 0 and 2 sync when the interval is over, and at shutdown.
-            let sync = mode == FlushMode::AtCommit || interval_over || (state.shutdown && all_taken);
+            let sync = mode == FlushMode::AtCommit || interval_over || forced || (state.shutdown && all_taken);
             drop(state);
             shared.space.notify_all();
             return Some(Group { bytes, start, sync });

@@ -590,7 +590,7 @@ impl Session {
 
     /// The reply to this statement must wait until the log is at `end` (as `mode` promises).
     fn wait_for_log(&mut self, end: quill_log::Lsn, mode: quill_log::FlushMode) {
-        let end = self.durable_wait.map_or(end, |(e, _)| e.max(end));
+        let (end, mode) = self.durable_wait.map_or((end, mode), |(e, m)| (e.max(end), m.stronger(mode)));
         self.durable_wait = Some((end, mode));
     }
 
@@ -939,10 +939,11 @@ impl Session {
             Statement::AlterTable(at) => ddl::alter_table(&mut catalog, info, self.info.now_us(), &at.name, &at.operations, &mut warnings),
             other => Err(SqlError::unsupported(first_words(&other.to_string()).to_string())),
         };
-        // Logged while the catalog lock still orders it among commits.
+        // Logged while the catalog lock still orders it among commits, and durable before
+        // the reply in every flush mode, as MySQL's DDL is.
         let logged = match (&r, engine.log.get()) {
             (Ok(()), Some(log)) => {
-                Some((log.append(unix_micros(), &[crate::durability::ddl_change(self.info.db.as_deref(), stmt.to_string())]), log.flush_mode()))
+                Some((log.append(unix_micros(), &[crate::durability::ddl_change(self.info.db.as_deref(), stmt.to_string())]), quill_log::FlushMode::AtCommit))
             }
             _ => None,
         };
