@@ -14,7 +14,8 @@ transactions the server acknowledged. After the restart:
   secondary index finds exactly the rows the primary key holds.
 
 The rounds share one data directory, so each recovery also replays what earlier recoveries
-cut and continued from.
+cut and continued from. A small checkpoint trigger makes checkpoints run throughout, so the
+kills also land during a checkpoint and recovery starts from one.
 """
 
 import os
@@ -46,7 +47,9 @@ class Server:
     def start(self):
         log = open(self.log_path, "ab")
         self.process = subprocess.Popen(
-            [QUILL_BIN, "serve", f"--port={self.port}", f"--datadir={self.datadir}", f"--innodb-flush-log-at-trx-commit={self.flush_mode}"],
+            # A small checkpoint trigger: the kills also land during and between checkpoints.
+            [QUILL_BIN, "serve", f"--port={self.port}", f"--datadir={self.datadir}", f"--innodb-flush-log-at-trx-commit={self.flush_mode}",
+             "--quill-checkpoint-log-bytes=65536"],
             stdout=log, stderr=log,
         )
         wait_for_port("127.0.0.1", self.port, self.process, self.log_path)
@@ -144,4 +147,5 @@ def test_sigkill_under_load_loses_nothing_acknowledged(tmp_path, flush_mode):
     finally:
         server.stop()
     log = server.log_path.read_text(errors="replace")
-    assert "recovery: replayed the commit log" in log
+    assert "recovery: loaded the checkpoint and replayed the commit log" in log
+    assert "checkpoint written" in log, "checkpoints ran between the kills"

@@ -57,20 +57,22 @@ async fn run(cfg: config::Config) -> std::io::Result<()> {
         }
     };
     let started = std::time::Instant::now();
-    let (engine, recovered) = quill_sql::Engine::open(cfg.globals, std::sync::Arc::new(quill_io::RealFs), &cfg.datadir).map_err(std::io::Error::other)?;
-    match &recovered.end {
-        quill_log::LogEnd::Clean => {}
-        quill_log::LogEnd::Cut(reason) => {
-            tracing::warn!(lsn = recovered.end_lsn, %reason, "commit log: cut a damaged tail; nothing after it was acknowledged in flush mode 1")
-        }
+    let fs: std::sync::Arc<dyn quill_io::Fs> = std::sync::Arc::new(quill_io::RealFs);
+    let (engine, opened) = quill_sql::Engine::open(cfg.globals, std::sync::Arc::clone(&fs), &cfg.datadir).map_err(std::io::Error::other)?;
+    if let quill_log::LogEnd::Cut(reason) = &opened.log.end {
+        tracing::warn!(lsn = opened.log.end_lsn, %reason, "commit log: cut a damaged tail; nothing after it was acknowledged in flush mode 1");
     }
+    let (checkpoint_lsn, checkpoint_rows) = opened.checkpoint.unwrap_or((0, 0));
     tracing::info!(
-        records = recovered.records,
-        from_lsn = recovered.start_lsn,
-        to_lsn = recovered.end_lsn,
+        checkpoint_lsn,
+        checkpoint_rows,
+        log_records = opened.log.records,
+        from_lsn = opened.log.start_lsn,
+        to_lsn = opened.log.end_lsn,
         elapsed_ms = started.elapsed().as_millis() as u64,
-        "recovery: replayed the commit log"
+        "recovery: loaded the checkpoint and replayed the commit log"
     );
+    let checkpointer = quill_sql::checkpoint::Checkpointer::start(engine.clone(), fs, cfg.datadir.clone(), opened.log.start_lsn);
     let listener = TcpListener::bind((cfg.bind.as_str(), cfg.port)).await?;
     tracing::info!(address = %listener.local_addr()?, version = quill_sql::SERVER_VERSION, "ready for connections");
     let next_id = AtomicU32::new(1);
@@ -86,7 +88,9 @@ async fn run(cfg: config::Config) -> std::io::Result<()> {
             }
             () = &mut shutdown => {
                 tracing::info!("shutting down");
-                // Write and sync whatever is pending (flush modes 0 and 2) before exiting.
+                // Let a checkpoint in progress finish, then write and sync whatever is pending
+                // (flush modes 0 and 2) before exiting.
+                drop(checkpointer);
                 if let Some(log) = engine.log.get() {
                     log.shutdown();
                 }

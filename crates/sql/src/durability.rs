@@ -27,6 +27,7 @@ use std::time::Duration;
 
 use quill_io::Fs;
 use quill_log::{Change, FlushMode, Log, LogConfig, Record, Recovered};
+use quill_storage::checkpoint::{CheckpointEntry, CheckpointError, find_checkpoints, read_checkpoint};
 use quill_storage::{TxnId, Value, decode_row, row_bytes};
 
 use crate::catalog::Catalog;
@@ -46,23 +47,50 @@ pub enum OpenError {
     Io(#[from] std::io::Error),
     #[error("replaying the commit log record at LSN {lsn}: {message}")]
     Replay { lsn: u64, message: String },
+    #[error("{0}")]
+    Checkpoint(#[from] CheckpointError),
+    #[error("loading checkpoint {path}: {message}")]
+    Load { path: String, message: String },
+}
+
+/// What start-up found and did.
+#[derive(Debug, Clone)]
+pub struct OpenReport {
+    /// The checkpoint loaded: its log position and the rows it held.
+    pub checkpoint: Option<(u64, u64)>,
+    /// The log replayed after it.
+    pub log: Recovered,
 }
 
 impl Engine {
-    /// Opens the engine on `datadir`: replays the commit log found there (an empty data
-    /// directory starts an empty log) and attaches the log, so commits from now on are durable.
+    /// Opens the engine on `datadir`: loads the newest complete checkpoint, replays the
+    /// commit log after it (an empty data directory starts empty), and attaches the log, so
+    /// commits from now on are durable.
     ///
     /// # Errors
-    /// I/O errors of the log, or a record that cannot be replayed.
-    pub fn open(globals: VarSet, fs: Arc<dyn Fs>, datadir: &Path) -> std::result::Result<(Arc<Engine>, Recovered), OpenError> {
+    /// I/O errors, a damaged checkpoint, or a record that cannot be replayed.
+    pub fn open(globals: VarSet, fs: Arc<dyn Fs>, datadir: &Path) -> std::result::Result<(Arc<Engine>, OpenReport), OpenError> {
         let config = log_config(&globals);
         let engine = Engine::new(globals);
         let mut replayer = Replayer::new(Arc::clone(&engine));
-        let (log, recovered) = Log::open(fs, &datadir.join(LOG_DIR), config, None, |record| replayer.apply(record))?;
+        fs.create_dir_all(datadir)?;
+        let checkpoint = replayer.load_checkpoint(fs.as_ref(), datadir)?;
+        let start = checkpoint.map(|c| (c.lsn, c.next_seq));
+        let (log, recovered) = Log::open(fs, &datadir.join(LOG_DIR), config, start, |record| replayer.apply(record))?;
         drop(replayer);
+        if let Some(c) = checkpoint {
+            engine.status.checkpoint_lsn.store(c.lsn, std::sync::atomic::Ordering::Relaxed);
+        }
         assert!(engine.log.set(log).is_ok(), "the log is attached once");
-        Ok((engine, recovered))
+        Ok((engine, OpenReport { checkpoint: checkpoint.map(|c| (c.lsn, c.rows)), log: recovered }))
     }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct LoadedCheckpoint {
+    lsn: u64,
+    next_seq: u64,
+    rows: u64,
 }
 
 fn log_config(globals: &VarSet) -> LogConfig {
@@ -71,6 +99,11 @@ fn log_config(globals: &VarSet) -> LogConfig {
         flush_mode: FlushMode::from_value(u8::try_from(int("innodb_flush_log_at_trx_commit")).unwrap_or(1)).unwrap_or(FlushMode::AtCommit),
         group_delay: Duration::from_micros(int("binlog_group_commit_sync_delay")),
         group_no_delay_count: int("binlog_group_commit_sync_no_delay_count"),
+        segment_bytes: globals
+            .get("quill_log_segment_bytes")
+            .and_then(|v| v.parse().ok())
+            .filter(|&b: &u64| b >= 4096)
+            .unwrap_or(quill_log::DEFAULT_SEGMENT_BYTES),
         ..LogConfig::default()
     }
 }
@@ -136,6 +169,37 @@ impl Replayer {
     fn new(engine: Arc<Engine>) -> Replayer {
         let session = Session::new(Arc::clone(&engine), 0, "system user", "localhost");
         Replayer { engine, session }
+    }
+
+    /// Loads the newest checkpoint in `datadir`, if there is one.
+    fn load_checkpoint(&mut self, fs: &dyn Fs, datadir: &Path) -> std::result::Result<Option<LoadedCheckpoint>, OpenError> {
+        let Some((_, path)) = find_checkpoints(fs, datadir)?.into_iter().next() else { return Ok(None) };
+        let fail = |message: String| OpenError::Load { path: path.display().to_string(), message };
+        let ts = self.engine.txns.next_commit_ts();
+        let mut table: Option<(String, String)> = None;
+        let mut rows = 0;
+        let (lsn, next_seq) = read_checkpoint(fs, &path, |entry| {
+            match entry {
+                CheckpointEntry::Database(name) => {
+                    let sql = format!("CREATE DATABASE IF NOT EXISTS `{}`", name.replace('`', "``"));
+                    self.session.replay_ddl(None, &sql).map_err(|e| fail(format!("{sql}: {e}")))?;
+                }
+                CheckpointEntry::Table { db, name, definition, auto_increment } => {
+                    self.session.replay_ddl(Some(db.clone()), &definition).map_err(|e| fail(format!("{definition}: {e}")))?;
+                    let mut catalog = self.engine.catalog.write();
+                    catalog.table_mut(&db, &name).map_err(|e| fail(e.to_string()))?.data.auto_increment = auto_increment;
+                    table = Some((db, name));
+                }
+                CheckpointEntry::Row { key, row } => {
+                    let (db, name) = table.as_ref().ok_or_else(|| fail("a row before any table".into()))?;
+                    let mut catalog = self.engine.catalog.write();
+                    catalog.table_mut(db, name).map_err(|e| fail(e.to_string()))?.data.apply_committed(key, Some(row), ts);
+                    rows += 1;
+                }
+            }
+            Ok::<(), OpenError>(())
+        })?;
+        Ok(Some(LoadedCheckpoint { lsn, next_seq, rows }))
     }
 
     fn apply(&mut self, record: Record) -> std::result::Result<(), OpenError> {

@@ -11,6 +11,7 @@
 
 pub mod bind;
 pub mod catalog;
+pub mod checkpoint;
 pub mod ddl;
 pub mod dml;
 pub mod durability;

@@ -42,6 +42,8 @@ pub struct Status {
     pub connections: AtomicU64,
     pub threads_connected: AtomicU64,
     pub deadlocks: AtomicU64,
+    pub checkpoints: AtomicU64,
+    pub checkpoint_lsn: AtomicU64,
 }
 
 /// What SHOW PROCESSLIST shows of a session.
@@ -71,6 +73,9 @@ pub struct Engine {
     pub started: Instant,
     /// The commit log; unset for an engine without a data directory (and during recovery).
     pub log: std::sync::OnceLock<quill_log::Log>,
+    /// DDL holds it exclusively, a checkpoint shared: definitions hold still while a
+    /// checkpoint copies their rows.
+    pub ddl_gate: RwLock<()>,
 }
 
 impl Engine {
@@ -84,6 +89,7 @@ impl Engine {
             processes: Mutex::new(HashMap::new()),
             started: Instant::now(),
             log: std::sync::OnceLock::new(),
+            ddl_gate: RwLock::new(()),
         })
     }
 
@@ -911,6 +917,7 @@ impl Session {
         // DDL commits the open transaction first.
         self.commit()?;
         let engine = self.engine();
+        let _gate = engine.ddl_gate.write();
         let mut catalog = engine.catalog.write();
         let mut warnings = Vec::new();
         let info = &self.info;
@@ -1371,6 +1378,8 @@ impl Session {
             ("Innodb_deadlocks", get(&s.deadlocks)),
             ("Innodb_os_log_fsyncs", log_stat(|l| &l.fsyncs)),
             ("Innodb_os_log_written", log_stat(|l| &l.bytes_written)),
+            ("Quill_checkpoint_lsn", get(&s.checkpoint_lsn)),
+            ("Quill_checkpoints", get(&s.checkpoints)),
             ("Quill_log_bytes_written", log_stat(|l| &l.bytes_written)),
             ("Quill_log_durable_lsn", self.info.engine.log.get().map_or(0, quill_log::Log::durable_lsn).to_string()),
             ("Quill_log_fsyncs", log_stat(|l| &l.fsyncs)),

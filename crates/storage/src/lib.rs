@@ -6,6 +6,7 @@
 //! write reports [`table::WriteError::Locked`]; the `sql` layer coerces values to
 //! column types before they reach a [`table::Table`].
 
+pub mod checkpoint;
 pub mod decimal;
 pub mod key;
 pub mod row;

@@ -1,0 +1,393 @@
+//! Checkpoint files: a consistent snapshot of every table as of one commit-log position,
+//! written once, atomically published, and read back at start-up (format in
+//! `docs/checkpoint-format.md`, mirrored by the constants here).
+//!
+//! Writing: [`CheckpointWriter`] streams entries into `<name>.tmp` through the `io` seam. The
+//! CRC32C of everything written is kept as it goes. [`CheckpointWriter::finish`] appends the
+//! END entry and the checksum, syncs the file, renames it to its final name and syncs the
+//! directory. Only then does the checkpoint exist; a crash at any earlier point leaves a
+//! `.tmp` file, which is ignored and removed.
+//!
+//! Reading: [`read_checkpoint`] verifies the length, magic, version and checksum before it
+//! hands out a single entry, so recovery never builds on a damaged snapshot.
+//!
+//! What a table's definition means is the SQL layer's business: here it is an opaque
+//! statement text.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use quill_io::{File, Fs};
+
+use crate::row::{decode_row, encode_row};
+use crate::value::Row;
+
+pub const MAGIC: &[u8; 8] = b"QUILLCKP";
+pub const VERSION: u32 = 1;
+pub const MAGIC_OFFSET: usize = 0;
+pub const VERSION_OFFSET: usize = MAGIC_OFFSET + 8;
+pub const LSN_OFFSET: usize = VERSION_OFFSET + 8; // 4 bytes of version, 4 reserved
+pub const NEXT_SEQ_OFFSET: usize = LSN_OFFSET + 8;
+pub const HEADER_BYTES: usize = NEXT_SEQ_OFFSET + 8;
+pub const TRAILER_BYTES: usize = 4;
+const _: () = assert!(HEADER_BYTES == 32, "docs/checkpoint-format.md specifies a 32-byte header");
+
+pub const ENTRY_DATABASE: u8 = 1;
+pub const ENTRY_TABLE: u8 = 2;
+pub const ENTRY_ROW: u8 = 3;
+pub const ENTRY_END: u8 = 4;
+
+pub const FILE_PREFIX: &str = "checkpoint-";
+pub const FILE_SUFFIX: &str = ".qckpt";
+pub const TMP_SUFFIX: &str = ".tmp";
+/// The writer hands the file system chunks of this size.
+pub const WRITE_CHUNK_BYTES: usize = 1 << 20;
+
+/// The file name of the checkpoint at `lsn`.
+#[must_use]
+pub fn checkpoint_name(lsn: u64) -> String {
+    format!("{FILE_PREFIX}{lsn:020}{FILE_SUFFIX}")
+}
+
+fn parse_checkpoint_name(name: &str) -> Option<u64> {
+    let digits = name.strip_prefix(FILE_PREFIX)?.strip_suffix(FILE_SUFFIX)?;
+    (digits.len() == 20 && digits.bytes().all(|b| b.is_ascii_digit())).then(|| digits.parse().ok()).flatten()
+}
+
+/// Complete checkpoints in `dir`, newest first.
+///
+/// # Errors
+/// I/O errors listing the directory.
+pub fn find_checkpoints(fs: &dyn Fs, dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
+    let mut found: Vec<(u64, PathBuf)> = fs.list(dir)?.into_iter().filter_map(|n| parse_checkpoint_name(&n).map(|lsn| (lsn, dir.join(n)))).collect();
+    found.sort_by_key(|&(lsn, _)| std::cmp::Reverse(lsn));
+    Ok(found)
+}
+
+/// Removes every checkpoint older than `keep_lsn`, and unfinished `.tmp` files.
+///
+/// # Errors
+/// I/O errors.
+pub fn remove_old_checkpoints(fs: &dyn Fs, dir: &Path, keep_lsn: u64) -> io::Result<usize> {
+    let mut removed = 0;
+    for name in fs.list(dir)? {
+        let old = parse_checkpoint_name(&name).is_some_and(|lsn| lsn < keep_lsn);
+        let unfinished = name.starts_with(FILE_PREFIX) && name.ends_with(TMP_SUFFIX);
+        if old || unfinished {
+            fs.remove(&dir.join(&name))?;
+            removed += 1;
+        }
+    }
+    if removed > 0 {
+        fs.sync_dir(dir)?;
+    }
+    Ok(removed)
+}
+
+/// One entry of a checkpoint, in file order: databases, then each table followed by its rows.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CheckpointEntry {
+    Database(String),
+    Table {
+        db: String,
+        name: String,
+        definition: String,
+        auto_increment: u64,
+    },
+    /// A row of the table most recently announced.
+    Row {
+        key: Vec<u8>,
+        row: Row,
+    },
+}
+
+/// Streams a checkpoint to disk; see the module doc.
+pub struct CheckpointWriter {
+    fs: Arc<dyn Fs>,
+    file: Arc<dyn File>,
+    tmp_path: PathBuf,
+    final_path: PathBuf,
+    buffer: Vec<u8>,
+    written: u64,
+    crc: u32,
+    entries: u64,
+}
+
+impl CheckpointWriter {
+    /// Starts the checkpoint of the log position `lsn` (whose next record has `next_seq`).
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn create(fs: Arc<dyn Fs>, dir: &Path, lsn: u64, next_seq: u64) -> io::Result<CheckpointWriter> {
+        let final_path = dir.join(checkpoint_name(lsn));
+        let tmp_path = dir.join(format!("{}{TMP_SUFFIX}", checkpoint_name(lsn)));
+        if fs.exists(&tmp_path) {
+            fs.remove(&tmp_path)?;
+        }
+        let file = fs.open(&tmp_path, true)?;
+        let mut buffer = Vec::with_capacity(WRITE_CHUNK_BYTES + HEADER_BYTES);
+        buffer.extend_from_slice(MAGIC);
+        buffer.extend_from_slice(&VERSION.to_le_bytes());
+        buffer.extend_from_slice(&0_u32.to_le_bytes());
+        buffer.extend_from_slice(&lsn.to_le_bytes());
+        buffer.extend_from_slice(&next_seq.to_le_bytes());
+        debug_assert_eq!(buffer.len(), HEADER_BYTES);
+        Ok(CheckpointWriter { fs, file, tmp_path, final_path, buffer, written: 0, crc: 0, entries: 0 })
+    }
+
+    /// # Errors
+    /// I/O errors.
+    pub fn database(&mut self, name: &str) -> io::Result<()> {
+        self.buffer.push(ENTRY_DATABASE);
+        put16(&mut self.buffer, name.as_bytes());
+        self.entry_done()
+    }
+
+    /// # Errors
+    /// I/O errors.
+    pub fn table(&mut self, db: &str, name: &str, definition: &str, auto_increment: u64) -> io::Result<()> {
+        self.buffer.push(ENTRY_TABLE);
+        put16(&mut self.buffer, db.as_bytes());
+        put16(&mut self.buffer, name.as_bytes());
+        put32(&mut self.buffer, definition.as_bytes());
+        self.buffer.extend_from_slice(&auto_increment.to_le_bytes());
+        self.entry_done()
+    }
+
+    /// # Errors
+    /// I/O errors.
+    pub fn row(&mut self, key: &[u8], row: &Row) -> io::Result<()> {
+        self.buffer.push(ENTRY_ROW);
+        put32(&mut self.buffer, key);
+        let at = self.buffer.len();
+        self.buffer.extend_from_slice(&[0; 4]);
+        encode_row(&mut self.buffer, row);
+        let len = u32::try_from(self.buffer.len() - at - 4).expect("a row fits in 4 GiB");
+        self.buffer[at..at + 4].copy_from_slice(&len.to_le_bytes());
+        self.entry_done()
+    }
+
+    fn entry_done(&mut self) -> io::Result<()> {
+        self.entries += 1;
+        if self.buffer.len() >= WRITE_CHUNK_BYTES { self.flush() } else { Ok(()) }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.write_at(&self.buffer, self.written)?;
+        self.crc = crc32c::crc32c_append(self.crc, &self.buffer);
+        self.written += self.buffer.len() as u64;
+        self.buffer.clear();
+        Ok(())
+    }
+
+    /// Ends the file, makes it durable and publishes it under its final name. Returns the
+    /// path and the size in bytes.
+    ///
+    /// # Errors
+    /// I/O errors: the checkpoint does not exist then, and the log still covers everything.
+    pub fn finish(mut self) -> io::Result<(PathBuf, u64)> {
+        self.buffer.push(ENTRY_END);
+        let entries = self.entries;
+        self.buffer.extend_from_slice(&entries.to_le_bytes());
+        self.flush()?;
+        let crc = self.crc;
+        self.file.write_at(&crc.to_le_bytes(), self.written)?;
+        self.file.sync_data()?;
+        self.fs.rename(&self.tmp_path, &self.final_path)?;
+        self.fs.sync_dir(&quill_io::parent_dir(&self.final_path))?;
+        Ok((self.final_path, self.written + TRAILER_BYTES as u64))
+    }
+}
+
+fn put16(out: &mut Vec<u8>, bytes: &[u8]) {
+    out.extend_from_slice(&u16::try_from(bytes.len()).expect("a name fits in 64 KiB").to_le_bytes());
+    out.extend_from_slice(bytes);
+}
+
+fn put32(out: &mut Vec<u8>, bytes: &[u8]) {
+    out.extend_from_slice(&u32::try_from(bytes.len()).expect("fits in 4 GiB").to_le_bytes());
+    out.extend_from_slice(bytes);
+}
+
+/// Why a checkpoint file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckpointError {
+    #[error("checkpoint I/O: {0}")]
+    Io(#[from] io::Error),
+    #[error("checkpoint {path} is damaged: {what}")]
+    Damaged { path: String, what: &'static str },
+}
+
+/// Reads and verifies the checkpoint at `path`, then calls `apply` on each entry in order.
+/// Returns its log position and next sequence number.
+///
+/// # Errors
+/// I/O errors, a damaged file, or an error of `apply`.
+pub fn read_checkpoint<E: From<CheckpointError>>(fs: &dyn Fs, path: &Path, mut apply: impl FnMut(CheckpointEntry) -> Result<(), E>) -> Result<(u64, u64), E> {
+    let damaged = |what| CheckpointError::Damaged { path: path.display().to_string(), what };
+    let bytes = fs.open(path, false).and_then(|f| f.read_all()).map_err(CheckpointError::from)?;
+    if bytes.len() < HEADER_BYTES + 9 + TRAILER_BYTES {
+        return Err(damaged("too short").into());
+    }
+    let (body, trailer) = bytes.split_at(bytes.len() - TRAILER_BYTES);
+    if crc32c::crc32c(body) != u32::from_le_bytes(trailer.try_into().expect("4 bytes")) {
+        return Err(damaged("bad checksum").into());
+    }
+    if &body[..8] != MAGIC || u32::from_le_bytes(body[VERSION_OFFSET..VERSION_OFFSET + 4].try_into().expect("4 bytes")) != VERSION {
+        return Err(damaged("not a version 1 checkpoint").into());
+    }
+    let u64_at = |o: usize| u64::from_le_bytes(body[o..o + 8].try_into().expect("8 bytes"));
+    let (lsn, next_seq) = (u64_at(LSN_OFFSET), u64_at(NEXT_SEQ_OFFSET));
+    let mut rest = &body[HEADER_BYTES..];
+    let mut entries = 0_u64;
+    loop {
+        let Some((&kind, tail)) = rest.split_first() else { return Err(damaged("no END entry").into()) };
+        rest = tail;
+        let entry = match kind {
+            ENTRY_DATABASE => CheckpointEntry::Database(take_str16(&mut rest).ok_or_else(|| damaged("bad database entry"))?),
+            ENTRY_TABLE => {
+                let parsed = (|| {
+                    let db = take_str16(&mut rest)?;
+                    let name = take_str16(&mut rest)?;
+                    let definition = String::from_utf8(take32(&mut rest)?.to_vec()).ok()?;
+                    let auto_increment = u64::from_le_bytes(take(&mut rest, 8)?.try_into().ok()?);
+                    Some(CheckpointEntry::Table { db, name, definition, auto_increment })
+                })();
+                parsed.ok_or_else(|| damaged("bad table entry"))?
+            }
+            ENTRY_ROW => {
+                let parsed = (|| Some(CheckpointEntry::Row { key: take32(&mut rest)?.to_vec(), row: decode_row(take32(&mut rest)?)? }))();
+                parsed.ok_or_else(|| damaged("bad row entry"))?
+            }
+            ENTRY_END => {
+                let count = take(&mut rest, 8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
+                if count != Some(entries) || !rest.is_empty() {
+                    return Err(damaged("END does not match the entries").into());
+                }
+                return Ok((lsn, next_seq));
+            }
+            _ => return Err(damaged("unknown entry kind").into()),
+        };
+        entries += 1;
+        apply(entry)?;
+    }
+}
+
+fn take<'a>(bytes: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
+    if bytes.len() < n {
+        return None;
+    }
+    let (head, rest) = bytes.split_at(n);
+    *bytes = rest;
+    Some(head)
+}
+
+fn take_str16(bytes: &mut &[u8]) -> Option<String> {
+    let len = usize::from(u16::from_le_bytes(take(bytes, 2)?.try_into().ok()?));
+    String::from_utf8(take(bytes, len)?.to_vec()).ok()
+}
+
+fn take32<'a>(bytes: &mut &'a [u8]) -> Option<&'a [u8]> {
+    let len = u32::from_le_bytes(take(bytes, 4)?.try_into().ok()?) as usize;
+    take(bytes, len)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::value::Value;
+    use quill_io::SimFs;
+
+    fn dir() -> PathBuf {
+        PathBuf::from("/data")
+    }
+
+    fn write_sample(fs: &SimFs, lsn: u64) -> PathBuf {
+        fs.create_dir_all(&dir()).unwrap();
+        let mut w = CheckpointWriter::create(Arc::new(fs.clone()), &dir(), lsn, 42).unwrap();
+        w.database("app").unwrap();
+        w.table("app", "t", "CREATE TABLE `t` (`id` int NOT NULL, PRIMARY KEY (`id`))", 7).unwrap();
+        for i in 0..1000 {
+            w.row(&[1, i as u8], &vec![Value::Int(i), Value::Str(format!("row {i}"))]).unwrap();
+        }
+        w.finish().unwrap().0
+    }
+
+    fn read(fs: &SimFs, path: &Path) -> Result<(u64, u64, Vec<CheckpointEntry>), CheckpointError> {
+        let mut entries = Vec::new();
+        let (lsn, seq) = read_checkpoint::<CheckpointError>(fs, path, |e| {
+            entries.push(e);
+            Ok(())
+        })?;
+        Ok((lsn, seq, entries))
+    }
+
+    #[test]
+    fn a_checkpoint_round_trips() {
+        let fs = SimFs::new();
+        let path = write_sample(&fs, 4096);
+        assert_eq!(find_checkpoints(&fs, &dir()).unwrap(), vec![(4096, path.clone())]);
+        let (lsn, seq, entries) = read(&fs, &path).unwrap();
+        assert_eq!((lsn, seq, entries.len()), (4096, 42, 1002));
+        assert_eq!(
+            entries[1],
+            CheckpointEntry::Table {
+                db: "app".into(),
+                name: "t".into(),
+                definition: "CREATE TABLE `t` (`id` int NOT NULL, PRIMARY KEY (`id`))".into(),
+                auto_increment: 7
+            }
+        );
+        assert_eq!(entries[1001], CheckpointEntry::Row { key: vec![1, 231], row: vec![Value::Int(999), Value::Str("row 999".into())] });
+    }
+
+    #[test]
+    fn any_damage_is_refused_before_an_entry_is_applied() {
+        let fs = SimFs::new();
+        let path = write_sample(&fs, 1);
+        let good = fs.contents(&path).unwrap();
+        for at in [0, 9, 20, 40, good.len() / 2, good.len() - 5, good.len() - 1] {
+            let mut bad = good.clone();
+            bad[at] ^= 1;
+            fs.open(&path, false).unwrap().write_at(&bad, 0).unwrap();
+            let mut applied = 0;
+            let result = read_checkpoint::<CheckpointError>(&fs, &path, |_| {
+                applied += 1;
+                Ok(())
+            });
+            assert!(result.is_err() && applied == 0, "flip at {at}");
+        }
+        let file = fs.open(&path, false).unwrap();
+        file.set_len(good.len() as u64 - 3).unwrap();
+        assert!(read(&fs, &path).is_err(), "a truncated checkpoint is refused");
+    }
+
+    #[test]
+    fn a_checkpoint_exists_only_once_finished_and_survives_any_crash_after() {
+        let fs = SimFs::new();
+        fs.create_dir_all(&dir()).unwrap();
+        let mut w = CheckpointWriter::create(Arc::new(fs.clone()), &dir(), 9, 1).unwrap();
+        w.database("app").unwrap();
+        for seed in 0..20 {
+            assert!(find_checkpoints(&fs.crash(seed).0, &dir()).unwrap().is_empty(), "unfinished: no checkpoint");
+        }
+        w.finish().unwrap();
+        for seed in 0..20 {
+            let (after, _) = fs.crash(seed);
+            let found = find_checkpoints(&after, &dir()).unwrap();
+            assert_eq!(found.len(), 1, "seed {seed}");
+            assert!(read(&after, &found[0].1).is_ok(), "seed {seed}");
+        }
+    }
+
+    #[test]
+    fn old_checkpoints_and_leftover_tmp_files_are_removed() {
+        let fs = SimFs::new();
+        write_sample(&fs, 10);
+        write_sample(&fs, 20);
+        fs.open(&dir().join(format!("{}{TMP_SUFFIX}", checkpoint_name(30))), true).unwrap();
+        assert_eq!(remove_old_checkpoints(&fs, &dir(), 20).unwrap(), 2);
+        assert_eq!(find_checkpoints(&fs, &dir()).unwrap().into_iter().map(|(l, _)| l).collect::<Vec<_>>(), vec![20]);
+    }
+}
