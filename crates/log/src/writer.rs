@@ -265,8 +265,13 @@ impl Log {
         state.next_seq += 1;
         state.pending_records += 1;
         shared.stats.records.fetch_add(1, Ordering::Relaxed);
+        // In mode 0 the writer acts on its own clock: waking it for every commit would cost a
+        // context switch per commit for nothing, unless the buffer is filling up.
+        let wake = self.flush_mode() != FlushMode::EverySecond || state.pending.len() >= shared.config.buffer_bytes_max / 2;
         drop(state);
-        shared.writer_wake.notify_one();
+        if wake {
+            shared.writer_wake.notify_one();
+        }
         Ok(Appended { lsn, end, seq })
     }
 
