@@ -90,6 +90,8 @@ pub enum EncodeError {
     NameTooLong(usize),
     #[error("a commit record needs at least one change")]
     Empty,
+    #[error("the commit log is shut down")]
+    ShuttingDown,
 }
 
 /// Appends the record for `changes` at position `lsn` to `out`.

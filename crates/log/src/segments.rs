@@ -38,10 +38,27 @@ impl Segments {
         let mut files = BTreeMap::new();
         for name in fs.list(dir)? {
             if let Some(start) = parse_segment_name(&name) {
-                if start % segment_bytes != 0 {
-                    return Err(io::Error::other(format!("log segment {name} does not start at a multiple of {segment_bytes} bytes")));
-                }
                 files.insert(start, fs.open(&dir.join(&name), false)?);
+            }
+        }
+        // A crash while the newest segment was being created can leave it short. Nothing was
+        // ever written into it (records follow its zero-fill and sync), so it goes.
+        if let Some((&last, file)) = files.iter().next_back()
+            && file.len()? < segment_bytes
+            && file.read_all()?.iter().all(|&b| b == 0)
+        {
+            files.remove(&last);
+            fs.remove(&dir.join(segment_name(last)))?;
+            fs.sync_dir(dir)?;
+        }
+        // A different quill_log_segment_bytes would misread the stream: refuse it.
+        for (start, file) in &files {
+            if start % segment_bytes != 0 || file.len()? != segment_bytes {
+                return Err(io::Error::other(format!(
+                    "log segment {} ({} bytes) does not match quill_log_segment_bytes={segment_bytes}; start with the size it was written with",
+                    segment_name(*start),
+                    file.len()?
+                )));
             }
         }
         let starts: Vec<Lsn> = files.keys().copied().collect();
@@ -115,8 +132,10 @@ impl Segments {
     pub fn sync(&mut self) -> io::Result<u64> {
         let mut syncs = 0;
         for start in std::mem::take(&mut self.unsynced) {
-            self.files[&start].sync_data()?;
-            syncs += 1;
+            if let Some(file) = self.files.get(&start) {
+                file.sync_data()?;
+                syncs += 1;
+            }
         }
         Ok(syncs)
     }
@@ -169,7 +188,8 @@ impl Segments {
             file.write_at(&zeros, lsn - start)?;
             file.sync_data()?;
         }
-        let later: Vec<Lsn> = self.files.range(start + 1..).map(|(&s, _)| s).collect();
+        // Newest first: a crash part-way leaves a shorter log, never one with a gap.
+        let later: Vec<Lsn> = self.files.range(start + 1..).rev().map(|(&s, _)| s).collect();
         for s in &later {
             self.files.remove(s);
             self.fs.remove(&self.dir.join(segment_name(*s)))?;

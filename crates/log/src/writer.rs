@@ -202,7 +202,10 @@ impl Log {
         mut apply: impl FnMut(Record) -> Result<(), E>,
     ) -> Result<(Log, Recovered), E> {
         let mut segments = Segments::open(fs, dir, config.segment_bytes)?;
-        let (start_lsn, mut next_seq) = start.unwrap_or((segments.first_lsn().unwrap_or(0), 1));
+        if start.is_none() && segments.first_lsn().is_some_and(|first| first > 0) {
+            return Err(io::Error::other("the commit log does not start at LSN 0 and there is no checkpoint before it").into());
+        }
+        let (start_lsn, mut next_seq) = start.unwrap_or((0, 1));
         if segments.first_lsn().is_some_and(|first| first > start_lsn) {
             return Err(io::Error::other(format!("the commit log starts after LSN {start_lsn}, where recovery must begin")).into());
         }
@@ -213,6 +216,9 @@ impl Log {
             apply(record)
         })?;
         segments.cut_at(end_lsn)?;
+        // Segments wholly before the checkpoint are covered by it; removing them also means the
+        // writer never finds a gap between the last segment and its position.
+        segments.remove_before(start_lsn)?;
         let recovered = Recovered { start_lsn, end_lsn, records, next_seq, end };
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
@@ -240,7 +246,13 @@ impl Log {
         });
         let writer = std::thread::Builder::new().name("quill-log-writer".into()).spawn({
             let shared = Arc::clone(&shared);
-            move || writer_loop(&shared)
+            move || {
+                // A bug in the writer must stop the server like an I/O error, not leave every
+                // commit waiting forever.
+                if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| writer_loop(&shared))).is_err() {
+                    fail(&shared, "the log writer panicked");
+                }
+            }
         })?;
         Ok((Log { shared, writer: Mutex::new(Some(writer)) }, recovered))
     }
@@ -254,6 +266,9 @@ impl Log {
         let mut state = shared.state.lock();
         while state.pending.len() >= shared.config.buffer_bytes_max && !state.failed {
             shared.space.wait(&mut state);
+        }
+        if state.shutdown || state.failed {
+            return Err(EncodeError::ShuttingDown);
         }
         let (lsn, seq, before) = (state.next_lsn, state.next_seq, state.pending.len());
         if let Err(e) = encode_record(&mut state.pending, lsn, seq, commit_us, changes) {
@@ -356,7 +371,10 @@ impl Log {
     /// # Errors
     /// I/O errors.
     pub fn remove_segments_before(&self, lsn: Lsn) -> io::Result<usize> {
-        self.shared.segments.lock().remove_before(lsn)
+        // Never past what the writer has made durable: a checkpoint's position may still be
+        // pending (modes 0 and 2), and the writer must find its segments where it left them.
+        let mut segments = self.shared.segments.lock();
+        segments.remove_before(lsn.min(self.durable_lsn()))
     }
 
     /// Writes and syncs everything pending, then stops the writer.
@@ -364,7 +382,7 @@ impl Log {
         self.shared.state.lock().shutdown = true;
         self.shared.writer_wake.notify_one();
         if let Some(writer) = self.writer.lock().take() {
-            writer.join().expect("the log writer does not panic");
+            let _ = writer.join(); // a panic was reported through on_failure already
         }
     }
 }
@@ -407,9 +425,7 @@ fn writer_loop(shared: &Shared) {
     while let Some(group) = next_group(shared, last_sync) {
         let end = group.start + group.bytes.len() as u64;
         if let Err(e) = write_group(shared, &group) {
-            shared.state.lock().failed = true;
-            shared.space.notify_all();
-            (shared.config.on_failure)(&format!("{e}"));
+            fail(shared, &format!("{e}"));
             return;
         }
         if group.sync {
@@ -430,10 +446,18 @@ fn writer_loop(shared: &Shared) {
         if end % segment_bytes > segment_bytes / 2
             && let Err(e) = shared.segments.lock().prepare(end - end % segment_bytes + segment_bytes)
         {
-            (shared.config.on_failure)(&format!("{e}"));
+            fail(shared, &format!("{e}"));
             return;
         }
     }
+}
+
+/// Fail-stop: nothing more becomes durable, appenders stop waiting for space, and the hook
+/// (by default, abort the process) runs.
+fn fail(shared: &Shared, message: &str) {
+    shared.state.lock().failed = true;
+    shared.space.notify_all();
+    (shared.config.on_failure)(message);
 }
 
 fn write_group(shared: &Shared, group: &Group) -> io::Result<()> {
@@ -503,7 +527,7 @@ fn spin_for_work(state: &mut parking_lot::MutexGuard<'_, State>) -> bool {
     let until = Instant::now() + WRITER_SPIN;
     while Instant::now() < until {
         parking_lot::MutexGuard::unlocked(state, std::thread::yield_now);
-        if !state.pending.is_empty() || state.shutdown {
+        if !state.pending.is_empty() || state.shutdown || state.sync_requested_lsn > state.durable_lsn {
             return true;
         }
     }

@@ -10,7 +10,10 @@
 //!    view. Commits go on between chunks; the view hides them, and the log after L replays them.
 //! 3. DDL waits for the checkpoint (`Engine::ddl_gate`), so table definitions hold still
 //!    while their rows are copied.
-//! 4. The file becomes a checkpoint only once complete and synced ([`CheckpointWriter::finish`]).
+//! 4. Each table definition (`SHOW CREATE TABLE`) is loaded into a scratch engine and must
+//!    come back identical, or the checkpoint fails: a definition that would not load must
+//!    never be found at start-up.
+//! 5. The file becomes a checkpoint only once complete and synced ([`CheckpointWriter::finish`]).
 //!    Older checkpoints and the segments before L are removed after that.
 //!
 //! When: every `quill_checkpoint_interval_seconds`, or as soon as the log has grown by
@@ -27,10 +30,10 @@ use std::time::{Duration, Instant};
 
 use quill_io::Fs;
 use quill_storage::checkpoint::{CheckpointWriter, remove_old_checkpoints};
-use quill_storage::{ReadView, Row, Value};
+use quill_storage::{ReadView, Row};
 
 use crate::catalog::SYSTEM_DATABASES;
-use crate::session::Engine;
+use crate::session::{Engine, Session};
 
 /// Rows copied per read-lock acquisition.
 pub const CHUNK_ROWS: usize = 1024;
@@ -66,24 +69,37 @@ pub fn checkpoint(engine: &Engine, fs: &Arc<dyn Fs>, datadir: &Path) -> std::io:
         let mut tables = Vec::new();
         for db in catalog.databases.values() {
             for t in db.tables.values() {
-                let definition = crate::show::show_create_table(&catalog, &db.name, &t.name)
-                    .ok()
-                    .and_then(|rs| rs.rows.into_iter().next())
-                    .and_then(|row| row.into_iter().nth(1))
-                    .and_then(|v| if let Value::Str(s) = v { Some(s) } else { None })
-                    .expect("SHOW CREATE TABLE of a table in the catalog");
+                let definition = crate::durability::table_definition(&catalog, &db.name, &t.name);
                 tables.push((db.name.clone(), t.name.clone(), definition, t.data.auto_increment));
             }
         }
         (lsn, next_seq, view, databases, tables)
     };
-    let result = write_file(engine, fs, datadir, lsn, next_seq, view, &databases, &tables);
+    let verified = tables.iter().try_for_each(|(db, name, definition, _)| verify_definition(engine, db, name, definition));
+    let result = verified.and_then(|()| write_file(engine, fs, datadir, lsn, next_seq, view, &databases, &tables));
     engine.txns.release_view(&view);
     engine.txns.end(view_txn);
     let (path, bytes, rows) = result?;
     remove_old_checkpoints(fs.as_ref(), datadir, lsn)?;
     let segments_removed = log.remove_segments_before(lsn)?;
     Ok(CheckpointReport { lsn, path, tables: tables.len(), rows, bytes, segments_removed, elapsed: started.elapsed() })
+}
+
+/// Runs `definition` in a scratch engine and checks that it defines the same table again.
+/// A definition that would not load must fail this checkpoint (the log still covers the
+/// table), never the next start-up.
+fn verify_definition(engine: &Engine, db: &str, name: &str, definition: &str) -> std::io::Result<()> {
+    let scratch = Engine::new(engine.globals.read().clone());
+    let mut session = Session::new(Arc::clone(&scratch), 0, "system user", "localhost");
+    let create_db = format!("CREATE DATABASE IF NOT EXISTS `{}`", db.replace('`', "``"));
+    let loaded = session.replay_ddl(None, &create_db).and_then(|()| session.replay_ddl(Some(db.to_owned()), definition));
+    session.close();
+    let again = loaded.map(|()| crate::durability::table_definition(&scratch.catalog.read(), db, name));
+    match again {
+        Ok(again) if again == definition => Ok(()),
+        Ok(again) => Err(std::io::Error::other(format!("{db}.{name}: its definition does not load back the same:\n{definition}\n!=\n{again}"))),
+        Err(e) => Err(std::io::Error::other(format!("{db}.{name}: its definition does not load back: {e}\n{definition}"))),
+    }
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -368,26 +368,25 @@ fn add_constraint(c: &TableConstraint, columns: &mut [Column], primary: &mut Vec
 
 /// DROP TABLE [IF EXISTS] t1, t2...
 ///
+/// All or nothing, as MySQL 8's atomic DDL: every name is resolved and checked before any
+/// table is dropped.
+///
 /// # Errors
-/// 1051 for a missing table without IF EXISTS (after dropping the others).
+/// 1051 for a missing table without IF EXISTS (nothing is dropped then).
 pub fn drop_tables(catalog: &mut Catalog, info: &SessionInfo, names: &[ast::ObjectName], if_exists: bool, warnings: &mut Vec<Warning>) -> Result<()> {
-    let mut missing = Vec::new();
-    for n in names {
-        let (db, t) = query::resolve_table_name(info, n)?;
-        if catalog.remove_table(&db, &t).is_err() {
-            missing.push(format!("{db}.{t}"));
+    let resolved = names.iter().map(|n| query::resolve_table_name(info, n)).collect::<Result<Vec<_>>>()?;
+    let missing: Vec<String> = resolved.iter().filter(|(db, t)| catalog.table(db, t).is_err()).map(|(db, t)| format!("{db}.{t}")).collect();
+    if !missing.is_empty() {
+        let msg = format!("Unknown table '{}'", missing.join(","));
+        if !if_exists {
+            return Err(SqlError::new(codes::ER_BAD_TABLE_ERROR, msg));
         }
-    }
-    if missing.is_empty() {
-        return Ok(());
-    }
-    let msg = format!("Unknown table '{}'", missing.join(","));
-    if if_exists {
         warnings.push(Warning { level: "Note", code: 1051, message: msg });
-        Ok(())
-    } else {
-        Err(SqlError::new(codes::ER_BAD_TABLE_ERROR, msg))
     }
+    for (db, t) in &resolved {
+        let _ = catalog.remove_table(db, t); // absent ones were reported above
+    }
+    Ok(())
 }
 
 /// TRUNCATE TABLE.

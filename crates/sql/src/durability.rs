@@ -21,6 +21,7 @@
 //! `SET GLOBAL`, and from the options at start.
 
 use std::collections::HashSet;
+use std::ops::Bound;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,7 +29,7 @@ use std::time::Duration;
 use quill_io::Fs;
 use quill_log::{Change, FlushMode, Log, LogConfig, Record, Recovered};
 use quill_storage::checkpoint::{CheckpointEntry, CheckpointError, find_checkpoints, read_checkpoint};
-use quill_storage::{TxnId, Value, decode_row, row_bytes};
+use quill_storage::{ReadView, TxnId, Value, decode_row, row_bytes};
 
 use crate::catalog::Catalog;
 use crate::error::{Result, SqlError};
@@ -37,6 +38,10 @@ use crate::vars::VarSet;
 
 /// The log's directory inside the data directory.
 pub const LOG_DIR: &str = "log";
+/// MySQL's bounds of `binlog_group_commit_sync_delay` (microseconds) and
+/// `binlog_group_commit_sync_no_delay_count`.
+pub const GROUP_DELAY_US_MAX: u64 = 1_000_000;
+pub const GROUP_NO_DELAY_COUNT_MAX: u64 = 100_000;
 /// MySQL's error when a transaction is too large for its binary log cache.
 pub const ER_TRANS_CACHE_FULL: (u16, &str) = (1197, "HY000");
 
@@ -97,8 +102,8 @@ fn log_config(globals: &VarSet) -> LogConfig {
     let int = |name: &str| globals.get(name).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
     LogConfig {
         flush_mode: FlushMode::from_value(u8::try_from(int("innodb_flush_log_at_trx_commit")).unwrap_or(1)).unwrap_or(FlushMode::AtCommit),
-        group_delay: Duration::from_micros(int("binlog_group_commit_sync_delay")),
-        group_no_delay_count: int("binlog_group_commit_sync_no_delay_count"),
+        group_delay: Duration::from_micros(int("binlog_group_commit_sync_delay").min(GROUP_DELAY_US_MAX)),
+        group_no_delay_count: int("binlog_group_commit_sync_no_delay_count").min(GROUP_NO_DELAY_COUNT_MAX),
         segment_bytes: globals
             .get("quill_log_segment_bytes")
             .and_then(|v| v.parse().ok())
@@ -121,7 +126,8 @@ pub fn apply_global(engine: &Engine, name: &str, value: &str) -> Result<()> {
             log.set_flush_mode(mode);
         }
         "binlog_group_commit_sync_delay" | "binlog_group_commit_sync_no_delay_count" => {
-            value.parse::<u64>().map_err(|_| wrong())?;
+            let limit = if name == "binlog_group_commit_sync_delay" { GROUP_DELAY_US_MAX } else { GROUP_NO_DELAY_COUNT_MAX };
+            value.parse::<u64>().ok().filter(|&v| v <= limit).ok_or_else(wrong)?;
             let globals = engine.globals.read();
             let int = |n: &str| if n == name { value.parse().unwrap_or(0) } else { globals.get(n).and_then(|v| v.parse().ok()).unwrap_or(0) };
             log.set_group_delay(Duration::from_micros(int("binlog_group_commit_sync_delay")), int("binlog_group_commit_sync_no_delay_count"));
@@ -152,10 +158,44 @@ pub fn commit_changes(catalog: &Catalog, txn: TxnId, writes: &[(u64, Vec<u8>)]) 
     changes
 }
 
-/// The log change of a DDL statement run with default database `db`.
+/// The log changes of a DDL statement with text `sql`, run with default database `db`.
+///
+/// Replaying the text rebuilds the catalog, except for `CREATE TABLE ... SELECT`. Its rows
+/// depend on what the SELECT read and on functions like NOW() and RAND(), so it is logged as
+/// the created table's definition (`SHOW CREATE TABLE`) and one PUT per row it inserted
+/// (`created_by_select`: the table it created).
 #[must_use]
-pub fn ddl_change(db: Option<&str>, sql: String) -> Change {
-    Change::Ddl { db: db.unwrap_or_default().to_owned(), sql }
+pub fn ddl_changes(catalog: &Catalog, db: Option<&str>, sql: String, created_by_select: Option<&(String, String)>) -> Vec<Change> {
+    let Some((table_db, name)) = created_by_select else { return vec![Change::Ddl { db: db.unwrap_or_default().to_owned(), sql }] };
+    let Ok(table) = catalog.table(table_db, name) else { return vec![Change::Ddl { db: db.unwrap_or_default().to_owned(), sql }] };
+    let mut changes = vec![Change::Ddl { db: table_db.clone(), sql: table_definition(catalog, table_db, name) }];
+    for (key, row) in table.data.scan(Bound::Unbounded, Bound::Unbounded, ReadView::current(quill_storage::table::RECOVERY_TXN)) {
+        changes.push(Change::Put { db: table_db.clone(), table: name.clone(), key: key.clone(), row: row_bytes(row) });
+    }
+    changes
+}
+
+/// A table's `SHOW CREATE TABLE` statement: how checkpoints and CTAS records define it.
+///
+/// # Panics
+/// If the table is not in the catalog.
+#[must_use]
+pub fn table_definition(catalog: &Catalog, db: &str, name: &str) -> String {
+    crate::show::show_create_table(catalog, db, name)
+        .ok()
+        .and_then(|rs| rs.rows.into_iter().next())
+        .and_then(|row| row.into_iter().nth(1))
+        .and_then(|v| if let Value::Str(s) = v { Some(s) } else { None })
+        .expect("SHOW CREATE TABLE of a table in the catalog")
+}
+
+/// The SQL error for a transaction the log cannot take.
+#[must_use]
+pub fn log_error(e: &quill_log::EncodeError) -> SqlError {
+    match e {
+        quill_log::EncodeError::ShuttingDown => SqlError::new((1053, "08S01"), "Server shutdown in progress"),
+        other => SqlError::new(ER_TRANS_CACHE_FULL, other.to_string()),
+    }
 }
 
 /// Applies log records to an engine that has no log attached yet.

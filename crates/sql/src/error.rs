@@ -15,6 +15,9 @@ pub struct SqlError {
     /// a row it needs: the session waits for that transaction and re-runs the
     /// statement (never sent to a client as is).
     pub lock_holder: Option<u64>,
+    /// Set when a DDL statement found a checkpoint copying the tables: the session waits
+    /// (asynchronously) and re-runs it (never sent to a client as is).
+    pub wait_for_ddl_gate: bool,
 }
 
 impl fmt::Display for SqlError {
@@ -104,7 +107,13 @@ errors! {
 impl SqlError {
     #[must_use]
     pub fn new(code: (u16, &'static str), message: impl Into<String>) -> SqlError {
-        SqlError { code: code.0, state: code.1, message: message.into(), lock_holder: None }
+        SqlError { code: code.0, state: code.1, message: message.into(), lock_holder: None, wait_for_ddl_gate: false }
+    }
+
+    /// A checkpoint holds the DDL gate: wait and retry (see `Engine::ddl_gate`).
+    #[must_use]
+    pub fn ddl_gate_busy() -> SqlError {
+        SqlError { wait_for_ddl_gate: true, ..SqlError::new((1205, "HY000"), "Waiting for a checkpoint to finish") }
     }
 
     #[must_use]

@@ -193,6 +193,8 @@ struct Txn {
 /// A prepared statement.
 pub struct Prepared {
     pub statement: Arc<Statement>,
+    /// The statement as the client sent it (what the commit log records for DDL).
+    pub text: String,
     pub param_count: usize,
     pub columns: Vec<OutColumn>,
 }
@@ -222,6 +224,9 @@ pub struct Session {
     /// The log position (and flush mode) this session's last commits must reach before the
     /// current statement is answered.
     durable_wait: Option<(quill_log::Lsn, quill_log::FlushMode)>,
+    /// The text of the statement running now, as the client sent it: a DDL statement is
+    /// logged as this text (sqlparser's Display does not round-trip every literal).
+    statement_text: Option<String>,
 }
 
 impl Session {
@@ -261,6 +266,7 @@ impl Session {
             tls_cipher: String::new(),
             tls_version: String::new(),
             durable_wait: None,
+            statement_text: None,
         }
     }
 
@@ -354,6 +360,7 @@ impl Session {
         if let Some(r) = self.recognise(sql).await {
             return r;
         }
+        self.statement_text = Some(sql.to_owned());
         let rewritten = rewrite_lock_in_share_mode(sql);
         let stmts = self.parse(&rewritten)?;
         let Some(stmt) = stmts.first() else {
@@ -380,7 +387,7 @@ impl Session {
         let columns = self.describe(&statement, count).unwrap_or_default();
         let id = self.next_stmt_id;
         self.next_stmt_id = self.next_stmt_id.wrapping_add(1).max(1);
-        self.prepared.insert(id, Prepared { statement, param_count: count, columns: columns.clone() });
+        self.prepared.insert(id, Prepared { statement, text: sql.to_owned(), param_count: count, columns: columns.clone() });
         Ok((id, count, columns))
     }
 
@@ -406,13 +413,14 @@ impl Session {
     /// # Errors
     /// 1243 for an unknown statement id; execution errors.
     pub async fn execute_prepared(&mut self, id: u32, params: Vec<Value>) -> Result<Outcome> {
-        let stmt = self
+        let (stmt, text) = self
             .prepared
             .get(&id)
-            .map(|p| p.statement.clone())
+            .map(|p| (p.statement.clone(), p.text.clone()))
             .ok_or_else(|| SqlError::new((1243, "HY000"), format!("Unknown prepared statement handler ({id}) given to mysqld_stmt_execute")))?;
         self.info.engine.status.questions.fetch_add(1, Ordering::Relaxed);
         self.warnings.clear();
+        self.statement_text = Some(text);
         let outcome = self.execute(&stmt, &params).await;
         self.wait_until_durable().await;
         outcome
@@ -423,6 +431,16 @@ impl Session {
         let deadline = Instant::now() + Duration::from_secs(timeout_secs);
         loop {
             match self.execute_once(stmt, params) {
+                Err(e) if e.wait_for_ddl_gate => {
+                    tokio::select! {
+                        () = tokio::time::sleep(DDL_GATE_RETRY) => {}
+                        () = self.kill.notified() => {
+                            if self.is_killed() {
+                                return Err(SqlError::new(codes::ER_QUERY_INTERRUPTED, "Query execution was interrupted"));
+                            }
+                        }
+                    }
+                }
                 Err(e) if e.lock_holder.is_some() => {
                     let holder = e.lock_holder.unwrap_or_default();
                     let me = self.txn.as_ref().map_or(0, |t| t.id);
@@ -568,7 +586,7 @@ impl Session {
                             drop(catalog);
                             self.txn = Some(t);
                             self.rollback();
-                            return Err(SqlError::new(crate::durability::ER_TRANS_CACHE_FULL, e.to_string()));
+                            return Err(crate::durability::log_error(&e));
                         }
                     }
                 }
@@ -616,6 +634,7 @@ impl Session {
     /// The statement fails now, which means the log and the catalog disagree.
     pub fn replay_ddl(&mut self, db: Option<String>, sql: &str) -> Result<()> {
         self.info.db = db;
+        self.statement_text = Some(sql.to_owned());
         let statements = self.parse(sql)?;
         for statement in statements.iter() {
             self.ddl(statement, &[])?;
@@ -914,10 +933,25 @@ impl Session {
     }
 
     fn ddl(&mut self, stmt: &Statement, params: &[Value]) -> Result<Outcome> {
+        if !is_ddl(stmt) {
+            // Refused before the implicit commit: an unsupported statement (ROLLBACK TO
+            // SAVEPOINT, say) must not commit what the client meant to undo.
+            return Err(SqlError::unsupported(first_words(&stmt.to_string()).to_string()));
+        }
+        if !params.is_empty() {
+            return Err(SqlError::new((1295, "HY000"), "This command is not supported in the prepared statement protocol yet"));
+        }
+        let engine = self.engine();
+        // A checkpoint copying rows holds the gate: wait for it without blocking this thread.
+        let Some(_gate) = engine.ddl_gate.try_write() else { return Err(SqlError::ddl_gate_busy()) };
         // DDL commits the open transaction first.
         self.commit()?;
-        let engine = self.engine();
-        let _gate = engine.ddl_gate.write();
+        let created_by_select = match stmt {
+            Statement::CreateTable(ct) if ct.query.is_some() => {
+                query::resolve_table_name(&self.info, &ct.name).ok().filter(|(db, t)| engine.catalog.read().table(db, t).is_err())
+            }
+            _ => None,
+        };
         let mut catalog = engine.catalog.write();
         let mut warnings = Vec::new();
         let info = &self.info;
@@ -950,14 +984,16 @@ impl Session {
         // the reply in every flush mode, as MySQL's DDL is.
         let logged = match (&r, engine.log.get()) {
             (Ok(()), Some(log)) => {
-                Some((log.append(unix_micros(), &[crate::durability::ddl_change(self.info.db.as_deref(), stmt.to_string())]), quill_log::FlushMode::AtCommit))
+                let text = self.statement_text.clone().unwrap_or_else(|| stmt.to_string());
+                let changes = crate::durability::ddl_changes(&catalog, self.info.db.as_deref(), text, created_by_select.as_ref());
+                Some((log.append(unix_micros(), &changes), quill_log::FlushMode::AtCommit))
             }
             _ => None,
         };
         drop(catalog);
         match logged {
             Some((Ok(at), mode)) => self.wait_for_log(at.end, mode),
-            Some((Err(e), _)) => return Err(SqlError::new(crate::durability::ER_TRANS_CACHE_FULL, e.to_string())),
+            Some((Err(e), _)) => return Err(crate::durability::log_error(&e)),
             None => {}
         }
         self.warnings.extend(warnings);
@@ -1440,6 +1476,24 @@ impl Session {
         self.info.engine.processes.lock().remove(&self.info.connection_id);
         self.info.engine.status.threads_connected.fetch_sub(1, Ordering::Relaxed);
     }
+}
+
+/// How long a DDL statement sleeps before it looks again at a checkpoint holding the gate.
+const DDL_GATE_RETRY: Duration = Duration::from_millis(2);
+
+/// The statements [`Session::ddl`] executes; anything else that reaches it is unsupported.
+fn is_ddl(stmt: &Statement) -> bool {
+    matches!(
+        stmt,
+        Statement::CreateDatabase { .. }
+            | Statement::CreateSchema { .. }
+            | Statement::CreateTable(_)
+            | Statement::Truncate(_)
+            | Statement::CreateIndex(_)
+            | Statement::AlterTable(_)
+            | Statement::Drop { object_type: ast::ObjectType::Database | ast::ObjectType::Schema | ast::ObjectType::Table, .. }
+            | Statement::Drop { object_type: ast::ObjectType::Index, table: Some(_), .. }
+    )
 }
 
 /// Microseconds since the Unix epoch: the commit time a log record carries.

@@ -120,6 +120,12 @@ fn quote(name: &str) -> String {
     format!("`{}`", name.replace('`', "``"))
 }
 
+/// A string as a quoted SQL literal that reads back as the same string: `'` doubled and `\`
+/// escaped, as MySQL's SHOW CREATE TABLE writes them.
+fn string_literal(text: &str) -> String {
+    format!("'{}'", text.replace('\\', "\\\\").replace('\'', "''"))
+}
+
 /// SHOW CREATE TABLE, in MySQL 8's layout.
 ///
 /// # Errors
@@ -138,7 +144,12 @@ pub fn show_create_table(catalog: &Catalog, db: &str, table: &str) -> Result<Res
         match default_text(t, i) {
             Value::Null if c.nullable && !c.ty.is_binary() && !matches!(c.ty, SqlType::Text { .. }) => l.push_str(" DEFAULT NULL"),
             Value::Str(d) if matches!(c.default, ColumnDefault::CurrentTimestamp) => l.push_str(&format!(" DEFAULT {d}")),
-            Value::Str(d) => l.push_str(&format!(" DEFAULT '{}'", d.replace('\'', "''"))),
+            _ if c.ty.is_binary() && matches!(&c.default, ColumnDefault::Value(Value::Bytes(b)) if std::str::from_utf8(b).is_err()) => {
+                if let ColumnDefault::Value(Value::Bytes(b)) = &c.default {
+                    l.push_str(&format!(" DEFAULT 0x{}", b.iter().map(|x| format!("{x:02x}")).collect::<String>()));
+                }
+            }
+            Value::Str(d) => l.push_str(&format!(" DEFAULT {}", string_literal(&d))),
             _ => {}
         }
         if c.on_update_current_timestamp {
@@ -148,7 +159,7 @@ pub fn show_create_table(catalog: &Catalog, db: &str, table: &str) -> Result<Res
             l.push_str(" AUTO_INCREMENT");
         }
         if !c.comment.is_empty() {
-            l.push_str(&format!(" COMMENT '{}'", c.comment.replace('\'', "''")));
+            l.push_str(&format!(" COMMENT {}", string_literal(&c.comment)));
         }
         lines.push(l);
     }
@@ -168,7 +179,7 @@ pub fn show_create_table(catalog: &Catalog, db: &str, table: &str) -> Result<Res
     }
     tail.push_str(&format!(" DEFAULT CHARSET=utf8mb4 COLLATE={}", t.collation.name()));
     if !t.comment.is_empty() {
-        tail.push_str(&format!(" COMMENT='{}'", t.comment.replace('\'', "''")));
+        tail.push_str(&format!(" COMMENT={}", string_literal(&t.comment)));
     }
     let ddl = format!("CREATE TABLE {} (\n{}\n{}", quote(table), lines.join(",\n"), tail);
     Ok(ResultSet { columns: cols(&[("Table", text(64)), ("Create Table", text(1024))]), rows: vec![vec![s(table), s(ddl)]] })
