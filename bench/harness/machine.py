@@ -67,4 +67,4 @@ def git(arguments):
 
 def sysbench_version():
     result = subprocess.run(["sysbench", "--version"], capture_output=True, text=True)
-    return result.stdout.strip()
+    return result.stdout.strip().removeprefix("sysbench ")

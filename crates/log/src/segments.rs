@@ -176,6 +176,41 @@ impl Segments {
         Ok(())
     }
 
+    /// Copies the stream from `lsn` to the end of the last segment, without its trailing
+    /// zeros, to `damaged-<lsn>.bin` in the log directory (synced), and returns its path and
+    /// size; `None` when there is nothing but zeros. Recovery calls it before cutting a
+    /// damaged log, so the cut never destroys bytes an operator may want to inspect.
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn preserve_from(&self, lsn: Lsn) -> io::Result<Option<(PathBuf, u64)>> {
+        let Some(end) = self.end_lsn() else { return Ok(None) };
+        let path = self.dir.join(format!("damaged-{lsn:020}.bin"));
+        let mut out: Option<Arc<dyn File>> = None;
+        let mut chunk = vec![0_u8; ZERO_CHUNK_BYTES];
+        let (mut at, mut kept) = (lsn, 0_u64);
+        while at < end {
+            let n = usize::try_from(end - at).unwrap_or(usize::MAX).min(chunk.len());
+            if !self.read_at(at, &mut chunk[..n])? {
+                break;
+            }
+            if let Some(last) = chunk[..n].iter().rposition(|&b| b != 0) {
+                let file = match &out {
+                    Some(file) => Arc::clone(file),
+                    None => Arc::clone(out.insert(self.fs.open(&path, true)?)),
+                };
+                file.write_at(&chunk[..n], at - lsn)?;
+                kept = at - lsn + last as u64 + 1;
+            }
+            at += n as u64;
+        }
+        let Some(file) = out else { return Ok(None) };
+        file.set_len(kept)?;
+        file.sync_data()?;
+        self.fs.sync_dir(&self.dir)?;
+        Ok(Some((path, kept)))
+    }
+
     /// Cuts the stream at `lsn`: zeros from `lsn` to the end of its segment, removes every
     /// later segment, and syncs both. Used once, after recovery found the end of the log.
     ///

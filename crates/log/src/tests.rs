@@ -96,6 +96,10 @@ fn a_torn_tail_is_cut_at_the_first_damaged_record() {
     let (log, records, recovered) = open(&fs, config(1 << 16));
     assert_eq!(records.len(), 7, "records after a torn one are not applied");
     assert_eq!((recovered.end_lsn, recovered.end.clone()), (torn.lsn, LogEnd::Cut(CutReason::BadChecksum)));
+    // What was cut is kept aside for an operator: the torn record and the two after it.
+    let (path, bytes) = recovered.preserved.clone().expect("the cut bytes are preserved");
+    assert_eq!(bytes, appended[9].end - torn.lsn);
+    assert_eq!(fs.contents(&path).unwrap().len() as u64, bytes);
     // New records go where the torn one was, and the stale ones after it never come back.
     let again = log.append(99, &change(99)).unwrap();
     assert_eq!(again.lsn, torn.lsn);

@@ -142,6 +142,8 @@ pub struct Recovered {
     pub records: u64,
     pub next_seq: u64,
     pub end: LogEnd,
+    /// Where the bytes after a damaged record were copied before the cut, and how many.
+    pub preserved: Option<(std::path::PathBuf, u64)>,
 }
 
 /// Where the log was appended: the record's LSN, the LSN just past it, its sequence number.
@@ -215,11 +217,12 @@ impl Log {
             records += 1;
             apply(record)
         })?;
+        let preserved = if matches!(end, LogEnd::Cut(_)) { segments.preserve_from(end_lsn)? } else { None };
         segments.cut_at(end_lsn)?;
         // Segments wholly before the checkpoint are covered by it; removing them also means the
         // writer never finds a gap between the last segment and its position.
         segments.remove_before(start_lsn)?;
-        let recovered = Recovered { start_lsn, end_lsn, records, next_seq, end };
+        let recovered = Recovered { start_lsn, end_lsn, records, next_seq, end, preserved };
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 pending: Vec::new(),

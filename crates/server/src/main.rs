@@ -60,7 +60,13 @@ async fn run(cfg: config::Config) -> std::io::Result<()> {
     let fs: std::sync::Arc<dyn quill_io::Fs> = std::sync::Arc::new(quill_io::RealFs);
     let (engine, opened) = quill_sql::Engine::open(cfg.globals, std::sync::Arc::clone(&fs), &cfg.datadir).map_err(std::io::Error::other)?;
     if let quill_log::LogEnd::Cut(reason) = &opened.log.end {
-        tracing::warn!(lsn = opened.log.end_lsn, %reason, "commit log: cut a damaged tail; nothing after it was acknowledged in flush mode 1");
+        let preserved = opened.log.preserved.as_ref().map_or_else(String::new, |(path, bytes)| format!("{} ({bytes} bytes)", path.display()));
+        tracing::warn!(
+            lsn = opened.log.end_lsn,
+            %reason,
+            preserved,
+            "commit log: cut at the first damaged record; in flush mode 1 nothing after it was acknowledged; the bytes cut are preserved"
+        );
     }
     let (checkpoint_lsn, checkpoint_rows) = opened.checkpoint.unwrap_or((0, 0));
     tracing::info!(
