@@ -15,6 +15,7 @@
 //! Where it sits: the lowest layer. `log` (segments) and `storage` (checkpoints) use it; it uses
 //! nothing of Quill's.
 
+pub mod cursor;
 mod real;
 mod sim;
 

@@ -1,6 +1,8 @@
 //! The record format of `docs/log-format.md`, as constants derived from each other, and the
 //! encoding and decoding of records and their changes. Pure functions: no I/O.
 
+use quill_io::cursor::{take_len32, take_str16};
+
 /// Size of the fixed record header.
 pub const HEADER_BYTES: usize = COMMIT_US_OFFSET + 8;
 pub const LEN_OFFSET: usize = 0;
@@ -190,33 +192,19 @@ pub fn decode_body(mut body: &[u8]) -> Option<Vec<Change>> {
     while let Some((&kind, rest)) = body.split_first() {
         body = rest;
         let change = match kind {
-            KIND_PUT => Change::Put { db: take_str16(&mut body)?, table: take_str16(&mut body)?, key: take_bytes32(&mut body)?, row: take_bytes32(&mut body)? },
-            KIND_DELETE => Change::Delete { db: take_str16(&mut body)?, table: take_str16(&mut body)?, key: take_bytes32(&mut body)? },
-            KIND_DDL => Change::Ddl { db: take_str16(&mut body)?, sql: String::from_utf8(take_bytes32(&mut body)?).ok()? },
+            KIND_PUT => Change::Put {
+                db: take_str16(&mut body)?,
+                table: take_str16(&mut body)?,
+                key: take_len32(&mut body)?.to_vec(),
+                row: take_len32(&mut body)?.to_vec(),
+            },
+            KIND_DELETE => Change::Delete { db: take_str16(&mut body)?, table: take_str16(&mut body)?, key: take_len32(&mut body)?.to_vec() },
+            KIND_DDL => Change::Ddl { db: take_str16(&mut body)?, sql: String::from_utf8(take_len32(&mut body)?.to_vec()).ok()? },
             _ => return None,
         };
         changes.push(change);
     }
     (!changes.is_empty()).then_some(changes)
-}
-
-fn take<'a>(body: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
-    if body.len() < n {
-        return None;
-    }
-    let (head, rest) = body.split_at(n);
-    *body = rest;
-    Some(head)
-}
-
-fn take_str16(body: &mut &[u8]) -> Option<String> {
-    let len = u16::from_le_bytes(take(body, 2)?.try_into().ok()?) as usize;
-    String::from_utf8(take(body, len)?.to_vec()).ok()
-}
-
-fn take_bytes32(body: &mut &[u8]) -> Option<Vec<u8>> {
-    let len = u32::from_le_bytes(take(body, 4)?.try_into().ok()?) as usize;
-    Some(take(body, len)?.to_vec())
 }
 
 /// The file name of the segment starting at `start`.

@@ -18,6 +18,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use quill_io::cursor::{take, take_len32, take_str16};
 use quill_io::{File, Fs};
 
 use crate::row::{decode_row, encode_row};
@@ -250,14 +251,14 @@ pub fn read_checkpoint<E: From<CheckpointError>>(fs: &dyn Fs, path: &Path, mut a
                 let parsed = (|| {
                     let db = take_str16(&mut rest)?;
                     let name = take_str16(&mut rest)?;
-                    let definition = String::from_utf8(take32(&mut rest)?.to_vec()).ok()?;
+                    let definition = String::from_utf8(take_len32(&mut rest)?.to_vec()).ok()?;
                     let auto_increment = u64::from_le_bytes(take(&mut rest, 8)?.try_into().ok()?);
                     Some(CheckpointEntry::Table { db, name, definition, auto_increment })
                 })();
                 parsed.ok_or_else(|| damaged("bad table entry"))?
             }
             ENTRY_ROW => {
-                let parsed = (|| Some(CheckpointEntry::Row { key: take32(&mut rest)?.to_vec(), row: decode_row(take32(&mut rest)?)? }))();
+                let parsed = (|| Some(CheckpointEntry::Row { key: take_len32(&mut rest)?.to_vec(), row: decode_row(take_len32(&mut rest)?)? }))();
                 parsed.ok_or_else(|| damaged("bad row entry"))?
             }
             ENTRY_END => {
@@ -272,25 +273,6 @@ pub fn read_checkpoint<E: From<CheckpointError>>(fs: &dyn Fs, path: &Path, mut a
         entries += 1;
         apply(entry)?;
     }
-}
-
-fn take<'a>(bytes: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
-    if bytes.len() < n {
-        return None;
-    }
-    let (head, rest) = bytes.split_at(n);
-    *bytes = rest;
-    Some(head)
-}
-
-fn take_str16(bytes: &mut &[u8]) -> Option<String> {
-    let len = usize::from(u16::from_le_bytes(take(bytes, 2)?.try_into().ok()?));
-    String::from_utf8(take(bytes, len)?.to_vec()).ok()
-}
-
-fn take32<'a>(bytes: &mut &'a [u8]) -> Option<&'a [u8]> {
-    let len = u32::from_le_bytes(take(bytes, 4)?.try_into().ok()?) as usize;
-    take(bytes, len)
 }
 
 #[cfg(test)]

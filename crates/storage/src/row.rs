@@ -19,6 +19,8 @@
 //! Decoding is total: malformed input gives `None`, never a panic, since these bytes come
 //! back from disk.
 
+use quill_io::cursor::{take, take_array, take_len32};
+
 use crate::decimal::Decimal;
 use crate::value::{Row, Value};
 
@@ -96,48 +98,30 @@ pub fn row_bytes(row: &Row) -> Vec<u8> {
 /// Decodes a row; `None` if `bytes` is not exactly one well-formed row.
 #[must_use]
 pub fn decode_row(mut bytes: &[u8]) -> Option<Row> {
-    let count = u16::from_le_bytes(take::<2>(&mut bytes)?);
+    let count = u16::from_le_bytes(take_array::<2>(&mut bytes)?);
     let mut row = Vec::with_capacity(usize::from(count));
     for _ in 0..count {
-        let [tag] = take::<1>(&mut bytes)?;
+        let [tag] = take_array::<1>(&mut bytes)?;
         let value = match tag {
             TAG_NULL => Value::Null,
-            TAG_INT => Value::Int(i64::from_le_bytes(take(&mut bytes)?)),
-            TAG_UINT => Value::UInt(u64::from_le_bytes(take(&mut bytes)?)),
-            TAG_DOUBLE => Value::Double(f64::from_bits(u64::from_le_bytes(take(&mut bytes)?))),
+            TAG_INT => Value::Int(i64::from_le_bytes(take_array(&mut bytes)?)),
+            TAG_UINT => Value::UInt(u64::from_le_bytes(take_array(&mut bytes)?)),
+            TAG_DOUBLE => Value::Double(f64::from_bits(u64::from_le_bytes(take_array(&mut bytes)?))),
             TAG_DECIMAL => {
-                let len = usize::from(u16::from_le_bytes(take(&mut bytes)?));
-                let text = std::str::from_utf8(take_slice(&mut bytes, len)?).ok()?;
+                let len = usize::from(u16::from_le_bytes(take_array(&mut bytes)?));
+                let text = std::str::from_utf8(take(&mut bytes, len)?).ok()?;
                 Value::Decimal(text.parse::<Decimal>().ok()?)
             }
             TAG_STR => Value::Str(String::from_utf8(take_len32(&mut bytes)?.to_vec()).ok()?),
             TAG_BYTES => Value::Bytes(take_len32(&mut bytes)?.to_vec()),
-            TAG_DATE => Value::Date(i32::from_le_bytes(take(&mut bytes)?)),
-            TAG_DATETIME => Value::DateTime(i64::from_le_bytes(take(&mut bytes)?)),
-            TAG_TIME => Value::Time(i64::from_le_bytes(take(&mut bytes)?)),
+            TAG_DATE => Value::Date(i32::from_le_bytes(take_array(&mut bytes)?)),
+            TAG_DATETIME => Value::DateTime(i64::from_le_bytes(take_array(&mut bytes)?)),
+            TAG_TIME => Value::Time(i64::from_le_bytes(take_array(&mut bytes)?)),
             _ => return None,
         };
         row.push(value);
     }
     bytes.is_empty().then_some(row)
-}
-
-fn take<const N: usize>(bytes: &mut &[u8]) -> Option<[u8; N]> {
-    take_slice(bytes, N).map(|s| s.try_into().expect("N bytes"))
-}
-
-fn take_slice<'a>(bytes: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
-    if bytes.len() < n {
-        return None;
-    }
-    let (head, rest) = bytes.split_at(n);
-    *bytes = rest;
-    Some(head)
-}
-
-fn take_len32<'a>(bytes: &mut &'a [u8]) -> Option<&'a [u8]> {
-    let len = u32::from_le_bytes(take(bytes)?) as usize;
-    take_slice(bytes, len)
 }
 
 #[cfg(test)]
