@@ -558,11 +558,3 @@ fn wait_for_group_delay(shared: &Shared, state: &mut parking_lot::MutexGuard<'_,
         }
     }
 }
-
-impl Recovered {
-    /// Whether reading stopped at a damaged record (rather than the clean end).
-    #[must_use]
-    pub fn was_cut(&self) -> bool {
-        matches!(self.end, LogEnd::Cut(_))
-    }
-}

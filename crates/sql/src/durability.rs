@@ -20,7 +20,6 @@
 //! `binlog_group_commit_sync_no_delay_count`) are applied to it by [`apply_global`] on
 //! `SET GLOBAL`, and from the options at start.
 
-use std::collections::HashSet;
 use std::ops::Bound;
 use std::path::Path;
 use std::sync::Arc;
@@ -137,18 +136,15 @@ pub fn apply_global(engine: &Engine, name: &str, value: &str) -> Result<()> {
     Ok(())
 }
 
-/// The log changes of a committing transaction: the pending image of every row it wrote, in
-/// the order it first wrote them. Rows of tables dropped since are left out.
+/// The log changes of a committing transaction: the pending image of each row it wrote
+/// (`rows`: table id and primary key, each once, in the order first written). Rows of tables
+/// dropped since are left out.
 #[must_use]
-pub fn commit_changes(catalog: &Catalog, txn: TxnId, writes: &[(u64, Vec<u8>)]) -> Vec<Change> {
-    let mut seen = HashSet::new();
-    let mut changes = Vec::with_capacity(writes.len());
-    for (table_id, pk) in writes {
-        if !seen.insert((*table_id, pk.as_slice())) {
-            continue;
-        }
-        let Some(table) = catalog.table_by_id(*table_id) else { continue };
-        let (db, name, key) = (table.db.clone(), table.name.clone(), pk.clone());
+pub fn commit_changes(catalog: &Catalog, txn: TxnId, rows: &[(u64, &[u8])]) -> Vec<Change> {
+    let mut changes = Vec::with_capacity(rows.len());
+    for &(table_id, pk) in rows {
+        let Some(table) = catalog.table_by_id(table_id) else { continue };
+        let (db, name, key) = (table.db.clone(), table.name.clone(), pk.to_vec());
         match table.data.pending_image(txn, pk) {
             Some(Some(row)) => changes.push(Change::Put { db, table: name, key, row: row_bytes(row) }),
             Some(None) => changes.push(Change::Delete { db, table: name, key }),

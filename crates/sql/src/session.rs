@@ -193,8 +193,9 @@ struct Txn {
 /// A prepared statement.
 pub struct Prepared {
     pub statement: Arc<Statement>,
-    /// The statement as the client sent it (what the commit log records for DDL).
-    pub text: String,
+    /// The statement as the client sent it (what the commit log records for DDL); shared, so
+    /// an execute does not copy it.
+    pub text: Arc<str>,
     pub param_count: usize,
     pub columns: Vec<OutColumn>,
 }
@@ -224,9 +225,6 @@ pub struct Session {
     /// The log position (and flush mode) this session's last commits must reach before the
     /// current statement is answered.
     durable_wait: Option<(quill_log::Lsn, quill_log::FlushMode)>,
-    /// The text of the statement running now, as the client sent it: a DDL statement is
-    /// logged as this text (sqlparser's Display does not round-trip every literal).
-    statement_text: Option<String>,
 }
 
 impl Session {
@@ -266,7 +264,6 @@ impl Session {
             tls_cipher: String::new(),
             tls_version: String::new(),
             durable_wait: None,
-            statement_text: None,
         }
     }
 
@@ -360,13 +357,12 @@ impl Session {
         if let Some(r) = self.recognise(sql).await {
             return r;
         }
-        self.statement_text = Some(sql.to_owned());
         let rewritten = rewrite_lock_in_share_mode(sql);
         let stmts = self.parse(&rewritten)?;
         let Some(stmt) = stmts.first() else {
             return Err(SqlError::new(codes::ER_EMPTY_QUERY, "Query was empty"));
         };
-        self.execute(stmt, &[]).await
+        self.execute(stmt, &[], sql).await
     }
 
     /// Prepare a statement (COM_STMT_PREPARE).
@@ -387,7 +383,7 @@ impl Session {
         let columns = self.describe(&statement, count).unwrap_or_default();
         let id = self.next_stmt_id;
         self.next_stmt_id = self.next_stmt_id.wrapping_add(1).max(1);
-        self.prepared.insert(id, Prepared { statement, text: sql.to_owned(), param_count: count, columns: columns.clone() });
+        self.prepared.insert(id, Prepared { statement, text: sql.into(), param_count: count, columns: columns.clone() });
         Ok((id, count, columns))
     }
 
@@ -420,17 +416,19 @@ impl Session {
             .ok_or_else(|| SqlError::new((1243, "HY000"), format!("Unknown prepared statement handler ({id}) given to mysqld_stmt_execute")))?;
         self.info.engine.status.questions.fetch_add(1, Ordering::Relaxed);
         self.warnings.clear();
-        self.statement_text = Some(text);
-        let outcome = self.execute(&stmt, &params).await;
+        let outcome = self.execute(&stmt, &params, &text).await;
         self.wait_until_durable().await;
         outcome
     }
 
-    async fn execute(&mut self, stmt: &Statement, params: &[Value]) -> Result<Outcome> {
+    /// Runs one statement, waiting out lock holders and checkpoints; `text` is the statement
+    /// as the client sent it (the commit log records DDL as this text: sqlparser's Display
+    /// does not round-trip every literal).
+    async fn execute(&mut self, stmt: &Statement, params: &[Value], text: &str) -> Result<Outcome> {
         let timeout_secs: u64 = self.info.var("innodb_lock_wait_timeout").parse().unwrap_or(50);
         let deadline = Instant::now() + Duration::from_secs(timeout_secs);
         loop {
-            match self.execute_once(stmt, params) {
+            match self.execute_once(stmt, params, text) {
                 Err(e) if e.wait_for_ddl_gate => {
                     tokio::select! {
                         () = tokio::time::sleep(DDL_GATE_RETRY) => {}
@@ -477,7 +475,7 @@ impl Session {
     }
 
     /// One attempt at a statement: sync, under the engine lock.
-    fn execute_once(&mut self, stmt: &Statement, params: &[Value]) -> Result<Outcome> {
+    fn execute_once(&mut self, stmt: &Statement, params: &[Value], text: &str) -> Result<Outcome> {
         match stmt {
             Statement::Query(q) => self.select(q, params),
             Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => self.write(stmt, params),
@@ -508,7 +506,7 @@ impl Session {
                 self.use_database(&name)?;
                 Ok(Outcome::ok())
             }
-            _ => self.ddl(stmt, params),
+            _ => self.ddl(stmt, params, text),
         }
     }
 
@@ -577,13 +575,16 @@ impl Session {
         let engine = self.engine();
         if !t.writes.is_empty() {
             let mut catalog = engine.catalog.write();
+            // Each row once, in the order first written: for the log record and the stamping.
+            let mut seen = std::collections::HashSet::with_capacity(t.writes.len());
+            let rows: Vec<(u64, &[u8])> = t.writes.iter().map(|(tid, pk)| (*tid, pk.as_slice())).filter(|w| seen.insert(*w)).collect();
             if let Some(log) = engine.log.get() {
-                let changes = crate::durability::commit_changes(&catalog, t.id, &t.writes);
+                let changes = crate::durability::commit_changes(&catalog, t.id, &rows);
                 if !changes.is_empty() {
                     match log.append(unix_micros(), &changes) {
                         Ok(at) => self.wait_for_log(at.end, log.flush_mode()),
                         Err(e) => {
-                            drop(catalog);
+                            drop((catalog, rows));
                             self.txn = Some(t);
                             self.rollback();
                             return Err(crate::durability::log_error(&e));
@@ -596,11 +597,8 @@ impl Session {
                 engine.txns.release_view(v);
             }
             let horizon = engine.txns.purge_horizon();
-            let mut seen = std::collections::HashSet::new();
-            for (tid, pk) in &t.writes {
-                if seen.insert((*tid, pk.clone()))
-                    && let Some(table) = catalog.table_by_id_mut(*tid)
-                {
+            for &(tid, pk) in &rows {
+                if let Some(table) = catalog.table_by_id_mut(tid) {
                     table.data.commit_row(t.id, pk, ts, horizon);
                 }
             }
@@ -634,10 +632,9 @@ impl Session {
     /// The statement fails now, which means the log and the catalog disagree.
     pub fn replay_ddl(&mut self, db: Option<String>, sql: &str) -> Result<()> {
         self.info.db = db;
-        self.statement_text = Some(sql.to_owned());
         let statements = self.parse(sql)?;
         for statement in statements.iter() {
-            self.ddl(statement, &[])?;
+            self.ddl(statement, &[], sql)?;
         }
         Ok(())
     }
@@ -932,7 +929,7 @@ impl Session {
         crate::bind::Binder::new(&env, &scope, "field list").bind(e)?.eval(&env, &crate::expr::RowCtx::new(&[]))
     }
 
-    fn ddl(&mut self, stmt: &Statement, params: &[Value]) -> Result<Outcome> {
+    fn ddl(&mut self, stmt: &Statement, params: &[Value], text: &str) -> Result<Outcome> {
         if !is_ddl(stmt) {
             // Refused before the implicit commit: an unsupported statement (ROLLBACK TO
             // SAVEPOINT, say) must not commit what the client meant to undo.
@@ -984,8 +981,7 @@ impl Session {
         // the reply in every flush mode, as MySQL's DDL is.
         let logged = match (&r, engine.log.get()) {
             (Ok(()), Some(log)) => {
-                let text = self.statement_text.clone().unwrap_or_else(|| stmt.to_string());
-                let changes = crate::durability::ddl_changes(&catalog, self.info.db.as_deref(), text, created_by_select.as_ref());
+                let changes = crate::durability::ddl_changes(&catalog, self.info.db.as_deref(), text.to_owned(), created_by_select.as_ref());
                 Some((log.append(unix_micros(), &changes), quill_log::FlushMode::AtCommit))
             }
             _ => None,

@@ -40,6 +40,15 @@ async fn run(session: &mut Session, sql: &str) -> Vec<Vec<Value>> {
     }
 }
 
+/// The rows of each query, in order.
+async fn results(session: &mut Session, queries: &[&str]) -> Vec<Vec<Vec<Value>>> {
+    let mut out = Vec::with_capacity(queries.len());
+    for q in queries {
+        out.push(run(session, q).await);
+    }
+    out
+}
+
 fn int(v: &Value) -> i64 {
     match v {
         Value::Int(i) => *i,
@@ -183,11 +192,7 @@ fn a_checkpoint_round_trips_every_column_kind_and_definition() {
         for sql in statements {
             run(&mut s, sql).await;
         }
-        let mut out = Vec::new();
-        for q in queries {
-            out.push(run(&mut s, q).await);
-        }
-        out
+        results(&mut s, &queries).await
     });
     let fs_dyn: Arc<dyn Fs> = Arc::new(fs.clone());
     let report = quill_sql::checkpoint::checkpoint(&engine, &fs_dyn, &datadir()).expect("checkpoint");
@@ -198,10 +203,7 @@ fn a_checkpoint_round_trips_every_column_kind_and_definition() {
     let mut s = Session::new(reopened, 1, "root", "127.0.0.1");
     let after = runtime.block_on(async {
         run(&mut s, "USE kinds").await;
-        let mut out = Vec::new();
-        for q in queries {
-            out.push(run(&mut s, q).await);
-        }
+        let mut out = results(&mut s, &queries).await;
         // AUTO_INCREMENT and the hidden row id continue where they were.
         run(&mut s, "INSERT INTO k (b, s) VALUES (3, 'c')").await;
         run(&mut s, "INSERT INTO nokey VALUES (2, 'y')").await;
@@ -248,11 +250,7 @@ fn ddl_replays_as_it_ran() {
         run(&mut s, "INSERT INTO kept VALUES (8)").await;
         assert!(s.run("ROLLBACK TO SAVEPOINT a").await.pop().unwrap().is_err());
         run(&mut s, "ROLLBACK").await;
-        let mut out = Vec::new();
-        for q in queries {
-            out.push(run(&mut s, q).await);
-        }
-        out
+        results(&mut s, &queries).await
     });
     // Prepared DDL with parameters is refused rather than logged with placeholders.
     let (id, _, _) = s.prepare("CREATE TABLE p AS SELECT ? AS a").unwrap();
@@ -262,11 +260,7 @@ fn ddl_replays_as_it_ran() {
     let mut s = Session::new(reopened, 1, "root", "127.0.0.1");
     let after = runtime.block_on(async {
         run(&mut s, "USE d").await;
-        let mut out = Vec::new();
-        for q in queries {
-            out.push(run(&mut s, q).await);
-        }
-        out
+        results(&mut s, &queries).await
     });
     for (i, q) in queries.iter().enumerate() {
         assert_eq!(before[i], after[i], "{q} differs after replay");

@@ -45,45 +45,33 @@ pub fn encode_row(out: &mut Vec<u8>, row: &Row) {
     for value in row {
         match value {
             Value::Null => out.push(TAG_NULL),
-            Value::Int(i) => {
-                out.push(TAG_INT);
-                out.extend_from_slice(&i.to_le_bytes());
-            }
-            Value::UInt(u) => {
-                out.push(TAG_UINT);
-                out.extend_from_slice(&u.to_le_bytes());
-            }
-            Value::Double(f) => {
-                out.push(TAG_DOUBLE);
-                out.extend_from_slice(&f.to_bits().to_le_bytes());
-            }
+            Value::Int(i) => put_fixed(out, TAG_INT, &i.to_le_bytes()),
+            Value::UInt(u) => put_fixed(out, TAG_UINT, &u.to_le_bytes()),
+            Value::Double(f) => put_fixed(out, TAG_DOUBLE, &f.to_bits().to_le_bytes()),
             Value::Decimal(d) => {
-                out.push(TAG_DECIMAL);
                 let text = d.to_string();
-                out.extend_from_slice(&u16::try_from(text.len()).expect("a DECIMAL has at most 65 digits").to_le_bytes());
+                let len = u16::try_from(text.len()).expect("a DECIMAL has at most 65 digits");
+                put_fixed(out, TAG_DECIMAL, &len.to_le_bytes());
                 out.extend_from_slice(text.as_bytes());
             }
             Value::Str(s) => put_bytes(out, TAG_STR, s.as_bytes()),
             Value::Bytes(b) => put_bytes(out, TAG_BYTES, b),
-            Value::Date(d) => {
-                out.push(TAG_DATE);
-                out.extend_from_slice(&d.to_le_bytes());
-            }
-            Value::DateTime(us) => {
-                out.push(TAG_DATETIME);
-                out.extend_from_slice(&us.to_le_bytes());
-            }
-            Value::Time(us) => {
-                out.push(TAG_TIME);
-                out.extend_from_slice(&us.to_le_bytes());
-            }
+            Value::Date(d) => put_fixed(out, TAG_DATE, &d.to_le_bytes()),
+            Value::DateTime(us) => put_fixed(out, TAG_DATETIME, &us.to_le_bytes()),
+            Value::Time(us) => put_fixed(out, TAG_TIME, &us.to_le_bytes()),
         }
     }
 }
 
-fn put_bytes(out: &mut Vec<u8>, tag: u8, bytes: &[u8]) {
+/// A tag and its fixed-size payload.
+fn put_fixed(out: &mut Vec<u8>, tag: u8, payload: &[u8]) {
     out.push(tag);
-    out.extend_from_slice(&u32::try_from(bytes.len()).expect("a value fits in 4 GiB").to_le_bytes());
+    out.extend_from_slice(payload);
+}
+
+/// A tag, a `u32` length and the bytes.
+fn put_bytes(out: &mut Vec<u8>, tag: u8, bytes: &[u8]) {
+    put_fixed(out, tag, &u32::try_from(bytes.len()).expect("a value fits in 4 GiB").to_le_bytes());
     out.extend_from_slice(bytes);
 }
 
