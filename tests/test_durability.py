@@ -1,0 +1,149 @@
+"""Durability as a user meets it through a client: the log's counters in SHOW GLOBAL STATUS,
+the flush-mode variables and their bounds, statements that must not commit or half-apply,
+a clean shutdown in flush mode 0, and a restart on a log whose last record was damaged.
+(SIGKILL under load is tests/test_crash_recovery.py.)
+"""
+
+import re
+
+import pymysql
+import pytest
+
+from conftest import test_target, unique_name
+from test_crash_recovery import Server
+
+quill_only = pytest.mark.skipif(test_target() != "quill", reason="Quill's log counters, bounds and restarts")
+
+
+def status(cur, name):
+    cur.execute("SHOW GLOBAL STATUS LIKE %s", (name,))
+    row = cur.fetchone()
+    assert row is not None, f"{name} is in SHOW GLOBAL STATUS"
+    return int(row[1])
+
+
+@quill_only
+def test_commits_move_the_log_counters(server):
+    db = unique_name("dur")
+    with server.connect().cursor() as cur:
+        cur.execute(f"CREATE DATABASE {db}")
+        cur.execute(f"CREATE TABLE {db}.t (id INT PRIMARY KEY)")
+        names = ["Binlog_commits", "Binlog_group_commits", "Innodb_os_log_fsyncs", "Innodb_os_log_written", "Com_commit"]
+        before = {n: status(cur, n) for n in names}
+        for i in range(20):
+            cur.execute(f"INSERT INTO {db}.t VALUES ({i})")
+        after = {n: status(cur, n) for n in names}
+        assert after["Binlog_commits"] - before["Binlog_commits"] >= 20, "one log record per commit"
+        assert after["Com_commit"] - before["Com_commit"] >= 20
+        # Flush mode 1 (the default): every commit was durable before its OK, so syncs happened.
+        assert after["Innodb_os_log_fsyncs"] > before["Innodb_os_log_fsyncs"]
+        assert after["Binlog_group_commits"] > before["Binlog_group_commits"]
+        assert after["Innodb_os_log_written"] - before["Innodb_os_log_written"] >= 20 * 32, "at least a header per record"
+        cur.execute(f"DROP DATABASE {db}")
+
+
+@quill_only
+def test_flush_mode_variables_are_live_and_bounded(server):
+    with server.connect().cursor() as cur:
+        try:
+            cur.execute("SET GLOBAL innodb_flush_log_at_trx_commit = 2")
+            cur.execute("SHOW WARNINGS")
+            assert cur.fetchall() == (), "a variable Quill acts on raises no warning"
+            cur.execute("SELECT @@GLOBAL.innodb_flush_log_at_trx_commit")
+            assert cur.fetchone()[0] == 2
+            for bad in ("SET GLOBAL innodb_flush_log_at_trx_commit = 5", "SET GLOBAL binlog_group_commit_sync_delay = 2000000"):
+                with pytest.raises(pymysql.err.OperationalError) as e:
+                    cur.execute(bad)
+                assert e.value.args[0] == 1231, bad
+            cur.execute("SELECT @@GLOBAL.innodb_flush_log_at_trx_commit")
+            assert cur.fetchone()[0] == 2, "a refused value changes nothing"
+        finally:
+            cur.execute("SET GLOBAL innodb_flush_log_at_trx_commit = 1")
+
+
+def test_rollback_after_an_unsupported_or_failed_statement_undoes_the_transaction(server):
+    db = unique_name("dur")
+    conn = server.connect()
+    with conn.cursor() as cur:
+        cur.execute(f"CREATE DATABASE {db}")
+        cur.execute(f"CREATE TABLE {db}.t (id INT PRIMARY KEY)")
+        cur.execute("BEGIN")
+        cur.execute(f"INSERT INTO {db}.t VALUES (1)")
+        try:
+            # Quill does not support savepoints yet: the statement fails, and must not commit.
+            cur.execute("ROLLBACK TO SAVEPOINT nosuch")
+        except pymysql.err.MySQLError:
+            pass
+        cur.execute("ROLLBACK")
+        cur.execute(f"SELECT COUNT(*) FROM {db}.t")
+        assert cur.fetchone()[0] == 0
+        cur.execute(f"DROP DATABASE {db}")
+
+
+@pytest.mark.mysql8_only
+def test_drop_table_naming_a_missing_table_drops_nothing(server):
+    db = unique_name("dur")
+    with server.connect().cursor() as cur:
+        cur.execute(f"CREATE DATABASE {db}")
+        cur.execute(f"CREATE TABLE {db}.t1 (id INT PRIMARY KEY)")
+        with pytest.raises(pymysql.err.MySQLError) as e:
+            cur.execute(f"DROP TABLE {db}.t1, {db}.nosuch")
+        assert e.value.args[0] == 1051
+        cur.execute(f"SHOW TABLES FROM {db}")
+        assert cur.fetchall() == (("t1",),)
+        cur.execute(f"DROP DATABASE {db}")
+
+
+@quill_only
+def test_clean_shutdown_in_mode_0_keeps_every_commit(tmp_path):
+    # Mode 0 syncs once a second; a clean shutdown (SIGTERM) writes and syncs what is pending.
+    server = Server(tmp_path / "data", 0)
+    server.start()
+    try:
+        with server.connect(database=None).cursor() as cur:
+            cur.execute("CREATE DATABASE crash")
+            cur.execute("CREATE TABLE crash.t (id INT PRIMARY KEY)")
+            for i in range(200):
+                cur.execute(f"INSERT INTO crash.t VALUES ({i})")
+        server.stop()
+        server.start()
+        with server.connect().cursor() as cur:
+            cur.execute("SELECT COUNT(*), MAX(id) FROM t")
+            assert cur.fetchone() == (200, 199)
+    finally:
+        server.stop()
+
+
+@quill_only
+def test_a_damaged_last_record_is_cut_reported_and_kept_aside(tmp_path):
+    server = Server(tmp_path / "data", 1)
+    server.start()
+    try:
+        with server.connect(database=None).cursor() as cur:
+            cur.execute("CREATE DATABASE crash")
+            cur.execute("CREATE TABLE crash.t (id INT PRIMARY KEY, note VARCHAR(20))")
+            for i in range(3):
+                cur.execute("INSERT INTO crash.t VALUES (%s, %s)", (i, f"row {i}"))
+        server.stop()
+        # Flip a byte inside the last record (the end of the log is its last non-zero byte).
+        [segment] = (tmp_path / "data" / "log").glob("*.qlog")
+        data = bytearray(segment.read_bytes())
+        last = max(i for i in range(len(data)) if data[i] != 0)
+        data[last - 2] ^= 0xFF
+        segment.write_bytes(bytes(data))
+        server.start()
+        with server.connect().cursor() as cur:
+            cur.execute("SELECT id FROM t ORDER BY id")
+            assert cur.fetchall() == ((0,), (1,)), "everything before the damaged record, nothing after"
+            cur.execute("INSERT INTO t VALUES (2, 'again')")
+        assert list((tmp_path / "data" / "log").glob("damaged-*.bin")), "the cut bytes are kept aside"
+        log = server.log_path.read_text(errors="replace")
+        assert re.search(r"commit log: cut at the first damaged record", log)
+        # The log continues cleanly after the cut.
+        server.stop()
+        server.start()
+        with server.connect().cursor() as cur:
+            cur.execute("SELECT id, note FROM t ORDER BY id")
+            assert cur.fetchall() == ((0, "row 0"), (1, "row 1"), (2, "again"))
+    finally:
+        server.stop()
