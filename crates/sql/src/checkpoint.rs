@@ -60,7 +60,7 @@ pub fn checkpoint(engine: &Engine, fs: &Arc<dyn Fs>, datadir: &Path) -> std::io:
     let started = Instant::now();
     let log = engine.log.get().expect("checkpoints need the commit log");
     let _ddl = engine.ddl_gate.read();
-    let view_txn = engine.txns.begin();
+    let view_txn = engine.txns.begin(0, "REPEATABLE-READ", true);
     let (lsn, next_seq, view, databases, tables) = {
         let catalog = engine.catalog.read();
         let (lsn, next_seq) = log.next_position();

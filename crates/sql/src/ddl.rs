@@ -541,7 +541,6 @@ pub fn alter_table(
             other => return Err(SqlError::unsupported(format!("ALTER TABLE {other}"))),
         }
     }
-    drop(env);
     rebuild(catalog, &db, &tname, columns, map, primary, indexes, warnings)
 }
 

@@ -16,6 +16,7 @@ use crate::bind::{Binder, Scope, ScopeColumn};
 use crate::catalog::{Catalog, ColumnDefault, TableMeta};
 use crate::error::{Result, SqlError, Warning, codes};
 use crate::expr::{Expr, RowCtx};
+use crate::locking::{self, LockSpec};
 use crate::ops;
 use crate::query::{self, Env, JoinKind, Source, SourceData};
 use crate::session::SessionInfo;
@@ -33,6 +34,8 @@ pub struct DmlCx<'a> {
     pub strict: bool,
     /// Report rows matched rather than rows changed (CLIENT_FOUND_ROWS).
     pub found_rows: bool,
+    /// How the statement's scans lock (exclusive; gaps by isolation level).
+    pub lock: LockSpec,
 }
 
 #[derive(Debug, Default)]
@@ -49,8 +52,7 @@ fn env<'a>(catalog: &'a Catalog, cx: &'a DmlCx<'_>) -> Env<'a> {
         params: cx.params,
         now_us: cx.now_us,
         info: cx.info,
-        locking: false,
-        locked_rows: std::cell::RefCell::new(Vec::new()),
+        lock: Some(cx.lock),
         div_zero_is_error: cx.strict && cx.info.vars.get("sql_mode").is_some_and(|m| m.contains("ERROR_FOR_DIVISION_BY_ZERO")),
     }
 }
@@ -76,9 +78,13 @@ pub fn table_scope(t: &TableMeta, alias: &str) -> Scope {
     }
 }
 
-fn write_error(e: WriteError, t: &TableMeta, row: &Row) -> SqlError {
+fn write_error(e: WriteError, t: &TableMeta, row: &Row, cx: &DmlCx<'_>) -> SqlError {
     match e {
-        WriteError::Locked { holder } => SqlError::must_wait(holder),
+        // Another transaction is writing a row with the same key: queue behind its lock.
+        WriteError::Locked { pk, .. } => match locking::lock_for_write(&cx.info.engine.txns.locks, cx.txn, t.id, &pk) {
+            Err(e) => e,
+            Ok(()) => SqlError::internal("a row with an uncommitted version had no lock holder"),
+        },
         WriteError::Duplicate { index, .. } => {
             let (name, cols) = match index {
                 None => ("PRIMARY".to_owned(), t.primary.clone()),
@@ -88,6 +94,17 @@ fn write_error(e: WriteError, t: &TableMeta, row: &Row) -> SqlError {
             SqlError::new(codes::ER_DUP_ENTRY, format!("Duplicate entry '{}' for key '{}.{}'", shown.join("-"), t.name, name))
         }
     }
+}
+
+/// Lock what an insert of `row` into `t` needs: the row's key, exclusively, and no other
+/// transaction's gap lock over any of its index entries (insert intention).
+fn lock_for_insert(cx: &DmlCx<'_>, t: &TableMeta, data: &Table, row: &Row) -> Result<()> {
+    let locks = &cx.info.engine.txns.locks;
+    let pk = data.insert_key(row);
+    locking::lock_for_write(locks, cx.txn, t.id, &pk)?;
+    let mut keys = data.index_entries(row, &pk);
+    keys.push((0, pk));
+    locking::check_insert(locks, cx.txn, t.id, &keys)
 }
 
 /// Take a table's storage out of the catalog for the duration of `f`.
@@ -277,7 +294,7 @@ pub fn insert(catalog: &mut Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Insert) -> 
             let row_no = n as u64 + 1;
             let row = match finish_row(t, row, row_no, cx, data, &mut generated) {
                 Ok(r) => r,
-                Err(e) if ignore && e.lock_holder.is_none() => {
+                Err(e) if ignore && !e.lock_wait && !e.rolls_back_transaction => {
                     cx.warnings.push(Warning { level: "Warning", code: e.code, message: e.message });
                     continue;
                 }
@@ -286,6 +303,7 @@ pub fn insert(catalog: &mut Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Insert) -> 
             let mut attempts = 0;
             loop {
                 attempts += 1;
+                lock_for_insert(cx, t, data, &row)?;
                 match data.insert(cx.txn, row.clone()) {
                     Ok(pk) => {
                         cx.undo.push((t.id, pk));
@@ -293,13 +311,15 @@ pub fn insert(catalog: &mut Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Insert) -> 
                         break;
                     }
                     Err(WriteError::Duplicate { existing_pk, .. }) if replace && attempts < 64 => {
-                        data.delete(cx.txn, &existing_pk).map_err(|e| write_error(e, t, &row))?;
+                        locking::lock_for_write(&cx.info.engine.txns.locks, cx.txn, t.id, &existing_pk)?;
+                        data.delete(cx.txn, &existing_pk).map_err(|e| write_error(e, t, &row, cx))?;
                         cx.undo.push((t.id, existing_pk));
                         res.affected += 1;
                         duplicates += 1;
                     }
                     Err(WriteError::Duplicate { existing_pk, .. }) if on_dup.is_some() => {
                         let assigns = on_dup.as_ref().expect("checked");
+                        locking::lock_for_write(&cx.info.engine.txns.locks, cx.txn, t.id, &existing_pk)?;
                         let old = data.get(&existing_pk, &ReadView::current(cx.txn)).cloned().expect("duplicate row is visible");
                         let mut combined = old.clone();
                         combined.extend(row.iter().cloned());
@@ -310,7 +330,6 @@ pub fn insert(catalog: &mut Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Insert) -> 
                             new[*col] = v.clone();
                             combined[*col] = v;
                         }
-                        drop(e);
                         let mut none = None;
                         let new = finish_row(t, new, row_no, cx, data, &mut none)?;
                         if rows_equal(&new, &old) {
@@ -318,7 +337,8 @@ pub fn insert(catalog: &mut Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Insert) -> 
                                 res.affected += 1;
                             }
                         } else {
-                            let pk = data.update(cx.txn, &existing_pk, new.clone()).map_err(|e| write_error(e, t, &new))?;
+                            lock_for_update(cx, t, data, &existing_pk, &old, &new)?;
+                            let pk = data.update(cx.txn, &existing_pk, new.clone()).map_err(|e| write_error(e, t, &new, cx))?;
                             if pk != existing_pk {
                                 cx.undo.push((t.id, pk));
                             }
@@ -331,12 +351,12 @@ pub fn insert(catalog: &mut Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Insert) -> 
                         cx.warnings.push(Warning {
                             level: "Warning",
                             code: 1062,
-                            message: write_error(WriteError::Duplicate { index: None, existing_pk: vec![] }, t, &row).message,
+                            message: write_error(WriteError::Duplicate { index: None, existing_pk: vec![] }, t, &row, cx).message,
                         });
                         duplicates += 1;
                         break;
                     }
-                    Err(e) => return Err(write_error(e, t, &row)),
+                    Err(e) => return Err(write_error(e, t, &row, cx)),
                 }
             }
         }
@@ -378,17 +398,49 @@ fn matching_rows(e: &Env<'_>, t: &TableMeta, filter: Option<&Expr>) -> Result<Ve
         types: t.columns.iter().map(|c| c.ty.clone()).collect(),
         key_name: None,
     };
-    let rows = query::read_source(&source, &Vec::new(), e, None)?;
-    let mut out = Vec::new();
-    for (pk, r) in rows {
-        if let Some(f) = filter
-            && ops::truth(&f.eval(e, &RowCtx::new(&r))?) != Some(true)
-        {
-            continue;
+    let spec = e.lock.as_ref().expect("a write's scan locks");
+    let locks = &e.info.engine.txns.locks;
+    let matches = |r: &Row| -> Result<bool> {
+        match filter {
+            None => Ok(true),
+            Some(f) => Ok(ops::truth(&f.eval(e, &RowCtx::new(r))?) == Some(true)),
         }
-        out.push((pk, r));
+    };
+    let mut out = Vec::new();
+    for pk in query::locking_candidates(&source, &Vec::new(), e, None)? {
+        if spec.semi_consistent {
+            // READ COMMITTED: the newest committed version decides; only a match is locked.
+            let Some(r) = t.data.get(&pk, &e.view) else { continue };
+            if !matches(r)? {
+                continue;
+            }
+            spec.lock_row(locks, t.id, &t.name, &t.data, &pk)?;
+            out.push((pk, r.clone()));
+        } else {
+            if !spec.lock_row(locks, t.id, &t.name, &t.data, &pk)? {
+                continue;
+            }
+            let Some(r) = t.data.get(&pk, &e.view) else { continue };
+            if matches(r)? {
+                out.push((pk, r.clone()));
+            }
+        }
     }
     Ok(out)
+}
+
+/// Lock what an update of the row at `pk` from `old` to `new` needs beyond its own lock:
+/// a new primary key, and insert intention for every index entry that changes.
+fn lock_for_update(cx: &DmlCx<'_>, t: &TableMeta, data: &Table, pk: &[u8], old: &Row, new: &Row) -> Result<()> {
+    let locks = &cx.info.engine.txns.locks;
+    let new_pk = if data.has_primary_key() { data.primary_key(new) } else { pk.to_vec() };
+    let old_entries = data.index_entries(old, pk);
+    let mut keys: Vec<(u32, Vec<u8>)> = data.index_entries(new, &new_pk).into_iter().filter(|k| !old_entries.contains(k)).collect();
+    if new_pk != pk {
+        locking::lock_for_write(locks, cx.txn, t.id, &new_pk)?;
+        keys.push((0, new_pk));
+    }
+    locking::check_insert(locks, cx.txn, t.id, &keys)
 }
 
 fn single_table(twj: &ast::TableWithJoins, info: &SessionInfo) -> Result<(String, String, String)> {
@@ -465,9 +517,6 @@ pub fn update(catalog: &mut Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Update) -> 
         for (n, (pk, _found)) in targets.into_iter().enumerate() {
             // The row may have changed since it was found (only our own writes can have).
             let Some(current) = data.get(&pk, &ReadView::current(cx.txn)).cloned() else { continue };
-            if let Some(h) = data.holder(&pk).filter(|&h| h != cx.txn) {
-                return Err(SqlError::must_wait(h));
-            }
             matched += 1;
             let mut new = current.clone();
             {
@@ -486,7 +535,8 @@ pub fn update(catalog: &mut Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Update) -> 
                     new[i] = Value::DateTime(crate::types::round_micros(now_us, c.ty.decimals().min(6)));
                 }
             }
-            let new_pk = data.update(cx.txn, &pk, new.clone()).map_err(|e| write_error(e, t, &new))?;
+            lock_for_update(cx, t, data, &pk, &current, &new)?;
+            let new_pk = data.update(cx.txn, &pk, new.clone()).map_err(|e| write_error(e, t, &new, cx))?;
             if new_pk != pk {
                 cx.undo.push((t.id, new_pk));
             }
@@ -529,32 +579,11 @@ pub fn delete(catalog: &mut Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Delete) -> 
             if data.get(&pk, &ReadView::current(cx.txn)).is_none() {
                 continue;
             }
-            data.delete(cx.txn, &pk).map_err(|e| write_error(e, t, &row))?;
+            locking::lock_for_write(&cx.info.engine.txns.locks, cx.txn, t.id, &pk)?;
+            data.delete(cx.txn, &pk).map_err(|e| write_error(e, t, &row, cx))?;
             cx.undo.push((t.id, pk));
             affected += 1;
         }
         Ok(DmlResult { affected, last_insert_id: None, info: String::new() })
     })
-}
-
-/// Lock rows read by a locking SELECT: each gets a version identical to the one
-/// read, which makes any other writer (or locking reader) wait for this
-/// transaction. FOR SHARE is treated as FOR UPDATE at this stage.
-///
-/// # Errors
-/// `lock_holder` if another transaction holds one of the rows.
-pub fn lock_rows(catalog: &mut Catalog, txn: TxnId, rows: &[(u64, Vec<u8>)], undo: &mut Vec<(u64, Vec<u8>)>) -> Result<()> {
-    for (tid, pk) in rows {
-        let Some(t) = catalog.table_by_id_mut(*tid) else { continue };
-        if t.data.holder(pk) == Some(txn) {
-            continue;
-        }
-        let Some(row) = t.data.get(pk, &ReadView::current(txn)).cloned() else { continue };
-        t.data.update(txn, pk, row).map_err(|e| match e {
-            WriteError::Locked { holder } => SqlError::must_wait(holder),
-            WriteError::Duplicate { .. } => SqlError::internal("duplicate key while locking a row"),
-        })?;
-        undo.push((*tid, pk.clone()));
-    }
-    Ok(())
 }

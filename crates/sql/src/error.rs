@@ -11,10 +11,12 @@ pub struct SqlError {
     pub code: u16,
     pub state: &'static str,
     pub message: String,
-    /// Set when the statement could not proceed because another transaction holds
-    /// a row it needs: the session waits for that transaction and re-runs the
-    /// statement (never sent to a client as is).
-    pub lock_holder: Option<u64>,
+    /// Set when the statement queued a row lock request it could not be granted at once:
+    /// the session undoes the statement, waits for the grant and re-runs it (never sent to
+    /// a client as is).
+    pub lock_wait: bool,
+    /// The error rolls back the whole transaction, not only the statement (deadlock victim).
+    pub rolls_back_transaction: bool,
     /// Set when a DDL statement found a checkpoint copying the tables: the session waits
     /// (asynchronously) and re-runs it (never sent to a client as is).
     pub wait_for_ddl_gate: bool,
@@ -75,6 +77,9 @@ errors! {
     ER_DATA_OUT_OF_RANGE = (1690, "22003");
     ER_LOCK_WAIT_TIMEOUT = (1205, "HY000");
     ER_LOCK_DEADLOCK = (1213, "40001");
+    ER_LOCK_NOWAIT = (3572, "HY000");
+    ER_CHECKREAD = (1020, "HY000");
+    ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION = (1792, "25006");
     ER_NOT_SUPPORTED_YET = (1235, "42000");
     ER_WRONG_ARGUMENTS = (1210, "HY000");
     ER_SP_DOES_NOT_EXIST = (1305, "42000");
@@ -107,7 +112,7 @@ errors! {
 impl SqlError {
     #[must_use]
     pub fn new(code: (u16, &'static str), message: impl Into<String>) -> SqlError {
-        SqlError { code: code.0, state: code.1, message: message.into(), lock_holder: None, wait_for_ddl_gate: false }
+        SqlError { code: code.0, state: code.1, message: message.into(), lock_wait: false, rolls_back_transaction: false, wait_for_ddl_gate: false }
     }
 
     /// A checkpoint holds the DDL gate: wait and retry (see `Engine::ddl_gate`).
@@ -151,10 +156,24 @@ impl SqlError {
         SqlError::new(codes::ER_UNKNOWN_ERROR, msg)
     }
 
-    /// The statement must wait for transaction `holder` and then be re-run.
+    /// The statement queued a lock request: wait for its grant, then re-run.
     #[must_use]
-    pub fn must_wait(holder: u64) -> SqlError {
-        SqlError { lock_holder: Some(holder), ..SqlError::new(codes::ER_LOCK_WAIT_TIMEOUT, "Lock wait timeout exceeded; try restarting transaction") }
+    pub fn lock_wait() -> SqlError {
+        SqlError { lock_wait: true, ..SqlError::lock_wait_timeout() }
+    }
+
+    #[must_use]
+    pub fn lock_wait_timeout() -> SqlError {
+        SqlError::new(codes::ER_LOCK_WAIT_TIMEOUT, "Lock wait timeout exceeded; try restarting transaction")
+    }
+
+    /// This transaction's lock request closed a cycle of waits: it is the victim.
+    #[must_use]
+    pub fn deadlock() -> SqlError {
+        SqlError {
+            rolls_back_transaction: true,
+            ..SqlError::new(codes::ER_LOCK_DEADLOCK, "Deadlock found when trying to get lock; try restarting transaction")
+        }
     }
 
     #[must_use]

@@ -21,6 +21,7 @@ use crate::bind::{Binder, Scope, ScopeColumn};
 use crate::catalog::Catalog;
 use crate::error::{Result, SqlError, codes};
 use crate::expr::{AggFunc, AggSpec, CmpOp, Expr, RowCtx};
+use crate::locking::{LockSpec, ScannedRange};
 use crate::ops;
 use crate::session::SessionInfo;
 use crate::types::{SqlType, WriteContext, coerce_to_column};
@@ -47,10 +48,9 @@ pub struct Env<'a> {
     /// NOW() for this statement: local time, zone-less microseconds.
     pub now_us: i64,
     pub info: &'a SessionInfo,
-    /// A locking read (FOR UPDATE / FOR SHARE): rows are read current and each
-    /// row read is recorded here so the session can lock it.
-    pub locking: bool,
-    pub locked_rows: RefCell<Vec<(u64, Vec<u8>)>>,
+    /// A locking read (FOR UPDATE / FOR SHARE, SERIALIZABLE) or a write's scan: each row
+    /// is locked as the scan reaches it and read current.
+    pub lock: Option<LockSpec>,
     /// Strict-mode writes: division by zero is error 1365 rather than NULL.
     pub div_zero_is_error: bool,
 }
@@ -59,7 +59,7 @@ impl<'a> Env<'a> {
     /// An environment for a plain (non-locking, non-writing) evaluation.
     #[must_use]
     pub fn new(catalog: &'a Catalog, view: ReadView, params: &'a [Value], now_us: i64, info: &'a SessionInfo) -> Env<'a> {
-        Env { catalog, view, params, now_us, info, locking: false, locked_rows: RefCell::new(Vec::new()), div_zero_is_error: false }
+        Env { catalog, view, params, now_us, info, lock: None, div_zero_is_error: false }
     }
 }
 
@@ -762,7 +762,7 @@ pub(crate) fn choose_access(table: &crate::catalog::TableMeta, conds: &[Expr], o
 /// Run a planned query.
 ///
 /// # Errors
-/// Evaluation errors; `lock_holder` errors in a locking read.
+/// Evaluation errors; lock errors in a locking read.
 pub fn run_select(plan: &SelectPlan, env: &Env<'_>, parent: Option<&RowCtx<'_>>) -> Result<ResultSet> {
     let rows = match &plan.kind {
         PlanKind::Block(b) => run_block(b, env, parent)?,
@@ -921,17 +921,37 @@ fn join_level(b: &Block, level: usize, row: &mut Row, env: &Env<'_>, parent: Opt
         return Ok(());
     }
     let s = &b.sources[level];
-    let candidates = read_source(s, row, env, parent)?;
     let mut matched = false;
-    for (_, r) in candidates {
-        row[s.offset..s.offset + s.width].clone_from_slice(&r);
-        if !pass(s.on.as_ref(), row, env, parent)? {
-            continue;
+    if let (Some(spec), SourceData::Table { db, name, id }) = (env.lock.as_ref(), &s.data) {
+        // Locking: each row is locked when the scan reaches it, so a LIMIT that stops the
+        // scan early leaves the rest unlocked.
+        let meta = env.catalog.table(db, name)?;
+        for pk in locking_candidates(s, row, env, parent)? {
+            if !spec.lock_row(&env.info.engine.txns.locks, *id, name, &meta.data, &pk)? {
+                continue;
+            }
+            let Some(r) = meta.data.get(&pk, &env.view) else { continue };
+            row[s.offset..s.offset + s.width].clone_from_slice(r);
+            if !pass(s.on.as_ref(), row, env, parent)? {
+                continue;
+            }
+            matched = true;
+            join_level(b, level + 1, row, env, parent, out, stop)?;
+            if stop.is_some_and(|st| out.len() >= st) {
+                return Ok(());
+            }
         }
-        matched = true;
-        join_level(b, level + 1, row, env, parent, out, stop)?;
-        if stop.is_some_and(|st| out.len() >= st) {
-            return Ok(());
+    } else {
+        for (_, r) in read_source(s, row, env, parent)? {
+            row[s.offset..s.offset + s.width].clone_from_slice(&r);
+            if !pass(s.on.as_ref(), row, env, parent)? {
+                continue;
+            }
+            matched = true;
+            join_level(b, level + 1, row, env, parent, out, stop)?;
+            if stop.is_some_and(|st| out.len() >= st) {
+                return Ok(());
+            }
         }
     }
     if !matched && s.kind == JoinKind::Left {
@@ -955,18 +975,71 @@ fn key_value(v: &Value, ty: &SqlType) -> Option<Value> {
     (ops::compare(&c, v, ty.collation()) == Some(Ordering::Equal)).then_some(c)
 }
 
+/// The rows of a source its access path finds, read through `env.view`, with their
+/// primary keys (empty for derived tables).
 pub(crate) fn read_source(s: &Source, row: &Row, env: &Env<'_>, parent: Option<&RowCtx<'_>>) -> Result<Vec<(Vec<u8>, Row)>> {
-    let (db, name, id) = match &s.data {
+    let (db, name) = match &s.data {
         SourceData::Rows(cell, _) => return Ok(cell.borrow().clone().unwrap_or_default().into_iter().map(|r| (Vec::new(), r)).collect()),
-        SourceData::Table { db, name, id } => (db, name, *id),
+        SourceData::Table { db, name, .. } => (db, name),
     };
+    let t = &env.catalog.table(db, name)?.data;
+    let mut rows = Vec::new();
+    match access_keys(s, row, env, parent, false)?.keys {
+        Some(keys) => {
+            for k in keys {
+                if let Some(r) = t.get(&k, &env.view) {
+                    rows.push((k, r.clone()));
+                }
+            }
+        }
+        None => rows.extend(t.scan(Bound::Unbounded, Bound::Unbounded, env.view).map(|(k, r)| (k.clone(), r.clone()))),
+    }
+    Ok(rows)
+}
+
+/// The primary keys a locking scan of a table source must lock, in scan order: every row
+/// in the access path's range whatever its versions (rows others are inserting or
+/// deleting included). Takes the gap locks of the scanned ranges first.
+///
+/// # Errors
+/// Evaluation errors of the access path's values; lock errors of a next-key record.
+pub(crate) fn locking_candidates(s: &Source, row: &Row, env: &Env<'_>, parent: Option<&RowCtx<'_>>) -> Result<Vec<Vec<u8>>> {
+    let SourceData::Table { db, name, id } = &s.data else { return Ok(Vec::new()) };
+    let spec = env.lock.as_ref().expect("a locking scan has a lock spec");
+    let t = &env.catalog.table(db, name)?.data;
+    let AccessKeys { keys, gaps } = access_keys(s, row, env, parent, true)?;
+    let locks = &env.info.engine.txns.locks;
+    for g in &gaps {
+        spec.lock_gap(locks, *id, name, t, g)?;
+    }
+    Ok(keys.unwrap_or_else(|| t.keys_in_range(Bound::Unbounded, Bound::Unbounded)))
+}
+
+/// What an access path finds: primary keys (`None`: the whole table), and for a locking
+/// scan the ranges it read.
+struct AccessKeys {
+    keys: Option<Vec<Vec<u8>>>,
+    gaps: Vec<ScannedRange>,
+}
+
+/// The primary keys a source's access path finds (`None`: the whole table), and, for a
+/// locking scan (`all_versions`), the ranges it read. A locking scan lists every row in
+/// range whatever its versions; a plain one only rows `env.view` sees.
+fn access_keys(s: &Source, row: &Row, env: &Env<'_>, parent: Option<&RowCtx<'_>>, all_versions: bool) -> Result<AccessKeys> {
+    let SourceData::Table { db, name, .. } = &s.data else { return Ok(AccessKeys { keys: Some(Vec::new()), gaps: Vec::new() }) };
     let meta = env.catalog.table(db, name)?;
     let t = &meta.data;
     let cx = ctx(row, &[], parent);
     let view = env.view;
+    let mut gaps = Vec::new();
     let mut pks: Option<Vec<Vec<u8>>> = None;
+    let exists = |k: &[u8]| !t.keys_in_range(Bound::Included(k), Bound::Included(k)).is_empty();
     match &s.access {
-        Access::Full => {}
+        Access::Full => {
+            if all_versions {
+                gaps.push(ScannedRange { index: 0, lo: Bound::Unbounded, hi: Bound::Unbounded, next_record: false });
+            }
+        }
         Access::PkPoint(exprs) => {
             let mut vals = Vec::new();
             for (e, &col) in exprs.iter().zip(&meta.primary) {
@@ -979,7 +1052,11 @@ pub(crate) fn read_source(s: &Source, row: &Row, env: &Env<'_>, parent: Option<&
                 }
             }
             if vals.len() == exprs.len() {
-                pks = Some(vec![t.encode_primary(&vals)]);
+                let k = t.encode_primary(&vals);
+                if all_versions && !exists(&k) {
+                    gaps.push(ScannedRange::point(0, k.clone()));
+                }
+                pks = Some(vec![k]);
             }
         }
         Access::PkIn(list) => {
@@ -999,6 +1076,9 @@ pub(crate) fn read_source(s: &Source, row: &Row, env: &Env<'_>, parent: Option<&
             if exact {
                 keys.sort();
                 keys.dedup();
+                if all_versions {
+                    gaps.extend(keys.iter().filter(|k| !exists(k)).map(|k| ScannedRange::point(0, k.clone())));
+                }
                 pks = Some(keys);
             }
         }
@@ -1023,7 +1103,16 @@ pub(crate) fn read_source(s: &Source, row: &Row, env: &Env<'_>, parent: Option<&
                     }
                     _ => false,
                 };
-                let keys: Vec<Vec<u8>> = if empty { vec![] } else { t.scan(as_ref_bound(&lo), as_ref_bound(&hi), view).map(|(k, _)| k.clone()).collect() };
+                let keys: Vec<Vec<u8>> = if empty {
+                    vec![]
+                } else if all_versions {
+                    t.keys_in_range(as_ref_bound(&lo), as_ref_bound(&hi))
+                } else {
+                    t.scan(as_ref_bound(&lo), as_ref_bound(&hi), view).map(|(k, _)| k.clone()).collect()
+                };
+                if all_versions && !empty {
+                    gaps.push(ScannedRange { index: 0, lo, hi, next_record: true });
+                }
                 pks = Some(keys);
             }
         }
@@ -1039,7 +1128,12 @@ pub(crate) fn read_source(s: &Source, row: &Row, env: &Env<'_>, parent: Option<&
                 })
             };
             if let (Some(lo), Some(hi)) = (bound(low)?, bound(high)?) {
-                pks = Some(t.index_scan(*index, as_ref_bound(&lo), as_ref_bound(&hi), &view));
+                if all_versions {
+                    pks = Some(t.index_keys_in_range(*index, as_ref_bound(&lo), as_ref_bound(&hi)));
+                    gaps.push(ScannedRange { index: index_number(*index), lo, hi, next_record: true });
+                } else {
+                    pks = Some(t.index_scan(*index, as_ref_bound(&lo), as_ref_bound(&hi), &view));
+                }
             }
         }
         Access::IndexEq { index, values } => {
@@ -1054,41 +1148,30 @@ pub(crate) fn read_source(s: &Source, row: &Row, env: &Env<'_>, parent: Option<&
             }
             if exact {
                 let key = t.encode_index(*index, &vals);
-                pks = Some(t.index_scan(*index, Bound::Included(&key), Bound::Included(&key), &view));
-            }
-        }
-    }
-    let mut rows = Vec::new();
-    let note = |pk: &[u8]| -> Result<()> {
-        if env.locking {
-            if let Some(h) = t.holder(pk).filter(|&h| h != view.txn) {
-                return Err(SqlError::must_wait(h));
-            }
-            env.locked_rows.borrow_mut().push((id, pk.to_vec()));
-        }
-        Ok(())
-    };
-    match pks {
-        Some(keys) => {
-            for k in keys {
-                if let Some(r) = t.get(&k, &view) {
-                    note(&k)?;
-                    rows.push((k.clone(), r.clone()));
-                } else if env.locking
-                    && let Some(h) = t.holder(&k).filter(|&h| h != view.txn)
-                {
-                    return Err(SqlError::must_wait(h));
+                if all_versions {
+                    let keys = t.index_keys_in_range(*index, Bound::Included(&key), Bound::Included(&key));
+                    // A unique index looked up by its whole key locks the record only.
+                    let unique_hit = meta.indexes[*index].unique && vals.len() == cols.len() && !keys.is_empty();
+                    if !unique_hit {
+                        gaps.push(ScannedRange { index: index_number(*index), lo: Bound::Included(key.clone()), hi: Bound::Included(key), next_record: true });
+                    }
+                    pks = Some(keys);
+                } else {
+                    pks = Some(t.index_scan(*index, Bound::Included(&key), Bound::Included(&key), &view));
                 }
             }
         }
-        None => {
-            for (k, r) in t.scan(Bound::Unbounded, Bound::Unbounded, view) {
-                note(k)?;
-                rows.push((k.clone(), r.clone()));
-            }
-        }
     }
-    Ok(rows)
+    if all_versions && pks.is_none() && !matches!(s.access, Access::Full) {
+        // A value that is not exact for the key falls back to a scan of the whole table.
+        gaps.push(ScannedRange { index: 0, lo: Bound::Unbounded, hi: Bound::Unbounded, next_record: false });
+    }
+    Ok(AccessKeys { keys: pks, gaps })
+}
+
+/// Gap locks number the primary key 0 and secondary index `i` as `i + 1`.
+fn index_number(index: usize) -> u32 {
+    u32::try_from(index + 1).expect("index count fits u32")
 }
 
 fn as_ref_bound(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {

@@ -6,9 +6,14 @@
 //! stopping at the first error as MySQL does.
 //!
 //! Transactions: with autocommit on and no BEGIN, each statement is its own
-//! transaction. A statement that fails is undone alone; a statement that meets a
-//! row held by another transaction waits for it (bounded by
-//! `innodb_lock_wait_timeout`) and is then re-run from its start.
+//! transaction. A statement that fails is undone alone. A statement whose row lock
+//! request was queued (see `locking`) is undone, waits for the grant (bounded by
+//! `innodb_lock_wait_timeout`: 1205, which undoes the statement only unless
+//! `innodb_rollback_on_timeout`) and is re-run from its start, keeping the locks it
+//! already holds. A deadlock victim (1213) is rolled back whole. Locks are released at
+//! commit right after the commit's log record has its place, before it is durable; the
+//! reply waits for durability, and any statement that read waits until the newest commit
+//! it could have seen is durable.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -17,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, RwLock};
 use quill_storage::{ReadView, TxnId, Value};
-use quill_txn::{TxnManager, WaitOutcome};
+use quill_txn::{LockMode, TxnManager, WaitOutcome, WaitPolicy};
 use sqlparser::ast::{self, Statement};
 use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::Parser;
@@ -25,6 +30,7 @@ use sqlparser::parser::Parser;
 use crate::catalog::Catalog;
 use crate::dml::{self, DmlCx};
 use crate::error::{Result, SqlError, Warning, codes};
+use crate::locking::LockSpec;
 use crate::query::{self, Env, OutColumn, ResultSet};
 use crate::vars::{self, VarSet};
 use crate::{ddl, show};
@@ -41,7 +47,6 @@ pub struct Status {
     pub com_rollback: AtomicU64,
     pub connections: AtomicU64,
     pub threads_connected: AtomicU64,
-    pub deadlocks: AtomicU64,
     pub checkpoints: AtomicU64,
     pub checkpoint_lsn: AtomicU64,
 }
@@ -76,6 +81,9 @@ pub struct Engine {
     /// DDL holds it exclusively, a checkpoint shared: definitions hold still while a
     /// checkpoint copies their rows.
     pub ddl_gate: RwLock<()>,
+    /// The log position just past the newest commit record: a statement that read waits
+    /// until the log is durable to here, so it never answers with data a crash could lose.
+    pub last_commit_end: AtomicU64,
 }
 
 impl Engine {
@@ -90,6 +98,7 @@ impl Engine {
             started: Instant::now(),
             log: std::sync::OnceLock::new(),
             ddl_gate: RwLock::new(()),
+            last_commit_end: AtomicU64::new(0),
         })
     }
 
@@ -188,6 +197,8 @@ struct Txn {
     explicit: bool,
     /// Isolation level, fixed when the transaction starts.
     isolation: String,
+    /// START TRANSACTION READ ONLY, or `transaction_read_only`: writes fail with 1792.
+    read_only: bool,
 }
 
 /// A prepared statement.
@@ -219,6 +230,10 @@ pub struct Session {
     pub kill: Arc<tokio::sync::Notify>,
     /// Isolation level of the next transaction only (SET TRANSACTION without a scope).
     next_isolation: Option<String>,
+    /// Access mode of the next transaction only (SET TRANSACTION READ ONLY / READ WRITE).
+    next_read_only: Option<bool>,
+    /// Time the current statement spent waiting for row locks (for the slow log).
+    pub statement_lock_time: Duration,
     /// TLS cipher suite and protocol of the connection (empty without TLS).
     pub tls_cipher: String,
     pub tls_version: String,
@@ -261,6 +276,8 @@ impl Session {
             client_found_rows: false,
             kill,
             next_isolation: None,
+            next_read_only: None,
+            statement_lock_time: Duration::ZERO,
             tls_cipher: String::new(),
             tls_version: String::new(),
             durable_wait: None,
@@ -427,6 +444,7 @@ impl Session {
     async fn execute(&mut self, stmt: &Statement, params: &[Value], text: &str) -> Result<Outcome> {
         let timeout_secs: u64 = self.info.var("innodb_lock_wait_timeout").parse().unwrap_or(50);
         let deadline = Instant::now() + Duration::from_secs(timeout_secs);
+        self.statement_lock_time = Duration::ZERO;
         loop {
             match self.execute_once(stmt, params, text) {
                 Err(e) if e.wait_for_ddl_gate => {
@@ -439,38 +457,50 @@ impl Session {
                         }
                     }
                 }
-                Err(e) if e.lock_holder.is_some() => {
-                    let holder = e.lock_holder.unwrap_or_default();
-                    let me = self.txn.as_ref().map_or(0, |t| t.id);
-                    if self.info.engine.txns.start_wait(me, holder).is_err() {
-                        // This wait would close a cycle: this transaction is the victim and
-                        // rolls back whole, as InnoDB's deadlock detector does.
-                        self.rollback();
-                        self.info.engine.status.deadlocks.fetch_add(1, Ordering::Relaxed);
-                        return Err(SqlError::new(codes::ER_LOCK_DEADLOCK, "Deadlock found when trying to get lock; try restarting transaction"));
-                    }
-                    let rx = self.info.engine.txns.watch(holder);
-                    let left = deadline.saturating_duration_since(Instant::now());
+                Err(e) if e.lock_wait => {
+                    let Some(txn) = self.txn.as_ref().map(|t| t.id) else { return Err(SqlError::internal("lock wait outside a transaction")) };
+                    let engine = self.engine();
+                    let locks = &engine.txns.locks;
+                    let started = Instant::now();
+                    let left = deadline.saturating_duration_since(started);
                     let waited = tokio::select! {
-                        w = TxnManager::wait_for(rx, left) => Some(w),
+                        w = locks.wait(txn, left) => Some(w),
                         () = self.kill.notified() => None,
                     };
-                    self.info.engine.txns.end_wait(me);
-                    let Some(waited) = waited else {
-                        if self.is_killed() {
-                            return Err(SqlError::new(codes::ER_QUERY_INTERRUPTED, "Query execution was interrupted"));
-                        }
-                        continue;
-                    };
-                    if waited == WaitOutcome::TimedOut || Instant::now() >= deadline {
-                        if self.info.var("innodb_rollback_on_timeout") == "ON" {
+                    self.statement_lock_time += started.elapsed();
+                    match waited {
+                        Some(WaitOutcome::Granted) => {}
+                        Some(WaitOutcome::Deadlock) => {
                             self.rollback();
+                            return Err(SqlError::deadlock());
                         }
-                        return Err(SqlError::new(codes::ER_LOCK_WAIT_TIMEOUT, "Lock wait timeout exceeded; try restarting transaction"));
+                        Some(WaitOutcome::TimedOut) => {
+                            self.statement_end_after_error(self.info.var("innodb_rollback_on_timeout") == "ON");
+                            return Err(SqlError::lock_wait_timeout());
+                        }
+                        None => {
+                            if self.is_killed() {
+                                locks.cancel_wait(txn);
+                                self.statement_end_after_error(false);
+                                return Err(SqlError::new(codes::ER_QUERY_INTERRUPTED, "Query execution was interrupted"));
+                            }
+                        }
                     }
+                }
+                Err(e) if e.rolls_back_transaction => {
+                    self.rollback();
+                    return Err(e);
                 }
                 other => return other,
             }
+        }
+    }
+
+    /// After a statement failed without running to its end (lock wait timeout, KILL): roll
+    /// back the whole transaction if asked, else end an autocommit statement's transaction.
+    fn statement_end_after_error(&mut self, whole: bool) {
+        if whole || self.txn.as_ref().is_some_and(|t| !t.explicit) && self.autocommit() {
+            self.rollback();
         }
     }
 
@@ -481,7 +511,7 @@ impl Session {
             Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => self.write(stmt, params),
             Statement::StartTransaction { .. } => {
                 self.commit()?;
-                self.begin_explicit();
+                self.begin_explicit(None);
                 Ok(Outcome::ok())
             }
             Statement::Commit { .. } => {
@@ -526,11 +556,18 @@ impl Session {
     /// The transaction this statement runs in (creating an implicit one).
     fn txn_for_statement(&mut self) -> TxnId {
         if self.txn.is_none() {
-            let id = self.info.engine.txns.begin();
-            let isolation = self.isolation_for_new_transaction();
-            self.txn = Some(Txn { id, view: None, writes: Vec::new(), explicit: false, isolation });
+            self.txn = Some(self.new_txn(false, None));
         }
         self.txn.as_ref().map(|t| t.id).unwrap_or_default()
+    }
+
+    /// Register a transaction with the isolation level and access mode it starts with.
+    fn new_txn(&mut self, explicit: bool, read_only: Option<bool>) -> Txn {
+        let isolation = self.isolation_for_new_transaction();
+        let next = self.next_read_only.take();
+        let read_only = read_only.or(next).unwrap_or_else(|| self.info.var("transaction_read_only") == "ON");
+        let id = self.info.engine.txns.begin(self.info.connection_id, &isolation, read_only);
+        Txn { id, view: None, writes: Vec::new(), explicit, isolation, read_only }
     }
 
     fn read_view(&mut self) -> ReadView {
@@ -549,10 +586,8 @@ impl Session {
         *t.view.get_or_insert_with(|| engine.txns.read_view(txn, false))
     }
 
-    fn begin_explicit(&mut self) {
-        let id = self.info.engine.txns.begin();
-        let isolation = self.isolation_for_new_transaction();
-        self.txn = Some(Txn { id, view: None, writes: Vec::new(), explicit: true, isolation });
+    fn begin_explicit(&mut self, read_only: Option<bool>) {
+        self.txn = Some(self.new_txn(true, read_only));
     }
 
     /// End an implicit transaction after a statement, when autocommit says so.
@@ -582,7 +617,10 @@ impl Session {
                 let changes = crate::durability::commit_changes(&catalog, t.id, &rows);
                 if !changes.is_empty() {
                     match log.append(unix_micros(), &changes) {
-                        Ok(at) => self.wait_for_log(at.end, log.flush_mode()),
+                        Ok(at) => {
+                            engine.last_commit_end.fetch_max(at.end, Ordering::AcqRel);
+                            self.wait_for_log(at.end, log.flush_mode());
+                        }
                         Err(e) => {
                             drop((catalog, rows));
                             self.txn = Some(t);
@@ -660,70 +698,65 @@ impl Session {
 
     fn select(&mut self, q: &ast::Query, params: &[Value]) -> Result<Outcome> {
         self.info.engine.status.com_select.fetch_add(1, Ordering::Relaxed);
-        let locking = !q.locks.is_empty();
-        if !locking && self.txn.is_none() && self.autocommit() {
+        let mut lock = q.locks.first().map(|l| {
+            let mode = if l.lock_type == ast::LockType::Share { LockMode::Shared } else { LockMode::Exclusive };
+            let policy = match l.nonblock {
+                Some(ast::NonBlock::Nowait) => WaitPolicy::NoWait,
+                Some(ast::NonBlock::SkipLocked) => WaitPolicy::SkipLocked,
+                None => WaitPolicy::Wait,
+            };
+            (mode, policy)
+        });
+        // SERIALIZABLE: a plain read inside a transaction is a shared-locking read.
+        if lock.is_none() && self.in_transaction() && self.isolation() == "SERIALIZABLE" {
+            lock = Some((LockMode::Shared, WaitPolicy::Wait));
+        }
+        if lock.is_none() && self.txn.is_none() && self.autocommit() {
             return self.select_autocommit(q, params);
         }
-        let view = if locking {
-            let txn = self.txn_for_statement();
-            ReadView::current(txn)
-        } else {
-            self.read_view()
+        let (view, spec) = match lock {
+            Some((mode, policy)) => {
+                let txn = self.txn_for_statement();
+                (ReadView::current(txn), Some(self.lock_spec(mode, policy)))
+            }
+            None => (self.read_view(), None),
         };
         let engine = self.engine();
-        let result = if locking {
-            let mut catalog = engine.catalog.write();
-            let (rs, locked) = {
-                let env = Env {
-                    catalog: &catalog,
-                    view,
-                    params,
-                    now_us: self.info.now_us(),
-                    info: &self.info,
-                    locking: true,
-                    locked_rows: Default::default(),
-                    div_zero_is_error: false,
-                };
-                let (plan, _) = query::plan_query(&env, q, &[])?;
-                let rs = query::run_select(&plan, &env, None);
-                (rs, env.locked_rows.into_inner())
-            };
-            match rs {
-                Ok(rs) => {
-                    let mut undo = Vec::new();
-                    let r = dml::lock_rows(&mut catalog, view.txn, &locked, &mut undo);
-                    if let Some(t) = self.txn.as_mut() {
-                        t.writes.extend(undo.iter().cloned());
-                    }
-                    if let Err(e) = r {
-                        for (tid, pk) in undo.iter().rev() {
-                            if let Some(t) = catalog.table_by_id_mut(*tid) {
-                                t.data.undo_last(view.txn, pk);
-                            }
-                        }
-                        if let Some(t) = self.txn.as_mut() {
-                            t.writes.truncate(t.writes.len() - undo.len());
-                        }
-                        Err(e)
-                    } else {
-                        Ok(rs)
-                    }
-                }
-                Err(e) => Err(e),
-            }
-        } else {
+        let result = {
             let catalog = engine.catalog.read();
-            let env = Env::new(&catalog, view, params, self.info.now_us(), &self.info);
+            let env = Env { lock: spec, ..Env::new(&catalog, view, params, self.info.now_us(), &self.info) };
             query::plan_query(&env, q, &[]).and_then(|(plan, _)| query::run_select(&plan, &env, None))
         };
-        if result.as_ref().is_err_and(|e| e.lock_holder.is_some()) {
+        if result.as_ref().is_err_and(|e| e.lock_wait || e.rolls_back_transaction) {
             return result.map(Outcome::Rows);
         }
+        self.after_read();
         self.statement_end()?;
         let rs = result?;
         self.info.row_count = -1;
         self.info.found_rows = rs.rows.len() as u64;
         Ok(Outcome::Rows(rs))
+    }
+
+    /// How this statement's scans lock, in `mode`: gaps at REPEATABLE READ and
+    /// SERIALIZABLE; strict snapshot isolation when asked for and a snapshot exists.
+    fn lock_spec(&self, mode: LockMode, policy: WaitPolicy) -> LockSpec {
+        let t = self.txn.as_ref().expect("a locking statement runs in a transaction");
+        let gaps = matches!(t.isolation.as_str(), "REPEATABLE-READ" | "SERIALIZABLE");
+        let snapshot = if t.isolation == "REPEATABLE-READ" && self.info.var("innodb_snapshot_isolation") == "ON" { t.view.map(|v| v.read_ts) } else { None };
+        LockSpec { txn: t.id, mode, policy, gaps, semi_consistent: !gaps, snapshot }
+    }
+
+    /// The statement read rows: its reply waits until the newest commit it could have seen
+    /// is as durable as the flush mode promises (locks are released before that).
+    fn after_read(&mut self) {
+        let engine = self.engine();
+        let end = engine.last_commit_end.load(Ordering::Acquire);
+        if let Some(log) = engine.log.get()
+            && end > log.durable_lsn()
+        {
+            self.wait_for_log(end, log.flush_mode());
+        }
     }
 
     /// An autocommit, non-locking SELECT outside any transaction: no transaction is
@@ -735,8 +768,8 @@ impl Session {
         let view = ReadView { txn: 0, read_ts: engine.txns.last_commit_ts(), uncommitted: self.isolation() == "READ-UNCOMMITTED" };
         let env = Env::new(&catalog, view, params, self.info.now_us(), &self.info);
         let rs = query::plan_query(&env, q, &[]).and_then(|(plan, _)| query::run_select(&plan, &env, None))?;
-        drop(env);
         drop(catalog);
+        self.after_read();
         self.info.row_count = -1;
         self.info.found_rows = rs.rows.len() as u64;
         Ok(Outcome::Rows(rs))
@@ -750,6 +783,11 @@ impl Session {
             _ => status.com_delete.fetch_add(1, Ordering::Relaxed),
         };
         let txn = self.txn_for_statement();
+        if self.txn.as_ref().is_some_and(|t| t.read_only) {
+            let e = SqlError::new(codes::ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION, "Cannot execute statement in a READ ONLY transaction.");
+            return self.statement_end().and(Err(e));
+        }
+        let lock = self.lock_spec(LockMode::Exclusive, WaitPolicy::Wait);
         let engine = self.engine();
         let mut undo = Vec::new();
         let mut warnings = Vec::new();
@@ -765,6 +803,7 @@ impl Session {
                 warnings: &mut warnings,
                 strict,
                 found_rows: self.client_found_rows,
+                lock,
             };
             let r = match stmt {
                 Statement::Insert(i) => dml::insert(&mut catalog, &mut cx, i),
@@ -785,17 +824,19 @@ impl Session {
         self.warnings.extend(warnings);
         match result {
             Ok(r) => {
+                engine.txns.locks.add_modified(txn, undo.len());
                 if let Some(t) = self.txn.as_mut() {
                     t.writes.extend(undo);
                 }
                 if let Some(id) = r.last_insert_id {
                     self.info.last_insert_id.set(id);
                 }
+                self.after_read();
                 self.info.row_count = r.affected as i64;
                 self.statement_end()?;
                 Ok(Outcome::Done { affected: r.affected, last_insert_id: r.last_insert_id.unwrap_or(0), info: r.info })
             }
-            Err(e) if e.lock_holder.is_some() => Err(e),
+            Err(e) if e.lock_wait || e.rolls_back_transaction => Err(e),
             // The statement's own error wins over a commit error (there is nothing left to commit).
             Err(e) => self.statement_end().and(Err(e)),
         }
@@ -904,6 +945,7 @@ impl Session {
         }
         let names: Vec<&'static str> = match def.name {
             "transaction_isolation" | "tx_isolation" => vec!["transaction_isolation", "tx_isolation"],
+            "transaction_read_only" | "tx_read_only" => vec!["transaction_read_only", "tx_read_only"],
             n => vec![n],
         };
         if def.name == "collation_connection"
@@ -1013,7 +1055,7 @@ impl Session {
                 if let Err(e) = self.commit() {
                     return Some(Err(e));
                 }
-                self.begin_explicit();
+                self.begin_explicit(None);
                 Some(Ok(Outcome::ok()))
             }
             "COMMIT" if words.len() <= 2 => Some(self.commit().map(|()| Outcome::ok())),
@@ -1021,16 +1063,7 @@ impl Session {
                 self.rollback();
                 Some(Ok(Outcome::ok()))
             }
-            "START" if up(1) == "TRANSACTION" => {
-                if let Err(e) = self.commit() {
-                    return Some(Err(e));
-                }
-                self.begin_explicit();
-                if sql.to_ascii_uppercase().contains("CONSISTENT SNAPSHOT") {
-                    let _ = self.read_view();
-                }
-                Some(Ok(Outcome::ok()))
-            }
+            "START" if up(1) == "TRANSACTION" => Some(self.start_transaction(sql)),
             "SHOW" => Some(self.show(sql, &words)),
             "DESCRIBE" | "DESC" if words.len() >= 2 => {
                 let (db, t) = self.split_name(words[1]);
@@ -1047,37 +1080,71 @@ impl Session {
         }
     }
 
+    /// `START TRANSACTION [WITH CONSISTENT SNAPSHOT | READ ONLY | READ WRITE], ...`.
+    fn start_transaction(&mut self, sql: &str) -> Result<Outcome> {
+        let text = sql.trim().trim_end_matches(';');
+        let rest = text.get("START TRANSACTION".len()..).unwrap_or("").trim();
+        let mut snapshot = false;
+        let mut read_only = None;
+        for part in rest.split(',').map(|p| p.split_whitespace().map(str::to_ascii_uppercase).collect::<Vec<_>>().join(" ")).filter(|p| !p.is_empty()) {
+            match part.as_str() {
+                "WITH CONSISTENT SNAPSHOT" => snapshot = true,
+                "READ ONLY" | "READ WRITE" if read_only.is_none() => read_only = Some(part == "READ ONLY"),
+                _ => return Err(SqlError::parse(rest)),
+            }
+        }
+        self.commit()?;
+        self.begin_explicit(read_only);
+        if snapshot {
+            let _ = self.read_view();
+        }
+        Ok(Outcome::ok())
+    }
+
     /// `SET [GLOBAL | SESSION] TRANSACTION ISOLATION LEVEL ... | READ WRITE | READ ONLY`.
     /// The parser drops the scope, so this recogniser handles the statement.
     fn set_transaction(&mut self, words: &[&str]) -> Result<Outcome> {
-        let upper: Vec<String> = words.iter().map(|w| w.trim_end_matches([';', ',']).to_ascii_uppercase()).collect();
+        let upper: Vec<String> = words.iter().map(|w| w.trim_end_matches(';').to_ascii_uppercase()).collect();
         let scope = upper.get(1).map_or("", String::as_str);
         let scope = if matches!(scope, "GLOBAL" | "SESSION" | "LOCAL") { scope } else { "" };
-        let Some(at) = upper.iter().position(|w| w == "LEVEL") else {
-            // READ WRITE / READ ONLY: accepted; read-only transactions are not enforced yet.
-            self.warnings.push(Warning {
-                level: "Warning",
-                code: 1287,
-                message: "transaction access mode is accepted; Quill does not enforce READ ONLY yet".into(),
-            });
-            return Ok(Outcome::ok());
-        };
-        let level = match (upper.get(at + 1).map(String::as_str), upper.get(at + 2).map(String::as_str)) {
-            (Some("READ"), Some("UNCOMMITTED")) => "READ-UNCOMMITTED",
-            (Some("READ"), Some("COMMITTED")) => "READ-COMMITTED",
-            (Some("REPEATABLE"), Some("READ")) => "REPEATABLE-READ",
-            (Some("SERIALIZABLE"), _) => "SERIALIZABLE",
-            _ => return Err(SqlError::parse(&words[at..].join(" "))),
-        };
+        let from = upper.iter().position(|w| w == "TRANSACTION").map_or(upper.len(), |p| p + 1);
+        let text = upper[from..].join(" ");
+        let mut level = None;
+        let mut read_only = None;
+        for part in text.split(',').map(str::trim) {
+            let words: Vec<&str> = part.split_whitespace().collect();
+            match words.as_slice() {
+                ["ISOLATION", "LEVEL", "READ", "UNCOMMITTED"] if level.is_none() => level = Some("READ-UNCOMMITTED"),
+                ["ISOLATION", "LEVEL", "READ", "COMMITTED"] if level.is_none() => level = Some("READ-COMMITTED"),
+                ["ISOLATION", "LEVEL", "REPEATABLE", "READ"] if level.is_none() => level = Some("REPEATABLE-READ"),
+                ["ISOLATION", "LEVEL", "SERIALIZABLE"] if level.is_none() => level = Some("SERIALIZABLE"),
+                ["READ", "ONLY"] if read_only.is_none() => read_only = Some(true),
+                ["READ", "WRITE"] if read_only.is_none() => read_only = Some(false),
+                _ => return Err(SqlError::parse(part)),
+            }
+        }
+        let mode = read_only.map(|r| if r { "ON" } else { "OFF" });
         match scope {
             "GLOBAL" => {
                 let mut g = self.info.engine.globals.write();
-                g.values.insert("transaction_isolation", level.into());
-                g.values.insert("tx_isolation", level.into());
+                if let Some(level) = level {
+                    g.values.insert("transaction_isolation", level.into());
+                    g.values.insert("tx_isolation", level.into());
+                }
+                if let Some(m) = mode {
+                    g.values.insert("transaction_read_only", m.into());
+                    g.values.insert("tx_read_only", m.into());
+                }
             }
             "SESSION" | "LOCAL" => {
-                self.info.vars.values.insert("transaction_isolation", level.into());
-                self.info.vars.values.insert("tx_isolation", level.into());
+                if let Some(level) = level {
+                    self.info.vars.values.insert("transaction_isolation", level.into());
+                    self.info.vars.values.insert("tx_isolation", level.into());
+                }
+                if let Some(m) = mode {
+                    self.info.vars.values.insert("transaction_read_only", m.into());
+                    self.info.vars.values.insert("tx_read_only", m.into());
+                }
             }
             _ => {
                 if self.in_transaction() {
@@ -1086,7 +1153,12 @@ impl Session {
                         "Transaction characteristics can't be changed while a transaction is in progress",
                     ));
                 }
-                self.next_isolation = Some(level.into());
+                if let Some(level) = level {
+                    self.next_isolation = Some(level.into());
+                }
+                if read_only.is_some() {
+                    self.next_read_only = read_only;
+                }
             }
         }
         Ok(Outcome::ok())
@@ -1397,6 +1469,9 @@ impl Session {
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed).to_string();
         let log_stat =
             |field: fn(&quill_log::LogStats) -> &AtomicU64| self.info.engine.log.get().map_or(0, |l| field(l.stats()).load(Ordering::Relaxed)).to_string();
+        let ls = &self.info.engine.txns.locks.stats;
+        let lock_micros = ls.wait_micros.load(Ordering::Relaxed);
+        let lock_waits = ls.waits.load(Ordering::Relaxed);
         let items: Vec<(&str, String)> = vec![
             ("Binlog_commits", log_stat(|l| &l.records)),
             ("Binlog_group_commits", log_stat(|l| &l.groups)),
@@ -1407,9 +1482,14 @@ impl Session {
             ("Com_select", get(&s.com_select)),
             ("Com_update", get(&s.com_update)),
             ("Connections", get(&s.connections)),
-            ("Innodb_deadlocks", get(&s.deadlocks)),
+            ("Innodb_deadlocks", get(&ls.deadlocks)),
             ("Innodb_os_log_fsyncs", log_stat(|l| &l.fsyncs)),
             ("Innodb_os_log_written", log_stat(|l| &l.bytes_written)),
+            ("Innodb_row_lock_current_waits", get(&ls.current_waits)),
+            ("Innodb_row_lock_time", (lock_micros / 1000).to_string()),
+            ("Innodb_row_lock_time_avg", (lock_micros / 1000).checked_div(lock_waits).unwrap_or(0).to_string()),
+            ("Innodb_row_lock_time_max", (ls.max_wait_micros.load(Ordering::Relaxed) / 1000).to_string()),
+            ("Innodb_row_lock_waits", lock_waits.to_string()),
             ("Quill_checkpoint_lsn", get(&s.checkpoint_lsn)),
             ("Quill_checkpoints", get(&s.checkpoints)),
             ("Quill_log_bytes_written", log_stat(|l| &l.bytes_written)),

@@ -49,6 +49,10 @@ impl ReadView {
     }
 }
 
+/// A gap to lock, `(from, to)` in an index's entry space, and the primary key of the
+/// first entry above it (see [`Table::gap_around`]).
+pub type GapAround = (Bound<Vec<u8>>, Bound<Vec<u8>>, Option<Vec<u8>>);
+
 /// One column of a key: which column of the row, compared under which collation.
 pub type KeyPart = (usize, Collation);
 
@@ -92,7 +96,7 @@ impl Chain {
 pub enum WriteError {
     /// Another transaction has an uncommitted version of a row this write needs.
     #[error("row is locked by transaction {holder}")]
-    Locked { holder: TxnId },
+    Locked { holder: TxnId, pk: Vec<u8> },
     /// The write would give two rows the same key; `index` is `None` for the
     /// primary key, else the position of the unique secondary index.
     #[error("duplicate key")]
@@ -197,16 +201,7 @@ impl Table {
         let idx = &self.indexes[index];
         // Entries are `index key ++ pk`, so an inclusive prefix bound becomes
         // "from the prefix" / "to the prefix's successor".
-        let lo: Bound<Vec<u8>> = match lower {
-            Bound::Included(p) => Bound::Included(p.to_vec()),
-            Bound::Excluded(p) => prefix_successor(p).map_or(Bound::Unbounded, Bound::Included),
-            Bound::Unbounded => Bound::Unbounded,
-        };
-        let hi: Bound<Vec<u8>> = match upper {
-            Bound::Included(p) => prefix_successor(p).map_or(Bound::Unbounded, Bound::Excluded),
-            Bound::Excluded(p) => Bound::Excluded(p.to_vec()),
-            Bound::Unbounded => Bound::Unbounded,
-        };
+        let (lo, hi) = Self::entry_range(lower, upper);
         let mut out: Vec<Vec<u8>> = Vec::new();
         for (entry, pk) in idx.entries.range((lo, hi)) {
             let Some(row) = self.get(pk, view) else { continue };
@@ -217,6 +212,106 @@ impl Table {
             }
         }
         out
+    }
+
+    /// Primary keys of every row chain in the range, whatever its versions (a locking
+    /// read locks rows other transactions are inserting or deleting too).
+    #[must_use]
+    pub fn keys_in_range(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> Vec<Vec<u8>> {
+        self.rows.range::<[u8], _>((lower, upper)).map(|(k, _)| k.clone()).collect()
+    }
+
+    /// Primary keys of every entry of secondary index `index` in the range (bounds are
+    /// encoded index-key prefixes), whichever version of the row it came from.
+    #[must_use]
+    pub fn index_keys_in_range(&self, index: usize, lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> Vec<Vec<u8>> {
+        let mut out: Vec<Vec<u8>> = Vec::new();
+        for (_, pk) in self.indexes[index].entries.range(Self::entry_range(lower, upper)) {
+            if !out.contains(pk) {
+                out.push(pk.clone());
+            }
+        }
+        out
+    }
+
+    /// Entry-space bounds of an index-key prefix range: entries are `index key ++ pk`.
+    fn entry_range(lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+        let lo = match lower {
+            Bound::Included(p) => Bound::Included(p.to_vec()),
+            Bound::Excluded(p) => prefix_successor(p).map_or(Bound::Unbounded, Bound::Included),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        let hi = match upper {
+            Bound::Included(p) => prefix_successor(p).map_or(Bound::Unbounded, Bound::Excluded),
+            Bound::Excluded(p) => Bound::Excluded(p.to_vec()),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        (lo, hi)
+    }
+
+    /// The gap a locking scan of a range of index `index` (0: the primary key, `i + 1`:
+    /// secondary index `i`; bounds as for the scans) locks, widened to the neighbouring
+    /// entries as InnoDB's next-key locks are: from the last entry below the range
+    /// (excluded) to the first entry above it (excluded). Also returns the primary key of
+    /// that first entry above, whose record a range scan locks too.
+    #[must_use]
+    pub fn gap_around(&self, index: u32, lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> GapAround {
+        let (lo, hi) = if index == 0 { (lower.map(<[u8]>::to_vec), upper.map(<[u8]>::to_vec)) } else { Self::entry_range(lower, upper) };
+        let below = match &lo {
+            Bound::Included(k) => Bound::Excluded(k.clone()),
+            Bound::Excluded(k) => Bound::Included(k.clone()),
+            Bound::Unbounded => return self.gap_above(index, Bound::Unbounded, hi),
+        };
+        let prev = if index == 0 {
+            self.rows.range::<Vec<u8>, _>((Bound::Unbounded, below)).next_back().map(|(k, _)| k.clone())
+        } else {
+            self.indexes[index as usize - 1].entries.range::<Vec<u8>, _>((Bound::Unbounded, below)).next_back().map(|(k, _)| k.clone())
+        };
+        self.gap_above(index, prev.map_or(Bound::Unbounded, Bound::Excluded), hi)
+    }
+
+    fn gap_above(&self, index: u32, lo: Bound<Vec<u8>>, hi: Bound<Vec<u8>>) -> GapAround {
+        let above = match hi {
+            Bound::Included(k) => Bound::Excluded(k),
+            Bound::Excluded(k) => Bound::Included(k),
+            Bound::Unbounded => return (lo, Bound::Unbounded, None),
+        };
+        let next = if index == 0 {
+            self.rows.range::<Vec<u8>, _>((above, Bound::Unbounded)).next().map(|(k, _)| (k.clone(), k.clone()))
+        } else {
+            self.indexes[index as usize - 1].entries.range::<Vec<u8>, _>((above, Bound::Unbounded)).next().map(|(k, pk)| (k.clone(), pk.clone()))
+        };
+        match next {
+            Some((entry, pk)) => (lo, Bound::Excluded(entry), Some(pk)),
+            None => (lo, Bound::Unbounded, None),
+        }
+    }
+
+    /// The primary key an insert of `row` will take.
+    #[must_use]
+    pub fn insert_key(&self, row: &Row) -> Vec<u8> {
+        if self.has_primary_key() { self.primary_key(row) } else { encode_key([(&Value::UInt(self.next_row_id), Collation::Binary)]) }
+    }
+
+    /// The entries `row`, stored at `pk`, has in each secondary index (numbered from 1, as
+    /// gap locks number them), for the insert-intention check.
+    #[must_use]
+    pub fn index_entries(&self, row: &Row, pk: &[u8]) -> Vec<(u32, Vec<u8>)> {
+        self.indexes
+            .iter()
+            .enumerate()
+            .map(|(i, idx)| {
+                let mut entry = Self::index_key(&idx.def, row);
+                entry.extend_from_slice(pk);
+                (u32::try_from(i + 1).expect("index count fits u32"), entry)
+            })
+            .collect()
+    }
+
+    /// The commit timestamp of the newest committed version of the row at `pk`.
+    #[must_use]
+    pub fn newest_commit_ts(&self, pk: &[u8]) -> Option<Timestamp> {
+        self.rows.get(pk).and_then(|c| c.versions.iter().rev().find_map(|v| v.commit_ts))
     }
 
     /// Check unique secondary indexes for `row` (to be stored at `pk`) with a current read.
@@ -233,7 +328,7 @@ impl Table {
                 }
                 let chain = &self.rows[other_pk];
                 if let Some(holder) = chain.holder().filter(|&h| h != txn) {
-                    return Err(WriteError::Locked { holder });
+                    return Err(WriteError::Locked { holder, pk: other_pk.clone() });
                 }
                 if let Some(other) = chain.visible(&ReadView::current(txn))
                     && Self::index_key(&idx.def, other) == key
@@ -272,7 +367,7 @@ impl Table {
         };
         if let Some(chain) = self.rows.get(&pk) {
             if let Some(holder) = chain.holder().filter(|&h| h != txn) {
-                return Err(WriteError::Locked { holder });
+                return Err(WriteError::Locked { holder, pk });
             }
             if chain.visible(&ReadView::current(txn)).is_some() {
                 return Err(WriteError::Duplicate { index: None, existing_pk: pk });
@@ -290,7 +385,7 @@ impl Table {
     /// As [`Table::insert`].
     pub fn update(&mut self, txn: TxnId, pk: &[u8], row: Row) -> Result<Vec<u8>, WriteError> {
         if let Some(holder) = self.holder(pk).filter(|&h| h != txn) {
-            return Err(WriteError::Locked { holder });
+            return Err(WriteError::Locked { holder, pk: pk.to_vec() });
         }
         let new_pk = if self.has_primary_key() { self.primary_key(&row) } else { pk.to_vec() };
         if new_pk != pk {
@@ -309,7 +404,7 @@ impl Table {
     /// `Locked` if another transaction holds the row.
     pub fn delete(&mut self, txn: TxnId, pk: &[u8]) -> Result<(), WriteError> {
         if let Some(holder) = self.holder(pk).filter(|&h| h != txn) {
-            return Err(WriteError::Locked { holder });
+            return Err(WriteError::Locked { holder, pk: pk.to_vec() });
         }
         self.push_version(txn, pk.to_vec(), None);
         Ok(())
@@ -455,7 +550,7 @@ mod tests {
     fn second_writer_sees_the_lock_and_unique_keys_fold_case() {
         let mut t = table();
         let pk = t.insert(1, row(1, "abc")).unwrap();
-        assert_eq!(t.update(2, &pk, row(1, "x")), Err(WriteError::Locked { holder: 1 }));
+        assert_eq!(t.update(2, &pk, row(1, "x")), Err(WriteError::Locked { holder: 1, pk: pk.clone() }));
         t.commit_row(1, &pk, 1, 1);
         assert!(matches!(t.insert(2, row(2, "ABC")), Err(WriteError::Duplicate { index: Some(0), .. })));
         assert!(matches!(t.insert(2, row(1, "zzz")), Err(WriteError::Duplicate { index: None, .. })));

@@ -1,58 +1,49 @@
-//! Transactions: identities, commit timestamps, read views and waiting for a
-//! transaction that holds a row.
+//! Transactions: identities, commit timestamps, read views, the registry of open
+//! transactions, and the row lock manager ([`locks`]).
 //!
-//! The [`TxnManager`] hands out transaction ids and commit timestamps from one
-//! counter each, remembers which transactions are active and which read
-//! timestamps they hold (so storage can purge versions nobody can see), and lets
-//! a writer that met [`quill_storage::WriteError::Locked`] wait until the holder
-//! commits or rolls back.
+//! The [`TxnManager`] hands out transaction ids and commit timestamps from one counter
+//! each, remembers which transactions are open (with what `INNODB_TRX` shows of them) and
+//! which read timestamps their views hold, so storage can purge versions nobody can see.
+//! Row locks, their queues, waits and deadlock detection are the [`LockManager`]'s, one
+//! per server, reached as [`TxnManager::locks`].
 //!
-//! This is the first, coarse stage of concurrency control: a blocked statement
-//! waits for the whole holding transaction to end and is then re-run from its
-//! start (statement restart). Row lock queues, deadlock detection and gap locks
-//! replace it in the transactions issue; the interface the SQL layer sees
-//! (`begin`, `read_view`, `commit`, `end`, `wait_for`) stays.
-//!
-//! Invariants: commit timestamps strictly increase; a transaction's watch channel
-//! flips to `true` exactly once, when it ends, and only after its versions were
-//! committed or rolled back in storage.
+//! Invariants: commit timestamps strictly increase; a transaction is registered from
+//! [`TxnManager::begin`] until [`TxnManager::end`], which comes after its versions were
+//! committed or rolled back in storage and its locks released.
+
+pub mod locks;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+pub use locks::{Acquire, LockManager, LockMode, WaitOutcome, WaitPolicy};
 use parking_lot::Mutex;
 use quill_storage::{ReadView, Timestamp, TxnId};
-use tokio::sync::watch;
 
-/// How a wait for another transaction ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WaitOutcome {
-    /// The holder ended (or was never active): retry.
-    Released,
-    /// `innodb_lock_wait_timeout` passed first.
-    TimedOut,
+/// What `information_schema.INNODB_TRX` shows of an open transaction.
+#[derive(Debug, Clone)]
+pub struct TxnInfo {
+    /// The connection (`trx_mysql_thread_id`); 0 for internal transactions.
+    pub thread_id: u32,
+    pub started: Instant,
+    /// Wall-clock start, microseconds since the epoch (`trx_started`).
+    pub started_unix_micros: i64,
+    pub isolation: String,
+    pub read_only: bool,
 }
 
 #[derive(Default)]
 struct Active {
-    /// Transaction -> channel that flips to true when it ends.
-    ended: HashMap<TxnId, watch::Sender<bool>>,
+    open: HashMap<TxnId, TxnInfo>,
     /// Read timestamps held by open read views, with a count each.
     read_views: BTreeMap<Timestamp, usize>,
-    /// The wait-for graph: a waiting transaction -> the one it waits for. Each
-    /// transaction waits for at most one other at a time, so this is a forest of
-    /// chains unless a cycle (a deadlock) is about to close.
-    waits_for: HashMap<TxnId, TxnId>,
 }
-
-/// Starting a wait would close a cycle in the wait-for graph.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Deadlock;
 
 /// The transaction registry of one server.
 pub struct TxnManager {
     next_txn: AtomicU64,
+    pub locks: LockManager,
     /// The timestamp of the newest commit.
     last_commit_ts: AtomicU64,
     active: Mutex<Active>,
@@ -67,14 +58,15 @@ impl Default for TxnManager {
 impl TxnManager {
     #[must_use]
     pub fn new() -> TxnManager {
-        TxnManager { next_txn: AtomicU64::new(1), last_commit_ts: AtomicU64::new(0), active: Mutex::new(Active::default()) }
+        TxnManager { next_txn: AtomicU64::new(1), locks: LockManager::default(), last_commit_ts: AtomicU64::new(0), active: Mutex::new(Active::default()) }
     }
 
-    /// Start a transaction.
-    pub fn begin(&self) -> TxnId {
+    /// Start a transaction for connection `thread_id` (0: internal).
+    pub fn begin(&self, thread_id: u32, isolation: &str, read_only: bool) -> TxnId {
         let id = self.next_txn.fetch_add(1, Ordering::Relaxed);
-        let (tx, _) = watch::channel(false);
-        self.active.lock().ended.insert(id, tx);
+        let started_unix_micros = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
+        let info = TxnInfo { thread_id, started: Instant::now(), started_unix_micros, isolation: isolation.to_owned(), read_only };
+        self.active.lock().open.insert(id, info);
         id
     }
 
@@ -120,61 +112,24 @@ impl TxnManager {
         self.last_commit_ts.fetch_add(1, Ordering::AcqRel) + 1
     }
 
-    /// The transaction has committed or rolled back: wake its waiters.
+    /// The transaction has committed or rolled back: release its locks and forget it.
     pub fn end(&self, txn: TxnId) {
-        if let Some(tx) = self.active.lock().ended.remove(&txn) {
-            tx.send_replace(true);
-        }
+        self.locks.release_all(txn);
+        self.active.lock().open.remove(&txn);
     }
 
-    /// Subscribe to the end of `holder`; `None` if it already ended. Call this while
-    /// still holding the storage lock under which the conflict was seen, then wait
-    /// on the receiver after releasing it, so the end cannot be missed.
+    /// Every open transaction, oldest first.
     #[must_use]
-    pub fn watch(&self, holder: TxnId) -> Option<watch::Receiver<bool>> {
-        self.active.lock().ended.get(&holder).map(watch::Sender::subscribe)
-    }
-
-    /// Wait for a transaction subscribed with [`TxnManager::watch`] to end,
-    /// bounded by `timeout`.
-    pub async fn wait_for(receiver: Option<watch::Receiver<bool>>, timeout: Duration) -> WaitOutcome {
-        let Some(mut rx) = receiver else { return WaitOutcome::Released };
-        match tokio::time::timeout(timeout, rx.wait_for(|ended| *ended)).await {
-            Ok(_) => WaitOutcome::Released,
-            Err(_) => WaitOutcome::TimedOut,
-        }
-    }
-
-    /// Record that `waiter` is about to wait for `holder`.
-    ///
-    /// # Errors
-    /// [`Deadlock`] if `holder` (transitively) waits for `waiter`; nothing is recorded then.
-    pub fn start_wait(&self, waiter: TxnId, holder: TxnId) -> Result<(), Deadlock> {
-        let mut active = self.active.lock();
-        let mut next = holder;
-        // Each step follows a distinct edge, so the walk ends within the map's size.
-        for _ in 0..=active.waits_for.len() {
-            if next == waiter {
-                return Err(Deadlock);
-            }
-            match active.waits_for.get(&next) {
-                Some(&n) => next = n,
-                None => break,
-            }
-        }
-        active.waits_for.insert(waiter, holder);
-        Ok(())
-    }
-
-    /// The wait recorded by [`TxnManager::start_wait`] is over.
-    pub fn end_wait(&self, waiter: TxnId) {
-        self.active.lock().waits_for.remove(&waiter);
+    pub fn open_transactions(&self) -> Vec<(TxnId, TxnInfo)> {
+        let mut out: Vec<(TxnId, TxnInfo)> = self.active.lock().open.iter().map(|(&id, i)| (id, i.clone())).collect();
+        out.sort_by_key(|(id, _)| *id);
+        out
     }
 
     /// Number of transactions currently active.
     #[must_use]
     pub fn active_count(&self) -> usize {
-        self.active.lock().ended.len()
+        self.active.lock().open.len()
     }
 }
 
@@ -182,41 +137,10 @@ impl TxnManager {
 mod tests {
     use super::*;
 
-    #[tokio::test]
-    async fn waiter_wakes_when_the_holder_ends() {
-        let m = std::sync::Arc::new(TxnManager::new());
-        let holder = m.begin();
-        let rx = m.watch(holder);
-        let m2 = m.clone();
-        let waiter = tokio::spawn(async move { TxnManager::wait_for(rx, Duration::from_secs(5)).await });
-        m2.end(holder);
-        assert_eq!(waiter.await.unwrap(), WaitOutcome::Released);
-        assert!(m.watch(holder).is_none());
-    }
-
-    #[tokio::test]
-    async fn wait_times_out_while_the_holder_lives() {
-        let m = TxnManager::new();
-        let holder = m.begin();
-        let out = TxnManager::wait_for(m.watch(holder), Duration::from_millis(20)).await;
-        assert_eq!(out, WaitOutcome::TimedOut);
-    }
-
-    #[test]
-    fn a_wait_that_closes_a_cycle_is_a_deadlock() {
-        let m = TxnManager::new();
-        let (a, b, c) = (m.begin(), m.begin(), m.begin());
-        assert_eq!(m.start_wait(a, b), Ok(()));
-        assert_eq!(m.start_wait(b, c), Ok(()));
-        assert_eq!(m.start_wait(c, a), Err(Deadlock));
-        m.end_wait(a);
-        assert_eq!(m.start_wait(c, a), Ok(()));
-    }
-
     #[test]
     fn purge_horizon_respects_open_views() {
         let m = TxnManager::new();
-        let t = m.begin();
+        let t = m.begin(0, "REPEATABLE-READ", false);
         let v = m.read_view(t, false);
         m.next_commit_ts();
         m.next_commit_ts();

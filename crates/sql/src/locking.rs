@@ -1,0 +1,139 @@
+//! Row locking for statements: what a locking read or a write asks of the lock manager
+//! (`quill_txn::locks`), and how its answers become SQL outcomes.
+//!
+//! A statement that locks carries a [`LockSpec`]: its transaction, the mode (`FOR SHARE`
+//! and SERIALIZABLE reads take shared locks; writes and `FOR UPDATE` exclusive ones), the
+//! wait policy (`NOWAIT`, `SKIP LOCKED`), and whether it locks gaps (REPEATABLE READ and
+//! SERIALIZABLE). A request that must wait has been queued; the statement then fails with
+//! [`SqlError::lock_wait`], the session undoes what the statement did, awaits the grant
+//! and re-runs it, and the re-run finds the lock already held. A deadlock makes this
+//! transaction the victim ([`SqlError::deadlock`]).
+//!
+//! With strict snapshot isolation (`innodb_snapshot_isolation`), a locked row whose newest
+//! committed version is newer than the transaction's snapshot is error 1020 instead of
+//! being read current.
+//!
+//! Sits between `query`/`dml` (which decide what to lock) and `quill_txn` (which queues).
+
+use std::ops::Bound;
+
+use quill_storage::{Table, Timestamp, TxnId};
+use quill_txn::{Acquire, LockManager, LockMode, WaitPolicy};
+
+use crate::error::{Result, SqlError, codes};
+
+/// A range a locking scan read, on index `index` (0: the primary key, `i + 1`: secondary
+/// index `i`), bounds as for the table's scans.
+#[derive(Debug)]
+pub struct ScannedRange {
+    pub index: u32,
+    pub lo: Bound<Vec<u8>>,
+    pub hi: Bound<Vec<u8>>,
+    /// A range scan also locks the first record above the range.
+    pub next_record: bool,
+}
+
+impl ScannedRange {
+    /// One key looked up and not found.
+    #[must_use]
+    pub fn point(index: u32, key: Vec<u8>) -> ScannedRange {
+        ScannedRange { index, lo: Bound::Included(key.clone()), hi: Bound::Included(key), next_record: false }
+    }
+}
+
+fn as_ref_bound(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    b.as_ref().map(Vec::as_slice)
+}
+
+/// How one statement locks.
+#[derive(Debug, Clone, Copy)]
+pub struct LockSpec {
+    pub txn: TxnId,
+    pub mode: LockMode,
+    pub policy: WaitPolicy,
+    /// Lock the gaps a scan reads (REPEATABLE READ, SERIALIZABLE).
+    pub gaps: bool,
+    /// UPDATE and DELETE at READ COMMITTED and below read the newest committed version
+    /// first and lock only rows that match (InnoDB's semi-consistent read).
+    pub semi_consistent: bool,
+    /// Strict snapshot isolation: the read timestamp a locked row must not be newer than.
+    pub snapshot: Option<Timestamp>,
+}
+
+impl LockSpec {
+    /// Lock the row at `pk` of `table`. `Ok(false)`: skipped (`SKIP LOCKED`).
+    ///
+    /// # Errors
+    /// [`SqlError::lock_wait`] (queued), 3572 (`NOWAIT`), 1213 (deadlock victim), 1020
+    /// (changed since the snapshot).
+    pub fn lock_row(&self, locks: &LockManager, table_id: u64, table_name: &str, data: &Table, pk: &[u8]) -> Result<bool> {
+        match locks.lock_record(self.txn, table_id, pk, self.mode, self.policy) {
+            Acquire::Granted => {}
+            Acquire::Conflict if self.policy == WaitPolicy::SkipLocked => return Ok(false),
+            Acquire::Conflict => {
+                return Err(SqlError::new(codes::ER_LOCK_NOWAIT, "Statement aborted because lock(s) could not be acquired immediately and NOWAIT is set."));
+            }
+            Acquire::Waiting => return Err(SqlError::lock_wait()),
+            Acquire::Deadlock => return Err(SqlError::deadlock()),
+        }
+        if let Some(read_ts) = self.snapshot
+            && data.newest_commit_ts(pk).is_some_and(|ts| ts > read_ts)
+        {
+            return Err(SqlError::new(codes::ER_CHECKREAD, format!("Record has changed since last read in table '{table_name}'")));
+        }
+        Ok(true)
+    }
+
+    /// Lock the gap a scan of `(lower, upper)` on index `index` reads (0: the primary key),
+    /// and, for a range scan, the record just above it, as InnoDB's next-key locks do.
+    /// Nothing at READ COMMITTED and below.
+    ///
+    /// # Errors
+    /// As [`LockSpec::lock_row`] for the record above the range.
+    pub fn lock_gap(&self, locks: &LockManager, table_id: u64, table_name: &str, data: &Table, range: &ScannedRange) -> Result<()> {
+        if !self.gaps {
+            return Ok(());
+        }
+        let (lo, hi, next) = data.gap_around(range.index, as_ref_bound(&range.lo), as_ref_bound(&range.hi));
+        locks.lock_gap(self.txn, table_id, range.index, lo, hi);
+        if range.next_record
+            && let Some(pk) = next
+        {
+            // A skipped or refused record above the range does not change the scan's rows.
+            match self.lock_row(locks, table_id, table_name, data, &pk) {
+                Ok(_) => {}
+                Err(e) if e.code == codes::ER_CHECKREAD.0 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An insert (or an update that moves a row to a new key or index entry) of `keys` into
+/// `table` by `txn`: waits while another transaction's gap lock covers one of them.
+///
+/// # Errors
+/// [`SqlError::lock_wait`] or 1213, as [`LockSpec::lock_row`].
+pub fn check_insert(locks: &LockManager, txn: TxnId, table_id: u64, keys: &[(u32, Vec<u8>)]) -> Result<()> {
+    for (index, key) in keys {
+        match locks.check_insert(txn, table_id, *index, key) {
+            Acquire::Granted | Acquire::Conflict => {}
+            Acquire::Waiting => return Err(SqlError::lock_wait()),
+            Acquire::Deadlock => return Err(SqlError::deadlock()),
+        }
+    }
+    Ok(())
+}
+
+/// An exclusive lock for a write to the row at `pk` (always waits; no gap).
+///
+/// # Errors
+/// As [`LockSpec::lock_row`].
+pub fn lock_for_write(locks: &LockManager, txn: TxnId, table_id: u64, pk: &[u8]) -> Result<()> {
+    match locks.lock_record(txn, table_id, pk, LockMode::Exclusive, WaitPolicy::Wait) {
+        Acquire::Granted | Acquire::Conflict => Ok(()),
+        Acquire::Waiting => Err(SqlError::lock_wait()),
+        Acquire::Deadlock => Err(SqlError::deadlock()),
+    }
+}

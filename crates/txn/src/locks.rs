@@ -1,0 +1,728 @@
+//! The row lock manager: record locks with a fair queue per row, gap (range) locks,
+//! insert-intention checks, waits and deadlock detection.
+//!
+//! A *record lock* is held on one row, named by table id and encoded primary key, in
+//! [`LockMode::Shared`] or [`LockMode::Exclusive`] mode. Each locked row has a queue of
+//! requests in arrival order. A new request is granted at once only if no other
+//! transaction's request in the queue, granted or waiting, conflicts with it; otherwise it
+//! waits at the back. When locks are released, waiting requests are granted in queue order:
+//! one is granted when it conflicts with no granted request and no request ahead of it
+//! (so a stream of shared requests cannot starve an exclusive one). This is InnoDB's rule.
+//!
+//! A *gap lock* covers a range of one index's key space (index 0 is the primary key,
+//! `i + 1` the table's secondary index `i`), taken by a locking scan at REPEATABLE READ or
+//! SERIALIZABLE over the range it read, widened to the neighbouring keys as InnoDB's
+//! next-key locks are. Gap locks never conflict with each other and never wait; they only
+//! make an *insert* of a key inside the range, by another transaction, wait until every
+//! such holder has ended.
+//!
+//! Waiting is cooperative: a request that cannot be granted stays queued and the caller
+//! gets [`Acquire::Waiting`]; it then awaits [`LockManager::wait`], which returns when the
+//! request was granted or when the timeout passed (the request is withdrawn then). Before a
+//! request waits, the wait-for graph (derived from the queues, never stored apart from
+//! them) is searched from it. If it leads back to the requester, one transaction of the
+//! cycle is the victim: the lightest by weight (rows modified plus locks held, as InnoDB
+//! and MariaDB weigh them), the requester on a tie. A requester victim gets
+//! [`Acquire::Deadlock`] and nothing is queued; another victim has its waiting request
+//! withdrawn and its [`LockManager::wait`] returns [`WaitOutcome::Deadlock`].
+//!
+//! Invariants: a transaction waits for at most one lock at a time; a granted request is
+//! never taken back until [`LockManager::release_all`]; every waiting request belongs to
+//! the transaction whose `waiting` names it. The manager sits below the SQL layer and
+//! knows nothing of tables beyond their ids.
+
+use std::collections::{HashMap, VecDeque};
+use std::ops::Bound;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use quill_storage::TxnId;
+use tokio::sync::Notify;
+
+/// Most transactions a deadlock search visits before it gives up and treats the request
+/// as a deadlock (InnoDB does the same past its search limit).
+pub const DEADLOCK_SEARCH_STEPS_MAX: usize = 10_000;
+
+/// A record lock's mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockMode {
+    /// `FOR SHARE`, SERIALIZABLE reads, duplicate-key checks.
+    Shared,
+    /// Writes and `FOR UPDATE`.
+    Exclusive,
+}
+
+impl LockMode {
+    fn conflicts(self, other: LockMode) -> bool {
+        self == LockMode::Exclusive || other == LockMode::Exclusive
+    }
+
+    fn covers(self, wanted: LockMode) -> bool {
+        self == LockMode::Exclusive || wanted == LockMode::Shared
+    }
+
+    /// As `performance_schema.data_locks.LOCK_MODE` spells it.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            LockMode::Shared => "S",
+            LockMode::Exclusive => "X",
+        }
+    }
+}
+
+/// What to do when a lock cannot be granted at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitPolicy {
+    /// Queue and wait (bounded by `innodb_lock_wait_timeout`).
+    Wait,
+    /// `NOWAIT`: fail at once.
+    NoWait,
+    /// `SKIP LOCKED`: leave the row out.
+    SkipLocked,
+}
+
+/// The answer to a lock request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Acquire {
+    /// Held now (or already held in a covering mode).
+    Granted,
+    /// Not granted and not queued (`NOWAIT` / `SKIP LOCKED`).
+    Conflict,
+    /// Queued: await [`LockManager::wait`].
+    Waiting,
+    /// Waiting would close a cycle; nothing was queued.
+    Deadlock,
+}
+
+/// How a wait ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitOutcome {
+    Granted,
+    /// The timeout passed first; the request was withdrawn.
+    TimedOut,
+    /// Chosen as a deadlock victim while waiting; the request was withdrawn.
+    Deadlock,
+}
+
+/// The lock a transaction waits for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Wanted {
+    Record {
+        table: u64,
+        key: Vec<u8>,
+        mode: LockMode,
+    },
+    /// An insert of `key` into index `index`, held back by gap locks.
+    Insert {
+        table: u64,
+        index: u32,
+        key: Vec<u8>,
+    },
+}
+
+#[derive(Debug)]
+struct Request {
+    txn: TxnId,
+    mode: LockMode,
+    granted: bool,
+}
+
+#[derive(Debug)]
+struct Gap {
+    txn: TxnId,
+    index: u32,
+    lo: Bound<Vec<u8>>,
+    hi: Bound<Vec<u8>>,
+}
+
+impl Gap {
+    fn contains(&self, index: u32, key: &[u8]) -> bool {
+        if index != self.index {
+            return false;
+        }
+        let above = match &self.lo {
+            Bound::Included(l) => key >= l.as_slice(),
+            Bound::Excluded(l) => key > l.as_slice(),
+            Bound::Unbounded => true,
+        };
+        let below = match &self.hi {
+            Bound::Included(h) => key <= h.as_slice(),
+            Bound::Excluded(h) => key < h.as_slice(),
+            Bound::Unbounded => true,
+        };
+        above && below
+    }
+}
+
+struct TxnLocks {
+    /// Rows with a request of this transaction (granted, or the one it waits for).
+    records: Vec<(u64, Vec<u8>)>,
+    /// Tables where it holds gap locks.
+    gap_tables: Vec<u64>,
+    waiting: Option<(Wanted, Instant)>,
+    wake: Arc<Notify>,
+    /// Rows modified so far (for the deadlock victim's weight).
+    modified: usize,
+    /// Chosen as a deadlock victim; its wait ends with [`WaitOutcome::Deadlock`].
+    victim: bool,
+}
+
+impl TxnLocks {
+    fn new() -> TxnLocks {
+        TxnLocks { records: Vec::new(), gap_tables: Vec::new(), waiting: None, wake: Arc::new(Notify::new()), modified: 0, victim: false }
+    }
+
+    fn weight(&self) -> usize {
+        self.modified + self.records.len()
+    }
+}
+
+#[derive(Default)]
+struct State {
+    queues: HashMap<(u64, Vec<u8>), VecDeque<Request>>,
+    gaps: HashMap<u64, Vec<Gap>>,
+    txns: HashMap<TxnId, TxnLocks>,
+}
+
+/// Counters for SHOW GLOBAL STATUS (`Innodb_row_lock_*`).
+#[derive(Default)]
+pub struct LockStats {
+    /// Waits started (`Innodb_row_lock_waits`).
+    pub waits: AtomicU64,
+    /// Total time waited, in microseconds (`Innodb_row_lock_time`, shown in ms).
+    pub wait_micros: AtomicU64,
+    /// Longest wait, in microseconds (`Innodb_row_lock_time_max`).
+    pub max_wait_micros: AtomicU64,
+    /// Waits in progress (`Innodb_row_lock_current_waits`).
+    pub current_waits: AtomicU64,
+    /// Deadlocks found (`Innodb_deadlocks`).
+    pub deadlocks: AtomicU64,
+}
+
+/// One lock as `performance_schema.data_locks` shows it.
+#[derive(Debug, Clone)]
+pub struct LockInfo {
+    pub txn: TxnId,
+    pub table: u64,
+    /// Index 0 is the primary key.
+    pub index: u32,
+    /// `X`, `S`, `X,REC_NOT_GAP`, `X,GAP`, `X,INSERT_INTENTION`.
+    pub mode: String,
+    pub granted: bool,
+    /// The primary key (record locks), or the range's upper end (gap locks; `None` for the
+    /// end of the table).
+    pub key: Option<Vec<u8>>,
+}
+
+/// One edge of the wait-for graph, as `performance_schema.data_lock_waits` shows it.
+#[derive(Debug, Clone)]
+pub struct WaitInfo {
+    pub waiter: TxnId,
+    pub blocker: TxnId,
+    pub wanted: Wanted,
+}
+
+/// The lock manager of one server.
+#[derive(Default)]
+pub struct LockManager {
+    state: Mutex<State>,
+    pub stats: LockStats,
+}
+
+impl LockManager {
+    /// Ask for a record lock on `key` of `table`.
+    pub fn lock_record(&self, txn: TxnId, table: u64, key: &[u8], mode: LockMode, policy: WaitPolicy) -> Acquire {
+        let mut guard = self.state.lock();
+        let st = &mut *guard;
+        let queue_key = (table, key.to_vec());
+        let queue = st.queues.entry(queue_key).or_default();
+        let mut held = None;
+        let mut conflict = false;
+        for r in queue.iter() {
+            if r.txn == txn {
+                if r.granted {
+                    held = Some(r.mode);
+                } else {
+                    // Re-asked while still waiting (a statement re-run before its grant).
+                    return Acquire::Waiting;
+                }
+            } else if r.mode.conflicts(mode) {
+                conflict = true;
+            }
+        }
+        if held.is_some_and(|h| h.covers(mode)) {
+            return Acquire::Granted;
+        }
+        let first = held.is_none();
+        if !conflict {
+            match queue.iter_mut().find(|r| r.txn == txn) {
+                Some(r) => r.mode = mode,
+                None => queue.push_back(Request { txn, mode, granted: true }),
+            }
+            if first {
+                st.txns.entry(txn).or_insert_with(TxnLocks::new).records.push((table, key.to_vec()));
+            }
+            return Acquire::Granted;
+        }
+        if policy != WaitPolicy::Wait {
+            if queue.is_empty() {
+                st.queues.remove(&(table, key.to_vec()));
+            }
+            return Acquire::Conflict;
+        }
+        queue.push_back(Request { txn, mode, granted: false });
+        let wanted = Wanted::Record { table, key: key.to_vec(), mode };
+        // The request counts towards the requester's weight, as a queued lock does in InnoDB.
+        if first {
+            st.txns.entry(txn).or_insert_with(TxnLocks::new).records.push((table, key.to_vec()));
+        }
+        if self.resolve_deadlock(st, txn, &wanted) {
+            let qk = (table, key.to_vec());
+            let queue = st.queues.get_mut(&qk).expect("queued above");
+            let pos = queue.iter().rposition(|r| r.txn == txn && !r.granted).expect("queued above");
+            queue.remove(pos);
+            if queue.is_empty() {
+                st.queues.remove(&qk);
+            }
+            if first && let Some(t) = st.txns.get_mut(&txn) {
+                t.records.retain(|r| *r != qk);
+            }
+            return Acquire::Deadlock;
+        }
+        let t = st.txns.entry(txn).or_insert_with(TxnLocks::new);
+        t.waiting = Some((wanted, Instant::now()));
+        self.stats.waits.fetch_add(1, Ordering::Relaxed);
+        self.stats.current_waits.fetch_add(1, Ordering::Relaxed);
+        Acquire::Waiting
+    }
+
+    /// Take a gap lock on `(lo, hi)` of index `index` of `table`. Never waits.
+    pub fn lock_gap(&self, txn: TxnId, table: u64, index: u32, lo: Bound<Vec<u8>>, hi: Bound<Vec<u8>>) {
+        let mut st = self.state.lock();
+        let gaps = st.gaps.entry(table).or_default();
+        let gap = Gap { txn, index, lo, hi };
+        if gaps.iter().any(|g| g.txn == txn && g.index == index && g.lo == gap.lo && g.hi == gap.hi) {
+            return;
+        }
+        gaps.push(gap);
+        let t = st.txns.entry(txn).or_insert_with(TxnLocks::new);
+        if !t.gap_tables.contains(&table) {
+            t.gap_tables.push(table);
+        }
+    }
+
+    /// An insert of `key` into index `index` of `table`: granted unless another
+    /// transaction holds a gap lock covering it.
+    pub fn check_insert(&self, txn: TxnId, table: u64, index: u32, key: &[u8]) -> Acquire {
+        let mut st = self.state.lock();
+        let Some(gaps) = st.gaps.get(&table) else { return Acquire::Granted };
+        if !gaps.iter().any(|g| g.txn != txn && g.contains(index, key)) {
+            return Acquire::Granted;
+        }
+        let wanted = Wanted::Insert { table, index, key: key.to_vec() };
+        if self.resolve_deadlock(&mut st, txn, &wanted) {
+            return Acquire::Deadlock;
+        }
+        st.txns.entry(txn).or_insert_with(TxnLocks::new).waiting = Some((wanted, Instant::now()));
+        self.stats.waits.fetch_add(1, Ordering::Relaxed);
+        self.stats.current_waits.fetch_add(1, Ordering::Relaxed);
+        Acquire::Waiting
+    }
+
+    /// Wait until `txn`'s queued request is granted, at most `timeout`. On timeout the
+    /// request is withdrawn.
+    pub async fn wait(&self, txn: TxnId, timeout: Duration) -> WaitOutcome {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let Some(wake) = self.state.lock().txns.get(&txn).map(|t| t.wake.clone()) else { return WaitOutcome::Granted };
+        loop {
+            match self.wait_state(txn) {
+                Some(WaitOutcome::Deadlock) => return WaitOutcome::Deadlock,
+                Some(_) => {}
+                None => return WaitOutcome::Granted,
+            }
+            if tokio::time::timeout_at(deadline, wake.notified()).await.is_err() {
+                return if self.cancel_wait(txn) {
+                    WaitOutcome::TimedOut
+                } else if self.wait_state(txn) == Some(WaitOutcome::Deadlock) {
+                    WaitOutcome::Deadlock
+                } else {
+                    WaitOutcome::Granted
+                };
+            }
+        }
+    }
+
+    /// `None`: not waiting; `Some(Deadlock)`: chosen as a victim; `Some(TimedOut)`: waiting.
+    fn wait_state(&self, txn: TxnId) -> Option<WaitOutcome> {
+        let st = self.state.lock();
+        let t = st.txns.get(&txn)?;
+        if t.victim { Some(WaitOutcome::Deadlock) } else { t.waiting.as_ref().map(|_| WaitOutcome::TimedOut) }
+    }
+
+    /// Count `rows` more rows modified by `txn` (its weight as a deadlock victim).
+    pub fn add_modified(&self, txn: TxnId, rows: usize) {
+        if rows > 0 {
+            self.state.lock().txns.entry(txn).or_insert_with(TxnLocks::new).modified += rows;
+        }
+    }
+
+    /// `txn` is about to wait for `wanted`: if that closes a cycle, choose the victim. Returns
+    /// whether the requester itself is the victim (then it must not wait); another victim has
+    /// its request withdrawn and is woken.
+    fn resolve_deadlock(&self, st: &mut State, txn: TxnId, wanted: &Wanted) -> bool {
+        let Some(cycle) = st.find_cycle(txn, wanted) else { return false };
+        self.stats.deadlocks.fetch_add(1, Ordering::Relaxed);
+        let weight = |t: TxnId| st.txns.get(&t).map_or(0, TxnLocks::weight);
+        let mut victim = txn;
+        for &other in &cycle {
+            if weight(other) < weight(victim) {
+                victim = other;
+            }
+        }
+        if victim == txn {
+            return true;
+        }
+        self.withdraw(st, victim);
+        if let Some(t) = st.txns.get_mut(&victim) {
+            t.victim = true;
+            t.wake.notify_one();
+        }
+        false
+    }
+
+    /// Whether `txn` has a request waiting.
+    #[must_use]
+    pub fn is_waiting(&self, txn: TxnId) -> bool {
+        self.state.lock().txns.get(&txn).is_some_and(|t| t.waiting.is_some())
+    }
+
+    /// Withdraw `txn`'s waiting request (timeout, KILL). Returns whether one was waiting.
+    pub fn cancel_wait(&self, txn: TxnId) -> bool {
+        let mut guard = self.state.lock();
+        self.withdraw(&mut guard, txn)
+    }
+
+    fn withdraw(&self, st: &mut State, txn: TxnId) -> bool {
+        let Some(t) = st.txns.get_mut(&txn) else { return false };
+        let Some((wanted, since)) = t.waiting.take() else { return false };
+        self.end_wait_stats(since);
+        if let Wanted::Record { table, key, .. } = wanted {
+            let qk = (table, key);
+            if let Some(queue) = st.queues.get_mut(&qk) {
+                if let Some(pos) = queue.iter().position(|r| r.txn == txn && !r.granted) {
+                    queue.remove(pos);
+                }
+                let held = queue.iter().any(|r| r.txn == txn);
+                if !held && let Some(t) = st.txns.get_mut(&txn) {
+                    t.records.retain(|r| *r != qk);
+                }
+                self.grant_waiters(st, &qk);
+            }
+        }
+        true
+    }
+
+    /// Release every lock of `txn` (commit or rollback) and grant what can be granted.
+    pub fn release_all(&self, txn: TxnId) {
+        let mut guard = self.state.lock();
+        let st = &mut *guard;
+        let Some(t) = st.txns.remove(&txn) else { return };
+        if let Some((_, since)) = t.waiting {
+            self.end_wait_stats(since);
+        }
+        for qk in &t.records {
+            if let Some(queue) = st.queues.get_mut(qk) {
+                queue.retain(|r| r.txn != txn);
+                self.grant_waiters(st, qk);
+            }
+        }
+        for table in &t.gap_tables {
+            if let Some(gaps) = st.gaps.get_mut(table) {
+                gaps.retain(|g| g.txn != txn);
+                if gaps.is_empty() {
+                    st.gaps.remove(table);
+                }
+            }
+            self.grant_inserts(st, *table);
+        }
+    }
+
+    /// Grant the waiting requests of one queue that no longer conflict, in order.
+    fn grant_waiters(&self, st: &mut State, qk: &(u64, Vec<u8>)) {
+        let Some(queue) = st.queues.get_mut(qk) else { return };
+        if queue.is_empty() {
+            st.queues.remove(qk);
+            return;
+        }
+        let mut granted_now = Vec::new();
+        for i in 0..queue.len() {
+            if queue[i].granted {
+                continue;
+            }
+            let (txn, mode) = (queue[i].txn, queue[i].mode);
+            let blocked = queue.iter().enumerate().any(|(j, r)| r.txn != txn && (r.granted || j < i) && r.mode.conflicts(mode));
+            if !blocked {
+                granted_now.push(i);
+            }
+        }
+        for &i in &granted_now {
+            let txn = queue[i].txn;
+            // An upgrade merges into the transaction's granted request.
+            if let Some(j) = queue.iter().position(|r| r.txn == txn && r.granted) {
+                queue[j].mode = LockMode::Exclusive;
+                queue[i].granted = true;
+                queue[i].txn = TxnId::MAX;
+            } else {
+                queue[i].granted = true;
+            }
+            if let Some(t) = st.txns.get_mut(&txn)
+                && let Some((_, since)) = t.waiting.take()
+            {
+                self.end_wait_stats(since);
+                t.wake.notify_one();
+            }
+        }
+        queue.retain(|r| r.txn != TxnId::MAX);
+    }
+
+    /// Wake inserts into `table` that no gap lock holds back any more.
+    fn grant_inserts(&self, st: &mut State, table: u64) {
+        let gaps = st.gaps.get(&table);
+        for (&txn, t) in &mut st.txns {
+            let Some((Wanted::Insert { table: wt, index, key }, since)) = &t.waiting else { continue };
+            if *wt != table || gaps.is_some_and(|g| g.iter().any(|g| g.txn != txn && g.contains(*index, key))) {
+                continue;
+            }
+            self.end_wait_stats(*since);
+            t.waiting = None;
+            t.wake.notify_one();
+        }
+    }
+
+    fn end_wait_stats(&self, since: Instant) {
+        let us = u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX);
+        self.stats.wait_micros.fetch_add(us, Ordering::Relaxed);
+        self.stats.max_wait_micros.fetch_max(us, Ordering::Relaxed);
+        self.stats.current_waits.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Every lock held or awaited, for `performance_schema.data_locks`.
+    #[must_use]
+    pub fn locks(&self) -> Vec<LockInfo> {
+        let st = self.state.lock();
+        let mut out = Vec::new();
+        for ((table, key), queue) in &st.queues {
+            for r in queue {
+                let mode = if r.granted { format!("{},REC_NOT_GAP", r.mode.name()) } else { r.mode.name().to_owned() };
+                out.push(LockInfo { txn: r.txn, table: *table, index: 0, mode, granted: r.granted, key: Some(key.clone()) });
+            }
+        }
+        for (table, gaps) in &st.gaps {
+            for g in gaps {
+                let key = match &g.hi {
+                    Bound::Included(k) | Bound::Excluded(k) => Some(k.clone()),
+                    Bound::Unbounded => None,
+                };
+                out.push(LockInfo { txn: g.txn, table: *table, index: g.index, mode: "X,GAP".into(), granted: true, key });
+            }
+        }
+        for (&txn, t) in &st.txns {
+            if let Some((Wanted::Insert { table, index, key }, _)) = &t.waiting {
+                out.push(LockInfo { txn, table: *table, index: *index, mode: "X,INSERT_INTENTION".into(), granted: false, key: Some(key.clone()) });
+            }
+        }
+        out.sort_by(|a, b| (a.txn, a.table, a.index, &a.key).cmp(&(b.txn, b.table, b.index, &b.key)));
+        out
+    }
+
+    /// Every wait-for edge, for `performance_schema.data_lock_waits`.
+    #[must_use]
+    pub fn waits(&self) -> Vec<WaitInfo> {
+        let st = self.state.lock();
+        let mut out = Vec::new();
+        for (&txn, t) in &st.txns {
+            if let Some((wanted, _)) = &t.waiting {
+                for blocker in st.blockers(txn, wanted) {
+                    out.push(WaitInfo { waiter: txn, blocker, wanted: wanted.clone() });
+                }
+            }
+        }
+        out.sort_by_key(|w| (w.waiter, w.blocker));
+        out
+    }
+
+    /// What `txn` waits for and since when (`INNODB_TRX`).
+    #[must_use]
+    pub fn waiting_for(&self, txn: TxnId) -> Option<(Wanted, Instant)> {
+        self.state.lock().txns.get(&txn).and_then(|t| t.waiting.clone())
+    }
+
+    /// Number of rows `txn` holds or awaits a lock on (`INNODB_TRX.trx_rows_locked`).
+    #[must_use]
+    pub fn rows_locked(&self, txn: TxnId) -> usize {
+        self.state.lock().txns.get(&txn).map_or(0, |t| t.records.len())
+    }
+}
+
+impl State {
+    /// The transactions `txn`'s request for `wanted` waits behind.
+    fn blockers(&self, txn: TxnId, wanted: &Wanted) -> Vec<TxnId> {
+        let mut out = Vec::new();
+        match wanted {
+            Wanted::Record { table, key, mode } => {
+                let Some(queue) = self.queues.get(&(*table, key.clone())) else { return out };
+                let mine = queue.iter().position(|r| r.txn == txn && !r.granted).unwrap_or(queue.len());
+                for (j, r) in queue.iter().enumerate() {
+                    if r.txn != txn && (r.granted || j < mine) && r.mode.conflicts(*mode) && !out.contains(&r.txn) {
+                        out.push(r.txn);
+                    }
+                }
+            }
+            Wanted::Insert { table, index, key } => {
+                for g in self.gaps.get(table).into_iter().flatten() {
+                    if g.txn != txn && g.contains(*index, key) && !out.contains(&g.txn) {
+                        out.push(g.txn);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The other transactions of the cycle `txn` waiting for `wanted` would close, if any.
+    /// A search longer than [`DEADLOCK_SEARCH_STEPS_MAX`] counts as a cycle of `txn` alone.
+    fn find_cycle(&self, txn: TxnId, wanted: &Wanted) -> Option<Vec<TxnId>> {
+        // Depth-first, remembering how each transaction was reached to recover the cycle.
+        let mut parent: HashMap<TxnId, TxnId> = HashMap::new();
+        let mut stack: Vec<(TxnId, TxnId)> = self.blockers(txn, wanted).into_iter().map(|b| (b, txn)).collect();
+        let mut steps = 0usize;
+        while let Some((b, from)) = stack.pop() {
+            if b == txn {
+                let mut cycle = Vec::new();
+                let mut at = from;
+                while at != txn {
+                    cycle.push(at);
+                    at = parent[&at];
+                }
+                return Some(cycle);
+            }
+            if parent.contains_key(&b) {
+                continue;
+            }
+            parent.insert(b, from);
+            steps += 1;
+            if steps > DEADLOCK_SEARCH_STEPS_MAX {
+                return Some(Vec::new());
+            }
+            if let Some((w, _)) = self.txns.get(&b).and_then(|t| t.waiting.as_ref()) {
+                stack.extend(self.blockers(b, w).into_iter().map(|n| (n, b)));
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use LockMode::{Exclusive as X, Shared as S};
+    use WaitPolicy::{NoWait, SkipLocked, Wait};
+
+    #[test]
+    fn shared_locks_share_and_exclusive_ones_queue() {
+        let m = LockManager::default();
+        assert_eq!(m.lock_record(1, 7, b"a", S, Wait), Acquire::Granted);
+        assert_eq!(m.lock_record(2, 7, b"a", S, Wait), Acquire::Granted);
+        assert_eq!(m.lock_record(3, 7, b"a", X, NoWait), Acquire::Conflict);
+        assert_eq!(m.lock_record(3, 7, b"a", X, SkipLocked), Acquire::Conflict);
+        assert_eq!(m.lock_record(3, 7, b"a", X, Wait), Acquire::Waiting);
+        // Fairness: a new shared request queues behind the waiting exclusive one.
+        assert_eq!(m.lock_record(4, 7, b"a", S, Wait), Acquire::Waiting);
+        m.release_all(1);
+        assert!(m.is_waiting(3));
+        m.release_all(2);
+        assert!(!m.is_waiting(3), "exclusive granted first");
+        assert!(m.is_waiting(4));
+        m.release_all(3);
+        assert!(!m.is_waiting(4));
+        assert_eq!(m.stats.waits.load(Ordering::Relaxed), 2);
+        assert_eq!(m.stats.current_waits.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn two_shared_holders_upgrading_deadlock() {
+        let m = LockManager::default();
+        assert_eq!(m.lock_record(1, 1, b"k", S, Wait), Acquire::Granted);
+        assert_eq!(m.lock_record(2, 1, b"k", S, Wait), Acquire::Granted);
+        assert_eq!(m.lock_record(1, 1, b"k", X, Wait), Acquire::Waiting);
+        assert_eq!(m.lock_record(2, 1, b"k", X, Wait), Acquire::Deadlock);
+        m.release_all(2);
+        assert!(!m.is_waiting(1));
+        assert_eq!(m.lock_record(1, 1, b"k", X, NoWait), Acquire::Granted, "upgrade held");
+        assert_eq!(m.lock_record(3, 1, b"k", S, NoWait), Acquire::Conflict);
+    }
+
+    #[test]
+    fn a_cycle_across_rows_is_found() {
+        let m = LockManager::default();
+        assert_eq!(m.lock_record(1, 1, b"a", X, Wait), Acquire::Granted);
+        assert_eq!(m.lock_record(2, 1, b"b", X, Wait), Acquire::Granted);
+        assert_eq!(m.lock_record(3, 1, b"c", X, Wait), Acquire::Granted);
+        assert_eq!(m.lock_record(1, 1, b"b", X, Wait), Acquire::Waiting);
+        assert_eq!(m.lock_record(2, 1, b"c", X, Wait), Acquire::Waiting);
+        assert_eq!(m.lock_record(3, 1, b"a", X, Wait), Acquire::Deadlock);
+        assert_eq!(m.waits().len(), 2);
+    }
+
+    #[test]
+    fn gap_locks_hold_back_other_inserts_only() {
+        let m = LockManager::default();
+        m.lock_gap(1, 5, 0, Bound::Excluded(b"b".to_vec()), Bound::Included(b"f".to_vec()));
+        assert_eq!(m.check_insert(1, 5, 0, b"c"), Acquire::Granted, "own gap");
+        assert_eq!(m.check_insert(2, 5, 0, b"a"), Acquire::Granted, "outside");
+        assert_eq!(m.check_insert(2, 5, 1, b"c"), Acquire::Granted, "other index");
+        assert_eq!(m.check_insert(2, 5, 0, b"c"), Acquire::Waiting);
+        m.release_all(1);
+        assert!(!m.is_waiting(2));
+        // Two holders of one gap both inserting into it: the second closes a cycle.
+        m.lock_gap(3, 5, 0, Bound::Unbounded, Bound::Unbounded);
+        m.lock_gap(4, 5, 0, Bound::Unbounded, Bound::Unbounded);
+        assert_eq!(m.check_insert(3, 5, 0, b"q"), Acquire::Waiting);
+        assert_eq!(m.check_insert(4, 5, 0, b"q"), Acquire::Deadlock);
+        m.release_all(4);
+        assert!(!m.is_waiting(3));
+    }
+
+    #[tokio::test]
+    async fn the_lighter_transaction_is_the_victim() {
+        let m = LockManager::default();
+        assert_eq!(m.lock_record(1, 1, b"a", X, Wait), Acquire::Granted);
+        assert_eq!(m.lock_record(2, 1, b"b", X, Wait), Acquire::Granted);
+        m.add_modified(2, 5);
+        assert_eq!(m.lock_record(1, 1, b"b", X, Wait), Acquire::Waiting);
+        // 2 closes the cycle but has modified more rows: 1 is the victim.
+        assert_eq!(m.lock_record(2, 1, b"a", X, Wait), Acquire::Waiting);
+        assert_eq!(m.wait(1, Duration::from_secs(5)).await, WaitOutcome::Deadlock);
+        m.release_all(1);
+        assert_eq!(m.wait(2, Duration::from_secs(5)).await, WaitOutcome::Granted);
+        assert_eq!(m.stats.deadlocks.load(Ordering::Relaxed), 1);
+    }
+
+    #[tokio::test]
+    async fn a_wait_times_out_and_withdraws() {
+        let m = Arc::new(LockManager::default());
+        assert_eq!(m.lock_record(1, 1, b"a", X, Wait), Acquire::Granted);
+        assert_eq!(m.lock_record(2, 1, b"a", X, Wait), Acquire::Waiting);
+        assert_eq!(m.wait(2, Duration::from_millis(20)).await, WaitOutcome::TimedOut);
+        assert!(!m.is_waiting(2));
+        assert_eq!(m.lock_record(3, 1, b"a", X, Wait), Acquire::Waiting);
+        let m2 = m.clone();
+        let waiter = tokio::spawn(async move { m2.wait(3, Duration::from_secs(5)).await });
+        m.release_all(1);
+        assert_eq!(waiter.await.unwrap(), WaitOutcome::Granted);
+        assert_eq!(m.locks().iter().filter(|l| l.granted).count(), 1);
+    }
+}
