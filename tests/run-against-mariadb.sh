@@ -2,6 +2,7 @@
 # Runs the whole black-box suite against MariaDB to confirm the expected outputs.
 #
 #   tests/run-against-mariadb.sh [pytest args...]
+#   tests/run-against-mariadb.sh --run COMMAND [ARGS...]   (COMMAND sees $MARIADB_PORT)
 #
 # With MARIADB_PORT set, uses the MariaDB already listening on 127.0.0.1:$MARIADB_PORT
 # (root, empty password). Otherwise starts a private one (mariadb-install-db + mariadbd) on a
@@ -47,4 +48,9 @@ fi
 
 export QUILL_TEST_TARGET=mariadb MARIADB_PORT
 cd "$repo_root"
-python3 -m pytest tests -q -p no:cacheprovider "$@"
+if [[ "${1:-}" == "--run" ]]; then
+    shift
+    "$@"
+else
+    python3 -m pytest tests -q -p no:cacheprovider "$@"
+fi

@@ -19,6 +19,7 @@ pub mod error;
 pub mod explain;
 pub mod expr;
 pub mod functions;
+pub mod lock_tables;
 pub mod locking;
 pub mod ops;
 pub mod query;

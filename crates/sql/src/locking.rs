@@ -95,7 +95,7 @@ impl LockSpec {
             return Ok(());
         }
         let (lo, hi, next) = data.gap_around(range.index, as_ref_bound(&range.lo), as_ref_bound(&range.hi));
-        locks.lock_gap(self.txn, table_id, range.index, lo, hi);
+        locks.lock_gap(self.txn, table_id, range.index, self.mode, lo, hi);
         if range.next_record
             && let Some(pk) = next
         {

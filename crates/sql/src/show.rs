@@ -8,15 +8,15 @@ use crate::functions;
 use crate::query::{Env, OutColumn, ResultSet};
 use crate::types::SqlType;
 
-fn text(len: u32) -> SqlType {
+pub(crate) fn text(len: u32) -> SqlType {
     SqlType::VarChar { len, collation: Collation::Utf8mb4GeneralCi }
 }
 
-fn s(v: impl Into<String>) -> Value {
+pub(crate) fn s(v: impl Into<String>) -> Value {
     Value::Str(v.into())
 }
 
-fn cols(names: &[(&str, SqlType)]) -> Vec<OutColumn> {
+pub(crate) fn cols(names: &[(&str, SqlType)]) -> Vec<OutColumn> {
     names.iter().map(|(n, t)| OutColumn::computed(n, t.clone())).collect()
 }
 
@@ -403,6 +403,7 @@ pub fn information_schema_table(env: &Env<'_>, name: &str) -> Result<(Vec<OutCol
             }
             (c, rows)
         }
+        "INNODB_TRX" => crate::lock_tables::innodb_trx(env)?,
         other => {
             return Err(SqlError::new(crate::error::codes::ER_UNKNOWN_TABLE, format!("Unknown table '{}' in information_schema", other.to_ascii_lowercase())));
         }

@@ -287,6 +287,18 @@ impl Table {
         }
     }
 
+    /// The primary key an entry of secondary index `index` points at.
+    #[must_use]
+    pub fn index_entry_pk(&self, index: usize, entry: &[u8]) -> Option<&Vec<u8>> {
+        self.indexes.get(index)?.entries.get(entry)
+    }
+
+    /// The newest version of the row at `pk`, committed or not (`None`: no row or deleted).
+    #[must_use]
+    pub fn newest(&self, pk: &[u8]) -> Option<&Row> {
+        self.rows.get(pk)?.versions.last()?.row.as_ref()
+    }
+
     /// The primary key an insert of `row` will take.
     #[must_use]
     pub fn insert_key(&self, row: &Row) -> Vec<u8> {

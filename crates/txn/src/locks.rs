@@ -133,6 +133,8 @@ struct Request {
 #[derive(Debug)]
 struct Gap {
     txn: TxnId,
+    /// Shown only: gap locks of either mode conflict with inserts alone.
+    mode: LockMode,
     index: u32,
     lo: Bound<Vec<u8>>,
     hi: Bound<Vec<u8>>,
@@ -223,6 +225,9 @@ pub struct WaitInfo {
     pub waiter: TxnId,
     pub blocker: TxnId,
     pub wanted: Wanted,
+    /// The blocker's lock: on the same row for a record wait; for an insert, the gap
+    /// lock's index and upper end (`None`: the end of the index).
+    pub blocking: (u32, Option<Vec<u8>>),
 }
 
 /// The lock manager of one server.
@@ -299,12 +304,16 @@ impl LockManager {
         Acquire::Waiting
     }
 
-    /// Take a gap lock on `(lo, hi)` of index `index` of `table`. Never waits.
-    pub fn lock_gap(&self, txn: TxnId, table: u64, index: u32, lo: Bound<Vec<u8>>, hi: Bound<Vec<u8>>) {
+    /// Take a gap lock on `(lo, hi)` of index `index` of `table`. Never waits; `mode` is
+    /// only shown (`data_locks`).
+    pub fn lock_gap(&self, txn: TxnId, table: u64, index: u32, mode: LockMode, lo: Bound<Vec<u8>>, hi: Bound<Vec<u8>>) {
         let mut st = self.state.lock();
         let gaps = st.gaps.entry(table).or_default();
-        let gap = Gap { txn, index, lo, hi };
-        if gaps.iter().any(|g| g.txn == txn && g.index == index && g.lo == gap.lo && g.hi == gap.hi) {
+        let gap = Gap { txn, mode, index, lo, hi };
+        if let Some(g) = gaps.iter_mut().find(|g| g.txn == txn && g.index == index && g.lo == gap.lo && g.hi == gap.hi) {
+            if mode == LockMode::Exclusive {
+                g.mode = mode;
+            }
             return;
         }
         gaps.push(gap);
@@ -526,7 +535,7 @@ impl LockManager {
                     Bound::Included(k) | Bound::Excluded(k) => Some(k.clone()),
                     Bound::Unbounded => None,
                 };
-                out.push(LockInfo { txn: g.txn, table: *table, index: g.index, mode: "X,GAP".into(), granted: true, key });
+                out.push(LockInfo { txn: g.txn, table: *table, index: g.index, mode: format!("{},GAP", g.mode.name()), granted: true, key });
             }
         }
         for (&txn, t) in &st.txns {
@@ -546,7 +555,20 @@ impl LockManager {
         for (&txn, t) in &st.txns {
             if let Some((wanted, _)) = &t.waiting {
                 for blocker in st.blockers(txn, wanted) {
-                    out.push(WaitInfo { waiter: txn, blocker, wanted: wanted.clone() });
+                    let blocking = match wanted {
+                        Wanted::Record { key, .. } => (0, Some(key.clone())),
+                        Wanted::Insert { table, index, key } => {
+                            let gap = st.gaps.get(table).into_iter().flatten().find(|g| g.txn == blocker && g.contains(*index, key));
+                            (
+                                *index,
+                                gap.and_then(|g| match &g.hi {
+                                    Bound::Included(k) | Bound::Excluded(k) => Some(k.clone()),
+                                    Bound::Unbounded => None,
+                                }),
+                            )
+                        }
+                    };
+                    out.push(WaitInfo { waiter: txn, blocker, wanted: wanted.clone(), blocking });
                 }
             }
         }
@@ -560,10 +582,11 @@ impl LockManager {
         self.state.lock().txns.get(&txn).and_then(|t| t.waiting.clone())
     }
 
-    /// Number of rows `txn` holds or awaits a lock on (`INNODB_TRX.trx_rows_locked`).
+    /// Rows `txn` holds or awaits a lock on, and rows it modified (`INNODB_TRX`'s
+    /// `trx_rows_locked` and `trx_rows_modified`).
     #[must_use]
-    pub fn rows_locked(&self, txn: TxnId) -> usize {
-        self.state.lock().txns.get(&txn).map_or(0, |t| t.records.len())
+    pub fn txn_counts(&self, txn: TxnId) -> (usize, usize) {
+        self.state.lock().txns.get(&txn).map_or((0, 0), |t| (t.records.len(), t.modified))
     }
 }
 
@@ -680,7 +703,7 @@ mod tests {
     #[test]
     fn gap_locks_hold_back_other_inserts_only() {
         let m = LockManager::default();
-        m.lock_gap(1, 5, 0, Bound::Excluded(b"b".to_vec()), Bound::Included(b"f".to_vec()));
+        m.lock_gap(1, 5, 0, X, Bound::Excluded(b"b".to_vec()), Bound::Included(b"f".to_vec()));
         assert_eq!(m.check_insert(1, 5, 0, b"c"), Acquire::Granted, "own gap");
         assert_eq!(m.check_insert(2, 5, 0, b"a"), Acquire::Granted, "outside");
         assert_eq!(m.check_insert(2, 5, 1, b"c"), Acquire::Granted, "other index");
@@ -688,8 +711,8 @@ mod tests {
         m.release_all(1);
         assert!(!m.is_waiting(2));
         // Two holders of one gap both inserting into it: the second closes a cycle.
-        m.lock_gap(3, 5, 0, Bound::Unbounded, Bound::Unbounded);
-        m.lock_gap(4, 5, 0, Bound::Unbounded, Bound::Unbounded);
+        m.lock_gap(3, 5, 0, X, Bound::Unbounded, Bound::Unbounded);
+        m.lock_gap(4, 5, 0, X, Bound::Unbounded, Bound::Unbounded);
         assert_eq!(m.check_insert(3, 5, 0, b"q"), Acquire::Waiting);
         assert_eq!(m.check_insert(4, 5, 0, b"q"), Acquire::Deadlock);
         m.release_all(4);

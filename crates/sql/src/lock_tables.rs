@@ -1,0 +1,285 @@
+//! Who holds and who waits: `information_schema.INNODB_TRX` and
+//! `performance_schema.data_locks` / `data_lock_waits`, computed from the transaction
+//! registry and the lock manager at the moment they are read.
+//!
+//! Lock ids are Quill's own (`<trx>:<table id>:<index>:<key in hex>`), the same in both
+//! performance_schema tables so they join as MySQL's do. `LOCK_DATA` shows the key's
+//! column values, read from the newest version of the row; a gap lock at the end of an
+//! index shows `supremum pseudo-record`. Each transaction with row locks on a table also
+//! shows the table's intention lock (`IX`, or `IS` for shared locks only), as InnoDB does.
+//! Transactions the server runs for itself (checkpoints) are not shown.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use quill_storage::Value;
+use quill_txn::locks::{LockInfo, Wanted};
+
+use crate::catalog::TableMeta;
+use crate::error::Result;
+use crate::ops;
+use crate::query::{Env, OutColumn};
+use crate::show::{cols, s, text};
+use crate::types::SqlType;
+
+type Rows = (Vec<OutColumn>, Vec<Vec<Value>>);
+
+fn int(v: u64) -> Value {
+    Value::UInt(v)
+}
+
+fn lock_id(txn: u64, table: u64, index: u32, key: Option<&[u8]>) -> String {
+    let mut id = format!("{txn}:{table}:{index}:");
+    match key {
+        Some(k) => k.iter().for_each(|b| {
+            let _ = write!(id, "{b:02x}");
+        }),
+        None => id.push_str("supremum"),
+    }
+    id
+}
+
+/// `information_schema.INNODB_TRX`.
+pub fn innodb_trx(env: &Env<'_>) -> Result<Rows> {
+    let c = cols(&[
+        ("trx_id", SqlType::bigint()),
+        ("trx_state", text(13)),
+        ("trx_started", SqlType::DateTime(0)),
+        ("trx_requested_lock_id", text(105)),
+        ("trx_wait_started", SqlType::DateTime(0)),
+        ("trx_weight", SqlType::bigint()),
+        ("trx_mysql_thread_id", SqlType::bigint()),
+        ("trx_query", text(1024)),
+        ("trx_operation_state", text(64)),
+        ("trx_tables_in_use", SqlType::bigint()),
+        ("trx_tables_locked", SqlType::bigint()),
+        ("trx_lock_structs", SqlType::bigint()),
+        ("trx_lock_memory_bytes", SqlType::bigint()),
+        ("trx_rows_locked", SqlType::bigint()),
+        ("trx_rows_modified", SqlType::bigint()),
+        ("trx_concurrency_tickets", SqlType::bigint()),
+        ("trx_isolation_level", text(16)),
+        ("trx_unique_checks", SqlType::bigint()),
+        ("trx_foreign_key_checks", SqlType::bigint()),
+        ("trx_last_foreign_key_error", text(256)),
+        ("trx_adaptive_hash_latched", SqlType::bigint()),
+        ("trx_adaptive_hash_timeout", SqlType::bigint()),
+        ("trx_is_read_only", SqlType::bigint()),
+        ("trx_autocommit_non_locking", SqlType::bigint()),
+        ("trx_schedule_weight", SqlType::bigint()),
+    ]);
+    let engine = &env.info.engine;
+    let locks = &engine.txns.locks;
+    let queries: BTreeMap<u32, Option<String>> = engine.processes.lock().iter().map(|(&id, p)| (id, p.info.clone())).collect();
+    let now = std::time::Instant::now();
+    let now_unix = env.now_us;
+    let all = locks.locks();
+    let mut rows = Vec::new();
+    for (id, info) in engine.txns.open_transactions() {
+        if info.thread_id == 0 {
+            continue;
+        }
+        let waiting = locks.waiting_for(id);
+        let (rows_locked, modified) = locks.txn_counts(id);
+        let tables: std::collections::BTreeSet<u64> = all.iter().filter(|l| l.txn == id).map(|l| l.table).collect();
+        let (state, requested, wait_started) = match &waiting {
+            Some((wanted, since)) => {
+                let waited = i64::try_from(now.duration_since(*since).as_micros()).unwrap_or(0);
+                let id_text = match wanted {
+                    Wanted::Record { table, key, .. } => lock_id(id, *table, 0, Some(key)),
+                    Wanted::Insert { table, index, key } => lock_id(id, *table, *index, Some(key)),
+                };
+                (s("LOCK WAIT"), s(id_text), Value::DateTime((now_unix - waited) / 1_000_000 * 1_000_000))
+            }
+            None => (s("RUNNING"), Value::Null, Value::Null),
+        };
+        rows.push(vec![
+            int(id),
+            state,
+            Value::DateTime(info.started_unix_micros / 1_000_000 * 1_000_000),
+            requested,
+            wait_started,
+            int((rows_locked + modified) as u64),
+            int(u64::from(info.thread_id)),
+            queries.get(&info.thread_id).cloned().flatten().map_or(Value::Null, s),
+            if waiting.is_some() { s("waiting for a row lock") } else { Value::Null },
+            int(0),
+            int(tables.len() as u64),
+            int((rows_locked + tables.len()) as u64),
+            int(0),
+            int(rows_locked as u64),
+            int(modified as u64),
+            int(0),
+            s(info.isolation.replace('-', " ")),
+            int(1),
+            int(1),
+            Value::Null,
+            int(0),
+            int(0),
+            int(u64::from(info.read_only)),
+            int(0),
+            int(0),
+        ]);
+    }
+    Ok((c, rows))
+}
+
+/// `performance_schema.data_locks` or `data_lock_waits`; `None` for another name.
+pub fn performance_schema_table(env: &Env<'_>, name: &str) -> Option<Rows> {
+    match name.to_ascii_lowercase().as_str() {
+        "data_locks" => Some(data_locks(env)),
+        "data_lock_waits" => Some(data_lock_waits(env)),
+        _ => None,
+    }
+}
+
+/// The key's column values, as `LOCK_DATA` shows them.
+fn lock_data(meta: Option<&TableMeta>, index: u32, key: Option<&[u8]>) -> Value {
+    let Some(key) = key else { return s("supremum pseudo-record") };
+    let Some(meta) = meta else { return Value::Null };
+    let (pk, cols): (Option<&Vec<u8>>, Vec<usize>) = if index == 0 {
+        (None, meta.primary.clone())
+    } else {
+        let i = index as usize - 1;
+        let mut c = meta.indexes.get(i).map(|ix| ix.columns.clone()).unwrap_or_default();
+        c.extend(&meta.primary);
+        (meta.data.index_entry_pk(i, key), c)
+    };
+    let pk = pk.map_or(key, Vec::as_slice);
+    if meta.primary.is_empty() && index == 0 {
+        return quill_storage::key::decode_uint_key(pk).map_or(Value::Null, |id| s(format!("0x{id:012X}")));
+    }
+    let Some(row) = meta.data.newest(pk) else { return Value::Null };
+    let shown: Vec<String> = cols
+        .iter()
+        .map(|&c| match &row[c] {
+            Value::Str(v) => format!("'{v}'"),
+            v => ops::to_string_lossy(v),
+        })
+        .collect();
+    s(shown.join(", "))
+}
+
+fn data_locks(env: &Env<'_>) -> Rows {
+    let c = cols(&[
+        ("ENGINE", text(32)),
+        ("ENGINE_LOCK_ID", text(128)),
+        ("ENGINE_TRANSACTION_ID", SqlType::bigint()),
+        ("THREAD_ID", SqlType::bigint()),
+        ("EVENT_ID", SqlType::bigint()),
+        ("OBJECT_SCHEMA", text(64)),
+        ("OBJECT_NAME", text(64)),
+        ("PARTITION_NAME", text(64)),
+        ("SUBPARTITION_NAME", text(64)),
+        ("INDEX_NAME", text(64)),
+        ("OBJECT_INSTANCE_BEGIN", SqlType::bigint()),
+        ("LOCK_TYPE", text(32)),
+        ("LOCK_MODE", text(32)),
+        ("LOCK_STATUS", text(32)),
+        ("LOCK_DATA", text(8192)),
+    ]);
+    let engine = &env.info.engine;
+    let threads: BTreeMap<u64, u32> = engine.txns.open_transactions().into_iter().map(|(id, i)| (id, i.thread_id)).collect();
+    let mut rows = Vec::new();
+    let all: Vec<LockInfo> = engine.txns.locks.locks();
+    // Table intention locks first: IX when the transaction has any exclusive or gap lock.
+    let mut tables: BTreeMap<(u64, u64), bool> = BTreeMap::new();
+    for l in &all {
+        *tables.entry((l.txn, l.table)).or_default() |= !l.mode.starts_with('S');
+    }
+    let names = |table: u64| env.catalog.table_by_id(table).map_or((Value::Null, Value::Null), |m| (s(m.db.clone()), s(m.name.clone())));
+    for (&(txn, table), &exclusive) in &tables {
+        let Some(&thread) = threads.get(&txn) else { continue };
+        let (db, name) = names(table);
+        rows.push(vec![
+            s("INNODB"),
+            s(format!("{txn}:{table}")),
+            int(txn),
+            int(u64::from(thread)),
+            int(0),
+            db,
+            name,
+            Value::Null,
+            Value::Null,
+            Value::Null,
+            int(0),
+            s("TABLE"),
+            s(if exclusive { "IX" } else { "IS" }),
+            s("GRANTED"),
+            Value::Null,
+        ]);
+    }
+    for l in &all {
+        let Some(&thread) = threads.get(&l.txn) else { continue };
+        let meta = env.catalog.table_by_id(l.table);
+        let (db, name) = names(l.table);
+        let index_name = match (l.index, meta) {
+            (0, _) => s(if meta.is_some_and(|m| m.primary.is_empty()) { "GEN_CLUST_INDEX" } else { "PRIMARY" }),
+            (i, Some(m)) => m.indexes.get(i as usize - 1).map_or(Value::Null, |ix| s(ix.name.clone())),
+            (_, None) => Value::Null,
+        };
+        rows.push(vec![
+            s("INNODB"),
+            s(lock_id(l.txn, l.table, l.index, l.key.as_deref())),
+            int(l.txn),
+            int(u64::from(thread)),
+            int(0),
+            db,
+            name,
+            Value::Null,
+            Value::Null,
+            index_name,
+            int(0),
+            s("RECORD"),
+            s(l.mode.clone()),
+            s(if l.granted { "GRANTED" } else { "WAITING" }),
+            lock_data(meta, l.index, l.key.as_deref()),
+        ]);
+    }
+    (c, rows)
+}
+
+fn data_lock_waits(env: &Env<'_>) -> Rows {
+    let c = cols(&[
+        ("ENGINE", text(32)),
+        ("REQUESTING_ENGINE_LOCK_ID", text(128)),
+        ("REQUESTING_ENGINE_TRANSACTION_ID", SqlType::bigint()),
+        ("REQUESTING_THREAD_ID", SqlType::bigint()),
+        ("REQUESTING_EVENT_ID", SqlType::bigint()),
+        ("REQUESTING_OBJECT_INSTANCE_BEGIN", SqlType::bigint()),
+        ("BLOCKING_ENGINE_LOCK_ID", text(128)),
+        ("BLOCKING_ENGINE_TRANSACTION_ID", SqlType::bigint()),
+        ("BLOCKING_THREAD_ID", SqlType::bigint()),
+        ("BLOCKING_EVENT_ID", SqlType::bigint()),
+        ("BLOCKING_OBJECT_INSTANCE_BEGIN", SqlType::bigint()),
+    ]);
+    let engine = &env.info.engine;
+    let threads: BTreeMap<u64, u32> = engine.txns.open_transactions().into_iter().map(|(id, i)| (id, i.thread_id)).collect();
+    let thread = |txn: u64| int(u64::from(threads.get(&txn).copied().unwrap_or(0)));
+    let rows = engine
+        .txns
+        .locks
+        .waits()
+        .into_iter()
+        .map(|w| {
+            let (table, index, key) = match &w.wanted {
+                Wanted::Record { table, key, .. } => (*table, 0, key.clone()),
+                Wanted::Insert { table, index, key } => (*table, *index, key.clone()),
+            };
+            vec![
+                s("INNODB"),
+                s(lock_id(w.waiter, table, index, Some(&key))),
+                int(w.waiter),
+                thread(w.waiter),
+                int(0),
+                int(0),
+                s(lock_id(w.blocker, table, w.blocking.0, w.blocking.1.as_deref())),
+                int(w.blocker),
+                thread(w.blocker),
+                int(0),
+                int(0),
+            ]
+        })
+        .collect();
+    (c, rows)
+}
