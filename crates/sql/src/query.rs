@@ -832,7 +832,7 @@ fn run_block(b: &Block, env: &Env<'_>, parent: Option<&RowCtx<'_>>) -> Result<Ve
             *cell.borrow_mut() = Some(rows);
         }
     }
-    let early_stop = if !b.grouped && b.order_by.is_empty() && !b.distinct {
+    let early_stop = if !b.grouped && !b.distinct && (b.order_by.is_empty() || order_follows_scan(b, env)) {
         match eval_count(b.limit.as_ref(), env)? {
             Some(l) => Some(l + eval_count(b.offset.as_ref(), env)?.unwrap_or(0)),
             None => None,
@@ -906,6 +906,24 @@ fn run_block(b: &Block, env: &Env<'_>, parent: Option<&RowCtx<'_>>) -> Result<Ve
     }
     let rows: Vec<Row> = out.into_iter().map(|(r, _)| r).collect();
     apply_limit(rows, b.limit.as_ref(), b.offset.as_ref(), env)
+}
+
+/// Whether the block's ORDER BY is a leading part of its only table's primary key,
+/// ascending, read through the primary key: then rows come out of the scan already in
+/// order, and a LIMIT may stop the scan early (so a locking read locks only what it
+/// returns, as InnoDB's index-ordered scan does).
+fn order_follows_scan(b: &Block, env: &Env<'_>) -> bool {
+    let [s] = b.sources.as_slice() else { return false };
+    let SourceData::Table { db, name, .. } = &s.data else { return false };
+    if !matches!(s.access, Access::Full | Access::PkRange { .. } | Access::PkPoint(_) | Access::PkIn(_)) {
+        return false;
+    }
+    let Ok(meta) = env.catalog.table(db, name) else { return false };
+    b.order_by.len() <= meta.primary.len()
+        && b.order_by
+            .iter()
+            .zip(&meta.primary)
+            .all(|((e, asc, coll), &col)| *asc && matches!(e, Expr::Column(c) if *c == s.offset + col) && *coll == s.types[col].collation())
 }
 
 fn ctx<'a>(row: &'a [Value], aggs: &'a [Value], parent: Option<&'a RowCtx<'a>>) -> RowCtx<'a> {
