@@ -147,3 +147,33 @@ def test_a_damaged_last_record_is_cut_reported_and_kept_aside(tmp_path):
             assert cur.fetchall() == ((0, "row 0"), (1, "row 1"), (2, "again"))
     finally:
         server.stop()
+
+
+@quill_only
+def test_a_reader_of_a_commit_not_yet_durable_waits_for_it(server):
+    """A commit releases its locks and becomes visible once its record has its place in the
+    log, before it is durable; a client that reads it is answered only once it is durable."""
+    import threading
+
+    db = unique_name("dur")
+    admin, writer, reader = server.connect(), server.connect(), server.connect()
+    with admin.cursor() as cur:
+        cur.execute(f"CREATE DATABASE {db}")
+        cur.execute(f"CREATE TABLE {db}.t (id INT PRIMARY KEY, v INT)")
+        cur.execute(f"INSERT INTO {db}.t VALUES (1, 0)")
+        # Hold every group's fsync back so a commit stays visible-but-not-durable for a while.
+        cur.execute("SET GLOBAL binlog_group_commit_sync_delay = 300000")
+    try:
+        update = threading.Thread(target=lambda: writer.cursor().execute(f"UPDATE {db}.t SET v = 1 WHERE id = 1"))
+        update.start()
+        with reader.cursor() as r, admin.cursor() as a:
+            while True:
+                r.execute(f"SELECT v FROM {db}.t WHERE id = 1")
+                if r.fetchone()[0] == 1:
+                    durable_when_seen = status(a, "Quill_log_durable_lsn")
+                    break
+            update.join()
+            assert durable_when_seen >= status(a, "Quill_log_commit_lsn"), "the reader was answered before the commit it saw was durable"
+    finally:
+        with admin.cursor() as cur:
+            cur.execute("SET GLOBAL binlog_group_commit_sync_delay = 0")

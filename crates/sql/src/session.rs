@@ -1493,6 +1493,7 @@ impl Session {
             ("Quill_checkpoint_lsn", get(&s.checkpoint_lsn)),
             ("Quill_checkpoints", get(&s.checkpoints)),
             ("Quill_log_bytes_written", log_stat(|l| &l.bytes_written)),
+            ("Quill_log_commit_lsn", get(&self.info.engine.last_commit_end)),
             ("Quill_log_durable_lsn", self.info.engine.log.get().map_or(0, quill_log::Log::durable_lsn).to_string()),
             ("Quill_log_fsyncs", log_stat(|l| &l.fsyncs)),
             ("Quill_log_groups", log_stat(|l| &l.groups)),
