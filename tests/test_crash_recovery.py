@@ -38,8 +38,8 @@ ROUNDS = 8
 
 
 class Server:
-    def __init__(self, datadir, flush_mode):
-        self.datadir, self.flush_mode = datadir, flush_mode
+    def __init__(self, datadir, flush_mode, options=()):
+        self.datadir, self.flush_mode, self.options = datadir, flush_mode, list(options)
         self.port = free_port()
         self.log_path = datadir.parent / f"{datadir.name}.log"
         self.process = None
@@ -49,7 +49,7 @@ class Server:
         self.process = subprocess.Popen(
             # A small checkpoint trigger: the kills also land during and between checkpoints.
             [QUILL_BIN, "serve", f"--port={self.port}", f"--datadir={self.datadir}", f"--innodb-flush-log-at-trx-commit={self.flush_mode}",
-             "--quill-checkpoint-log-bytes=65536"],
+             "--quill-checkpoint-log-bytes=65536", *self.options],
             stdout=log, stderr=log,
         )
         wait_for_port("127.0.0.1", self.port, self.process, self.log_path)

@@ -16,6 +16,9 @@ import time
 import pymysql
 import pytest
 
+from conftest import test_target
+from test_crash_recovery import Server
+
 INCREMENTS = 1000
 LOST_UPDATE_ROUNDS = 100
 JOBS = 300
@@ -201,6 +204,38 @@ def test_lock_wait_timeout_rolls_back_the_statement_only(server, fresh_db, rows)
         h.execute("commit")
         h.execute("select id, v from t order by id")
         assert h.fetchall() == ((1, 11), (2, 22), (3, 30))
+
+
+@pytest.mark.skipif(test_target() != "quill", reason="starts a Quill server with a start-up option")
+def test_rollback_on_timeout_rolls_back_the_whole_transaction(tmp_path):
+    server = Server(tmp_path / "data", 1, options=["--innodb-rollback-on-timeout=ON"])
+    server.start()
+    try:
+        with server.connect(database=None).cursor() as cur:
+            cur.execute("create database crash")
+            cur.execute("create table crash.t (id int primary key, v int)")
+            cur.execute("insert into crash.t values (1, 10), (2, 20)")
+            cur.execute("select @@innodb_rollback_on_timeout")
+            assert cur.fetchone() == (1,)
+        holder, waiter = server.connect(), server.connect()
+        with holder.cursor() as h, waiter.cursor() as w:
+            h.execute("begin")
+            h.execute("update t set v = 11 where id = 1")
+            w.execute("set innodb_lock_wait_timeout = 1")
+            w.execute("begin")
+            w.execute("update t set v = 22 where id = 2")
+            with pytest.raises(pymysql.err.OperationalError) as e:
+                w.execute("update t set v = 12 where id = 1")
+            assert e.value.args[0] == 1205
+            # The whole transaction is gone, its first update too; the session is not in one.
+            w.execute("select v from t where id = 2")
+            assert w.fetchall() == ((20,),)
+            h.execute("commit")
+            w.execute("rollback")
+            w.execute("select id, v from t order by id")
+            assert w.fetchall() == ((1, 11), (2, 20))
+    finally:
+        server.stop()
 
 
 def test_a_wait_is_counted_timed_and_shown(server, fresh_db, rows):

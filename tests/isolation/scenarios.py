@@ -285,6 +285,14 @@ SCENARIOS: list[Scenario] = [
         (3, "commit"),
         (1, "select * from test"),
     ]),
+    S("insert-select", "INSERT ... SELECT reads its source with shared locks at REPEATABLE READ and above", [
+        (1, "begin"), (2, "begin"),
+        (1, "update test set value = 11 where id = 1"),
+        (2, "insert into copy select * from test"),
+        (1, "commit"),
+        (2, "commit"),
+        (1, "select * from copy"),
+    ], setup=BASE_SETUP + ("create table copy (id int primary key, value int)",)),
     S("consistent-snapshot", "START TRANSACTION WITH CONSISTENT SNAPSHOT reads as of its start", [
         (1, "start transaction with consistent snapshot"),
         (2, "update test set value = 11 where id = 1"),

@@ -21,6 +21,7 @@ use crate::ops;
 use crate::query::{self, Env, JoinKind, Source, SourceData};
 use crate::session::SessionInfo;
 use crate::types::{WriteContext, coerce_to_column};
+use quill_txn::LockMode;
 
 /// What a DML statement runs with.
 pub struct DmlCx<'a> {
@@ -36,6 +37,8 @@ pub struct DmlCx<'a> {
     pub found_rows: bool,
     /// How the statement's scans lock (exclusive; gaps by isolation level).
     pub lock: LockSpec,
+    /// READ UNCOMMITTED: INSERT ... SELECT reads the newest versions, committed or not.
+    pub read_uncommitted: bool,
 }
 
 #[derive(Debug, Default)]
@@ -52,7 +55,9 @@ fn env<'a>(catalog: &'a Catalog, cx: &'a DmlCx<'_>) -> Env<'a> {
         params: cx.params,
         now_us: cx.now_us,
         info: cx.info,
-        lock: Some(cx.lock),
+        // Reads other than the target table's scan (INSERT ... SELECT, subqueries) take
+        // shared locks at REPEATABLE READ and SERIALIZABLE, and none below, as InnoDB's do.
+        lock: cx.lock.gaps.then_some(LockSpec { mode: LockMode::Shared, ..cx.lock }),
         div_zero_is_error: cx.strict && cx.info.vars.get("sql_mode").is_some_and(|m| m.contains("ERROR_FOR_DIVISION_BY_ZERO")),
     }
 }
@@ -235,6 +240,7 @@ pub fn insert(catalog: &mut Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Insert) -> 
             }
             Some(_) => {
                 let q = stmt.source.as_deref().expect("checked");
+                let e = if cx.read_uncommitted { Env { view: ReadView { uncommitted: true, ..e.view }, ..env(catalog, cx) } } else { env(catalog, cx) };
                 let (plan, _) = query::plan_query(&e, q, &[])?;
                 if plan.columns.len() != targets.len() {
                     return Err(SqlError::new(codes::ER_WRONG_VALUE_COUNT_ON_ROW, "Column count doesn't match value count at row 1"));
@@ -385,7 +391,7 @@ fn assignment_column(t: &TableMeta, a: &ast::Assignment) -> Result<usize> {
 }
 
 /// Rows of `db.name` matching `filter`, as `(primary key, row)`, read current.
-fn matching_rows(e: &Env<'_>, t: &TableMeta, filter: Option<&Expr>) -> Result<Vec<(Vec<u8>, Row)>> {
+fn matching_rows(e: &Env<'_>, spec: &LockSpec, t: &TableMeta, filter: Option<&Expr>) -> Result<Vec<(Vec<u8>, Row)>> {
     let conds: Vec<Expr> = filter.map(|f| f.conjuncts().into_iter().cloned().collect()).unwrap_or_default();
     let access = query::choose_access(t, &conds, 0);
     let source = Source {
@@ -398,7 +404,6 @@ fn matching_rows(e: &Env<'_>, t: &TableMeta, filter: Option<&Expr>) -> Result<Ve
         types: t.columns.iter().map(|c| c.ty.clone()).collect(),
         key_name: None,
     };
-    let spec = e.lock.as_ref().expect("a write's scan locks");
     let locks = &e.info.engine.txns.locks;
     let matches = |r: &Row| -> Result<bool> {
         match filter {
@@ -407,7 +412,7 @@ fn matching_rows(e: &Env<'_>, t: &TableMeta, filter: Option<&Expr>) -> Result<Ve
         }
     };
     let mut out = Vec::new();
-    for pk in query::locking_candidates(&source, &Vec::new(), e, None)? {
+    for pk in query::locking_candidates(&source, &Vec::new(), e, None, spec)? {
         if spec.semi_consistent {
             // READ COMMITTED: the newest committed version decides; only a match is locked.
             let Some(r) = t.data.get(&pk, &e.view) else { continue };
@@ -506,7 +511,7 @@ pub fn update(catalog: &mut Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Update) -> 
         let filter = stmt.selection.as_ref().map(|w| b.bind(w)).transpose()?;
         let fb = Binder::new(&e, &scope, "field list");
         let assigns: Vec<(usize, Expr)> = stmt.assignments.iter().map(|a| Ok((assignment_column(t, a)?, fb.bind(&a.value)?))).collect::<Result<_>>()?;
-        let mut rows = matching_rows(&e, t, filter.as_ref())?;
+        let mut rows = matching_rows(&e, &cx.lock, t, filter.as_ref())?;
         order_and_limit(&e, &scope, &mut rows, &stmt.order_by, stmt.limit.as_ref())?;
         (rows, assigns)
     };
@@ -569,7 +574,7 @@ pub fn delete(catalog: &mut Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Delete) -> 
         let e = env(catalog, cx);
         let b = Binder::new(&e, &scope, "where clause");
         let filter = stmt.selection.as_ref().map(|w| b.bind(w)).transpose()?;
-        let mut rows = matching_rows(&e, t, filter.as_ref())?;
+        let mut rows = matching_rows(&e, &cx.lock, t, filter.as_ref())?;
         order_and_limit(&e, &scope, &mut rows, &stmt.order_by, stmt.limit.as_ref())?;
         rows
     };

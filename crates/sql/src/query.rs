@@ -953,7 +953,7 @@ fn join_level(b: &Block, level: usize, row: &mut Row, env: &Env<'_>, parent: Opt
         // Locking: each row is locked when the scan reaches it, so a LIMIT that stops the
         // scan early leaves the rest unlocked.
         let meta = env.catalog.table(db, name)?;
-        for pk in locking_candidates(s, row, env, parent)? {
+        for pk in locking_candidates(s, row, env, parent, spec)? {
             if !spec.lock_row(&env.info.engine.txns.locks, *id, name, &meta.data, &pk)? {
                 continue;
             }
@@ -1030,9 +1030,8 @@ pub(crate) fn read_source(s: &Source, row: &Row, env: &Env<'_>, parent: Option<&
 ///
 /// # Errors
 /// Evaluation errors of the access path's values; lock errors of a next-key record.
-pub(crate) fn locking_candidates(s: &Source, row: &Row, env: &Env<'_>, parent: Option<&RowCtx<'_>>) -> Result<Vec<Vec<u8>>> {
+pub(crate) fn locking_candidates(s: &Source, row: &Row, env: &Env<'_>, parent: Option<&RowCtx<'_>>, spec: &LockSpec) -> Result<Vec<Vec<u8>>> {
     let SourceData::Table { db, name, id } = &s.data else { return Ok(Vec::new()) };
-    let spec = env.lock.as_ref().expect("a locking scan has a lock spec");
     let t = &env.catalog.table(db, name)?.data;
     let AccessKeys { keys, gaps } = access_keys(s, row, env, parent, true)?;
     let locks = &env.info.engine.txns.locks;

@@ -804,6 +804,7 @@ impl Session {
                 strict,
                 found_rows: self.client_found_rows,
                 lock,
+                read_uncommitted: self.isolation() == "READ-UNCOMMITTED",
             };
             let r = match stmt {
                 Statement::Insert(i) => dml::insert(&mut catalog, &mut cx, i),
