@@ -372,6 +372,16 @@ def test_read_only_transactions(server, fresh_db, rows):
         cur.execute("commit")
 
 
+def transaction_isolation(cur):
+    """The level a new transaction runs at, as INNODB_TRX shows it."""
+    cur.execute("begin")
+    cur.execute("select * from t")  # MySQL registers the transaction at its first read
+    cur.execute("select trx_isolation_level from information_schema.innodb_trx where trx_mysql_thread_id = connection_id()")
+    (level,) = cur.fetchone()
+    cur.execute("commit")
+    return level
+
+
 @pytest.mark.mysql8_only  # MariaDB 10.11 has only tx_isolation
 def test_isolation_variables(server, fresh_db, rows):
     c = server.connect(fresh_db)
@@ -386,16 +396,8 @@ def test_isolation_variables(server, fresh_db, rows):
         assert cur.fetchone() == ("SERIALIZABLE",)
         # Next transaction only.
         cur.execute("set transaction isolation level read uncommitted")
-        cur.execute("begin")
-        cur.execute("select * from t")  # MySQL registers the transaction at its first read
-        cur.execute("select trx_isolation_level from information_schema.innodb_trx where trx_mysql_thread_id = connection_id()")
-        assert cur.fetchall() == (("READ UNCOMMITTED",),)
-        cur.execute("commit")
-        cur.execute("begin")
-        cur.execute("select * from t")
-        cur.execute("select trx_isolation_level from information_schema.innodb_trx where trx_mysql_thread_id = connection_id()")
-        assert cur.fetchall() == (("SERIALIZABLE",),)
-        cur.execute("commit")
+        assert transaction_isolation(cur) == "READ UNCOMMITTED"
+        assert transaction_isolation(cur) == "SERIALIZABLE"
         with pytest.raises(pymysql.err.MySQLError) as e:
             cur.execute("set transaction_isolation = 'SNAPSHOT'")
         assert e.value.args[0] == 1231

@@ -948,37 +948,30 @@ fn join_level(b: &Block, level: usize, row: &mut Row, env: &Env<'_>, parent: Opt
         return Ok(());
     }
     let s = &b.sources[level];
-    let mut matched = false;
-    if let (Some(spec), SourceData::Table { db, name, id }) = (env.lock.as_ref(), &s.data) {
-        // Locking: each row is locked when the scan reaches it, so a LIMIT that stops the
-        // scan early leaves the rest unlocked.
-        let meta = env.catalog.table(db, name)?;
-        for pk in locking_candidates(s, row, env, parent, spec)? {
-            if !spec.lock_row(&env.info.engine.txns.locks, *id, name, &meta.data, &pk)? {
-                continue;
-            }
-            let Some(r) = meta.data.get(&pk, &env.view) else { continue };
-            row[s.offset..s.offset + s.width].clone_from_slice(r);
-            if !pass(s.on.as_ref(), row, env, parent)? {
-                continue;
-            }
-            matched = true;
-            join_level(b, level + 1, row, env, parent, out, stop)?;
-            if stop.is_some_and(|st| out.len() >= st) {
-                return Ok(());
-            }
+    let candidates: Box<dyn Iterator<Item = Result<Row>> + '_> = match (env.lock.as_ref(), &s.data) {
+        (Some(spec), SourceData::Table { db, name, id }) => {
+            // Locking: each row is locked when the scan reaches it, so a LIMIT that stops
+            // the scan early leaves the rest unlocked.
+            let data = &env.catalog.table(db, name)?.data;
+            let locks = &env.info.engine.txns.locks;
+            Box::new(locking_candidates(s, row, env, parent, spec)?.into_iter().filter_map(move |pk| match spec.lock_row(locks, *id, name, data, &pk) {
+                Ok(true) => data.get(&pk, &env.view).map(|r| Ok(r.clone())),
+                Ok(false) => None,
+                Err(e) => Some(Err(e)),
+            }))
         }
-    } else {
-        for (_, r) in read_source(s, row, env, parent)? {
-            row[s.offset..s.offset + s.width].clone_from_slice(&r);
-            if !pass(s.on.as_ref(), row, env, parent)? {
-                continue;
-            }
-            matched = true;
-            join_level(b, level + 1, row, env, parent, out, stop)?;
-            if stop.is_some_and(|st| out.len() >= st) {
-                return Ok(());
-            }
+        _ => Box::new(read_source(s, row, env, parent)?.into_iter().map(|(_, r)| Ok(r))),
+    };
+    let mut matched = false;
+    for r in candidates {
+        row[s.offset..s.offset + s.width].clone_from_slice(&r?);
+        if !pass(s.on.as_ref(), row, env, parent)? {
+            continue;
+        }
+        matched = true;
+        join_level(b, level + 1, row, env, parent, out, stop)?;
+        if stop.is_some_and(|st| out.len() >= st) {
+            return Ok(());
         }
     }
     if !matched && s.kind == JoinKind::Left {
