@@ -29,7 +29,8 @@ pub struct TxnInfo {
     pub started: Instant,
     /// Wall-clock start, microseconds since the epoch (`trx_started`).
     pub started_unix_micros: i64,
-    pub isolation: String,
+    /// `READ-UNCOMMITTED`, `READ-COMMITTED`, `REPEATABLE-READ` or `SERIALIZABLE`.
+    pub isolation: &'static str,
     pub read_only: bool,
 }
 
@@ -65,7 +66,8 @@ impl TxnManager {
     pub fn begin(&self, thread_id: u32, isolation: &str, read_only: bool) -> TxnId {
         let id = self.next_txn.fetch_add(1, Ordering::Relaxed);
         let started_unix_micros = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
-        let info = TxnInfo { thread_id, started: Instant::now(), started_unix_micros, isolation: isolation.to_owned(), read_only };
+        let isolation = ["READ-UNCOMMITTED", "READ-COMMITTED", "SERIALIZABLE"].into_iter().find(|l| *l == isolation).unwrap_or("REPEATABLE-READ");
+        let info = TxnInfo { thread_id, started: Instant::now(), started_unix_micros, isolation, read_only };
         self.active.lock().open.insert(id, info);
         id
     }
