@@ -329,6 +329,23 @@ def test_kill_query_ends_a_lock_wait(server, fresh_db, rows):
         assert cur.fetchall() == ((10,),)
 
 
+def test_kill_query_of_an_idle_connection_does_not_disturb_its_next_wait(server, fresh_db, rows):
+    holder, waiter, admin = server.connect(fresh_db), server.connect(fresh_db), server.connect()
+    with admin.cursor() as cur:
+        cur.execute(f"kill query {waiter.thread_id()}")  # nothing to interrupt
+    with holder.cursor() as h, waiter.cursor() as w:
+        h.execute("begin")
+        h.execute("update t set v = 11 where id = 1")
+        w.execute("set innodb_lock_wait_timeout = 1")
+        w.execute("begin")
+        with pytest.raises(pymysql.err.OperationalError) as e:
+            w.execute("update t set v = 12 where id = 1")
+        assert e.value.args[0] == 1205
+        w.execute("rollback")
+        h.execute("commit")
+    assert status(admin, "Innodb_row_lock_current_waits") == 0
+
+
 @pytest.mark.mysql8_only
 def test_nowait_fails_at_once_with_mysql_error(server, fresh_db, rows):
     holder, other = server.connect(fresh_db), server.connect(fresh_db)

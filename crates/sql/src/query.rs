@@ -1169,8 +1169,12 @@ fn access_keys(s: &Source, row: &Row, env: &Env<'_>, parent: Option<&RowCtx<'_>>
                 let key = t.encode_index(*index, &vals);
                 if all_versions {
                     let keys = t.index_keys_in_range(*index, Bound::Included(&key), Bound::Included(&key));
-                    // A unique index looked up by its whole key locks the record only.
-                    let unique_hit = meta.indexes[*index].unique && vals.len() == cols.len() && !keys.is_empty();
+                    // A unique index looked up by its whole key, finding a row that has that
+                    // key now, locks the record only. (An entry may come from an old version
+                    // kept for a read view: that row's lock would not keep the key out.)
+                    let has_key =
+                        |pk: &Vec<u8>| t.get(pk, &view).is_some_and(|r| t.encode_index(*index, &cols.iter().map(|&c| r[c].clone()).collect::<Vec<_>>()) == key);
+                    let unique_hit = meta.indexes[*index].unique && vals.len() == cols.len() && keys.iter().any(has_key);
                     if !unique_hit {
                         gaps.push(ScannedRange { index: index_number(*index), lo: Bound::Included(key.clone()), hi: Bound::Included(key), next_record: true });
                     }

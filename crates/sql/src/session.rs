@@ -462,28 +462,35 @@ impl Session {
                     let engine = self.engine();
                     let locks = &engine.txns.locks;
                     let started = Instant::now();
-                    let left = deadline.saturating_duration_since(started);
-                    let waited = tokio::select! {
-                        w = locks.wait(txn, left) => Some(w),
-                        () = self.kill.notified() => None,
-                    };
-                    self.statement_lock_time += started.elapsed();
-                    match waited {
-                        Some(WaitOutcome::Granted) => {}
-                        Some(WaitOutcome::Deadlock) => {
-                            self.rollback();
-                            return Err(SqlError::deadlock());
-                        }
-                        Some(WaitOutcome::TimedOut) => {
-                            self.statement_end_after_error(self.info.var("innodb_rollback_on_timeout") == "ON");
-                            return Err(SqlError::lock_wait_timeout());
-                        }
-                        None => {
-                            if self.is_killed() {
-                                locks.cancel_wait(txn);
+                    let waited = loop {
+                        let left = deadline.saturating_duration_since(Instant::now());
+                        tokio::select! {
+                            w = locks.wait(txn, left) => break w,
+                            () = self.kill.notified() => {
+                                // A wake-up left over from a KILL that found nothing to
+                                // interrupt: keep waiting.
+                                if !self.is_killed() {
+                                    continue;
+                                }
+                                if !locks.cancel_wait(txn) && locks.is_victim(txn) {
+                                    break WaitOutcome::Deadlock;
+                                }
+                                self.statement_lock_time += started.elapsed();
                                 self.statement_end_after_error(false);
                                 return Err(SqlError::new(codes::ER_QUERY_INTERRUPTED, "Query execution was interrupted"));
                             }
+                        }
+                    };
+                    self.statement_lock_time += started.elapsed();
+                    match waited {
+                        WaitOutcome::Granted => {}
+                        WaitOutcome::Deadlock => {
+                            self.rollback();
+                            return Err(SqlError::deadlock());
+                        }
+                        WaitOutcome::TimedOut => {
+                            self.statement_end_after_error(self.info.var("innodb_rollback_on_timeout") == "ON");
+                            return Err(SqlError::lock_wait_timeout());
                         }
                     }
                 }
@@ -708,7 +715,7 @@ impl Session {
             (mode, policy)
         });
         // SERIALIZABLE: a plain read inside a transaction is a shared-locking read.
-        if lock.is_none() && self.in_transaction() && self.isolation() == "SERIALIZABLE" {
+        if lock.is_none() && (self.in_transaction() || !self.autocommit()) && self.isolation() == "SERIALIZABLE" {
             lock = Some((LockMode::Shared, WaitPolicy::Wait));
         }
         if lock.is_none() && self.txn.is_none() && self.autocommit() {
