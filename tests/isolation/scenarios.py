@@ -316,6 +316,13 @@ SCENARIOS: list[Scenario] = [
         (1, "select * from test where id = 1"),
         (1, "commit"),
     ], options=("set autocommit = 0",)),
+    S("unmatched-rows", "a locking read keeps the rows it scanned but did not return locked only at REPEATABLE READ and above", [
+        (1, "begin"), (2, "begin"),
+        (1, "select * from test where value = 10 for update"),
+        (2, "update test set value = 22 where id = 2"),
+        (1, "commit"),
+        (2, "commit"),
+    ]),
     S("consistent-snapshot", "START TRANSACTION WITH CONSISTENT SNAPSHOT reads as of its start", [
         (1, "start transaction with consistent snapshot"),
         (2, "update test set value = 11 where id = 1"),

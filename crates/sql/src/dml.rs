@@ -422,7 +422,7 @@ fn matching_rows(e: &Env<'_>, spec: &LockSpec, t: &TableMeta, filter: Option<&Ex
             spec.lock_row(locks, t.id, &t.name, &t.data, &pk)?;
             out.push((pk, r.clone()));
         } else {
-            if !spec.lock_row(locks, t.id, &t.name, &t.data, &pk)? {
+            if spec.lock_row(locks, t.id, &t.name, &t.data, &pk)?.is_none() {
                 continue;
             }
             let Some(r) = t.data.get(&pk, &e.view) else { continue };

@@ -53,35 +53,38 @@ pub struct LockSpec {
     pub policy: WaitPolicy,
     /// Lock the gaps a scan reads (REPEATABLE READ, SERIALIZABLE).
     pub gaps: bool,
-    /// UPDATE and DELETE at READ COMMITTED and below read the newest committed version
-    /// first and lock only rows that match (InnoDB's semi-consistent read).
+    /// READ COMMITTED and below: UPDATE and DELETE read the newest committed version first
+    /// and lock only rows that match (InnoDB's semi-consistent read), and a locking read
+    /// lets go of rows it locked but did not return.
     pub semi_consistent: bool,
     /// Strict snapshot isolation: the read timestamp a locked row must not be newer than.
     pub snapshot: Option<Timestamp>,
 }
 
 impl LockSpec {
-    /// Lock the row at `pk` of `table`. `Ok(false)`: skipped (`SKIP LOCKED`).
+    /// Lock the row at `pk` of `table`: `Ok(None)` when skipped (`SKIP LOCKED`), else
+    /// whether the lock is new to the transaction.
     ///
     /// # Errors
     /// [`SqlError::lock_wait`] (queued), 3572 (`NOWAIT`), 1213 (deadlock victim), 1020
     /// (changed since the snapshot).
-    pub fn lock_row(&self, locks: &LockManager, table_id: u64, table_name: &str, data: &Table, pk: &[u8]) -> Result<bool> {
-        match locks.lock_record(self.txn, table_id, pk, self.mode, self.policy) {
-            Acquire::Granted => {}
-            Acquire::Conflict if self.policy == WaitPolicy::SkipLocked => return Ok(false),
+    pub fn lock_row(&self, locks: &LockManager, table_id: u64, table_name: &str, data: &Table, pk: &[u8]) -> Result<Option<bool>> {
+        let fresh = match locks.lock_record(self.txn, table_id, pk, self.mode, self.policy) {
+            Acquire::Granted => true,
+            Acquire::Held => false,
+            Acquire::Conflict if self.policy == WaitPolicy::SkipLocked => return Ok(None),
             Acquire::Conflict => {
                 return Err(SqlError::new(codes::ER_LOCK_NOWAIT, "Statement aborted because lock(s) could not be acquired immediately and NOWAIT is set."));
             }
             Acquire::Waiting => return Err(SqlError::lock_wait()),
             Acquire::Deadlock => return Err(SqlError::deadlock()),
-        }
+        };
         if let Some(read_ts) = self.snapshot
             && data.newest_commit_ts(pk).is_some_and(|ts| ts > read_ts)
         {
             return Err(SqlError::new(codes::ER_CHECKREAD, format!("Record has changed since last read in table '{table_name}'")));
         }
-        Ok(true)
+        Ok(Some(fresh))
     }
 
     /// Lock the gap a scan of `(lower, upper)` on index `index` reads (0: the primary key),
@@ -118,7 +121,7 @@ impl LockSpec {
 pub fn check_insert(locks: &LockManager, txn: TxnId, table_id: u64, keys: &[(u32, Vec<u8>)]) -> Result<()> {
     for (index, key) in keys {
         match locks.check_insert(txn, table_id, *index, key) {
-            Acquire::Granted | Acquire::Conflict => {}
+            Acquire::Granted | Acquire::Held | Acquire::Conflict => {}
             Acquire::Waiting => return Err(SqlError::lock_wait()),
             Acquire::Deadlock => return Err(SqlError::deadlock()),
         }
@@ -132,7 +135,7 @@ pub fn check_insert(locks: &LockManager, txn: TxnId, table_id: u64, keys: &[(u32
 /// As [`LockSpec::lock_row`].
 pub fn lock_for_write(locks: &LockManager, txn: TxnId, table_id: u64, pk: &[u8]) -> Result<()> {
     match locks.lock_record(txn, table_id, pk, LockMode::Exclusive, WaitPolicy::Wait) {
-        Acquire::Granted | Acquire::Conflict => Ok(()),
+        Acquire::Granted | Acquire::Held | Acquire::Conflict => Ok(()),
         Acquire::Waiting => Err(SqlError::lock_wait()),
         Acquire::Deadlock => Err(SqlError::deadlock()),
     }

@@ -948,28 +948,40 @@ fn join_level(b: &Block, level: usize, row: &mut Row, env: &Env<'_>, parent: Opt
         return Ok(());
     }
     let s = &b.sources[level];
-    let candidates: Box<dyn Iterator<Item = Result<Row>> + '_> = match (env.lock.as_ref(), &s.data) {
+    // Each candidate row, with the key of a lock to let go of if the row is not returned.
+    type Candidate = Result<(Row, Option<Vec<u8>>)>;
+    let locks = &env.info.engine.txns.locks;
+    let release = match (env.lock.as_ref(), &s.data) {
+        (Some(spec), SourceData::Table { id, .. }) if spec.semi_consistent => Some((spec.txn, *id)),
+        _ => None,
+    };
+    let candidates: Box<dyn Iterator<Item = Candidate> + '_> = match (env.lock.as_ref(), &s.data) {
         (Some(spec), SourceData::Table { db, name, id }) => {
             // Locking: each row is locked when the scan reaches it, so a LIMIT that stops
             // the scan early leaves the rest unlocked.
             let data = &env.catalog.table(db, name)?.data;
-            let locks = &env.info.engine.txns.locks;
             Box::new(locking_candidates(s, row, env, parent, spec)?.into_iter().filter_map(move |pk| match spec.lock_row(locks, *id, name, data, &pk) {
-                Ok(true) => data.get(&pk, &env.view).map(|r| Ok(r.clone())),
-                Ok(false) => None,
+                Ok(Some(fresh)) => data.get(&pk, &env.view).map(|r| Ok((r.clone(), fresh.then_some(pk)))),
+                Ok(None) => None,
                 Err(e) => Some(Err(e)),
             }))
         }
-        _ => Box::new(read_source(s, row, env, parent)?.into_iter().map(|(_, r)| Ok(r))),
+        _ => Box::new(read_source(s, row, env, parent)?.into_iter().map(|(_, r)| Ok((r, None)))),
     };
     let mut matched = false;
-    for r in candidates {
-        row[s.offset..s.offset + s.width].clone_from_slice(&r?);
-        if !pass(s.on.as_ref(), row, env, parent)? {
-            continue;
+    for candidate in candidates {
+        let (r, fresh_lock) = candidate?;
+        let returned_before = out.len();
+        row[s.offset..s.offset + s.width].clone_from_slice(&r);
+        if pass(s.on.as_ref(), row, env, parent)? {
+            matched = true;
+            join_level(b, level + 1, row, env, parent, out, stop)?;
         }
-        matched = true;
-        join_level(b, level + 1, row, env, parent, out, stop)?;
+        if let (Some((txn, table)), Some(pk)) = (release, fresh_lock)
+            && out.len() == returned_before
+        {
+            locks.unlock_record(txn, table, &pk);
+        }
         if stop.is_some_and(|st| out.len() >= st) {
             return Ok(());
         }

@@ -88,8 +88,10 @@ pub enum WaitPolicy {
 /// The answer to a lock request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Acquire {
-    /// Held now (or already held in a covering mode).
+    /// Held now, and not held before.
     Granted,
+    /// Already held in a covering mode, or an upgrade of a lock already held.
+    Held,
     /// Not granted and not queued (`NOWAIT` / `SKIP LOCKED`).
     Conflict,
     /// Queued: await [`LockManager::wait`].
@@ -261,7 +263,7 @@ impl LockManager {
             }
         }
         if held.is_some_and(|h| h.covers(mode)) {
-            return Acquire::Granted;
+            return Acquire::Held;
         }
         let first = held.is_none();
         if !conflict {
@@ -269,9 +271,10 @@ impl LockManager {
                 Some(r) => r.mode = mode,
                 None => queue.push_back(Request { txn, mode, granted: true }),
             }
-            if first {
-                st.txns.entry(txn).or_insert_with(TxnLocks::new).records.push((table, key.to_vec()));
+            if !first {
+                return Acquire::Held;
             }
+            st.txns.entry(txn).or_insert_with(TxnLocks::new).records.push((table, key.to_vec()));
             return Acquire::Granted;
         }
         if policy != WaitPolicy::Wait {
@@ -481,6 +484,23 @@ impl LockManager {
             }
         }
         true
+    }
+
+    /// Release `txn`'s lock on one row before the transaction ends: READ COMMITTED lets go of
+    /// rows a locking scan read but did not return, as InnoDB does. Nothing if it waits there.
+    pub fn unlock_record(&self, txn: TxnId, table: u64, key: &[u8]) {
+        let mut guard = self.state.lock();
+        let st = &mut *guard;
+        let qk = (table, key.to_vec());
+        let Some(queue) = st.queues.get_mut(&qk) else { return };
+        if queue.iter().any(|r| r.txn == txn && !r.granted) {
+            return;
+        }
+        queue.retain(|r| r.txn != txn);
+        if let Some(t) = st.txns.get_mut(&txn) {
+            t.records.retain(|r| *r != qk);
+        }
+        self.grant_waiters(st, &qk);
     }
 
     /// Release every lock of `txn` (commit or rollback) and grant what can be granted.
@@ -725,6 +745,11 @@ mod tests {
         assert!(!m.is_waiting(4));
         assert_eq!(m.stats.waits.load(Ordering::Relaxed), 2);
         assert_eq!(m.stats.current_waits.load(Ordering::Relaxed), 0);
+        assert_eq!(m.lock_record(4, 7, b"a", S, Wait), Acquire::Held);
+        // Releasing one row early hands it on.
+        assert_eq!(m.lock_record(5, 7, b"a", X, Wait), Acquire::Waiting);
+        m.unlock_record(4, 7, b"a");
+        assert!(!m.is_waiting(5));
     }
 
     #[test]
@@ -736,7 +761,7 @@ mod tests {
         assert_eq!(m.lock_record(2, 1, b"k", X, Wait), Acquire::Deadlock);
         m.release_all(2);
         assert!(!m.is_waiting(1));
-        assert_eq!(m.lock_record(1, 1, b"k", X, NoWait), Acquire::Granted, "upgrade held");
+        assert_eq!(m.lock_record(1, 1, b"k", X, NoWait), Acquire::Held, "upgrade held");
         assert_eq!(m.lock_record(3, 1, b"k", S, NoWait), Acquire::Conflict);
     }
 
