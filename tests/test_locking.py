@@ -362,27 +362,27 @@ def test_nowait_fails_at_once_with_mysql_error(server, fresh_db, rows):
         h.execute("commit")
 
 
+def refused_as_read_only(cur, sql):
+    with pytest.raises(pymysql.err.MySQLError) as e:
+        cur.execute(sql)
+    return e.value.args[0] == 1792
+
+
 def test_read_only_transactions(server, fresh_db, rows):
     c = server.connect(fresh_db)
     with c.cursor() as cur:
         cur.execute("start transaction read only")
         cur.execute("select v from t where id = 1")
-        with pytest.raises(pymysql.err.MySQLError) as e:
-            cur.execute("delete from t where id = 1")
-        assert e.value.args[0] == 1792
+        assert refused_as_read_only(cur, "delete from t where id = 1")
         cur.execute("commit")
         # SET TRANSACTION without a scope applies to the next transaction only.
         cur.execute("set transaction read only")
         cur.execute("begin")
-        with pytest.raises(pymysql.err.MySQLError) as e:
-            cur.execute("update t set v = 0 where id = 1")
-        assert e.value.args[0] == 1792
+        assert refused_as_read_only(cur, "update t set v = 0 where id = 1")
         cur.execute("commit")
         cur.execute("update t set v = 0 where id = 1")
         cur.execute("set session tx_read_only = ON")
-        with pytest.raises(pymysql.err.MySQLError) as e:
-            cur.execute("insert into t values (9, 9)")
-        assert e.value.args[0] == 1792
+        assert refused_as_read_only(cur, "insert into t values (9, 9)")
         cur.execute("set session tx_read_only = OFF")
         cur.execute("start transaction read write")
         cur.execute("insert into t values (9, 9)")
