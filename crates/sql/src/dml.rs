@@ -101,15 +101,18 @@ fn write_error(e: WriteError, t: &TableMeta, row: &Row, cx: &DmlCx<'_>) -> SqlEr
     }
 }
 
-/// Lock what an insert of `row` into `t` needs: the row's key, exclusively, and no other
-/// transaction's gap lock over any of its index entries (insert intention).
+/// Lock what an insert of `row` into `t` needs: no other transaction's gap lock over any of
+/// its index entries (insert intention), then the row's key, exclusively.
 fn lock_for_insert(cx: &DmlCx<'_>, t: &TableMeta, data: &Table, row: &Row) -> Result<()> {
     let locks = &cx.info.engine.txns.locks;
     let pk = data.insert_key(row);
-    locking::lock_for_write(locks, cx.txn, t.id, &pk)?;
-    let mut keys = data.index_entries(row, &pk);
-    keys.push((0, pk));
-    locking::check_insert(locks, cx.txn, t.id, &keys)
+    // Insert intention first, as InnoDB: a transaction held back by a gap holds nothing yet.
+    locking::check_insert(locks, cx.txn, t.id, || {
+        let mut keys = data.index_entries(row, &pk);
+        keys.push((0, pk.clone()));
+        keys
+    })?;
+    locking::lock_for_write(locks, cx.txn, t.id, &pk)
 }
 
 /// Take a table's storage out of the catalog for the duration of `f`.
@@ -439,13 +442,18 @@ fn matching_rows(e: &Env<'_>, spec: &LockSpec, t: &TableMeta, filter: Option<&Ex
 fn lock_for_update(cx: &DmlCx<'_>, t: &TableMeta, data: &Table, pk: &[u8], old: &Row, new: &Row) -> Result<()> {
     let locks = &cx.info.engine.txns.locks;
     let new_pk = if data.has_primary_key() { data.primary_key(new) } else { pk.to_vec() };
-    let old_entries = data.index_entries(old, pk);
-    let mut keys: Vec<(u32, Vec<u8>)> = data.index_entries(new, &new_pk).into_iter().filter(|k| !old_entries.contains(k)).collect();
-    if new_pk != pk {
+    let moved = new_pk != pk;
+    if moved {
         locking::lock_for_write(locks, cx.txn, t.id, &new_pk)?;
-        keys.push((0, new_pk));
     }
-    locking::check_insert(locks, cx.txn, t.id, &keys)
+    locking::check_insert(locks, cx.txn, t.id, || {
+        let old_entries = data.index_entries(old, pk);
+        let mut keys: Vec<(u32, Vec<u8>)> = data.index_entries(new, &new_pk).into_iter().filter(|k| !old_entries.contains(k)).collect();
+        if moved {
+            keys.push((0, new_pk.clone()));
+        }
+        keys
+    })
 }
 
 fn single_table(twj: &ast::TableWithJoins, info: &SessionInfo) -> Result<(String, String, String)> {

@@ -39,6 +39,12 @@ fn lock_id(txn: u64, table: u64, index: u32, key: Option<&[u8]>) -> String {
     id
 }
 
+fn wanted_table(wanted: &Wanted) -> u64 {
+    match wanted {
+        Wanted::Record { table, .. } | Wanted::Insert { table, .. } => *table,
+    }
+}
+
 /// `information_schema.INNODB_TRX`.
 pub fn innodb_trx(env: &Env<'_>) -> Result<Rows> {
     let c = cols(&[
@@ -74,6 +80,7 @@ pub fn innodb_trx(env: &Env<'_>) -> Result<Rows> {
     let now = std::time::Instant::now();
     let now_unix = env.now_us;
     let all = locks.locks();
+    let waits = locks.waits();
     let mut rows = Vec::new();
     for (id, info) in engine.txns.open_transactions() {
         if info.thread_id == 0 {
@@ -85,10 +92,11 @@ pub fn innodb_trx(env: &Env<'_>) -> Result<Rows> {
         let (state, requested, wait_started) = match &waiting {
             Some((wanted, since)) => {
                 let waited = i64::try_from(now.duration_since(*since).as_micros()).unwrap_or(0);
-                let id_text = match wanted {
-                    Wanted::Record { table, key, .. } => lock_id(id, *table, 0, Some(key)),
-                    Wanted::Insert { table, index, key } => lock_id(id, *table, *index, Some(key)),
-                };
+                // The same id as the request's row in data_locks.
+                let id_text = waits
+                    .iter()
+                    .find(|w| w.waiter == id)
+                    .map_or_else(String::new, |w| lock_id(id, wanted_table(wanted), w.requesting.0, w.requesting.1.as_deref()));
                 (s("LOCK WAIT"), s(id_text), Value::DateTime((now_unix - waited) / 1_000_000 * 1_000_000))
             }
             None => (s("RUNNING"), Value::Null, Value::Null),
@@ -262,13 +270,10 @@ fn data_lock_waits(env: &Env<'_>) -> Rows {
         .waits()
         .into_iter()
         .map(|w| {
-            let (table, index, key) = match &w.wanted {
-                Wanted::Record { table, key, .. } => (*table, 0, key.clone()),
-                Wanted::Insert { table, index, key } => (*table, *index, key.clone()),
-            };
+            let table = wanted_table(&w.wanted);
             vec![
                 s("INNODB"),
-                s(lock_id(w.waiter, table, index, Some(&key))),
+                s(lock_id(w.waiter, table, w.requesting.0, w.requesting.1.as_deref())),
                 int(w.waiter),
                 thread(w.waiter),
                 int(0),

@@ -113,14 +113,20 @@ impl LockSpec {
     }
 }
 
-/// An insert (or an update that moves a row to a new key or index entry) of `keys` into
-/// `table` by `txn`: waits while another transaction's gap lock covers one of them.
+/// An insert (or an update that moves a row to a new key or index entry) of the entries
+/// `keys` lists into `table` by `txn`: waits while another transaction's gap lock covers
+/// one of them. `keys` is called only when the table has gap locks at all: gap locks are
+/// taken under the catalog's read lock and writes run under its write lock, so none can
+/// appear between this look and the write.
 ///
 /// # Errors
 /// [`SqlError::lock_wait`] or 1213, as [`LockSpec::lock_row`].
-pub fn check_insert(locks: &LockManager, txn: TxnId, table_id: u64, keys: &[(u32, Vec<u8>)]) -> Result<()> {
-    for (index, key) in keys {
-        match locks.check_insert(txn, table_id, *index, key) {
+pub fn check_insert(locks: &LockManager, txn: TxnId, table_id: u64, keys: impl FnOnce() -> Vec<(u32, Vec<u8>)>) -> Result<()> {
+    if !locks.has_gaps(table_id) {
+        return Ok(());
+    }
+    for (index, key) in keys() {
+        match locks.check_insert(txn, table_id, index, &key) {
             Acquire::Granted | Acquire::Held | Acquire::Conflict => {}
             Acquire::Waiting => return Err(SqlError::lock_wait()),
             Acquire::Deadlock => return Err(SqlError::deadlock()),

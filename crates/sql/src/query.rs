@@ -1064,7 +1064,6 @@ fn access_keys(s: &Source, row: &Row, env: &Env<'_>, parent: Option<&RowCtx<'_>>
     let view = env.view;
     let mut gaps = Vec::new();
     let mut pks: Option<Vec<Vec<u8>>> = None;
-    let exists = |k: &[u8]| !t.keys_in_range(Bound::Included(k), Bound::Included(k)).is_empty();
     match &s.access {
         Access::Full => {
             if all_versions {
@@ -1084,7 +1083,7 @@ fn access_keys(s: &Source, row: &Row, env: &Env<'_>, parent: Option<&RowCtx<'_>>
             }
             if vals.len() == exprs.len() {
                 let k = t.encode_primary(&vals);
-                if all_versions && !exists(&k) {
+                if all_versions && !t.has_chain(&k) {
                     gaps.push(ScannedRange::point(0, k.clone()));
                 }
                 pks = Some(vec![k]);
@@ -1108,7 +1107,7 @@ fn access_keys(s: &Source, row: &Row, env: &Env<'_>, parent: Option<&RowCtx<'_>>
                 keys.sort();
                 keys.dedup();
                 if all_versions {
-                    gaps.extend(keys.iter().filter(|k| !exists(k)).map(|k| ScannedRange::point(0, k.clone())));
+                    gaps.extend(keys.iter().filter(|k| !t.has_chain(k)).map(|k| ScannedRange::point(0, k.clone())));
                 }
                 pks = Some(keys);
             }

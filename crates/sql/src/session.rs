@@ -195,8 +195,8 @@ struct Txn {
     view: Option<ReadView>,
     writes: Vec<(u64, Vec<u8>)>,
     explicit: bool,
-    /// Isolation level, fixed when the transaction starts.
-    isolation: String,
+    /// Isolation level, fixed when the transaction starts (`quill_txn::ISOLATION_LEVELS`).
+    isolation: &'static str,
     /// START TRANSACTION READ ONLY, or `transaction_read_only`: writes fail with 1792.
     read_only: bool,
 }
@@ -229,7 +229,7 @@ pub struct Session {
     /// Notified when another session KILLs this one.
     pub kill: Arc<tokio::sync::Notify>,
     /// Isolation level of the next transaction only (SET TRANSACTION without a scope).
-    next_isolation: Option<String>,
+    next_isolation: Option<&'static str>,
     /// Access mode of the next transaction only (SET TRANSACTION READ ONLY / READ WRITE).
     next_read_only: Option<bool>,
     /// Time the current statement spent waiting for row locks (for the slow log).
@@ -547,17 +547,17 @@ impl Session {
         }
     }
 
-    fn isolation(&self) -> String {
+    fn isolation(&self) -> &'static str {
         match &self.txn {
-            Some(t) => t.isolation.clone(),
-            None => self.next_isolation.clone().unwrap_or_else(|| self.info.var("transaction_isolation").to_owned()),
+            Some(t) => t.isolation,
+            None => self.next_isolation.unwrap_or_else(|| quill_txn::isolation_level(self.info.var("transaction_isolation"))),
         }
     }
 
     /// The isolation level a transaction starting now gets (SET TRANSACTION without a
     /// scope sets it for the next transaction only).
-    fn isolation_for_new_transaction(&mut self) -> String {
-        self.next_isolation.take().unwrap_or_else(|| self.info.var("transaction_isolation").to_owned())
+    fn isolation_for_new_transaction(&mut self) -> &'static str {
+        self.next_isolation.take().unwrap_or_else(|| quill_txn::isolation_level(self.info.var("transaction_isolation")))
     }
 
     /// The transaction this statement runs in (creating an implicit one).
@@ -573,7 +573,7 @@ impl Session {
         let isolation = self.isolation_for_new_transaction();
         let next = self.next_read_only.take();
         let read_only = read_only.or(next).unwrap_or_else(|| self.info.var("transaction_read_only") == "ON");
-        let id = self.info.engine.txns.begin(self.info.connection_id, &isolation, read_only);
+        let id = self.info.engine.txns.begin(self.info.connection_id, isolation, read_only);
         Txn { id, view: None, writes: Vec::new(), explicit, isolation, read_only }
     }
 
@@ -749,7 +749,7 @@ impl Session {
     /// SERIALIZABLE; strict snapshot isolation when asked for and a snapshot exists.
     fn lock_spec(&self, mode: LockMode, policy: WaitPolicy) -> LockSpec {
         let t = self.txn.as_ref().expect("a locking statement runs in a transaction");
-        let gaps = matches!(t.isolation.as_str(), "REPEATABLE-READ" | "SERIALIZABLE");
+        let gaps = matches!(t.isolation, "REPEATABLE-READ" | "SERIALIZABLE");
         let snapshot = if t.isolation == "REPEATABLE-READ" && self.info.var("innodb_snapshot_isolation") == "ON" { t.view.map(|v| v.read_ts) } else { None };
         LockSpec { txn: t.id, mode, policy, gaps, semi_consistent: !gaps, snapshot }
     }
@@ -1162,7 +1162,7 @@ impl Session {
                     ));
                 }
                 if let Some(level) = level {
-                    self.next_isolation = Some(level.into());
+                    self.next_isolation = Some(level);
                 }
                 if read_only.is_some() {
                     self.next_read_only = read_only;

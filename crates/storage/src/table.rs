@@ -214,6 +214,12 @@ impl Table {
         out
     }
 
+    /// Whether the row at `pk` has any version, committed or not, live or deleted.
+    #[must_use]
+    pub fn has_chain(&self, pk: &[u8]) -> bool {
+        self.rows.contains_key(pk)
+    }
+
     /// Primary keys of every row chain in the range, whatever its versions (a locking
     /// read locks rows other transactions are inserting or deleting too).
     #[must_use]

@@ -21,6 +21,16 @@ pub use locks::{Acquire, LockManager, LockMode, WaitOutcome, WaitPolicy};
 use parking_lot::Mutex;
 use quill_storage::{ReadView, Timestamp, TxnId};
 
+/// The isolation levels, as `transaction_isolation` spells them.
+pub const ISOLATION_LEVELS: [&str; 4] = ["READ-UNCOMMITTED", "READ-COMMITTED", "REPEATABLE-READ", "SERIALIZABLE"];
+
+/// The static name of an isolation level given as `transaction_isolation` spells it;
+/// anything else is REPEATABLE READ, the default.
+#[must_use]
+pub fn isolation_level(name: &str) -> &'static str {
+    ISOLATION_LEVELS.into_iter().find(|l| *l == name).unwrap_or("REPEATABLE-READ")
+}
+
 /// What `information_schema.INNODB_TRX` shows of an open transaction.
 #[derive(Debug, Clone)]
 pub struct TxnInfo {
@@ -63,10 +73,9 @@ impl TxnManager {
     }
 
     /// Start a transaction for connection `thread_id` (0: internal).
-    pub fn begin(&self, thread_id: u32, isolation: &str, read_only: bool) -> TxnId {
+    pub fn begin(&self, thread_id: u32, isolation: &'static str, read_only: bool) -> TxnId {
         let id = self.next_txn.fetch_add(1, Ordering::Relaxed);
         let started_unix_micros = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
-        let isolation = ["READ-UNCOMMITTED", "READ-COMMITTED", "SERIALIZABLE"].into_iter().find(|l| *l == isolation).unwrap_or("REPEATABLE-READ");
         let info = TxnInfo { thread_id, started: Instant::now(), started_unix_micros, isolation, read_only };
         self.active.lock().open.insert(id, info);
         id

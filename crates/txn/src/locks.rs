@@ -144,6 +144,14 @@ struct Gap {
 }
 
 impl Gap {
+    /// The range's upper end, as lock tables show it (`None`: the end of the index).
+    fn upper_key(&self) -> Option<Vec<u8>> {
+        match &self.hi {
+            Bound::Included(k) | Bound::Excluded(k) => Some(k.clone()),
+            Bound::Unbounded => None,
+        }
+    }
+
     fn contains(&self, index: u32, key: &[u8]) -> bool {
         if index != self.index {
             return false;
@@ -228,6 +236,8 @@ pub struct WaitInfo {
     pub waiter: TxnId,
     pub blocker: TxnId,
     pub wanted: Wanted,
+    /// The waiter's request as [`LockManager::locks`] shows it: index and key.
+    pub requesting: (u32, Option<Vec<u8>>),
     /// The blocker's lock: on the same row for a record wait; for an insert, the gap
     /// lock's index and upper end (`None`: the end of the index).
     pub blocking: (u32, Option<Vec<u8>>),
@@ -278,9 +288,6 @@ impl LockManager {
             return Acquire::Granted;
         }
         if policy != WaitPolicy::Wait {
-            if queue.is_empty() {
-                st.queues.remove(&(table, key.to_vec()));
-            }
             return Acquire::Conflict;
         }
         queue.push_back(Request { txn, mode, granted: false });
@@ -335,8 +342,8 @@ impl LockManager {
     /// transaction holds a gap lock covering it.
     pub fn check_insert(&self, txn: TxnId, table: u64, index: u32, key: &[u8]) -> Acquire {
         let mut st = self.state.lock();
-        let wanted = Wanted::Insert { table, index, key: key.to_vec() };
-        if st.txns.get(&txn).is_some_and(|t| t.waiting.as_ref().is_some_and(|(w, _)| *w == wanted)) {
+        let same = |w: &Wanted| matches!(w, Wanted::Insert { table: t, index: i, key: k } if *t == table && *i == index && k.as_slice() == key);
+        if st.txns.get(&txn).is_some_and(|t| t.waiting.as_ref().is_some_and(|(w, _)| same(w))) {
             return Acquire::Waiting;
         }
         self.withdraw_other_wait(&mut st, txn, |_| false);
@@ -344,6 +351,7 @@ impl LockManager {
         if !gaps.iter().any(|g| g.txn != txn && g.contains(index, key)) {
             return Acquire::Granted;
         }
+        let wanted = Wanted::Insert { table, index, key: key.to_vec() };
         if self.resolve_deadlock(&mut st, txn, &wanted) {
             return Acquire::Deadlock;
         }
@@ -354,6 +362,13 @@ impl LockManager {
         self.stats.waits.fetch_add(1, Ordering::Relaxed);
         self.stats.current_waits.fetch_add(1, Ordering::Relaxed);
         Acquire::Waiting
+    }
+
+    /// Whether any transaction holds a gap lock on `table` (an insert that finds none need
+    /// not compute its index entries).
+    #[must_use]
+    pub fn has_gaps(&self, table: u64) -> bool {
+        self.state.lock().gaps.contains_key(&table)
     }
 
     /// Wait until `txn`'s queued request is granted, at most `timeout`. On timeout the
@@ -603,16 +618,13 @@ impl LockManager {
         }
         for (table, gaps) in &st.gaps {
             for g in gaps {
-                let key = match &g.hi {
-                    Bound::Included(k) | Bound::Excluded(k) => Some(k.clone()),
-                    Bound::Unbounded => None,
-                };
-                out.push(LockInfo { txn: g.txn, table: *table, index: g.index, mode: format!("{},GAP", g.mode.name()), granted: true, key });
+                out.push(LockInfo { txn: g.txn, table: *table, index: g.index, mode: format!("{},GAP", g.mode.name()), granted: true, key: g.upper_key() });
             }
         }
         for (&txn, t) in &st.txns {
-            if let Some((Wanted::Insert { table, index, key }, _)) = &t.waiting {
-                out.push(LockInfo { txn, table: *table, index: *index, mode: "X,INSERT_INTENTION".into(), granted: false, key: Some(key.clone()) });
+            if let Some((wanted @ Wanted::Insert { table, index, .. }, _)) = &t.waiting {
+                let key = st.blocking_gap(txn, None, wanted).and_then(Gap::upper_key);
+                out.push(LockInfo { txn, table: *table, index: *index, mode: "X,INSERT_INTENTION".into(), granted: false, key });
             }
         }
         out.sort_by(|a, b| (a.txn, a.table, a.index, &a.key).cmp(&(b.txn, b.table, b.index, &b.key)));
@@ -627,20 +639,16 @@ impl LockManager {
         for (&txn, t) in &st.txns {
             if let Some((wanted, _)) = &t.waiting {
                 for blocker in st.blockers(txn, wanted) {
-                    let blocking = match wanted {
-                        Wanted::Record { key, .. } => (0, Some(key.clone())),
-                        Wanted::Insert { table, index, key } => {
-                            let gap = st.gaps.get(table).into_iter().flatten().find(|g| g.txn == blocker && g.contains(*index, key));
-                            (
-                                *index,
-                                gap.and_then(|g| match &g.hi {
-                                    Bound::Included(k) | Bound::Excluded(k) => Some(k.clone()),
-                                    Bound::Unbounded => None,
-                                }),
-                            )
-                        }
+                    let (requesting, blocking) = match wanted {
+                        Wanted::Record { key, .. } => ((0, Some(key.clone())), (0, Some(key.clone()))),
+                        // An insert intention is shown on the gap's upper end, as InnoDB shows
+                        // it on the record after the gap.
+                        Wanted::Insert { index, .. } => (
+                            (*index, st.blocking_gap(txn, None, wanted).and_then(Gap::upper_key)),
+                            (*index, st.blocking_gap(txn, Some(blocker), wanted).and_then(Gap::upper_key)),
+                        ),
                     };
-                    out.push(WaitInfo { waiter: txn, blocker, wanted: wanted.clone(), blocking });
+                    out.push(WaitInfo { waiter: txn, blocker, wanted: wanted.clone(), requesting, blocking });
                 }
             }
         }
@@ -663,6 +671,13 @@ impl LockManager {
 }
 
 impl State {
+    /// The first gap lock of another transaction (of `holder`, if given) that holds back
+    /// `txn`'s insert `wanted`.
+    fn blocking_gap(&self, txn: TxnId, holder: Option<TxnId>, wanted: &Wanted) -> Option<&Gap> {
+        let Wanted::Insert { table, index, key } = wanted else { return None };
+        self.gaps.get(table)?.iter().find(|g| g.txn != txn && holder.is_none_or(|h| g.txn == h) && g.contains(*index, key))
+    }
+
     /// The transactions `txn`'s request for `wanted` waits behind.
     fn blockers(&self, txn: TxnId, wanted: &Wanted) -> Vec<TxnId> {
         let mut out = Vec::new();
