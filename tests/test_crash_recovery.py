@@ -54,6 +54,13 @@ class Server:
         )
         wait_for_port("127.0.0.1", self.port, self.process, self.log_path)
 
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
     def kill(self):
         self.process.send_signal(signal.SIGKILL)
         self.process.wait()
@@ -114,9 +121,7 @@ def check(server, acknowledged, expect_all):
 @pytest.mark.parametrize("flush_mode", [1, 2, 0])
 def test_sigkill_under_load_loses_nothing_acknowledged(tmp_path, flush_mode):
     rng = random.Random(flush_mode)
-    server = Server(tmp_path / f"data-{flush_mode}", flush_mode)
-    server.start()
-    try:
+    with Server(tmp_path / f"data-{flush_mode}", flush_mode) as server:
         with server.connect(database=None).cursor() as cur:
             # The set-up is made durable whatever the mode under test (mode 0 could lose it).
             cur.execute("SET GLOBAL innodb_flush_log_at_trx_commit = 1")
@@ -144,8 +149,6 @@ def test_sigkill_under_load_loses_nothing_acknowledged(tmp_path, flush_mode):
             # In mode 0 lost transactions are forgotten: the ledger continues from what survived.
             for n in range(CLIENTS):
                 acknowledged[n] = [s for s in acknowledged[n] if s < next_seq[n]]
-    finally:
-        server.stop()
     log = server.log_path.read_text(errors="replace")
     assert "recovery: loaded the checkpoint and replayed the commit log" in log
     assert "checkpoint written" in log, "checkpoints ran between the kills"

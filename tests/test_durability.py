@@ -97,9 +97,7 @@ def test_drop_table_naming_a_missing_table_drops_nothing(server):
 @quill_only
 def test_clean_shutdown_in_mode_0_keeps_every_commit(tmp_path):
     # Mode 0 syncs once a second; a clean shutdown (SIGTERM) writes and syncs what is pending.
-    server = Server(tmp_path / "data", 0)
-    server.start()
-    try:
+    with Server(tmp_path / "data", 0) as server:
         with server.connect(database=None).cursor() as cur:
             cur.execute("CREATE DATABASE crash")
             cur.execute("CREATE TABLE crash.t (id INT PRIMARY KEY)")
@@ -110,15 +108,11 @@ def test_clean_shutdown_in_mode_0_keeps_every_commit(tmp_path):
         with server.connect().cursor() as cur:
             cur.execute("SELECT COUNT(*), MAX(id) FROM t")
             assert cur.fetchone() == (200, 199)
-    finally:
-        server.stop()
 
 
 @quill_only
 def test_a_damaged_last_record_is_cut_reported_and_kept_aside(tmp_path):
-    server = Server(tmp_path / "data", 1)
-    server.start()
-    try:
+    with Server(tmp_path / "data", 1) as server:
         with server.connect(database=None).cursor() as cur:
             cur.execute("CREATE DATABASE crash")
             cur.execute("CREATE TABLE crash.t (id INT PRIMARY KEY, note VARCHAR(20))")
@@ -145,8 +139,6 @@ def test_a_damaged_last_record_is_cut_reported_and_kept_aside(tmp_path):
         with server.connect().cursor() as cur:
             cur.execute("SELECT id, note FROM t ORDER BY id")
             assert cur.fetchall() == ((0, "row 0"), (1, "row 1"), (2, "again"))
-    finally:
-        server.stop()
 
 
 @quill_only

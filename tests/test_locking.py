@@ -14,6 +14,7 @@ import threading
 import time
 
 import pymysql
+import pymysql.constants.SERVER_STATUS
 import pytest
 
 from conftest import test_target
@@ -186,17 +187,23 @@ def rows(conn):
     return conn
 
 
+def time_out_behind_a_holder(h, w):
+    """The holder updates row 1; the waiter, in a transaction that already updated row 2,
+    times out updating rows 3 and 1."""
+    h.execute("begin")
+    h.execute("update t set v = 11 where id = 1")
+    w.execute("set innodb_lock_wait_timeout = 1")
+    w.execute("begin")
+    w.execute("update t set v = 22 where id = 2")
+    with pytest.raises(pymysql.err.OperationalError) as e:
+        w.execute("update t set v = v + 1 where id in (3, 1)")
+    assert e.value.args[0] == 1205
+
+
 def test_lock_wait_timeout_rolls_back_the_statement_only(server, fresh_db, rows):
     holder, waiter = server.connect(fresh_db), server.connect(fresh_db)
     with holder.cursor() as h, waiter.cursor() as w:
-        h.execute("begin")
-        h.execute("update t set v = 11 where id = 1")
-        w.execute("set innodb_lock_wait_timeout = 1")
-        w.execute("begin")
-        w.execute("update t set v = 22 where id = 2")
-        with pytest.raises(pymysql.err.OperationalError) as e:
-            w.execute("update t set v = v + 1 where id in (3, 1)")
-        assert e.value.args[0] == 1205
+        time_out_behind_a_holder(h, w)
         # The transaction is still open; its first statement stands, the failed one is undone.
         w.execute("select v from t where id in (2, 3) order by id")
         assert w.fetchall() == ((22,), (30,))
@@ -208,9 +215,7 @@ def test_lock_wait_timeout_rolls_back_the_statement_only(server, fresh_db, rows)
 
 @pytest.mark.skipif(test_target() != "quill", reason="starts a Quill server with a start-up option")
 def test_rollback_on_timeout_rolls_back_the_whole_transaction(tmp_path):
-    server = Server(tmp_path / "data", 1, options=["--innodb-rollback-on-timeout=ON"])
-    server.start()
-    try:
+    with Server(tmp_path / "data", 1, options=["--innodb-rollback-on-timeout=ON"]) as server:
         with server.connect(database=None).cursor() as cur:
             cur.execute("create database crash")
             cur.execute("create table crash.t (id int primary key, v int)")
@@ -219,14 +224,7 @@ def test_rollback_on_timeout_rolls_back_the_whole_transaction(tmp_path):
             assert cur.fetchone() == (1,)
         holder, waiter = server.connect(), server.connect()
         with holder.cursor() as h, waiter.cursor() as w:
-            h.execute("begin")
-            h.execute("update t set v = 11 where id = 1")
-            w.execute("set innodb_lock_wait_timeout = 1")
-            w.execute("begin")
-            w.execute("update t set v = 22 where id = 2")
-            with pytest.raises(pymysql.err.OperationalError) as e:
-                w.execute("update t set v = 12 where id = 1")
-            assert e.value.args[0] == 1205
+            time_out_behind_a_holder(h, w)
             # The whole transaction is gone, its first update too; the session is not in one.
             w.execute("select v from t where id = 2")
             assert w.fetchall() == ((20,),)
@@ -234,8 +232,6 @@ def test_rollback_on_timeout_rolls_back_the_whole_transaction(tmp_path):
             w.execute("rollback")
             w.execute("select id, v from t order by id")
             assert w.fetchall() == ((1, 11), (2, 20))
-    finally:
-        server.stop()
 
 
 def test_a_wait_is_counted_timed_and_shown(server, fresh_db, rows):
@@ -271,6 +267,64 @@ def test_a_wait_is_counted_timed_and_shown(server, fresh_db, rows):
     assert status(monitor, "Innodb_row_lock_waits") == waits_before + 1
     assert status(monitor, "Innodb_row_lock_current_waits") == 0
     assert status(monitor, "Innodb_row_lock_time_max") >= 100
+
+
+@pytest.mark.skipif(test_target() != "quill", reason="MariaDB 10.11 has no performance_schema.data_locks")
+def test_gap_and_insert_intention_locks_are_shown(server, fresh_db, rows):
+    holder, inserter, monitor = server.connect(fresh_db), server.connect(fresh_db), server.connect()
+    with holder.cursor() as h:
+        h.execute("begin")
+        h.execute("select id from t where id >= 2 for update")
+        w = Waiter(inserter, "insert into t values (4, 40)")
+        wait_until_waiting(monitor, inserter.thread_id())
+        with monitor.cursor() as cur:
+            cur.execute(
+                "select lock_type, lock_mode, lock_status, lock_data from performance_schema.data_locks "
+                "where object_schema = %s order by engine_transaction_id, lock_type desc, lock_mode, lock_data",
+                (fresh_db,),
+            )
+            assert cur.fetchall() == (
+                ("TABLE", "IX", "GRANTED", None),
+                ("RECORD", "X,GAP", "GRANTED", "supremum pseudo-record"),
+                ("RECORD", "X,REC_NOT_GAP", "GRANTED", "2"),
+                ("RECORD", "X,REC_NOT_GAP", "GRANTED", "3"),
+                ("TABLE", "IX", "GRANTED", None),
+                # Shown on the record after the gap, as InnoDB shows it.
+                ("RECORD", "X,INSERT_INTENTION", "WAITING", "supremum pseudo-record"),
+            )
+            # The wait joins both lock rows, and INNODB_TRX names the same request.
+            cur.execute(
+                "select r.lock_mode, b.lock_mode from performance_schema.data_lock_waits w "
+                "join performance_schema.data_locks r on r.engine_lock_id = w.requesting_engine_lock_id "
+                "join performance_schema.data_locks b on b.engine_lock_id = w.blocking_engine_lock_id"
+            )
+            assert cur.fetchall() == (("X,INSERT_INTENTION", "X,GAP"),)
+            cur.execute(
+                "select count(*) from information_schema.innodb_trx t "
+                "join performance_schema.data_locks l on l.engine_lock_id = t.trx_requested_lock_id"
+            )
+            assert cur.fetchone() == (1,)
+        h.execute("commit")
+        w.join()
+        assert w.error is None
+
+
+def test_malformed_transaction_statements_are_refused(server, fresh_db):
+    c = server.connect(fresh_db)
+    with c.cursor() as cur:
+        for sql in (
+            "start transaction read only, read write",
+            "start transaction with inconsistent snapshot",
+            "set transaction isolation level repeatable",
+            "set session transaction read sometimes",
+        ):
+            with pytest.raises(pymysql.err.ProgrammingError) as e:
+                cur.execute(sql)
+            assert e.value.args[0] == 1064, sql
+        # The connection is fine and no transaction was left open.
+        cur.execute("select @@autocommit")
+        assert cur.fetchone() == (1,)
+        assert not c.server_status & pymysql.constants.SERVER_STATUS.SERVER_STATUS_IN_TRANS
 
 
 def test_deadlock_rolls_back_the_victim_whole_and_counts(server, fresh_db, rows):
