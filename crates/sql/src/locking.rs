@@ -97,7 +97,7 @@ impl LockSpec {
         if !self.gaps {
             return Ok(());
         }
-        let (lo, hi, next) = data.gap_around(range.index, as_ref_bound(&range.lo), as_ref_bound(&range.hi));
+        let Some((lo, hi, next)) = data.gap_around(range.index, as_ref_bound(&range.lo), as_ref_bound(&range.hi)) else { return Ok(()) };
         locks.lock_gap(self.txn, table_id, range.index, self.mode, lo, hi);
         if range.next_record
             && let Some(pk) = next

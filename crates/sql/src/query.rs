@@ -997,8 +997,12 @@ fn join_level(b: &Block, level: usize, row: &mut Row, env: &Env<'_>, parent: Opt
 
 /// Coerce a lookup value to the key column's type; `None` if that is not exact
 /// (then the access path falls back to a scan of the whole table).
+/// `v` as a key value of a column of type `ty`, when looking it up in the column's index
+/// finds exactly the rows the comparison does; `None` sends the access path back to a scan.
+/// A string column compared with a number compares as numbers ('5abc' = 5), so only a
+/// string looks up a string index.
 fn key_value(v: &Value, ty: &SqlType) -> Option<Value> {
-    if v.is_null() {
+    if v.is_null() || (ty.is_string() && !matches!(v, Value::Str(_))) {
         return None;
     }
     let mut warnings = Vec::new();

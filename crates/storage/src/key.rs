@@ -145,6 +145,20 @@ pub fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
     None
 }
 
+/// Whether no key lies between `lower` and `upper`: the lower bound is above the upper
+/// one, or they meet and either excludes the meeting key. Every ordered-map range in
+/// storage asks this first, because `BTreeMap::range` panics on such bounds, and an
+/// inverted range (`BETWEEN 4 AND 0`) is an ordinary, empty query.
+#[must_use]
+pub fn range_is_empty<K: Ord + ?Sized>(lower: std::ops::Bound<&K>, upper: std::ops::Bound<&K>) -> bool {
+    use std::ops::Bound::{Excluded, Included, Unbounded};
+    match (lower, upper) {
+        (Unbounded, _) | (_, Unbounded) => false,
+        (Included(a), Included(b)) => a > b,
+        (Included(a) | Excluded(a), Included(b) | Excluded(b)) => a >= b,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -199,5 +213,19 @@ mod tests {
         assert_ne!(a, b);
         assert!(key(&Value::Str("a".into())) < key(&Value::Str("a\0".into())));
         assert!(key(&Value::Str("a\0".into())) < key(&Value::Str("aa".into())));
+    }
+
+    #[test]
+    fn inverted_and_touching_exclusive_ranges_are_empty() {
+        use std::ops::Bound::{Excluded, Included, Unbounded};
+        let (a, b) = (b"a".as_slice(), b"b".as_slice());
+        assert!(range_is_empty(Included(b), Included(a)));
+        assert!(range_is_empty(Excluded(a), Excluded(a)));
+        assert!(range_is_empty(Included(a), Excluded(a)));
+        assert!(range_is_empty(Excluded(a), Included(a)));
+        assert!(!range_is_empty(Included(a), Included(a)));
+        assert!(!range_is_empty(Excluded(a), Excluded(b)));
+        assert!(!range_is_empty(Unbounded, Excluded(a)));
+        assert!(!range_is_empty(Included(b), Unbounded));
     }
 }

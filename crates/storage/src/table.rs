@@ -21,7 +21,7 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use crate::key::{encode_key, prefix_successor};
+use crate::key::{encode_key, prefix_successor, range_is_empty};
 use crate::value::{Collation, Row, Value};
 
 /// A transaction's identity, unique for the life of the server.
@@ -52,6 +52,9 @@ impl ReadView {
 /// A gap to lock, `(from, to)` in an index's entry space, and the primary key of the
 /// first entry above it (see [`Table::gap_around`]).
 pub type GapAround = (Bound<Vec<u8>>, Bound<Vec<u8>>, Option<Vec<u8>>);
+
+/// A range of encoded keys.
+pub type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
 
 /// One column of a key: which column of the row, compared under which collation.
 pub type KeyPart = (usize, Collation);
@@ -189,8 +192,12 @@ impl Table {
 
     /// Rows visible to `view` with primary keys in the range, in key order.
     pub fn scan<'a>(&'a self, lower: Bound<&[u8]>, upper: Bound<&[u8]>, view: ReadView) -> impl DoubleEndedIterator<Item = (&'a Vec<u8>, &'a Row)> + 'a {
-        let lower = lower.map(<[u8]>::to_vec);
-        let upper = upper.map(<[u8]>::to_vec);
+        // `BTreeMap::range` panics on an inverted range; `[x, x)` is its empty range.
+        let (lower, upper) = if range_is_empty(lower, upper) {
+            (Bound::Included(Vec::new()), Bound::Excluded(Vec::new()))
+        } else {
+            (lower.map(<[u8]>::to_vec), upper.map(<[u8]>::to_vec))
+        };
         self.rows.range::<Vec<u8>, _>((lower, upper)).filter_map(move |(k, c)| c.visible(&view).map(|r| (k, r)))
     }
 
@@ -201,7 +208,7 @@ impl Table {
         let idx = &self.indexes[index];
         // Entries are `index key ++ pk`, so an inclusive prefix bound becomes
         // "from the prefix" / "to the prefix's successor".
-        let (lo, hi) = Self::entry_range(lower, upper);
+        let Some((lo, hi)) = Self::entry_range(lower, upper) else { return Vec::new() };
         let mut out: Vec<Vec<u8>> = Vec::new();
         for (entry, pk) in idx.entries.range((lo, hi)) {
             let Some(row) = self.get(pk, view) else { continue };
@@ -224,6 +231,9 @@ impl Table {
     /// read locks rows other transactions are inserting or deleting too).
     #[must_use]
     pub fn keys_in_range(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> Vec<Vec<u8>> {
+        if range_is_empty(lower, upper) {
+            return Vec::new();
+        }
         self.rows.range::<[u8], _>((lower, upper)).map(|(k, _)| k.clone()).collect()
     }
 
@@ -231,8 +241,9 @@ impl Table {
     /// encoded index-key prefixes), whichever version of the row it came from.
     #[must_use]
     pub fn index_keys_in_range(&self, index: usize, lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> Vec<Vec<u8>> {
+        let Some(range) = Self::entry_range(lower, upper) else { return Vec::new() };
         let mut out: Vec<Vec<u8>> = Vec::new();
-        for (_, pk) in self.indexes[index].entries.range(Self::entry_range(lower, upper)) {
+        for (_, pk) in self.indexes[index].entries.range(range) {
             if !out.contains(pk) {
                 out.push(pk.clone());
             }
@@ -241,7 +252,8 @@ impl Table {
     }
 
     /// Entry-space bounds of an index-key prefix range: entries are `index key ++ pk`.
-    fn entry_range(lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+    /// `None` when the range holds no entry (see [`range_is_empty`]).
+    fn entry_range(lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> Option<KeyRange> {
         let lo = match lower {
             Bound::Included(p) => Bound::Included(p.to_vec()),
             Bound::Excluded(p) => prefix_successor(p).map_or(Bound::Unbounded, Bound::Included),
@@ -252,28 +264,31 @@ impl Table {
             Bound::Excluded(p) => Bound::Excluded(p.to_vec()),
             Bound::Unbounded => Bound::Unbounded,
         };
-        (lo, hi)
+        (!range_is_empty(lo.as_ref(), hi.as_ref())).then_some((lo, hi))
     }
 
     /// The gap a locking scan of a range of index `index` (0: the primary key, `i + 1`:
     /// secondary index `i`; bounds as for the scans) locks, widened to the neighbouring
     /// entries as InnoDB's next-key locks are: from the last entry below the range
     /// (excluded) to the first entry above it (excluded). Also returns the primary key of
-    /// that first entry above, whose record a range scan locks too.
+    /// that first entry above, whose record a range scan locks too. `None` for an empty
+    /// range.
     #[must_use]
-    pub fn gap_around(&self, index: u32, lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> GapAround {
-        let (lo, hi) = if index == 0 { (lower.map(<[u8]>::to_vec), upper.map(<[u8]>::to_vec)) } else { Self::entry_range(lower, upper) };
+    pub fn gap_around(&self, index: u32, lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> Option<GapAround> {
+        let entries = if index == 0 { Some((lower.map(<[u8]>::to_vec), upper.map(<[u8]>::to_vec))) } else { Self::entry_range(lower, upper) };
+        // An empty range locks no gap (InnoDB finds an impossible range and reads nothing).
+        let (lo, hi) = entries.filter(|(lo, hi)| !range_is_empty(lo.as_ref(), hi.as_ref()))?;
         let below = match &lo {
             Bound::Included(k) => Bound::Excluded(k.clone()),
             Bound::Excluded(k) => Bound::Included(k.clone()),
-            Bound::Unbounded => return self.gap_above(index, Bound::Unbounded, hi),
+            Bound::Unbounded => return Some(self.gap_above(index, Bound::Unbounded, hi)),
         };
         let prev = if index == 0 {
             self.rows.range::<Vec<u8>, _>((Bound::Unbounded, below)).next_back().map(|(k, _)| k.clone())
         } else {
             self.indexes[index as usize - 1].entries.range::<Vec<u8>, _>((Bound::Unbounded, below)).next_back().map(|(k, _)| k.clone())
         };
-        self.gap_above(index, prev.map_or(Bound::Unbounded, Bound::Excluded), hi)
+        Some(self.gap_above(index, prev.map_or(Bound::Unbounded, Bound::Excluded), hi))
     }
 
     fn gap_above(&self, index: u32, lo: Bound<Vec<u8>>, hi: Bound<Vec<u8>>) -> GapAround {
