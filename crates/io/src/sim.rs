@@ -14,6 +14,9 @@
 //! directories before writing anything that must survive).
 //!
 //! `fail_syncs_after(n)` makes every `sync_data` after the next `n` fail, to test fail-stop.
+//! `set_capacity(Some(n))` makes a write or size change that would take the files with a
+//! name past `n` bytes fail with `StorageFull` (ENOSPC), to test a full disk; removing a file
+//! frees its bytes.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io;
@@ -95,6 +98,16 @@ struct State {
     next_inode: Inode,
     /// `Some(n)`: n more syncs succeed, then every sync fails.
     syncs_before_failure: Option<u64>,
+    /// `Some(n)`: the disk holds `n` bytes of named files.
+    capacity: Option<u64>,
+}
+
+impl State {
+    /// Bytes held by files that have a name.
+    fn used_bytes(&self) -> u64 {
+        let inodes: BTreeSet<Inode> = self.names.values().copied().collect();
+        inodes.iter().map(|i| self.contents[i].live.len() as u64).sum()
+    }
 }
 
 /// What a crash did, for the message of a failing test.
@@ -122,6 +135,11 @@ impl SimFs {
     /// Every `sync_data` after the next `n` fails with an I/O error.
     pub fn fail_syncs_after(&self, n: u64) {
         self.state.lock().syncs_before_failure = Some(n);
+    }
+
+    /// Limits the disk to `capacity` bytes of named files (`None`: unlimited).
+    pub fn set_capacity(&self, capacity: Option<u64>) {
+        self.state.lock().capacity = capacity;
     }
 
     /// The disk after a power loss now, as `seed` chooses (see the module doc). Handles
@@ -168,6 +186,7 @@ impl SimFs {
             dirs: state.dirs.clone(),
             next_inode: state.next_inode,
             syncs_before_failure: None,
+            capacity: state.capacity,
         };
         (SimFs { state: Arc::new(Mutex::new(after)) }, report)
     }
@@ -259,11 +278,23 @@ struct SimFile {
 }
 
 impl SimFile {
-    fn record(&self, op: FileOp) {
+    fn record(&self, op: FileOp) -> io::Result<()> {
         let mut state = self.state.lock();
+        let old_len = state.contents[&self.inode].live.len() as u64;
+        let new_len = match &op {
+            FileOp::Write { offset, data } => old_len.max(offset + data.len() as u64),
+            FileOp::SetLen(len) => *len,
+        };
+        if let Some(capacity) = state.capacity
+            && new_len > old_len
+            && state.used_bytes() + (new_len - old_len) > capacity
+        {
+            return Err(io::Error::new(io::ErrorKind::StorageFull, "simulated disk full"));
+        }
         let content = state.contents.get_mut(&self.inode).expect("inode exists while a handle does");
         apply(&mut content.live, &op);
         content.unsynced.push(op);
+        Ok(())
     }
 }
 
@@ -278,8 +309,7 @@ impl File for SimFile {
     }
 
     fn write_at(&self, data: &[u8], offset: u64) -> io::Result<()> {
-        self.record(FileOp::Write { offset, data: data.to_vec() });
-        Ok(())
+        self.record(FileOp::Write { offset, data: data.to_vec() })
     }
 
     fn sync_data(&self) -> io::Result<()> {
@@ -301,8 +331,7 @@ impl File for SimFile {
     }
 
     fn set_len(&self, len: u64) -> io::Result<()> {
-        self.record(FileOp::SetLen(len));
-        Ok(())
+        self.record(FileOp::SetLen(len))
     }
 }
 
@@ -375,6 +404,19 @@ mod tests {
             assert_eq!(after.contents(&dir.join("ckpt")).as_deref(), Some(&b"snapshot"[..]));
             assert!(!after.exists(&dir.join("ckpt.tmp")));
         }
+    }
+
+    #[test]
+    fn a_full_disk_refuses_growth_and_removal_frees_space() {
+        let (fs, dir) = disk();
+        fs.set_capacity(Some(10));
+        let a = fs.open(&dir.join("a"), true).unwrap();
+        a.write_at(&[1; 8], 0).unwrap();
+        assert_eq!(a.write_at(&[1; 4], 8).unwrap_err().kind(), io::ErrorKind::StorageFull);
+        a.write_at(&[2; 8], 0).unwrap();
+        fs.remove(&dir.join("a")).unwrap();
+        let b = fs.open(&dir.join("b"), true).unwrap();
+        b.write_at(&[3; 10], 0).unwrap();
     }
 
     #[test]

@@ -17,6 +17,8 @@ pub const CRC_START: usize = LSN_OFFSET;
 pub const MAX_BODY_BYTES: usize = 256 << 20;
 /// Default size of a segment file.
 pub const DEFAULT_SEGMENT_BYTES: u64 = 64 << 20;
+/// The smallest segment created when the disk has no room for a full one.
+pub const SEGMENT_BYTES_MIN: u64 = 64 << 10;
 pub const SEGMENT_SUFFIX: &str = ".qlog";
 /// Digits of the start LSN in a segment's file name.
 pub const SEGMENT_NAME_DIGITS: usize = 20;
@@ -94,6 +96,9 @@ pub enum EncodeError {
     Empty,
     #[error("the commit log is shut down")]
     ShuttingDown,
+    /// The disk has no room for the segment this record needs (see `writer`, "Space").
+    #[error("the commit log has no room: {0}")]
+    LogFull(String),
 }
 
 /// Appends the record for `changes` at position `lsn` to `out`.

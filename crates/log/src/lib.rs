@@ -17,10 +17,13 @@ mod writer;
 
 pub use format::{
     COMMIT_US_OFFSET, CRC_OFFSET, CRC_START, Change, DEFAULT_SEGMENT_BYTES, EncodeError, HEADER_BYTES, LEN_OFFSET, LSN_OFFSET, Lsn, MAX_BODY_BYTES, Record,
-    SEQ_OFFSET, encode_record, segment_name,
+    SEGMENT_BYTES_MIN, SEQ_OFFSET, encode_record, segment_name,
 };
 pub use reader::{CutReason, LogEnd};
-pub use writer::{Appended, BUFFER_BYTES_MAX, FailureHook, FlushMode, GROUP_BYTES_MAX, Log, LogConfig, LogStats, Recovered, SYNC_INTERVAL};
+pub use writer::{
+    Appended, BUFFER_BYTES_MAX, DDL_RESERVE_BYTES, FailureHook, FlushMode, GROUP_BYTES_MAX, Log, LogConfig, LogStats, Recovered, SPACE_RETRY_INTERVAL,
+    SYNC_INTERVAL,
+};
 
 #[cfg(test)]
 mod tests;

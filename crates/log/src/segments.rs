@@ -2,9 +2,13 @@
 //! (possibly across a segment boundary), syncing what was written, reading it back, and
 //! creating segments preallocated with zeros.
 //!
-//! Invariants: segments are contiguous (each starts where the previous ends) and
-//! `segment_bytes` long; a segment is fully zero-filled and synced, and its name synced in the
-//! directory, before any record is written into it.
+//! Invariants: segments are contiguous (each starts where the previous one ends); each is at
+//! most `segment_bytes` long (`quill_log_segment_bytes`), and its file length is its length;
+//! a segment is fully zero-filled and synced, and its name synced in the directory, before any
+//! record is written into it. A new segment is `segment_bytes` long unless the disk has no
+//! room for that: then it is the largest of `segment_bytes / 2`, `/ 4`, ... down to
+//! [`SEGMENT_BYTES_MIN`] that fits, so a small volume still takes commits. A segment left
+//! short by a torn write or a copy can only be the last one, and reads end where it ends.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -13,57 +17,67 @@ use std::sync::Arc;
 
 use quill_io::{File, Fs};
 
-use crate::format::{Lsn, parse_segment_name, segment_name};
+use crate::format::{Lsn, SEGMENT_BYTES_MIN, parse_segment_name, segment_name};
 
 /// Zeros are written in chunks of this size when a segment is created.
 const ZERO_CHUNK_BYTES: usize = 1 << 20;
+
+/// One segment file and the length of the stream it holds.
+struct Segment {
+    file: Arc<dyn File>,
+    len: u64,
+}
 
 pub struct Segments {
     fs: Arc<dyn Fs>,
     dir: PathBuf,
     segment_bytes: u64,
-    files: BTreeMap<Lsn, Arc<dyn File>>,
+    files: BTreeMap<Lsn, Segment>,
     /// Segments written since their last sync.
     unsynced: Vec<Lsn>,
+}
+
+/// Whether an I/O error means the disk (or the quota) is full.
+#[must_use]
+pub fn is_out_of_space(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::StorageFull || e.kind() == io::ErrorKind::QuotaExceeded
 }
 
 impl Segments {
     /// Opens the segments in `dir` (created if missing).
     ///
     /// # Errors
-    /// I/O errors, and segments that are not contiguous (a missing middle segment).
+    /// I/O errors, and segments that are not contiguous (a missing or shortened middle
+    /// segment: bytes of the log are gone).
     pub fn open(fs: Arc<dyn Fs>, dir: &Path, segment_bytes: u64) -> io::Result<Segments> {
         assert!(segment_bytes >= 64, "segments must hold at least a header and a little body");
         fs.create_dir_all(dir)?;
         let mut files = BTreeMap::new();
         for name in fs.list(dir)? {
             if let Some(start) = parse_segment_name(&name) {
-                files.insert(start, fs.open(&dir.join(&name), false)?);
+                let file = fs.open(&dir.join(&name), false)?;
+                let len = file.len()?;
+                files.insert(start, Segment { file, len });
             }
         }
-        // A crash while the newest segment was being created can leave it short. Nothing was
-        // ever written into it (records follow its zero-fill and sync), so it goes.
-        if let Some((&last, file)) = files.iter().next_back()
-            && file.len()? < segment_bytes
-            && file.read_all()?.iter().all(|&b| b == 0)
+        // A crash while the newest segment was being created can leave it short, or empty.
+        // Nothing was ever written into it (records follow its zero-fill and sync), so it goes.
+        if let Some((&last, segment)) = files.iter().next_back()
+            && segment.len < segment_bytes
+            && segment.file.read_all()?.iter().all(|&b| b == 0)
         {
             files.remove(&last);
             fs.remove(&dir.join(segment_name(last)))?;
             fs.sync_dir(dir)?;
         }
-        // A different quill_log_segment_bytes would misread the stream: refuse it.
-        for (start, file) in &files {
-            if start % segment_bytes != 0 || file.len()? != segment_bytes {
-                return Err(io::Error::other(format!(
-                    "log segment {} ({} bytes) does not match quill_log_segment_bytes={segment_bytes}; start with the size it was written with",
-                    segment_name(*start),
-                    file.len()?
-                )));
-            }
-        }
-        let starts: Vec<Lsn> = files.keys().copied().collect();
-        if let Some(gap) = starts.windows(2).find(|w| w[1] != w[0] + segment_bytes) {
-            return Err(io::Error::other(format!("log segment missing between {} and {}", segment_name(gap[0]), segment_name(gap[1]))));
+        let segments: Vec<(Lsn, u64)> = files.iter().map(|(&start, s)| (start, s.len)).collect();
+        if let Some(gap) = segments.windows(2).find(|w| w[1].0 != w[0].0 + w[0].1) {
+            return Err(io::Error::other(format!(
+                "log segment {} holds {} bytes but the next one starts at {}: bytes of the log are missing",
+                segment_name(gap[0].0),
+                gap[0].1,
+                segment_name(gap[1].0)
+            )));
         }
         Ok(Segments { fs, dir: dir.to_path_buf(), segment_bytes, files, unsynced: Vec::new() })
     }
@@ -77,11 +91,12 @@ impl Segments {
     /// One past the last byte the segments hold.
     #[must_use]
     pub fn end_lsn(&self) -> Option<Lsn> {
-        self.files.keys().next_back().map(|&s| s + self.segment_bytes)
+        self.files.iter().next_back().map(|(&start, s)| start + s.len)
     }
 
-    fn segment_start(&self, lsn: Lsn) -> Lsn {
-        lsn - lsn % self.segment_bytes
+    /// The segment holding `lsn`: its start and itself.
+    fn holding(&self, lsn: Lsn) -> Option<(Lsn, &Segment)> {
+        self.files.range(..=lsn).next_back().filter(|(start, s)| lsn < *start + s.len).map(|(&start, s)| (start, s))
     }
 
     /// Reads `buf.len()` bytes of the stream at `lsn`; `false` when the segments end first.
@@ -90,12 +105,11 @@ impl Segments {
     /// I/O errors.
     pub fn read_at(&self, mut lsn: Lsn, mut buf: &mut [u8]) -> io::Result<bool> {
         while !buf.is_empty() {
-            let start = self.segment_start(lsn);
-            let Some(file) = self.files.get(&start) else { return Ok(false) };
+            let Some((start, segment)) = self.holding(lsn) else { return Ok(false) };
             let offset = lsn - start;
-            let n = usize::try_from(self.segment_bytes - offset).unwrap_or(usize::MAX).min(buf.len());
+            let n = usize::try_from(segment.len - offset).unwrap_or(usize::MAX).min(buf.len());
             let (now, rest) = buf.split_at_mut(n);
-            if file.read_at(now, offset)? < n {
+            if segment.file.read_at(now, offset)? < n {
                 return Ok(false);
             }
             buf = rest;
@@ -104,18 +118,22 @@ impl Segments {
         Ok(true)
     }
 
-    /// Writes `data` into the stream at `lsn`, creating segments as needed. Not durable until
+    /// Writes `data` into the stream at `lsn`, creating segments as needed (the log writer
+    /// prepares them ahead, see [`Segments::prepare_next`]). Not durable until
     /// [`Segments::sync`].
     ///
     /// # Errors
     /// I/O errors.
     pub fn write_at(&mut self, mut lsn: Lsn, mut data: &[u8]) -> io::Result<()> {
         while !data.is_empty() {
-            let start = self.segment_start(lsn);
-            let file = self.segment(start)?;
+            if self.holding(lsn).is_none() {
+                assert_eq!(Some(lsn), self.end_lsn().or(Some(lsn)), "the stream is written in order");
+                self.create(lsn)?;
+            }
+            let (start, segment) = self.holding(lsn).expect("created above");
             let offset = lsn - start;
-            let n = usize::try_from(self.segment_bytes - offset).unwrap_or(usize::MAX).min(data.len());
-            file.write_at(&data[..n], offset)?;
+            let n = usize::try_from(segment.len - offset).unwrap_or(usize::MAX).min(data.len());
+            segment.file.write_at(&data[..n], offset)?;
             if !self.unsynced.contains(&start) {
                 self.unsynced.push(start);
             }
@@ -132,48 +150,68 @@ impl Segments {
     pub fn sync(&mut self) -> io::Result<u64> {
         let mut syncs = 0;
         for start in std::mem::take(&mut self.unsynced) {
-            if let Some(file) = self.files.get(&start) {
-                file.sync_data()?;
+            if let Some(segment) = self.files.get(&start) {
+                segment.file.sync_data()?;
                 syncs += 1;
             }
         }
         Ok(syncs)
     }
 
-    /// The segment starting at `start`, created (zero-filled and synced) if missing.
-    fn segment(&mut self, start: Lsn) -> io::Result<Arc<dyn File>> {
-        if let Some(file) = self.files.get(&start) {
-            return Ok(Arc::clone(file));
-        }
+    /// Creates the segment starting at `start` (the end of the stream, or anywhere for an
+    /// empty log): `segment_bytes` long, or shorter when the disk has no room (see the module
+    /// doc). Returns its length.
+    ///
+    /// # Errors
+    /// I/O errors; out of space (see [`is_out_of_space`]) when not even
+    /// [`SEGMENT_BYTES_MIN`] fits. A failed attempt leaves no file behind.
+    fn create(&mut self, start: Lsn) -> io::Result<u64> {
         if let Some(end) = self.end_lsn() {
             assert_eq!(start, end, "segments are created in order");
         }
-        let path = self.dir.join(segment_name(start));
-        let file = self.fs.open(&path, true)?;
-        let zeros = vec![0_u8; ZERO_CHUNK_BYTES];
-        let mut offset = 0;
-        while offset < self.segment_bytes {
-            let n = usize::try_from(self.segment_bytes - offset).unwrap_or(usize::MAX).min(zeros.len());
-            file.write_at(&zeros[..n], offset)?;
-            offset += n as u64;
+        let mut len = self.segment_bytes;
+        loop {
+            match self.create_sized(start, len) {
+                Ok(()) => return Ok(len),
+                Err(e) if is_out_of_space(&e) && len / 2 >= SEGMENT_BYTES_MIN.min(self.segment_bytes) => len /= 2,
+                Err(e) => return Err(e),
+            }
         }
-        file.sync_data()?;
-        self.fs.sync_dir(&self.dir)?;
-        self.files.insert(start, Arc::clone(&file));
-        Ok(file)
     }
 
-    /// Makes sure the segment holding `lsn` exists, so the write that reaches it does not
-    /// pay for creating it.
+    fn create_sized(&mut self, start: Lsn, len: u64) -> io::Result<()> {
+        let path = self.dir.join(segment_name(start));
+        let file = self.fs.open(&path, true)?;
+        let filled = (|| {
+            let zeros = vec![0_u8; ZERO_CHUNK_BYTES];
+            let mut offset = 0;
+            while offset < len {
+                let n = usize::try_from(len - offset).unwrap_or(usize::MAX).min(zeros.len());
+                file.write_at(&zeros[..n], offset)?;
+                offset += n as u64;
+            }
+            file.sync_data()?;
+            self.fs.sync_dir(&self.dir)
+        })();
+        if let Err(e) = filled {
+            // Give the space back; a leftover short file of zeros is removed at start-up too.
+            drop(file);
+            let _ = self.fs.remove(&path);
+            return Err(e);
+        }
+        self.files.insert(start, Segment { file, len });
+        Ok(())
+    }
+
+    /// Creates the next segment, at the end of the stream (`start` for an empty log), and
+    /// returns the new end.
     ///
     /// # Errors
-    /// I/O errors.
-    pub fn prepare(&mut self, lsn: Lsn) -> io::Result<()> {
-        let start = self.segment_start(lsn);
-        if self.end_lsn().is_none_or(|end| start == end) {
-            self.segment(start)?;
-        }
-        Ok(())
+    /// As [`Segments::create`].
+    pub fn prepare_next(&mut self, start: Lsn) -> io::Result<Lsn> {
+        let at = self.end_lsn().unwrap_or(start);
+        let len = self.create(at)?;
+        Ok(at + len)
     }
 
     /// Copies the stream from `lsn` to the end of the last segment, without its trailing
@@ -217,12 +255,15 @@ impl Segments {
     /// # Errors
     /// I/O errors.
     pub fn cut_at(&mut self, lsn: Lsn) -> io::Result<()> {
-        let start = self.segment_start(lsn);
-        if let Some(file) = self.files.get(&start) {
-            let zeros = vec![0_u8; usize::try_from(self.segment_bytes - (lsn - start)).expect("segment fits in memory")];
-            file.write_at(&zeros, lsn - start)?;
-            file.sync_data()?;
-        }
+        let start = match self.holding(lsn) {
+            Some((start, segment)) => {
+                let zeros = vec![0_u8; usize::try_from(segment.len - (lsn - start)).expect("segment fits in memory")];
+                segment.file.write_at(&zeros, lsn - start)?;
+                segment.file.sync_data()?;
+                start
+            }
+            None => lsn,
+        };
         // Newest first: a crash part-way leaves a shorter log, never one with a gap.
         let later: Vec<Lsn> = self.files.range(start + 1..).rev().map(|(&s, _)| s).collect();
         for s in &later {
@@ -240,7 +281,7 @@ impl Segments {
     /// # Errors
     /// I/O errors.
     pub fn remove_before(&mut self, lsn: Lsn) -> io::Result<usize> {
-        let old: Vec<Lsn> = self.files.keys().copied().filter(|&s| s + self.segment_bytes <= lsn).collect();
+        let old: Vec<Lsn> = self.files.iter().filter(|(start, s)| **start + s.len <= lsn).map(|(start, _)| *start).collect();
         for s in &old {
             self.files.remove(s);
             self.fs.remove(&self.dir.join(segment_name(*s)))?;

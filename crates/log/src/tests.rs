@@ -150,6 +150,102 @@ fn a_record_torn_across_a_missing_segment_is_torn() {
     assert_eq!(records.len() as u64, spanning.seq - 1);
 }
 
+/// Regression: a last segment shortened by a torn write or an interrupted copy made start-up
+/// refuse the whole log ("does not match quill_log_segment_bytes"). It is a torn tail.
+#[test]
+fn a_shortened_last_segment_is_a_torn_tail() {
+    let fs = SimFs::new();
+    let appended = write_records(&fs, 1 << 12, 200);
+    let last = fs.list(&dir()).unwrap().pop().unwrap();
+    let start: u64 = last.trim_end_matches(".qlog").parse().unwrap();
+    let cut_at = appended.iter().rev().find(|a| a.lsn > start + 10).unwrap().lsn + 10;
+    fs.open(&dir().join(&last), false).unwrap().set_len(cut_at - start).unwrap();
+    let (log, records, recovered) = open(&fs, config(1 << 12));
+    let kept = appended.iter().filter(|a| a.end <= cut_at).count();
+    assert_eq!(records.len(), kept);
+    assert_eq!(recovered.end, LogEnd::Cut(CutReason::Torn));
+    // The log goes on from there: into the short segment's room, then a new segment.
+    let more: Vec<_> = (500..600).map(|n| log.append(n, &change(n)).unwrap()).collect();
+    log.wait_durable_blocking(more.last().unwrap().end);
+    drop(log);
+    let (_, records, recovered) = open(&fs, config(1 << 12));
+    assert_eq!(records.len(), kept + 100);
+    assert_eq!(recovered.end, LogEnd::Clean);
+}
+
+/// Waits (briefly) until `f` holds.
+fn eventually(what: &str, f: impl Fn() -> bool) {
+    for _ in 0..500 {
+        if f() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("{what} did not happen");
+}
+
+/// A full disk fails the commits that need a new segment (nothing of them is logged) and
+/// nothing else; commits resume by themselves when space returns, and recovery finds every
+/// acknowledged record. Before, a full disk stopped the server.
+#[test]
+fn a_full_disk_fails_commits_that_need_space_and_they_resume_when_it_returns() {
+    let fs = SimFs::new();
+    let segment = 1 << 14;
+    // Room for two segments and change.
+    fs.set_capacity(Some(2 * segment + 1000));
+    let (log, _, _) = open(&fs, config(segment));
+    let mut acknowledged = Vec::new();
+    let mut refused = 0;
+    for n in 1..2_000u64 {
+        match log.append(n, &change(n)) {
+            Ok(at) => {
+                log.wait_durable_blocking(at.end);
+                acknowledged.push(n);
+            }
+            Err(crate::EncodeError::LogFull(_)) => refused += 1,
+            Err(e) => panic!("{e}"),
+        }
+        if refused > 20 {
+            break;
+        }
+    }
+    assert!(refused > 0 && acknowledged.len() > 100, "{} acknowledged, {refused} refused", acknowledged.len());
+    assert!(log.space_error().is_some());
+    // DDL may still use the space DML leaves it.
+    let ddl = vec![Change::Ddl { db: "db".into(), sql: "CREATE TABLE t2 (id INT)".into() }];
+    assert!(log.has_room_for(100));
+    let at = log.append_ddl(5_000, &ddl).expect("DDL uses the reserve");
+    log.wait_durable_blocking(at.end);
+    // Space returns: commits go through again without anyone's help.
+    fs.set_capacity(None);
+    eventually("commits resume", || log.space_error().is_none());
+    let at = log.append(9_000, &change(9_000)).unwrap();
+    log.wait_durable_blocking(at.end);
+    drop(log);
+    let (_, records, recovered) = open(&fs, config(segment));
+    let logged: Vec<u64> = records.iter().map(|r| r.commit_us).collect();
+    let mut expected = acknowledged.clone();
+    expected.extend([5_000, 9_000]);
+    assert_eq!(logged, expected, "every acknowledged commit, and nothing refused");
+    assert_eq!(recovered.end, LogEnd::Clean);
+}
+
+/// Regression: with 64 MiB segments a 64 MiB volume could not take one commit. Segments
+/// shrink to what fits.
+#[test]
+fn a_small_disk_gets_smaller_segments() {
+    let fs = SimFs::new();
+    fs.set_capacity(Some(700 << 10));
+    let (log, _, _) = open(&fs, config(1 << 20));
+    let at = log.append(1, &change(1)).expect("a commit fits on a small disk");
+    log.wait_durable_blocking(at.end);
+    let sizes: Vec<usize> = fs.list(&dir()).unwrap().iter().map(|n| fs.contents(&dir().join(n)).unwrap().len()).collect();
+    assert!(!sizes.is_empty() && sizes.iter().all(|&s| s < 1 << 20 && s >= crate::SEGMENT_BYTES_MIN as usize), "{sizes:?}");
+    drop(log);
+    let (_, records, _) = open(&fs, config(1 << 20));
+    assert_eq!(records.len(), 1);
+}
+
 #[test]
 fn concurrent_commits_share_fsyncs() {
     let fs = SimFs::new();

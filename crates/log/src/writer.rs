@@ -24,9 +24,16 @@
 //!   beyond that;
 //! - one group is at most [`LogConfig::group_bytes_max`] bytes.
 //!
-//! Failure: an I/O error in the writer calls [`LogConfig::on_failure`], which aborts the
-//! process by default (fail-stop). The durable LSN never moves again, so nothing further is
-//! acknowledged as durable.
+//! Space: the writer creates segments ahead of the records that need them (half a segment
+//! ahead), so an append only ever lands in space that exists. When the disk has no room for
+//! a new segment, appends that would need it fail with [`EncodeError::LogFull`] (nothing of
+//! their transaction is applied) while everything else goes on: reads, and commits that fit
+//! in the space left, where DML leaves [`DDL_RESERVE_BYTES`] for DDL. The writer tries again
+//! every [`SPACE_RETRY_INTERVAL`], so commits resume by themselves when space returns.
+//!
+//! Failure: any other I/O error in the writer (a failed write or `fdatasync`) calls
+//! [`LogConfig::on_failure`], which aborts the process by default (fail-stop). The durable
+//! LSN never moves again, so nothing further is acknowledged as durable.
 
 use std::io;
 use std::path::Path;
@@ -106,6 +113,11 @@ pub const GROUP_BYTES_MAX: usize = 4 << 20;
 pub const BUFFER_BYTES_MAX: usize = 64 << 20;
 /// Default of [`LogConfig::sync_interval`], as InnoDB's once a second.
 pub const SYNC_INTERVAL: Duration = Duration::from_secs(1);
+/// When the disk is full, how often the writer tries again to create a segment.
+pub const SPACE_RETRY_INTERVAL: Duration = Duration::from_secs(1);
+/// When the disk is full, the space DML commits leave to DDL, whose catalog change is made
+/// before its record is appended and must not then find the log full.
+pub const DDL_RESERVE_BYTES: u64 = 256 << 10;
 
 impl Default for LogConfig {
     fn default() -> LogConfig {
@@ -163,6 +175,13 @@ struct State {
     durable_lsn: Lsn,
     /// A waiter needs the log durable up to here whatever the flush mode (DDL).
     sync_requested_lsn: Lsn,
+    /// The end of the segments created so far: no record may end past it.
+    space_end: Lsn,
+    /// An appender waits for segments up to here (the writer had not created them yet).
+    space_wanted: Lsn,
+    /// Why the last attempt to create a segment failed for lack of space, and when to try
+    /// again; `None` while segments can be created.
+    space_error: Option<(String, Instant)>,
     shutdown: bool,
     failed: bool,
 }
@@ -232,6 +251,9 @@ impl Log {
                 written_lsn: end_lsn,
                 durable_lsn: end_lsn,
                 sync_requested_lsn: end_lsn,
+                space_end: segments.end_lsn().unwrap_or(end_lsn).max(end_lsn),
+                space_wanted: end_lsn,
+                space_error: None,
                 shutdown: false,
                 failed: false,
             }),
@@ -260,24 +282,67 @@ impl Log {
         Ok((Log { shared, writer: Mutex::new(Some(writer)) }, recovered))
     }
 
-    /// Appends one committed transaction. Waits while the pending buffer is full.
+    /// Appends one committed transaction. Waits while the pending buffer is full, or while
+    /// the writer creates the segment the record needs.
     ///
     /// # Errors
-    /// The transaction cannot be encoded (too large, no changes); nothing was appended.
+    /// The transaction cannot be encoded (too large, no changes), or the disk has no room
+    /// for it ([`EncodeError::LogFull`]; see "Space" above); nothing was appended.
     pub fn append(&self, commit_us: u64, changes: &[Change]) -> Result<Appended, EncodeError> {
+        self.append_leaving(commit_us, changes, DDL_RESERVE_BYTES)
+    }
+
+    /// [`Log::append`] for a DDL record, which may use the space DML leaves it.
+    ///
+    /// # Errors
+    /// As [`Log::append`].
+    pub fn append_ddl(&self, commit_us: u64, changes: &[Change]) -> Result<Appended, EncodeError> {
+        self.append_leaving(commit_us, changes, 0)
+    }
+
+    /// Whether a record of about `bytes` would find room now (DDL asks before it changes
+    /// the catalog). Always true while segments can be created.
+    #[must_use]
+    pub fn has_room_for(&self, bytes: u64) -> bool {
+        let state = self.shared.state.lock();
+        state.space_error.is_none() || state.next_lsn + bytes <= state.space_end
+    }
+
+    /// Why commits that need a new segment fail now, if they do.
+    #[must_use]
+    pub fn space_error(&self) -> Option<String> {
+        self.shared.state.lock().space_error.as_ref().map(|(e, _)| e.clone())
+    }
+
+    fn append_leaving(&self, commit_us: u64, changes: &[Change], keep_free: u64) -> Result<Appended, EncodeError> {
         let shared = &self.shared;
         let mut state = shared.state.lock();
-        while state.pending.len() >= shared.config.buffer_bytes_max && !state.failed {
-            shared.space.wait(&mut state);
-        }
-        if state.shutdown || state.failed {
-            return Err(EncodeError::ShuttingDown);
-        }
-        let (lsn, seq, before) = (state.next_lsn, state.next_seq, state.pending.len());
-        if let Err(e) = encode_record(&mut state.pending, lsn, seq, commit_us, changes) {
+        let (lsn, seq, before) = loop {
+            while state.pending.len() >= shared.config.buffer_bytes_max && !state.failed {
+                shared.space.wait(&mut state);
+            }
+            if state.shutdown || state.failed {
+                return Err(EncodeError::ShuttingDown);
+            }
+            let (lsn, seq, before) = (state.next_lsn, state.next_seq, state.pending.len());
+            if let Err(e) = encode_record(&mut state.pending, lsn, seq, commit_us, changes) {
+                state.pending.truncate(before);
+                return Err(e);
+            }
+            let end = lsn + (state.pending.len() - before) as u64;
+            let limit = if state.space_error.is_some() { state.space_end.saturating_sub(keep_free) } else { state.space_end };
+            if end <= limit {
+                break (lsn, seq, before);
+            }
             state.pending.truncate(before);
-            return Err(e);
-        }
+            if let Some((why, _)) = &state.space_error {
+                return Err(EncodeError::LogFull(why.clone()));
+            }
+            // The writer has not created that segment yet: ask for it and wait.
+            state.space_wanted = state.space_wanted.max(end);
+            shared.writer_wake.notify_one();
+            shared.space.wait(&mut state);
+        };
         let end = lsn + (state.pending.len() - before) as u64;
         state.next_lsn = end;
         state.next_seq += 1;
@@ -425,7 +490,15 @@ struct Group {
 
 fn writer_loop(shared: &Shared) {
     let mut last_sync = Instant::now();
-    while let Some(group) = next_group(shared, last_sync) {
+    loop {
+        if !ensure_space(shared) {
+            return;
+        }
+        let group = match next_group(shared, last_sync) {
+            Next::Group(group) => group,
+            Next::Space => continue,
+            Next::Stop => return,
+        };
         let end = group.start + group.bytes.len() as u64;
         if let Err(e) = write_group(shared, &group) {
             fail(shared, &format!("{e}"));
@@ -444,14 +517,50 @@ fn writer_loop(shared: &Shared) {
         if group.sync {
             shared.durable.send_replace(end);
         }
-        // Create the next segment ahead of the write that needs it, while nobody waits.
-        let segment_bytes = shared.config.segment_bytes;
-        if end % segment_bytes > segment_bytes / 2
-            && let Err(e) = shared.segments.lock().prepare(end - end % segment_bytes + segment_bytes)
-        {
-            fail(shared, &format!("{e}"));
-            return;
+    }
+}
+
+/// Whether the writer should create segments now: the space left beyond what is appended
+/// (or wanted) is under half a segment, and it is not waiting out a full disk.
+fn space_due(shared: &Shared, state: &State, now: Instant) -> bool {
+    let needed = state.next_lsn.max(state.space_wanted) + shared.config.segment_bytes / 2;
+    state.space_end < needed && state.space_error.as_ref().is_none_or(|(_, retry_at)| now >= *retry_at)
+}
+
+/// Creates segments until half a segment of space lies ahead of the appends (see "Space").
+/// Out of space, it records why (appenders that need more fail) and leaves it for the next
+/// retry. `false` after any other I/O error, which is fatal.
+fn ensure_space(shared: &Shared) -> bool {
+    loop {
+        let mut state = shared.state.lock();
+        if !space_due(shared, &state, Instant::now()) {
+            return true;
         }
+        let start = state.space_end;
+        drop(state);
+        let created = shared.segments.lock().prepare_next(start);
+        state = shared.state.lock();
+        match created {
+            Ok(end) => {
+                state.space_end = end;
+                if state.space_error.take().is_some() {
+                    tracing::info!(space_end = end, "commit log: segments can be created again; commits resume");
+                }
+            }
+            Err(e) if crate::segments::is_out_of_space(&e) => {
+                if state.space_error.is_none() {
+                    tracing::warn!(error = %e, space_end = state.space_end, "commit log: no room for a new segment; commits that need one fail until space returns");
+                }
+                state.space_error = Some((e.to_string(), Instant::now() + SPACE_RETRY_INTERVAL));
+            }
+            Err(e) => {
+                drop(state);
+                fail(shared, &format!("creating a log segment: {e}"));
+                return false;
+            }
+        }
+        drop(state);
+        shared.space.notify_all();
     }
 }
 
@@ -477,8 +586,17 @@ fn write_group(shared: &Shared, group: &Group) -> io::Result<()> {
     Ok(())
 }
 
-/// Waits for work and takes the next group; `None` once shut down with nothing left.
-fn next_group(shared: &Shared, last_sync: Instant) -> Option<Group> {
+/// What the writer does next.
+enum Next {
+    Group(Group),
+    /// Create segments (see [`ensure_space`]).
+    Space,
+    /// Shut down with nothing left to write.
+    Stop,
+}
+
+/// Waits for work and takes the next group.
+fn next_group(shared: &Shared, last_sync: Instant) -> Next {
     let interval = shared.config.sync_interval;
     let mut state = shared.state.lock();
     loop {
@@ -506,16 +624,24 @@ fn next_group(shared: &Shared, last_sync: Instant) -> Option<Group> {
             let sync = mode == FlushMode::AtCommit || interval_over || forced || (state.shutdown && all_taken);
             drop(state);
             shared.space.notify_all();
-            return Some(Group { bytes, start, sync });
+            return Next::Group(Group { bytes, start, sync });
         }
         if state.shutdown {
-            return None;
+            return Next::Stop;
+        }
+        if space_due(shared, &state, Instant::now()) {
+            return Next::Space;
         }
         if mode != FlushMode::EverySecond && spin_for_work(&mut state) {
             continue;
         }
         // Nothing to write or sync: sleep until an append wakes us. Otherwise until the interval ends.
         let timeout = if has_pending || unsynced { interval.saturating_sub(last_sync.elapsed()).max(Duration::from_millis(1)) } else { interval };
+        // Out of space: wake for the retry too.
+        let timeout = match &state.space_error {
+            Some((_, retry_at)) => timeout.min(retry_at.saturating_duration_since(Instant::now()).max(Duration::from_millis(1))),
+            None => timeout,
+        };
         shared.writer_wake.wait_for(&mut state, timeout);
     }
 }

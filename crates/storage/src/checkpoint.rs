@@ -66,6 +66,22 @@ pub fn find_checkpoints(fs: &dyn Fs, dir: &Path) -> io::Result<Vec<(u64, PathBuf
     Ok(found)
 }
 
+/// Removes the unfinished `.tmp` files a checkpoint interrupted by a crash left behind
+/// (start-up calls it). Returns how many.
+///
+/// # Errors
+/// I/O errors.
+pub fn remove_unfinished_checkpoints(fs: &dyn Fs, dir: &Path) -> io::Result<usize> {
+    let unfinished: Vec<String> = fs.list(dir)?.into_iter().filter(|n| n.starts_with(FILE_PREFIX) && n.ends_with(TMP_SUFFIX)).collect();
+    for name in &unfinished {
+        fs.remove(&dir.join(name))?;
+    }
+    if !unfinished.is_empty() {
+        fs.sync_dir(dir)?;
+    }
+    Ok(unfinished.len())
+}
+
 /// Removes every checkpoint older than `keep_lsn`, and unfinished `.tmp` files.
 ///
 /// # Errors
@@ -113,6 +129,17 @@ pub struct CheckpointWriter {
     written: u64,
     crc: u32,
     entries: u64,
+    /// Set once the file has its final name; until then dropping the writer removes it.
+    finished: bool,
+}
+
+impl Drop for CheckpointWriter {
+    /// A checkpoint that failed half-way (a full disk, say) gives its space back at once.
+    fn drop(&mut self) {
+        if !self.finished {
+            let _ = self.fs.remove(&self.tmp_path);
+        }
+    }
 }
 
 impl CheckpointWriter {
@@ -134,7 +161,7 @@ impl CheckpointWriter {
         buffer.extend_from_slice(&lsn.to_le_bytes());
         buffer.extend_from_slice(&next_seq.to_le_bytes());
         debug_assert_eq!(buffer.len(), HEADER_BYTES);
-        Ok(CheckpointWriter { fs, file, tmp_path, final_path, buffer, written: 0, crc: 0, entries: 0 })
+        Ok(CheckpointWriter { fs, file, tmp_path, final_path, buffer, written: 0, crc: 0, entries: 0, finished: false })
     }
 
     /// # Errors
@@ -196,8 +223,9 @@ impl CheckpointWriter {
         self.file.write_at(&crc.to_le_bytes(), self.written)?;
         self.file.sync_data()?;
         self.fs.rename(&self.tmp_path, &self.final_path)?;
+        self.finished = true;
         self.fs.sync_dir(&quill_io::parent_dir(&self.final_path))?;
-        Ok((self.final_path, self.written + TRAILER_BYTES as u64))
+        Ok((self.final_path.clone(), self.written + TRAILER_BYTES as u64))
     }
 }
 
