@@ -26,6 +26,8 @@ pub struct Config {
     pub bind: String,
     pub datadir: PathBuf,
     pub globals: VarSet,
+    /// Values clamped to their variable's range, for the server log.
+    pub warnings: Vec<String>,
 }
 
 pub const USAGE: &str = "usage: quill serve [--port N] [--bind ADDR] [--datadir DIR] [--config FILE] [--<system_variable>=VALUE ...]";
@@ -35,7 +37,8 @@ pub const USAGE: &str = "usage: quill serve [--port N] [--bind ADDR] [--datadir 
 /// # Errors
 /// A message for an unknown option or a bad value.
 pub fn parse(args: &[String]) -> Result<Config, String> {
-    let mut cfg = Config { port: DEFAULT_PORT, bind: "127.0.0.1".into(), datadir: PathBuf::from(DEFAULT_DATADIR), globals: VarSet::defaults() };
+    let mut cfg =
+        Config { port: DEFAULT_PORT, bind: "127.0.0.1".into(), datadir: PathBuf::from(DEFAULT_DATADIR), globals: VarSet::defaults(), warnings: Vec::new() };
     let mut pairs: Vec<(String, String)> = Vec::new();
     let mut i = 0;
     let mut config_file: Option<String> = None;
@@ -70,14 +73,39 @@ pub fn parse(args: &[String]) -> Result<Config, String> {
             "datadir" => cfg.datadir = PathBuf::from(value),
             other => {
                 let def = vars::lookup(other).ok_or_else(|| format!("unknown variable '{other}'"))?;
-                let v = vars::normalise(def, &Value::Str(value.clone())).map_err(|e| e.message)?;
-                cfg.globals.values.insert(def.name, v);
+                let typed = match def.kind {
+                    vars::Kind::Int(_) | vars::Kind::IntChoice(_) => {
+                        option_number(&value).ok_or_else(|| format!("option '--{other}' takes a number, not '{value}'"))?
+                    }
+                    _ => Value::Str(value.clone()),
+                };
+                let v = vars::normalise(def, &typed).map_err(|e| e.message)?;
+                if let Some(w) = v.warning {
+                    cfg.warnings.push(format!("option '{other}': {}; set to {}", w.message, v.value));
+                }
+                cfg.globals.values.insert(def.name, v.value);
             }
         }
     }
     cfg.globals.values.insert("port", cfg.port.to_string());
     cfg.globals.values.insert("datadir", cfg.datadir.display().to_string());
     Ok(cfg)
+}
+
+/// A number option as mysqld reads one: digits with an optional `K`, `M` or `G` suffix
+/// (times 1024, 1024², 1024³), or a negative number (which the variable's range clamps).
+fn option_number(value: &str) -> Option<Value> {
+    let v = value.trim();
+    let (digits, scale) = match v.as_bytes().last()? {
+        b'k' | b'K' => (&v[..v.len() - 1], 1u64 << 10),
+        b'm' | b'M' => (&v[..v.len() - 1], 1 << 20),
+        b'g' | b'G' => (&v[..v.len() - 1], 1 << 30),
+        _ => (v, 1),
+    };
+    if let Ok(n) = digits.parse::<u64>() {
+        return Some(Value::UInt(n.saturating_mul(scale)));
+    }
+    digits.parse::<i64>().ok().filter(|n| *n < 0 && scale == 1).map(Value::Int)
 }
 
 /// Read `key=value` lines from the `[mysqld]`, `[server]` and `[quill]` sections.
@@ -115,6 +143,18 @@ mod tests {
         assert_eq!(c.globals.get("innodb_lock_wait_timeout"), Some("5"));
         assert_eq!(c.globals.get("max_connections"), Some("10"));
         assert!(parse(&["--no-such-thing=1".to_owned()]).is_err());
+    }
+
+    #[test]
+    fn numbers_are_clamped_to_their_range_with_a_warning() {
+        let c = parse(&["--max-allowed-packet=2147483648".to_owned(), "--wait_timeout=0".to_owned()]).unwrap();
+        assert_eq!(c.globals.get("max_allowed_packet"), Some("1073741824"));
+        assert_eq!(c.globals.get("wait_timeout"), Some("1"));
+        assert_eq!(c.warnings.len(), 2, "{:?}", c.warnings);
+        let c = parse(&["--max_allowed_packet=16M".to_owned(), "--max_allowed_packet=1".to_owned()]).unwrap();
+        assert_eq!(c.globals.get("max_allowed_packet"), Some("1024"));
+        assert!(parse(&["--max_allowed_packet=lots".to_owned()]).is_err());
+        assert_eq!(parse(&["--max_allowed_packet=4K".to_owned()]).unwrap().globals.get("max_allowed_packet"), Some("4096"));
     }
 
     #[test]

@@ -7,7 +7,12 @@
 //! after an ERR packet, as MySQL does; SQL errors never do.
 
 use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use futures_util::FutureExt;
 
 use quill_protocol::binary::{BinaryValue, StatementParams};
 use quill_protocol::command::{Command, parse_command};
@@ -16,6 +21,7 @@ use quill_protocol::handshake::{ClientHello, InitialHandshake, parse_client_hell
 use quill_protocol::response::{self, ColumnDefinition, OkPacket, StmtPrepareOk};
 use quill_protocol::{PacketDecoder, PacketWriter, ProtocolError, auth};
 use quill_sql::query::{OutColumn, flags};
+use quill_sql::text::Charset;
 use quill_sql::types::{IntKind, SqlType};
 use quill_sql::{Engine, Outcome, Session, SqlError};
 use quill_storage::Value;
@@ -81,15 +87,39 @@ struct Conn {
     decoder: PacketDecoder,
     caps: u32,
     read_buf: Vec<u8>,
+    /// `net_read_timeout`: how long the rest of a packet may take once it has begun.
+    read_timeout: Duration,
+    /// `net_write_timeout`: how long one reply may take to write.
+    write_timeout: Duration,
+}
+
+/// Why no packet was read.
+enum ReadError {
+    /// The bytes broke the protocol (oversized packet, sequence mismatch).
+    Protocol(ProtocolError),
+    /// Nothing arrived within the idle timeout (`wait_timeout`).
+    Idle,
+    /// A packet began but did not finish within `net_read_timeout`.
+    Stalled,
+    /// The socket failed.
+    Io,
 }
 
 impl Conn {
-    async fn read_packet(&mut self) -> Result<Option<(u8, Vec<u8>)>, ProtocolError> {
+    /// The next packet, waiting at most `idle` for it to begin; `None` at end of stream.
+    async fn read_packet(&mut self, idle: Duration) -> Result<Option<(u8, Vec<u8>)>, ReadError> {
         loop {
-            if let Some(p) = self.decoder.next_packet()? {
+            if let Some(p) = self.decoder.next_packet().map_err(ReadError::Protocol)? {
                 return Ok(Some(p));
             }
-            let n = self.stream.read(&mut self.read_buf).await.map_err(|_| ProtocolError::EmptyPacket)?;
+            let waiting_to_begin = self.decoder.buffered_len() == 0;
+            let limit = if waiting_to_begin { idle } else { self.read_timeout };
+            let n = match tokio::time::timeout(limit, self.stream.read(&mut self.read_buf)).await {
+                Ok(Ok(n)) => n,
+                Ok(Err(_)) => return Err(ReadError::Io),
+                Err(_) if waiting_to_begin => return Err(ReadError::Idle),
+                Err(_) => return Err(ReadError::Stalled),
+            };
             if n == 0 {
                 return Ok(None);
             }
@@ -97,9 +127,11 @@ impl Conn {
         }
     }
 
+    /// Write what `w` holds, within `net_write_timeout`. False when the client is gone.
     async fn send(&mut self, w: &mut PacketWriter) -> bool {
         let bytes = w.take();
-        self.stream.write_all(&bytes).await.is_ok() && self.stream.flush().await.is_ok()
+        let write = async { self.stream.write_all(&bytes).await.is_ok() && self.stream.flush().await.is_ok() };
+        tokio::time::timeout(self.write_timeout, write).await.unwrap_or(false)
     }
 
     /// Send what `w` holds and read the client's next packet of this exchange.
@@ -108,10 +140,73 @@ impl Conn {
             return None;
         }
         self.decoder.set_expected_seq(w.seq);
-        let packet = self.read_packet().await.ok().flatten().map(|(_, p)| p);
+        let read_timeout = self.read_timeout;
+        let packet = self.read_packet(read_timeout).await.ok().flatten().map(|(_, p)| p);
         *w = PacketWriter::new(self.decoder.expected_seq());
         packet
     }
+
+    /// Send a last ERR and close, first letting the client finish writing what it was
+    /// sending (for at most `CLOSE_DRAIN_TIME`, `CLOSE_DRAIN_BYTES_MAX` bytes): closing a
+    /// socket with unread bytes resets it, and the client would lose the ERR.
+    async fn fail(&mut self, w: &mut PacketWriter) {
+        if !self.send(w).await {
+            return;
+        }
+        let _ = self.stream.shutdown().await;
+        let drain = async {
+            let mut drained = 0usize;
+            while drained < CLOSE_DRAIN_BYTES_MAX {
+                match self.stream.read(&mut self.read_buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => drained += n,
+                }
+            }
+        };
+        let _ = tokio::time::timeout(CLOSE_DRAIN_TIME, drain).await;
+    }
+}
+
+/// How long a connection closed after an error keeps reading what the client still sends.
+const CLOSE_DRAIN_TIME: Duration = Duration::from_secs(5);
+/// How many bytes it reads at most.
+const CLOSE_DRAIN_BYTES_MAX: usize = 1 << 30;
+/// The largest packet a client may send before it has logged in (a handshake response
+/// with connection attributes is a few hundred bytes): what a connection that never logs
+/// in can make the server hold.
+pub const HANDSHAKE_PACKET_BYTES_MAX: usize = 64 * 1024;
+
+/// Counts connections that have not logged in yet, against
+/// `quill_max_unauthenticated_connections`.
+#[derive(Debug, Default)]
+pub struct Handshakes {
+    in_progress: AtomicUsize,
+}
+
+/// A connection's place among [`Handshakes`], given back when dropped.
+pub struct HandshakeSlot(Arc<Handshakes>);
+
+impl Handshakes {
+    /// A place for one more connection that has not logged in, or `None` when `limit`
+    /// are already in progress.
+    pub fn enter(self: &Arc<Self>, limit: usize) -> Option<HandshakeSlot> {
+        let previous = self.in_progress.fetch_add(1, Ordering::AcqRel);
+        if previous >= limit {
+            self.in_progress.fetch_sub(1, Ordering::AcqRel);
+            return None;
+        }
+        Some(HandshakeSlot(Arc::clone(self)))
+    }
+}
+
+impl Drop for HandshakeSlot {
+    fn drop(&mut self) {
+        self.0.in_progress.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+fn seconds(engine: &Engine, name: &str) -> Duration {
+    Duration::from_secs(engine.global(name).and_then(|v| v.parse().ok()).unwrap_or(1))
 }
 
 fn send_error(w: &mut PacketWriter, caps: u32, e: &SqlError) {
@@ -187,14 +282,48 @@ async fn read_exact_packet(stream: &mut Stream, max_packet: usize) -> Option<Vec
     Some(payload)
 }
 
-/// Serve one connection until the client quits or the stream fails.
-pub async fn serve(stream: TcpStream, engine: Arc<Engine>, connection_id: u32, tls: Option<Arc<rustls::ServerConfig>>) {
-    let peer = stream.peer_addr().map(|a| a.ip().to_string()).unwrap_or_else(|_| "unknown".into());
-    let max_packet: usize = engine.global("max_allowed_packet").and_then(|v| v.parse().ok()).unwrap_or(64 << 20);
+/// Serve one connection until the client quits, idles past `wait_timeout`, or the stream
+/// fails. The handshake must finish within `connect_timeout`, while the connection holds
+/// one of `quill_max_unauthenticated_connections` places in `handshakes`.
+pub async fn serve(stream: TcpStream, engine: Arc<Engine>, connection_id: u32, tls: Option<Arc<rustls::ServerConfig>>, handshakes: Arc<Handshakes>) {
+    // An IPv4 client of a listener on `::` arrives as `::ffff:a.b.c.d`: it is that IPv4 host.
+    let peer = stream.peer_addr().map(|a| a.ip().to_canonical().to_string()).unwrap_or_else(|_| "unknown".into());
     let _ = stream.set_nodelay(true);
-    let tcp = stream;
-    let mut conn = Conn { stream: Stream::Tcp(tcp), decoder: PacketDecoder::new(max_packet), caps: 0, read_buf: vec![0; READ_BUFFER_BYTES] };
+    let mut conn = Conn {
+        stream: Stream::Tcp(stream),
+        decoder: PacketDecoder::new(HANDSHAKE_PACKET_BYTES_MAX),
+        caps: 0,
+        read_buf: vec![0; READ_BUFFER_BYTES],
+        read_timeout: seconds(&engine, "net_read_timeout"),
+        write_timeout: seconds(&engine, "net_write_timeout"),
+    };
+    let limit = usize::try_from(quill_sql::vars::int_value(&engine.globals.read(), "quill_max_unauthenticated_connections")).unwrap_or(usize::MAX);
+    let Some(slot) = handshakes.enter(limit) else {
+        // As mysqld answers a connection it has no room for: the error instead of a greeting.
+        let mut w = PacketWriter::new(0);
+        response::write_err(&mut w, CLIENT_PROTOCOL_41, 1040, "08004", "Too many connections");
+        conn.send(&mut w).await;
+        return;
+    };
+    let connect_timeout = seconds(&engine, "connect_timeout");
+    let Ok(handshake) = tokio::time::timeout(connect_timeout, handshake(&mut conn, &engine, connection_id, tls, &peer)).await else {
+        engine.status.aborted_connects.fetch_add(1, Ordering::Relaxed);
+        return;
+    };
+    drop(slot);
+    let Some(mut session) = handshake else {
+        engine.status.aborted_connects.fetch_add(1, Ordering::Relaxed);
+        return;
+    };
+    let max_packet = quill_sql::vars::int_value(&engine.globals.read(), "max_allowed_packet");
+    conn.decoder.set_max_payload_len(usize::try_from(max_packet).unwrap_or(usize::MAX).min(quill_protocol::packet::MAX_ALLOWED_PACKET_LIMIT));
+    command_loop(&mut conn, &mut session).await;
+    session.close();
+}
 
+/// Greeting, TLS upgrade and authentication: the logged-in session, or `None` when the
+/// client failed to log in (it has been told why) or went away.
+async fn handshake(conn: &mut Conn, engine: &Arc<Engine>, connection_id: u32, tls: Option<Arc<rustls::ServerConfig>>, peer: &str) -> Option<Session> {
     let mut w = PacketWriter::new(0);
     let scramble = auth::generate_scramble();
     let server_caps = DEFAULT_SERVER_CAPABILITIES | if tls.is_some() { CLIENT_SSL } else { 0 };
@@ -214,9 +343,9 @@ pub async fn serve(stream: TcpStream, engine: Arc<Engine>, connection_id: u32, t
     // follows it at once with its TLS ClientHello, which must stay in the socket for
     // the TLS acceptor.
     if !conn.send(&mut w).await {
-        return;
+        return None;
     }
-    let Some(mut hello) = read_exact_packet(&mut conn.stream, max_packet).await else { return };
+    let mut hello = read_exact_packet(&mut conn.stream, HANDSHAKE_PACKET_BYTES_MAX).await?;
     conn.decoder.set_expected_seq(2);
     w = PacketWriter::new(2);
     let mut tls_info: Option<(String, String)> = None;
@@ -224,21 +353,22 @@ pub async fn serve(stream: TcpStream, engine: Arc<Engine>, connection_id: u32, t
         let Some(config) = tls.clone() else {
             response::write_err(&mut w, CLIENT_PROTOCOL_41, 1043, "08S01", "Bad handshake");
             conn.send(&mut w).await;
-            return;
+            return None;
         };
         // Hand the raw TCP stream to rustls; nothing else was buffered past the SSLRequest.
         let seq = conn.decoder.expected_seq();
-        let Stream::Tcp(tcp) = std::mem::replace(&mut conn.stream, Stream::Detached) else { return };
-        let Ok(tls_stream) = tokio_rustls::TlsAcceptor::from(config).accept(tcp).await else { return };
+        let Stream::Tcp(tcp) = std::mem::replace(&mut conn.stream, Stream::Detached) else { return None };
+        let tls_stream = tokio_rustls::TlsAcceptor::from(config).accept(tcp).await.ok()?;
         let (_, state) = tls_stream.get_ref();
         tls_info = Some((
             state.negotiated_cipher_suite().map(|c| format!("{:?}", c.suite()).replace("TLS13_", "TLS_")).unwrap_or_default(),
             state.protocol_version().map(|v| format!("{v:?}").replace("TLSv1_", "TLSv1.")).unwrap_or_default(),
         ));
         conn.stream = Stream::Tls(Box::new(tls_stream));
-        conn.decoder = PacketDecoder::new(max_packet);
+        conn.decoder = PacketDecoder::new(HANDSHAKE_PACKET_BYTES_MAX);
         conn.decoder.set_expected_seq(seq);
-        let Ok(Some((_, p))) = conn.read_packet().await else { return };
+        let read_timeout = conn.read_timeout;
+        let Ok(Some((_, p))) = conn.read_packet(read_timeout).await else { return None };
         hello = p;
         w = PacketWriter::new(conn.decoder.expected_seq());
     }
@@ -247,7 +377,7 @@ pub async fn serve(stream: TcpStream, engine: Arc<Engine>, connection_id: u32, t
         _ => {
             response::write_err(&mut w, CLIENT_PROTOCOL_41, 1043, "08S01", "Bad handshake");
             conn.send(&mut w).await;
-            return;
+            return None;
         }
     };
     conn.caps = response.capabilities & server_caps;
@@ -255,18 +385,18 @@ pub async fn serve(stream: TcpStream, engine: Arc<Engine>, connection_id: u32, t
     let using = if response.auth_response.is_empty() || response.auth_response == [0] { "NO" } else { "YES" };
     let login = Login {
         user: &response.username,
-        peer: &peer,
+        peer,
         plugin: response.auth_plugin_name.as_deref(),
         response: response.auth_response.clone(),
         tls: tls_info.is_some(),
     };
-    match authenticate(&mut conn, &mut w, &scramble, login).await {
+    match authenticate(conn, &mut w, &scramble, login).await {
         AuthResult::Ok => {}
-        AuthResult::Gone => return,
+        AuthResult::Gone => return None,
         AuthResult::Denied => {
             response::write_err(&mut w, caps, 1045, "28000", &format!("Access denied for user '{}'@'{}' (using password: {using})", response.username, peer));
             conn.send(&mut w).await;
-            return;
+            return None;
         }
     }
     // As in MySQL, an account with CONNECTION_ADMIN (root is the only account today)
@@ -276,10 +406,16 @@ pub async fn serve(stream: TcpStream, engine: Arc<Engine>, connection_id: u32, t
     if connected > max_connections {
         response::write_err(&mut w, caps, 1040, "08004", "Too many connections");
         conn.send(&mut w).await;
-        return;
+        return None;
     }
-    let mut session = Session::new(engine.clone(), connection_id, &response.username, &peer);
+    let mut session = Session::new(engine.clone(), connection_id, &response.username, peer);
     session.client_found_rows = caps & CLIENT_FOUND_ROWS != 0;
+    session.set_client_collation_id(response.charset);
+    if caps & CLIENT_INTERACTIVE != 0 {
+        // As in MySQL: an interactive client's session idles up to interactive_timeout.
+        let interactive = session.info.vars.get("interactive_timeout").unwrap_or("28800").to_owned();
+        session.info.vars.values.insert("wait_timeout", interactive);
+    }
     if let Some((cipher, version)) = tls_info {
         session.tls_cipher = cipher;
         session.tls_version = version;
@@ -289,21 +425,21 @@ pub async fn serve(stream: TcpStream, engine: Arc<Engine>, connection_id: u32, t
     {
         send_error(&mut w, caps, &e);
         conn.send(&mut w).await;
-        session.close();
-        return;
+        return None;
     }
     response::write_ok(&mut w, caps, &OkPacket { status_flags: SERVER_STATUS_AUTOCOMMIT, ..OkPacket::default() });
-    if !conn.send(&mut w).await {
-        session.close();
-        return;
-    }
-    command_loop(&mut conn, &mut session).await;
-    session.close();
+    conn.send(&mut w).await.then_some(session)
 }
 
 struct Stmt {
     params: StatementParams,
     param_count: usize,
+}
+
+/// What the command loop does after one command.
+enum Flow {
+    Continue,
+    Close,
 }
 
 async fn command_loop(conn: &mut Conn, session: &mut Session) {
@@ -312,8 +448,9 @@ async fn command_loop(conn: &mut Conn, session: &mut Session) {
         conn.decoder.set_expected_seq(0);
         session.command_started(None);
         let kill = session.kill.clone();
+        let idle = Duration::from_secs(session.info.vars.get("wait_timeout").and_then(|v| v.parse().ok()).unwrap_or(28_800));
         let read = tokio::select! {
-            r = conn.read_packet() => r,
+            r = conn.read_packet(idle) => r,
             () = kill.notified() => {
                 if session.connection_killed() {
                     return;
@@ -326,174 +463,236 @@ async fn command_loop(conn: &mut Conn, session: &mut Session) {
         }
         let payload = match read {
             Ok(Some((_, p))) => p,
-            Ok(None) => return,
-            Err(e) => {
+            Ok(None) | Err(ReadError::Io) => return,
+            Err(ReadError::Protocol(e)) => {
                 let mut w = PacketWriter::new(conn.decoder.expected_seq());
                 response::write_error(&mut w, conn.caps, &e.to_mysql());
+                conn.fail(&mut w).await;
+                return;
+            }
+            Err(ReadError::Idle) => {
+                // MySQL 8 tells the client why before it closes (its transaction rolls back
+                // when the session is dropped).
+                let mut w = PacketWriter::new(0);
+                response::write_err(
+                    &mut w,
+                    conn.caps,
+                    4031,
+                    "HY000",
+                    "The client was disconnected by the server because of inactivity. See wait_timeout and interactive_timeout for configuring this behavior.",
+                );
                 conn.send(&mut w).await;
+                session.info.engine.status.aborted_clients.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            Err(ReadError::Stalled) => {
+                let mut w = PacketWriter::new(conn.decoder.expected_seq());
+                response::write_err(&mut w, conn.caps, 1159, "08S01", "Got timeout reading communication packets");
+                conn.send(&mut w).await;
+                session.info.engine.status.aborted_clients.fetch_add(1, Ordering::Relaxed);
                 return;
             }
         };
-        let mut w = PacketWriter::new(conn.decoder.expected_seq());
-        let caps = conn.caps;
-        let cmd = match parse_command(&payload, caps) {
-            Ok(c) => c,
-            Err(e) => {
-                response::write_error(&mut w, caps, &e.to_mysql());
-                if !conn.send(&mut w).await {
-                    return;
-                }
-                continue;
+        let reply_seq = conn.decoder.expected_seq();
+        let handled = AssertUnwindSafe(handle_command(conn, session, &mut statements, &payload)).catch_unwind().await;
+        match handled {
+            Ok(Flow::Continue) => {}
+            Ok(Flow::Close) => return,
+            Err(panic) => {
+                // A bug, not bad input: say so, roll back, and close this connection only.
+                let what = panic.downcast_ref::<&str>().map(|s| (*s).to_owned()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_default();
+                let command = String::from_utf8_lossy(&payload[..payload.len().min(PANIC_LOG_COMMAND_BYTES)]).into_owned();
+                tracing::error!(
+                    connection_id = session.info.connection_id,
+                    %command,
+                    panic = %what,
+                    "a command failed unexpectedly; its transaction was rolled back and the connection closed"
+                );
+                session.close();
+                let mut w = PacketWriter::new(reply_seq);
+                response::write_err(
+                    &mut w,
+                    conn.caps,
+                    1815,
+                    "HY000",
+                    "Internal error: the statement failed unexpectedly; the transaction was rolled back and the connection is closed (see the server log)",
+                );
+                conn.send(&mut w).await;
+                return;
             }
-        };
-        match cmd {
-            Command::Quit => return,
-            Command::Ping | Command::Debug => ok(&mut w, caps, session, 0, 0, ""),
-            Command::ResetConnection => {
-                session.reset();
-                statements.clear();
-                ok(&mut w, caps, session, 0, 0, "");
-            }
-            Command::InitDb(db) => match session.use_database(&String::from_utf8_lossy(&db)) {
-                Ok(()) => ok(&mut w, caps, session, 0, 0, ""),
-                Err(e) => send_error(&mut w, caps, &e),
-            },
-            Command::Statistics => {
-                let uptime = session.info.engine.started.elapsed().as_secs();
-                let q = session.info.engine.status.questions.load(std::sync::atomic::Ordering::Relaxed);
-                let threads = session.info.engine.status.threads_connected.load(std::sync::atomic::Ordering::Relaxed);
-                w.write_packet(format!("Uptime: {uptime}  Threads: {threads}  Questions: {q}  Slow queries: 0  Opens: 0  Flush tables: 0  Open tables: 0  Queries per second avg: 0.000").as_bytes());
-            }
-            Command::Query { sql, .. } => {
-                let text = String::from_utf8_lossy(&sql).into_owned();
-                session.command_started(Some(&text));
-                let results = session.run(&text).await;
-                let n = results.len();
-                for (i, r) in results.into_iter().enumerate() {
-                    let more = if i + 1 < n { SERVER_MORE_RESULTS_EXISTS } else { 0 };
-                    match r {
-                        Ok(outcome) => write_outcome(&mut w, caps, session, outcome, more, false),
-                        Err(e) => send_error(&mut w, caps, &e),
-                    }
-                }
-            }
-            Command::FieldList { table, .. } => {
-                let t = String::from_utf8_lossy(&table).into_owned();
-                match session.run(&format!("SHOW COLUMNS FROM `{t}`")).await.pop() {
-                    Some(Ok(Outcome::Rows(rs))) => {
-                        for r in &rs.rows {
-                            let name = quill_sql::ops::to_string_lossy(&r[0]);
-                            let def = ColumnDefinition {
-                                schema: session.info.db.clone().unwrap_or_default(),
-                                table: t.clone(),
-                                org_table: t.clone(),
-                                name: name.clone(),
-                                org_name: name,
-                                charset: 255,
-                                column_length: 255,
-                                column_type: ColumnType::VarString,
-                                flags: 0,
-                                decimals: 0,
-                            };
-                            response::write_field_list_column(&mut w, &def);
-                        }
-                        response::write_result_set_end(&mut w, caps, status(session, 0), 0);
-                    }
-                    Some(Err(e)) => send_error(&mut w, caps, &e),
-                    _ => ok(&mut w, caps, session, 0, 0, ""),
-                }
-            }
-            Command::ProcessKill(id) => match session.run(&format!("KILL {id}")).await.pop() {
-                Some(Err(e)) => send_error(&mut w, caps, &e),
-                _ => ok(&mut w, caps, session, 0, 0, ""),
-            },
-            Command::ChangeUser(cu) => {
-                let empty = cu.auth_response.is_empty() || cu.auth_response == [0];
-                if cu.username == "root" && empty {
-                    session.reset();
-                    statements.clear();
-                    let db_ok = match cu.database.as_deref().filter(|d| !d.is_empty()) {
-                        Some(db) => session.use_database(db),
-                        None => Ok(()),
-                    };
-                    match db_ok {
-                        Ok(()) => ok(&mut w, caps, session, 0, 0, ""),
-                        Err(e) => send_error(&mut w, caps, &e),
-                    }
-                } else {
-                    response::write_err(
-                        &mut w,
-                        caps,
-                        1045,
-                        "28000",
-                        &format!("Access denied for user '{}'@'{}' (using password: YES)", cu.username, session.info.host),
-                    );
-                    conn.send(&mut w).await;
-                    return;
-                }
-            }
-            Command::StmtPrepare(sql) => match session.prepare(&String::from_utf8_lossy(&sql)) {
-                Ok((id, count, columns)) => {
-                    if count > usize::from(u16::MAX) || columns.len() > usize::from(u16::MAX) {
-                        session.close_prepared(id);
-                        response::write_err(&mut w, caps, 1390, "HY000", "Prepared statement contains too many placeholders");
-                    } else {
-                        let params: Vec<ColumnDefinition> = (0..count)
-                            .map(|_| column_def(&OutColumn::computed("?", SqlType::VarChar { len: 0, collation: quill_storage::Collation::Binary })))
-                            .collect();
-                        let cols: Vec<ColumnDefinition> = columns.iter().map(column_def).collect();
-                        response::write_stmt_prepare_ok(&mut w, caps, StmtPrepareOk { stmt_id: id, warnings: 0 }, &params, &cols);
-                        statements.insert(id, Stmt { params: StatementParams::new(count as u16), param_count: count });
-                    }
-                }
-                Err(e) => send_error(&mut w, caps, &e),
-            },
-            Command::StmtExecute { stmt_id, flags, params, .. } => {
-                let Some(st) = statements.get_mut(&stmt_id) else {
-                    response::write_err(&mut w, caps, 1243, "HY000", &format!("Unknown prepared statement handler ({stmt_id}) given to mysqld_stmt_execute"));
-                    if !conn.send(&mut w).await {
-                        return;
-                    }
-                    continue;
-                };
-                let decoded = if st.param_count == 0 { Ok(Vec::new()) } else { st.params.decode_execute(&params, flags, caps).map(|p| p.values) };
-                match decoded {
-                    Ok(values) => {
-                        let values: Vec<Value> = values.into_iter().map(from_binary).collect();
-                        match session.execute_prepared(stmt_id, values).await {
-                            Ok(outcome) => write_outcome(&mut w, caps, session, outcome, 0, true),
-                            Err(e) => send_error(&mut w, caps, &e),
-                        }
-                    }
-                    Err(e) => response::write_error(&mut w, caps, &e.to_mysql()),
-                }
-            }
-            Command::StmtSendLongData { stmt_id, param_id, data } => {
-                if let Some(st) = statements.get_mut(&stmt_id) {
-                    let _ = st.params.append_long_data(param_id, &data);
-                }
-                continue;
-            }
-            Command::StmtClose(id) => {
-                statements.remove(&id);
-                session.close_prepared(id);
-                continue;
-            }
-            Command::StmtReset(id) => match statements.get_mut(&id) {
-                Some(st) => {
-                    st.params.reset();
-                    ok(&mut w, caps, session, 0, 0, "");
-                }
-                None => response::write_err(&mut w, caps, 1243, "HY000", &format!("Unknown prepared statement handler ({id}) given to mysqld_stmt_reset")),
-            },
-            Command::SetOption(_) => response::write_eof(&mut w, caps, 0, status(session, 0)),
-            Command::StmtFetch { .. } => response::write_err(&mut w, caps, 1235, "42000", "This version of MySQL doesn't yet support 'cursors'"),
-            Command::Unknown(_) => response::write_err(&mut w, caps, 1047, "08S01", "Unknown command"),
-        }
-        if !conn.send(&mut w).await || session.connection_killed() {
-            return;
         }
     }
+}
+
+/// Testing seam: a COM_QUERY whose text is exactly `$QUILL_TEST_PANIC_QUERY` panics in its
+/// session, so black-box tests can check what a session that fails unexpectedly releases.
+static PANIC_QUERY: std::sync::LazyLock<Option<Vec<u8>>> =
+    std::sync::LazyLock::new(|| std::env::var_os("QUILL_TEST_PANIC_QUERY").map(std::ffi::OsString::into_encoded_bytes));
+
+/// How much of a command that panicked the server log quotes.
+const PANIC_LOG_COMMAND_BYTES: usize = 1024;
+
+/// Serve one command and send its reply.
+async fn handle_command(conn: &mut Conn, session: &mut Session, statements: &mut HashMap<u32, Stmt>, payload: &[u8]) -> Flow {
+    let mut w = PacketWriter::new(conn.decoder.expected_seq());
+    let caps = conn.caps;
+    let cmd = match parse_command(payload, caps) {
+        Ok(c) => c,
+        Err(e) => {
+            response::write_error(&mut w, caps, &e.to_mysql());
+            return if conn.send(&mut w).await { Flow::Continue } else { Flow::Close };
+        }
+    };
+    match cmd {
+        Command::Quit => return Flow::Close,
+        Command::Ping | Command::Debug => ok(&mut w, caps, session, 0, 0, ""),
+        Command::ResetConnection => {
+            session.reset();
+            statements.clear();
+            ok(&mut w, caps, session, 0, 0, "");
+        }
+        Command::InitDb(db) => match session.use_database(&String::from_utf8_lossy(&db)) {
+            Ok(()) => ok(&mut w, caps, session, 0, 0, ""),
+            Err(e) => send_error(&mut w, caps, &e),
+        },
+        Command::Statistics => {
+            let uptime = session.info.engine.started.elapsed().as_secs();
+            let q = session.info.engine.status.questions.load(std::sync::atomic::Ordering::Relaxed);
+            let threads = session.info.engine.status.threads_connected.load(std::sync::atomic::Ordering::Relaxed);
+            w.write_packet(format!("Uptime: {uptime}  Threads: {threads}  Questions: {q}  Slow queries: 0  Opens: 0  Flush tables: 0  Open tables: 0  Queries per second avg: 0.000").as_bytes());
+        }
+        Command::Query { sql, .. } => {
+            session.command_started(Some(&String::from_utf8_lossy(&sql)));
+            if PANIC_QUERY.as_deref() == Some(sql.as_slice()) {
+                panic!("QUILL_TEST_PANIC_QUERY: the test asked this statement to fail unexpectedly");
+            }
+            let results = session.run(&sql).await;
+            let n = results.len();
+            for (i, r) in results.into_iter().enumerate() {
+                let more = if i + 1 < n { SERVER_MORE_RESULTS_EXISTS } else { 0 };
+                match r {
+                    Ok(outcome) => write_outcome(&mut w, caps, session, outcome, more, false),
+                    Err(e) => send_error(&mut w, caps, &e),
+                }
+            }
+        }
+        Command::FieldList { table, .. } => {
+            let t = String::from_utf8_lossy(&table).into_owned();
+            match session.run(&format!("SHOW COLUMNS FROM `{t}`")).await.pop() {
+                Some(Ok(Outcome::Rows(rs))) => {
+                    for r in &rs.rows {
+                        let name = quill_sql::ops::to_string_lossy(&r[0]);
+                        let def = ColumnDefinition {
+                            schema: session.info.db.clone().unwrap_or_default(),
+                            table: t.clone(),
+                            org_table: t.clone(),
+                            name: name.clone(),
+                            org_name: name,
+                            charset: 255,
+                            column_length: 255,
+                            column_type: ColumnType::VarString,
+                            flags: 0,
+                            decimals: 0,
+                        };
+                        response::write_field_list_column(&mut w, &def);
+                    }
+                    response::write_result_set_end(&mut w, caps, status(session, 0), 0);
+                }
+                Some(Err(e)) => send_error(&mut w, caps, &e),
+                _ => ok(&mut w, caps, session, 0, 0, ""),
+            }
+        }
+        Command::ProcessKill(id) => match session.run(&format!("KILL {id}")).await.pop() {
+            Some(Err(e)) => send_error(&mut w, caps, &e),
+            _ => ok(&mut w, caps, session, 0, 0, ""),
+        },
+        Command::ChangeUser(cu) => {
+            let empty = cu.auth_response.is_empty() || cu.auth_response == [0];
+            if cu.username == "root" && empty {
+                session.reset();
+                statements.clear();
+                let db_ok = match cu.database.as_deref().filter(|d| !d.is_empty()) {
+                    Some(db) => session.use_database(db),
+                    None => Ok(()),
+                };
+                match db_ok {
+                    Ok(()) => ok(&mut w, caps, session, 0, 0, ""),
+                    Err(e) => send_error(&mut w, caps, &e),
+                }
+            } else {
+                response::write_err(
+                    &mut w,
+                    caps,
+                    1045,
+                    "28000",
+                    &format!("Access denied for user '{}'@'{}' (using password: YES)", cu.username, session.info.host),
+                );
+                conn.send(&mut w).await;
+                return Flow::Close;
+            }
+        }
+        Command::StmtPrepare(sql) => match session.prepare(&sql) {
+            Ok((id, count, columns)) => {
+                if count > usize::from(u16::MAX) || columns.len() > usize::from(u16::MAX) {
+                    session.close_prepared(id);
+                    response::write_err(&mut w, caps, 1390, "HY000", "Prepared statement contains too many placeholders");
+                } else {
+                    let params: Vec<ColumnDefinition> = (0..count)
+                        .map(|_| column_def(&OutColumn::computed("?", SqlType::VarChar { len: 0, collation: quill_storage::Collation::Binary }), None))
+                        .collect();
+                    let results = session.results_charset().filter(|c| c.converts_results());
+                    let cols: Vec<ColumnDefinition> = columns.iter().map(|c| column_def(c, results)).collect();
+                    response::write_stmt_prepare_ok(&mut w, caps, StmtPrepareOk { stmt_id: id, warnings: 0 }, &params, &cols);
+                    statements.insert(id, Stmt { params: StatementParams::new(count as u16), param_count: count });
+                }
+            }
+            Err(e) => send_error(&mut w, caps, &e),
+        },
+        Command::StmtExecute { stmt_id, flags, params, .. } => {
+            let Some(st) = statements.get_mut(&stmt_id) else {
+                response::write_err(&mut w, caps, 1243, "HY000", &format!("Unknown prepared statement handler ({stmt_id}) given to mysqld_stmt_execute"));
+                return if conn.send(&mut w).await { Flow::Continue } else { Flow::Close };
+            };
+            let decoded = if st.param_count == 0 { Ok(Vec::new()) } else { st.params.decode_execute(&params, flags, caps).map(|p| p.values) };
+            match decoded {
+                Ok(values) => {
+                    let types = st.params.bound_types().unwrap_or_default();
+                    let client = session.client_charset();
+                    let values: Vec<Value> = values.into_iter().enumerate().map(|(i, v)| from_binary(v, types.get(i).map(|t| t.column_type), client)).collect();
+                    match session.execute_prepared(stmt_id, values).await {
+                        Ok(outcome) => write_outcome(&mut w, caps, session, outcome, 0, true),
+                        Err(e) => send_error(&mut w, caps, &e),
+                    }
+                }
+                Err(e) => response::write_error(&mut w, caps, &e.to_mysql()),
+            }
+        }
+        Command::StmtSendLongData { stmt_id, param_id, data } => {
+            if let Some(st) = statements.get_mut(&stmt_id) {
+                let _ = st.params.append_long_data(param_id, &data);
+            }
+            return Flow::Continue;
+        }
+        Command::StmtClose(id) => {
+            statements.remove(&id);
+            session.close_prepared(id);
+            return Flow::Continue;
+        }
+        Command::StmtReset(id) => match statements.get_mut(&id) {
+            Some(st) => {
+                st.params.reset();
+                ok(&mut w, caps, session, 0, 0, "");
+            }
+            None => response::write_err(&mut w, caps, 1243, "HY000", &format!("Unknown prepared statement handler ({id}) given to mysqld_stmt_reset")),
+        },
+        Command::SetOption(_) => response::write_eof(&mut w, caps, 0, status(session, 0)),
+        Command::StmtFetch { .. } => response::write_err(&mut w, caps, 1235, "42000", "This version of MySQL doesn't yet support 'cursors'"),
+        Command::Unknown(_) => response::write_err(&mut w, caps, 1047, "08S01", "Unknown command"),
+    }
+    if !conn.send(&mut w).await || session.connection_killed() {
+        return Flow::Close;
+    }
+    Flow::Continue
 }
 
 fn status(session: &Session, more: u16) -> u16 {
@@ -516,6 +715,8 @@ fn ok(w: &mut PacketWriter, caps: u32, session: &Session, affected: u64, last_in
 }
 
 fn write_outcome(w: &mut PacketWriter, caps: u32, session: &Session, outcome: Outcome, more: u16, binary: bool) {
+    // Text goes out in character_set_results (none: as stored).
+    let results = session.results_charset().filter(|c| c.converts_results());
     match outcome {
         Outcome::Done { affected, last_insert_id, info } => {
             response::write_ok(
@@ -532,17 +733,40 @@ fn write_outcome(w: &mut PacketWriter, caps: u32, session: &Session, outcome: Ou
             );
         }
         Outcome::Rows(rs) => {
-            let defs: Vec<ColumnDefinition> = rs.columns.iter().map(column_def).collect();
+            let defs: Vec<ColumnDefinition> = rs.columns.iter().map(|c| column_def(c, results)).collect();
             let st = status(session, more);
             let warnings = session.warning_count();
             if binary {
-                let rows: Vec<Vec<BinaryValue>> = rs.rows.iter().map(|r| r.iter().zip(&rs.columns).map(|(v, c)| to_binary(v, &c.ty)).collect()).collect();
+                let rows: Vec<Vec<BinaryValue>> = rs
+                    .rows
+                    .iter()
+                    .map(|r| {
+                        r.iter()
+                            .zip(&rs.columns)
+                            .map(|(v, c)| match (v, results) {
+                                (Value::Str(s), Some(cs)) => BinaryValue::Bytes(cs.encode(s).into_owned()),
+                                _ => to_binary(v, &c.ty),
+                            })
+                            .collect()
+                    })
+                    .collect();
                 if response::write_binary_result_set(w, caps, &defs, rows, st, warnings).is_err() {
                     response::write_err(w, caps, 1105, "HY000", "internal error encoding a binary row");
                 }
             } else {
-                let texts: Vec<Vec<Option<Vec<u8>>>> =
-                    rs.rows.iter().map(|r| r.iter().zip(&rs.columns).map(|(v, c)| quill_sql::types::to_text(v, &c.ty)).collect()).collect();
+                let texts: Vec<Vec<Option<Vec<u8>>>> = rs
+                    .rows
+                    .iter()
+                    .map(|r| {
+                        r.iter()
+                            .zip(&rs.columns)
+                            .map(|(v, c)| match (v, results) {
+                                (Value::Str(s), Some(cs)) => Some(cs.encode(s).into_owned()),
+                                _ => quill_sql::types::to_text(v, &c.ty),
+                            })
+                            .collect()
+                    })
+                    .collect();
                 let refs: Vec<Vec<Option<&[u8]>>> = texts.iter().map(|r| r.iter().map(|v| v.as_deref()).collect()).collect();
                 if response::write_text_result_set(w, caps, &defs, refs, st, warnings).is_err() {
                     response::write_err(w, caps, 1105, "HY000", "internal error encoding a row");
@@ -576,7 +800,8 @@ fn column_type(ty: &SqlType) -> ColumnType {
     }
 }
 
-fn column_def(c: &OutColumn) -> ColumnDefinition {
+/// The column definition a client gets; `results` converts string columns' character set.
+fn column_def(c: &OutColumn, results: Option<Charset>) -> ColumnDefinition {
     let ty = &c.ty;
     let mut f = c.flags;
     if ty.is_unsigned() {
@@ -593,6 +818,10 @@ fn column_def(c: &OutColumn) -> ColumnDefinition {
     }
     let charset = if ty.is_string() { ty.collation().id() } else { 63 };
     let charset = if charset == 63 && ty.is_string() { 255 } else { charset };
+    let charset = match results {
+        Some(cs) if ty.is_string() => cs.result_collation_id(),
+        _ => charset,
+    };
     ColumnDefinition {
         schema: c.db.clone(),
         table: c.table.clone(),
@@ -607,7 +836,10 @@ fn column_def(c: &OutColumn) -> ColumnDefinition {
     }
 }
 
-fn from_binary(b: BinaryValue) -> Value {
+/// A bound parameter's value. String parameters are text in the client's character set
+/// (a latin1 client's are transcoded); BLOB-typed ones are bytes, as in MySQL. Bytes that
+/// are UTF-8 are kept as text (the same bytes), others as bytes.
+fn from_binary(b: BinaryValue, ty: Option<ColumnType>, client: Charset) -> Value {
     use chrono::{Datelike, NaiveDate};
     match b {
         BinaryValue::Null => Value::Null,
@@ -615,10 +847,16 @@ fn from_binary(b: BinaryValue) -> Value {
         BinaryValue::UInt(u) => Value::UInt(u),
         BinaryValue::Float(f) => Value::Double(f64::from(f)),
         BinaryValue::Double(d) => Value::Double(d),
-        BinaryValue::Bytes(bytes) => match String::from_utf8(bytes) {
-            Ok(s) => Value::Str(s),
-            Err(e) => Value::Bytes(e.into_bytes()),
-        },
+        BinaryValue::Bytes(bytes) => {
+            let blob = matches!(ty, Some(ColumnType::TinyBlob | ColumnType::MediumBlob | ColumnType::LongBlob | ColumnType::Blob));
+            if client == Charset::Latin1 && !blob {
+                return Value::Str(client.decode(&bytes).map(std::borrow::Cow::into_owned).unwrap_or_default());
+            }
+            match String::from_utf8(bytes) {
+                Ok(s) => Value::Str(s),
+                Err(e) => Value::Bytes(e.into_bytes()),
+            }
+        }
         BinaryValue::Date { year, month, day } => {
             NaiveDate::from_ymd_opt(i32::from(year), u32::from(month), u32::from(day)).map_or(Value::Null, |d| Value::Date(d.num_days_from_ce()))
         }

@@ -12,6 +12,24 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use tokio::net::TcpListener;
 
+/// Stack of each runtime worker thread. Statements run on them, and the recursive walks of
+/// an expression (binding, planning, evaluation) need stack in proportion to its depth,
+/// which `quill_sql::parse::MAX_EXPRESSION_DEPTH` bounds; this leaves several times the
+/// room the deepest allowed statement takes. Only the pages a thread touches are resident.
+const WORKER_STACK_BYTES: usize = 16 << 20;
+/// How long the listener waits after a failed accept (out of file descriptors, say) before
+/// it tries again, so that it does not spin.
+const ACCEPT_ERROR_BACKOFF: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Lift the soft limit on open files to the hard limit, as mysqld does for
+/// `open_files_limit`: every connection is a file descriptor.
+fn raise_open_files_limit() {
+    match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(limit) => tracing::debug!(limit, "open files limit"),
+        Err(e) => tracing::warn!(error = %e, "could not raise the open files limit"),
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     tracing_subscriber::fmt()
@@ -36,7 +54,8 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+    raise_open_files_limit();
+    let runtime = tokio::runtime::Builder::new_multi_thread().thread_stack_size(WORKER_STACK_BYTES).enable_all().build().expect("tokio runtime");
     if let Err(e) = runtime.block_on(run(cfg)) {
         eprintln!("quill: {e}");
         std::process::exit(1);
@@ -44,6 +63,9 @@ fn main() {
 }
 
 async fn run(cfg: config::Config) -> std::io::Result<()> {
+    for warning in &cfg.warnings {
+        tracing::warn!("{warning}");
+    }
     let fresh = !cfg.datadir.exists();
     std::fs::create_dir_all(&cfg.datadir)?;
     if fresh {
@@ -82,15 +104,23 @@ async fn run(cfg: config::Config) -> std::io::Result<()> {
     let listener = TcpListener::bind((cfg.bind.as_str(), cfg.port)).await?;
     tracing::info!(address = %listener.local_addr()?, version = quill_sql::SERVER_VERSION, "ready for connections");
     let next_id = AtomicU32::new(1);
+    let handshakes = std::sync::Arc::new(conn::Handshakes::default());
     let shutdown = shutdown_signal();
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                let Ok((stream, _)) = accepted else { continue };
+                let stream = match accepted {
+                    Ok((stream, _)) => stream,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "accepting a connection failed; trying again shortly");
+                        tokio::time::sleep(ACCEPT_ERROR_BACKOFF).await;
+                        continue;
+                    }
+                };
                 let id = next_id.fetch_add(1, Ordering::Relaxed);
                 let engine = engine.clone();
-                tokio::spawn(conn::serve(stream, engine, id, tls.clone()));
+                tokio::spawn(conn::serve(stream, engine, id, tls.clone(), handshakes.clone()));
             }
             () = &mut shutdown => {
                 tracing::info!("shutting down");

@@ -197,6 +197,7 @@ impl<'a, 'e> Binder<'a, 'e> {
                     other => return Err(SqlError::unsupported(format!("operator {other}"))),
                 }
             }
+            A::BinaryOp { op: BinaryOperator::Or | BinaryOperator::StringConcat, .. } => self.disjunction(e)?,
             A::BinaryOp { left, op, right } => self.binary(left, op, right)?,
             A::IsNull(x) => Expr::IsNull(Box::new(self.bind(x)?), false),
             A::IsNotNull(x) => Expr::IsNull(Box::new(self.bind(x)?), true),
@@ -220,7 +221,7 @@ impl<'a, 'e> Binder<'a, 'e> {
                 let x = self.bind(expr)?;
                 let list: Vec<Expr> = list.iter().map(|e| self.bind(e)).collect::<Result<_>>()?;
                 let collation = list.iter().fold(self.collation_of(&x), |c, e| pick_collation(c, self.collation_of(e)));
-                Expr::InList { expr: Box::new(x), list, negated: *negated, collation }
+                Expr::in_list(x, list, *negated, collation)
             }
             A::InSubquery { expr, subquery, negated } => {
                 let left = self.bind(expr)?;
@@ -400,6 +401,46 @@ impl<'a, 'e> Binder<'a, 'e> {
             BinaryOperator::StringConcat => Expr::Or(Box::new(a), Box::new(b)),
             other => return Err(SqlError::unsupported(format!("operator {other}"))),
         })
+    }
+
+    /// `a OR b OR ...` (the parser's tree, balanced when long: see `parse`). Equalities of
+    /// one column with constants or parameters (`id = 0 OR id = 1 OR ...`, as ORMs write
+    /// them) become `id IN (0, 1, ...)`, which a long list looks up in a set and the
+    /// planner can turn into primary-key lookups; anything else stays a balanced OR.
+    fn disjunction(&self, e: &ast::Expr) -> Result<Expr> {
+        fn terms<'x>(e: &'x ast::Expr, out: &mut Vec<&'x ast::Expr>) {
+            match e {
+                ast::Expr::BinaryOp { left, op: BinaryOperator::Or | BinaryOperator::StringConcat, right } => {
+                    terms(left, out);
+                    terms(right, out);
+                }
+                ast::Expr::Nested(inner) if matches!(inner.as_ref(), ast::Expr::BinaryOp { op: BinaryOperator::Or | BinaryOperator::StringConcat, .. }) => {
+                    terms(inner, out);
+                }
+                other => out.push(other),
+            }
+        }
+        let mut parsed = Vec::new();
+        terms(e, &mut parsed);
+        let bound: Vec<Expr> = parsed.into_iter().map(|t| self.bind(t)).collect::<Result<_>>()?;
+        // Each term as (column, value, collation) when it is `column = constant`.
+        let equality = |t: &Expr| match t {
+            Expr::Cmp(CmpOp::Eq, a, b, c) => match (a.as_ref(), b.as_ref()) {
+                (Expr::Column(i), v @ (Expr::Const(_) | Expr::Param(_))) | (v @ (Expr::Const(_) | Expr::Param(_)), Expr::Column(i)) => {
+                    Some((*i, v.clone(), *c))
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        let equalities: Option<Vec<(usize, Expr, Collation)>> = bound.iter().map(equality).collect();
+        if let Some(eqs) = equalities
+            && let Some(&(column, _, collation)) = eqs.first()
+            && eqs.iter().all(|(c, _, coll)| *c == column && *coll == collation)
+        {
+            return Ok(Expr::in_list(Expr::Column(column), eqs.into_iter().map(|(_, v, _)| v).collect(), false, collation));
+        }
+        Ok(balanced_or(bound))
     }
 
     fn interval_add(&self, base: &ast::Expr, iv: &ast::Interval, subtract: bool) -> Result<Expr> {
@@ -598,6 +639,18 @@ impl WithCollation for Expr {
     fn with_collation(self, c: Collation) -> Expr {
         Expr::Case { operand: None, whens: vec![(Expr::Const(Value::Int(1)), self)], otherwise: None, collation: c }
     }
+}
+
+/// `terms` joined by OR as a balanced tree, left to right.
+///
+/// REQUIRES: `terms` is not empty.
+fn balanced_or(mut terms: Vec<Expr>) -> Expr {
+    assert!(!terms.is_empty(), "a disjunction has a term");
+    if terms.len() == 1 {
+        return terms.pop().expect("one term");
+    }
+    let right = terms.split_off(terms.len() / 2);
+    Expr::Or(Box::new(balanced_or(terms)), Box::new(balanced_or(right)))
 }
 
 fn pick_collation(a: Collation, b: Collation) -> Collation {

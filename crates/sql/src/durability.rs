@@ -78,6 +78,12 @@ impl Engine {
         let engine = Engine::new(globals);
         let mut replayer = Replayer::new(Arc::clone(&engine));
         fs.create_dir_all(datadir)?;
+        // A checkpoint a crash interrupted is of no use, and may be holding the space a full
+        // disk needs back.
+        let unfinished = quill_storage::checkpoint::remove_unfinished_checkpoints(fs.as_ref(), datadir)?;
+        if unfinished > 0 {
+            tracing::info!(files = unfinished, "removed unfinished checkpoint files");
+        }
         let checkpoint = replayer.load_checkpoint(fs.as_ref(), datadir)?;
         let start = checkpoint.map(|c| (c.lsn, c.next_seq));
         let (log, recovered) = Log::open(fs, &datadir.join(LOG_DIR), config, start, |record| replayer.apply(record))?;
@@ -185,12 +191,32 @@ pub fn table_definition(catalog: &Catalog, db: &str, name: &str) -> String {
         .expect("SHOW CREATE TABLE of a table in the catalog")
 }
 
-/// The SQL error for a transaction the log cannot take.
+/// MySQL's error for a write that found no room on disk.
+pub const ER_RECORD_FILE_FULL: (u16, &str) = (1114, "HY000");
+
+/// The SQL error for a transaction the log cannot take; `table` is one it wrote (the one
+/// MySQL names when a write finds the disk full).
 #[must_use]
-pub fn log_error(e: &quill_log::EncodeError) -> SqlError {
+pub fn log_error(e: &quill_log::EncodeError, table: &str) -> SqlError {
     match e {
         quill_log::EncodeError::ShuttingDown => SqlError::new((1053, "08S01"), "Server shutdown in progress"),
+        quill_log::EncodeError::LogFull(_) => disk_full(table),
         other => SqlError::new(ER_TRANS_CACHE_FULL, other.to_string()),
+    }
+}
+
+/// 1114, as MySQL answers a write to a full disk.
+#[must_use]
+pub fn disk_full(table: &str) -> SqlError {
+    SqlError::new(ER_RECORD_FILE_FULL, format!("The table '{table}' is full"))
+}
+
+/// The table a log change is about (for [`log_error`]).
+#[must_use]
+pub fn change_table(change: &Change) -> &str {
+    match change {
+        Change::Put { table, .. } | Change::Delete { table, .. } => table,
+        Change::Ddl { .. } => "",
     }
 }
 

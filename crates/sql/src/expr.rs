@@ -7,6 +7,7 @@
 
 use std::cell::RefCell;
 use std::cmp::Ordering;
+use std::collections::HashSet;
 use std::rc::Rc;
 
 use quill_storage::{Collation, Value};
@@ -115,6 +116,8 @@ pub enum Expr {
         list: Vec<Expr>,
         negated: bool,
         collation: Collation,
+        /// The list indexed for lookup, when it is long and all constants.
+        set: Option<Rc<InSet>>,
     },
     Between {
         expr: Box<Expr>,
@@ -142,6 +145,88 @@ pub enum Expr {
     Cast(Box<Expr>, SqlType),
 }
 
+/// Lists at least this long, of constants only, are looked up in an [`InSet`].
+pub const IN_SET_ITEMS_MIN: usize = 16;
+
+/// A long `IN (...)` list of constants indexed for lookup, giving exactly what comparing
+/// the probe with each item in turn gives: integer items by value, string items by their
+/// weight under the list's collation (equal weights exactly when the strings compare
+/// equal); a probe of another kind than an item is compared with it one by one
+/// (`5 IN ('5', ...)` compares as numbers).
+#[derive(Debug)]
+pub struct InSet {
+    integers: HashSet<i128>,
+    weights: HashSet<String>,
+    /// Items that are not integers (for a probe that is one).
+    not_integers: Vec<Value>,
+    /// Items that are not strings (for a probe that is one).
+    not_strings: Vec<Value>,
+    /// Every item that is not NULL (for a probe of any other kind).
+    all: Vec<Value>,
+    has_null: bool,
+    collation: Collation,
+}
+
+impl InSet {
+    /// The set of `items`, compared under `collation`.
+    #[must_use]
+    pub fn new(items: &[Value], collation: Collation) -> InSet {
+        let mut set = InSet {
+            integers: HashSet::new(),
+            weights: HashSet::new(),
+            not_integers: Vec::new(),
+            not_strings: Vec::new(),
+            all: Vec::new(),
+            has_null: false,
+            collation,
+        };
+        for v in items {
+            match v {
+                Value::Null => set.has_null = true,
+                Value::Int(_) | Value::UInt(_) => {
+                    set.integers.insert(ops::to_i128(v));
+                    set.not_strings.push(v.clone());
+                }
+                Value::Str(s) => {
+                    set.weights.insert(collation.weight(s));
+                    set.not_integers.push(v.clone());
+                }
+                _ => {
+                    set.not_integers.push(v.clone());
+                    set.not_strings.push(v.clone());
+                }
+            }
+            if !v.is_null() {
+                set.all.push(v.clone());
+            }
+        }
+        set
+    }
+
+    /// Whether `x` (not NULL) equals an item: `Some(true)`, `Some(false)`, or `None` when
+    /// it equals none but a comparison was unknown (a NULL item).
+    #[must_use]
+    pub fn contains(&self, x: &Value) -> Option<bool> {
+        let (hit, rest) = match x {
+            Value::Int(_) | Value::UInt(_) => (self.integers.contains(&ops::to_i128(x)), &self.not_integers),
+            Value::Str(s) => (self.weights.contains(&self.collation.weight(s)), &self.not_strings),
+            _ => (false, &self.all),
+        };
+        if hit {
+            return Some(true);
+        }
+        let mut unknown = self.has_null;
+        for y in rest {
+            match ops::compare(x, y, self.collation) {
+                Some(Ordering::Equal) => return Some(true),
+                None => unknown = true,
+                _ => {}
+            }
+        }
+        if unknown { None } else { Some(false) }
+    }
+}
+
 /// The row an expression is evaluated against, with the rows of enclosing queries.
 #[derive(Clone, Copy)]
 pub struct RowCtx<'a> {
@@ -158,6 +243,16 @@ impl<'a> RowCtx<'a> {
 }
 
 impl Expr {
+    /// `expr [NOT] IN (list)`, indexed when the list is long and all constants.
+    #[must_use]
+    pub fn in_list(expr: Expr, list: Vec<Expr>, negated: bool, collation: Collation) -> Expr {
+        let set = (list.len() >= IN_SET_ITEMS_MIN)
+            .then(|| list.iter().map(|e| e.constant().cloned()).collect::<Option<Vec<Value>>>())
+            .flatten()
+            .map(|items| Rc::new(InSet::new(&items, collation)));
+        Expr::InList { expr: Box::new(expr), list, negated, collation, set }
+    }
+
     #[must_use]
     pub fn constant(&self) -> Option<&Value> {
         match self {
@@ -323,10 +418,13 @@ impl Expr {
                 let t = ops::truth(&a.eval(env, cx)?);
                 Value::Int(i64::from((t == Some(*want)) != *negated))
             }
-            Expr::InList { expr, list, negated, collation } => {
+            Expr::InList { expr, list, negated, collation, set } => {
                 let x = expr.eval(env, cx)?;
                 if x.is_null() {
                     return Ok(Value::Null);
+                }
+                if let Some(set) = set {
+                    return Ok(ops::bool_value(set.contains(&x).map(|found| found != *negated)));
                 }
                 let mut saw_null = false;
                 for item in list {
@@ -423,4 +521,59 @@ fn eval_subquery(sq: &Rc<Subquery>, usage: &SubqueryUse, negated: bool, env: &En
             if saw_null { Value::Null } else { Value::Int(i64::from(negated)) }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quill_storage::Decimal;
+
+    /// What comparing `x` with each item in turn gives (MySQL's definition of IN).
+    fn linear(x: &Value, items: &[Value], collation: Collation) -> Option<bool> {
+        let mut unknown = false;
+        for y in items {
+            match ops::compare(x, y, collation) {
+                Some(Ordering::Equal) => return Some(true),
+                None => unknown = true,
+                _ => {}
+            }
+        }
+        if unknown { None } else { Some(false) }
+    }
+
+    #[test]
+    fn in_set_lookup_agrees_with_comparing_item_by_item() {
+        let mut state = 0x1234_5678_9ABC_DEF1u64;
+        let mut next = move |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        let words = ["a", "A", "a ", "b", "é", "E", "5", " 5", "5abc", "", "x"];
+        let value = |next: &mut dyn FnMut(u64) -> u64| -> Value {
+            match next(8) {
+                0 => Value::Null,
+                1 | 2 => Value::Int(i64::try_from(next(12)).unwrap() - 3),
+                3 => Value::UInt(next(12)),
+                4 => Value::Decimal(format!("{}.{}", next(9), next(3) * 5).parse::<Decimal>().unwrap()),
+                5 => Value::Double(f64::from(u32::try_from(next(9)).unwrap()) / 2.0),
+                _ => Value::Str(words[usize::try_from(next(words.len() as u64)).unwrap()].to_owned()),
+            }
+        };
+        for collation in [Collation::Utf8mb4AiCi, Collation::Utf8mb4GeneralCi, Collation::Utf8mb4Bin] {
+            for _ in 0..300 {
+                let n = IN_SET_ITEMS_MIN + usize::try_from(next(20)).unwrap();
+                let items: Vec<Value> = (0..n).map(|_| value(&mut next)).collect();
+                let set = InSet::new(&items, collation);
+                for _ in 0..30 {
+                    let x = value(&mut next);
+                    if x.is_null() {
+                        continue;
+                    }
+                    assert_eq!(set.contains(&x), linear(&x, &items, collation), "{x:?} IN {items:?} under {collation:?}");
+                }
+            }
+        }
+    }
 }

@@ -22,9 +22,11 @@ pub mod functions;
 pub mod lock_tables;
 pub mod locking;
 pub mod ops;
+pub mod parse;
 pub mod query;
 pub mod session;
 pub mod show;
+pub mod text;
 pub mod types;
 pub mod vars;
 

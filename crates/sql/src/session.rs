@@ -24,14 +24,13 @@ use parking_lot::{Mutex, RwLock};
 use quill_storage::{ReadView, TxnId, Value};
 use quill_txn::{LockMode, TxnManager, WaitOutcome, WaitPolicy};
 use sqlparser::ast::{self, Statement};
-use sqlparser::dialect::MySqlDialect;
-use sqlparser::parser::Parser;
 
 use crate::catalog::Catalog;
 use crate::dml::{self, DmlCx};
 use crate::error::{Result, SqlError, Warning, codes};
 use crate::locking::LockSpec;
 use crate::query::{self, Env, OutColumn, ResultSet};
+use crate::text::{self, Charset, LexOptions, StatementText};
 use crate::vars::{self, VarSet};
 use crate::{ddl, show};
 
@@ -49,6 +48,10 @@ pub struct Status {
     pub threads_connected: AtomicU64,
     pub checkpoints: AtomicU64,
     pub checkpoint_lsn: AtomicU64,
+    /// Connections that failed or timed out before logging in.
+    pub aborted_connects: AtomicU64,
+    /// Sessions closed because their client idled past `wait_timeout` or stalled mid-packet.
+    pub aborted_clients: AtomicU64,
 }
 
 /// What SHOW PROCESSLIST shows of a session.
@@ -240,6 +243,8 @@ pub struct Session {
     /// The log position (and flush mode) this session's last commits must reach before the
     /// current statement is answered.
     durable_wait: Option<(quill_log::Lsn, quill_log::FlushMode)>,
+    /// Set by [`Session::close`].
+    closed: bool,
 }
 
 impl Session {
@@ -281,6 +286,7 @@ impl Session {
             tls_cipher: String::new(),
             tls_version: String::new(),
             durable_wait: None,
+            closed: false,
         }
     }
 
@@ -329,13 +335,13 @@ impl Session {
         self.warnings.clear();
     }
 
-    fn parse(&mut self, sql: &str) -> Result<Arc<Vec<Statement>>> {
+    /// `sql` parsed (see [`crate::parse`]), from the session's cache when it was seen
+    /// before; `operators` as the lexer counted them.
+    fn parse(&mut self, sql: &str, operators: usize) -> Result<Arc<Vec<Statement>>> {
         if let Some(s) = self.cache.get(sql) {
             return Ok(s.clone());
         }
-        let mut stmts = Parser::parse_sql(&MySqlDialect {}, sql).map_err(|e| parse_error(sql, &e.to_string()))?;
-        number_placeholders(&mut stmts);
-        let stmts = Arc::new(stmts);
+        let stmts = Arc::new(crate::parse::parse(sql, operators)?);
         if self.cache.len() >= PLAN_CACHE_ENTRIES_MAX {
             self.cache.clear();
         }
@@ -343,12 +349,39 @@ impl Session {
         Ok(stmts)
     }
 
-    /// Run the text of one COM_QUERY: every statement in it, stopping at the first
-    /// error (whose result is last).
-    pub async fn run(&mut self, sql: &str) -> Vec<Result<Outcome>> {
+    /// How this session's client text is read: its `character_set_client`, and
+    /// `NO_BACKSLASH_ESCAPES`.
+    #[must_use]
+    pub fn lex_options(&self) -> LexOptions {
+        LexOptions { charset: self.client_charset(), backslash_escapes: !self.info.var("sql_mode").contains("NO_BACKSLASH_ESCAPES") }
+    }
+
+    /// The character set the client writes in (`character_set_client`).
+    #[must_use]
+    pub fn client_charset(&self) -> Charset {
+        Charset::from_name(self.info.var("character_set_client")).unwrap_or_default()
+    }
+
+    /// The character set the client reads results in (`character_set_results`; `None`
+    /// when it is NULL: no conversion).
+    #[must_use]
+    pub fn results_charset(&self) -> Option<Charset> {
+        Charset::from_name(self.info.var("character_set_results"))
+    }
+
+    /// Run the text of one COM_QUERY, bytes in `character_set_client`: every statement in
+    /// it, stopping at the first error (whose result is last).
+    pub async fn run(&mut self, sql: impl AsRef<[u8]>) -> Vec<Result<Outcome>> {
         let mut out = Vec::new();
-        for piece in split_statements(sql) {
-            let r = self.run_one(piece).await;
+        for piece in text::split(sql.as_ref(), self.lex_options()) {
+            let r = match piece {
+                Ok(statement) => self.run_one(&statement).await,
+                Err(e) => {
+                    self.info.engine.status.questions.fetch_add(1, Ordering::Relaxed);
+                    self.warnings.clear();
+                    Err(e)
+                }
+            };
             let failed = r.is_err();
             out.push(r);
             if failed {
@@ -362,7 +395,8 @@ impl Session {
         out
     }
 
-    async fn run_one(&mut self, sql: &str) -> Result<Outcome> {
+    async fn run_one(&mut self, statement: &StatementText) -> Result<Outcome> {
+        let sql = statement.text.as_str();
         self.info.engine.status.questions.fetch_add(1, Ordering::Relaxed);
         let keeps_warnings = {
             let t = sql.trim_start().to_ascii_uppercase();
@@ -371,36 +405,37 @@ impl Session {
         if !keeps_warnings {
             self.warnings.clear();
         }
-        if let Some(r) = self.recognise(sql).await {
+        self.warnings.extend(statement.warnings.iter().cloned());
+        if let Some(r) = self.recognise(statement).await {
             return r;
         }
         let rewritten = rewrite_lock_in_share_mode(sql);
-        let stmts = self.parse(&rewritten)?;
+        let stmts = self.parse(&rewritten, statement.operators)?;
         let Some(stmt) = stmts.first() else {
             return Err(SqlError::new(codes::ER_EMPTY_QUERY, "Query was empty"));
         };
         self.execute(stmt, &[], sql).await
     }
 
-    /// Prepare a statement (COM_STMT_PREPARE).
+    /// Prepare a statement (COM_STMT_PREPARE), text in `character_set_client`.
     ///
     /// # Errors
-    /// Parse errors; 1461-style limit when too many statements are prepared.
-    pub fn prepare(&mut self, sql: &str) -> Result<(u32, usize, Vec<OutColumn>)> {
+    /// Parse errors; 1461 when too many statements are prepared.
+    pub fn prepare(&mut self, sql: impl AsRef<[u8]>) -> Result<(u32, usize, Vec<OutColumn>)> {
         if self.prepared.len() >= PREPARED_STATEMENTS_MAX {
             return Err(SqlError::new((1461, "42000"), "Can't create more than max_prepared_stmt_count statements"));
         }
-        let stmts = Parser::parse_sql(&MySqlDialect {}, sql).map_err(|e| parse_error(sql, &e.to_string()))?;
+        let statement = text::single(sql.as_ref(), self.lex_options())?.ok_or_else(|| SqlError::new(codes::ER_EMPTY_QUERY, "Query was empty"))?;
+        let mut stmts = crate::parse::parse(&rewrite_lock_in_share_mode(&statement.text), statement.operators)?;
         if stmts.len() != 1 {
             return Err(SqlError::new((1295, "HY000"), "This command is not supported in the prepared statement protocol yet"));
         }
-        let mut stmts = stmts;
-        let count = number_placeholders(&mut stmts);
-        let statement = Arc::new(stmts.remove(0));
-        let columns = self.describe(&statement, count).unwrap_or_default();
+        let count = statement.placeholders;
+        let parsed = Arc::new(stmts.remove(0));
+        let columns = self.describe(&parsed, count).unwrap_or_default();
         let id = self.next_stmt_id;
         self.next_stmt_id = self.next_stmt_id.wrapping_add(1).max(1);
-        self.prepared.insert(id, Prepared { statement, text: sql.into(), param_count: count, columns: columns.clone() });
+        self.prepared.insert(id, Prepared { statement: parsed, text: statement.text.into(), param_count: count, columns: columns.clone() });
         Ok((id, count, columns))
     }
 
@@ -629,10 +664,11 @@ impl Session {
                             self.wait_for_log(at.end, log.flush_mode());
                         }
                         Err(e) => {
+                            let error = crate::durability::log_error(&e, changes.first().map_or("", crate::durability::change_table));
                             drop((catalog, rows));
                             self.txn = Some(t);
                             self.rollback();
-                            return Err(crate::durability::log_error(&e));
+                            return Err(error);
                         }
                     }
                 }
@@ -677,7 +713,8 @@ impl Session {
     /// The statement fails now, which means the log and the catalog disagree.
     pub fn replay_ddl(&mut self, db: Option<String>, sql: &str) -> Result<()> {
         self.info.db = db;
-        let statements = self.parse(sql)?;
+        let statement = text::single(sql.as_bytes(), LexOptions::default())?.ok_or_else(|| SqlError::new(codes::ER_EMPTY_QUERY, "Query was empty"))?;
+        let statements = self.parse(&statement.text, statement.operators)?;
         for statement in statements.iter() {
             self.ddl(statement, &[], sql)?;
         }
@@ -850,35 +887,18 @@ impl Session {
         }
     }
 
+    /// A parsed SET (a prepared `SET @a = ?`, say): every assignment is checked before any
+    /// is applied, as in MySQL.
     fn set(&mut self, set: &ast::Set, params: &[Value]) -> Result<Outcome> {
-        match set {
-            ast::Set::SetNames { charset_name, collation_name } => {
-                let cs = charset_name.value.to_ascii_lowercase();
-                let coll = match collation_name {
-                    Some(c) => {
-                        quill_storage::Collation::from_name(c).ok_or_else(|| SqlError::new(codes::ER_UNKNOWN_COLLATION, format!("Unknown collation: '{c}'")))?
-                    }
-                    None if cs == "binary" => quill_storage::Collation::Binary,
-                    None => quill_storage::Collation::default(),
-                };
-                for v in ["character_set_client", "character_set_connection", "character_set_results"] {
-                    self.info.vars.values.insert(v, cs.clone());
-                }
-                self.info.vars.values.insert("collation_connection", coll.name().to_owned());
-                self.info.connection_collation = coll;
-                Ok(Outcome::ok())
-            }
-            ast::Set::SetNamesDefault { .. } => Ok(Outcome::ok()),
+        let plans = match set {
+            ast::Set::SetNames { charset_name, collation_name } => vec![names_plan(&charset_name.value, collation_name.as_deref())?],
+            ast::Set::SetNamesDefault { .. } => vec![names_plan("DEFAULT", None)?],
             ast::Set::SingleAssignment { scope, hivevar: _, variable, values } => {
                 let v = values.first().ok_or_else(|| SqlError::parse("SET"))?;
-                self.assign(scope.as_ref(), variable, v, params)?;
-                Ok(Outcome::ok())
+                vec![self.plan_assignment(scope.as_ref(), variable, v, params)?]
             }
             ast::Set::MultipleAssignments { assignments } => {
-                for a in assignments {
-                    self.assign(a.scope.as_ref(), &a.name, &a.value, params)?;
-                }
-                Ok(Outcome::ok())
+                assignments.iter().map(|a| self.plan_assignment(a.scope.as_ref(), &a.name, &a.value, params)).collect::<Result<_>>()?
             }
             ast::Set::SetTransaction { modes, session, .. } => {
                 for m in modes {
@@ -895,32 +915,92 @@ impl Session {
                         }
                     }
                 }
-                Ok(Outcome::ok())
+                return Ok(Outcome::ok());
             }
-            other => Err(SqlError::unsupported(format!("{other}"))),
+            other => return Err(SqlError::unsupported(format!("{other}"))),
+        };
+        for plan in plans {
+            self.apply_set(plan)?;
         }
+        Ok(Outcome::ok())
     }
 
-    fn assign(&mut self, scope: Option<&ast::ContextModifier>, name: &ast::ObjectName, value: &ast::Expr, params: &[Value]) -> Result<()> {
+    /// `SET item, item, ...` as MySQL reads it: any mix of assignments (`[GLOBAL | SESSION]
+    /// name = expr`, `@@scope.name = expr`, `@user = expr`), `NAMES cs [COLLATE c]` and
+    /// `CHARACTER SET cs`, in any order. A scope keyword holds for the assignments after
+    /// it. Every item is checked (and every value computed) before any is applied.
+    fn set_statement(&mut self, statement: &StatementText) -> Result<Outcome> {
+        let body = statement.text.trim_start()[3..].trim();
+        let mut scope: Option<ast::ContextModifier> = None;
+        let mut plans = Vec::new();
+        for item in split_top_level_commas(body) {
+            let words: Vec<&str> = item.split_whitespace().collect();
+            let up = |i: usize| words.get(i).map(|w| w.to_ascii_uppercase()).unwrap_or_default();
+            let plan = match up(0).as_str() {
+                "NAMES" => {
+                    let collate = (up(2) == "COLLATE").then(|| words.get(3).copied()).flatten();
+                    if words.len() != if collate.is_some() { 4 } else { 2 } {
+                        return Err(SqlError::parse(item));
+                    }
+                    names_plan(words[1], collate)?
+                }
+                "CHARSET" if words.len() == 2 => character_set_plan(words[1])?,
+                "CHARACTER" if up(1) == "SET" && words.len() == 3 => character_set_plan(words[2])?,
+                _ => {
+                    let mut assignment = item;
+                    let keyword = up(0);
+                    if matches!(keyword.as_str(), "GLOBAL" | "SESSION" | "LOCAL" | "PERSIST" | "PERSIST_ONLY") {
+                        scope = Some(if keyword == "GLOBAL" || keyword.starts_with("PERSIST") {
+                            ast::ContextModifier::Global
+                        } else {
+                            ast::ContextModifier::Session
+                        });
+                        assignment = item.trim_start()[keyword.len()..].trim_start();
+                    }
+                    let parsed = crate::parse::parse(&format!("SET {assignment}"), statement.operators)?;
+                    match parsed.first() {
+                        Some(Statement::Set(ast::Set::SingleAssignment { variable, values, .. })) if parsed.len() == 1 && values.len() == 1 => {
+                            self.plan_assignment(scope.as_ref(), variable, &values[0], &[])?
+                        }
+                        _ => return Err(SqlError::parse(item)),
+                    }
+                }
+            };
+            plans.push(plan);
+        }
+        if plans.is_empty() {
+            return Err(SqlError::parse(""));
+        }
+        self.info.row_count = 0;
+        for plan in plans {
+            self.apply_set(plan)?;
+        }
+        Ok(Outcome::ok())
+    }
+
+    /// Check one assignment and compute its value, changing nothing.
+    fn plan_assignment(&mut self, scope: Option<&ast::ContextModifier>, name: &ast::ObjectName, value: &ast::Expr, params: &[Value]) -> Result<SetPlan> {
         let parts: Vec<String> = name.0.iter().map(|p| p.as_ident().map_or_else(|| p.to_string(), |i| i.value.clone())).collect();
         let (mut global, var) = match parts.as_slice() {
             [one] if one.starts_with("@@") => (false, one.trim_start_matches("@@").to_owned()),
             [one] if one.starts_with('@') => {
                 let v = self.eval_const(value, params)?;
-                self.info.user_vars.insert(one[1..].to_ascii_lowercase(), v);
-                return Ok(());
+                return Ok(SetPlan::User { name: one[1..].to_ascii_lowercase(), value: v });
             }
-            [one] => (false, one.clone()),
-            [s, v] if s.eq_ignore_ascii_case("@@global") => (true, v.clone()),
+            [one] => (matches!(scope, Some(ast::ContextModifier::Global)), one.clone()),
+            [s, v] if s.eq_ignore_ascii_case("@@global") || s.eq_ignore_ascii_case("@@persist") => (true, v.clone()),
             [s, v] if s.eq_ignore_ascii_case("@@session") || s.eq_ignore_ascii_case("@@local") => (false, v.clone()),
             _ => return Err(SqlError::parse(&name.to_string())),
         };
-        if matches!(scope, Some(ast::ContextModifier::Global)) {
+        if parts.len() == 1 && parts[0].starts_with("@@") && matches!(scope, Some(ast::ContextModifier::Global)) {
             global = true;
         }
         let def = vars::require(&var)?;
         let v = match value {
-            ast::Expr::Identifier(i) if i.quote_style.is_none() && i.value.eq_ignore_ascii_case("DEFAULT") => Value::Str(def.default.to_owned()),
+            ast::Expr::Identifier(i) if i.quote_style.is_none() && i.value.eq_ignore_ascii_case("DEFAULT") => match def.kind {
+                vars::Kind::Int(_) | vars::Kind::IntChoice(_) => def.default.parse::<u64>().map_or_else(|_| Value::Str(def.default.to_owned()), Value::UInt),
+                _ => Value::Str(def.default.to_owned()),
+            },
             ast::Expr::Identifier(i) if i.quote_style.is_none() && !i.value.starts_with('@') => Value::Str(i.value.clone()),
             other => self.eval_const(other, params)?,
         };
@@ -936,40 +1016,91 @@ impl Session {
         if !global && def.scope == vars::Scope::Global {
             return Err(SqlError::new(codes::ER_GLOBAL_VARIABLE, format!("Variable '{}' is a GLOBAL variable and should be set with SET GLOBAL", def.name)));
         }
-        let normal = vars::normalise(def, &v)?;
-        if def.name == "autocommit" && !global && normal == "ON" {
-            // Turning autocommit on commits the open transaction.
-            self.commit()?;
-        }
-        if def.effect == vars::Effect::Inert {
-            self.warnings.push(Warning {
-                level: "Warning",
-                code: 1287,
-                message: format!("'{}' is accepted for compatibility; Quill does not act on it", def.name),
-            });
-        }
-        if global {
-            crate::durability::apply_global(&self.info.engine, def.name, &normal)?;
-        }
-        let names: Vec<&'static str> = match def.name {
-            "transaction_isolation" | "tx_isolation" => vec!["transaction_isolation", "tx_isolation"],
-            "transaction_read_only" | "tx_read_only" => vec!["transaction_read_only", "tx_read_only"],
-            n => vec![n],
-        };
-        if def.name == "collation_connection"
-            && !global
-            && let Some(c) = quill_storage::Collation::from_name(&normal)
-        {
-            self.info.connection_collation = c;
-        }
-        for n in names {
-            if global {
-                self.info.engine.globals.write().values.insert(n, normal.clone());
-            } else {
-                self.info.vars.values.insert(n, normal.clone());
+        let normalised = vars::normalise(def, &v)?;
+        Ok(SetPlan::System { def, global, normalised })
+    }
+
+    /// Apply one checked item of a SET.
+    fn apply_set(&mut self, plan: SetPlan) -> Result<()> {
+        match plan {
+            SetPlan::User { name, value } => {
+                self.info.user_vars.insert(name, value);
+            }
+            SetPlan::Names { charset, collation } => {
+                for v in ["character_set_client", "character_set_connection", "character_set_results"] {
+                    self.info.vars.values.insert(v, charset.name().to_owned());
+                }
+                self.set_connection_collation(&collation);
+            }
+            SetPlan::CharacterSet { charset } => {
+                self.info.vars.values.insert("character_set_client", charset.name().to_owned());
+                self.info.vars.values.insert("character_set_results", charset.name().to_owned());
+                let database = Charset::from_name(self.info.var("character_set_database")).unwrap_or_default();
+                self.info.vars.values.insert("character_set_connection", database.name().to_owned());
+                self.set_connection_collation(database.default_collation());
+            }
+            SetPlan::System { def, global, normalised } => {
+                let value = normalised.value;
+                if def.name == "autocommit" && !global && value == "ON" {
+                    // Turning autocommit on commits the open transaction.
+                    self.commit()?;
+                }
+                if def.effect == vars::Effect::Inert {
+                    self.warnings.push(Warning {
+                        level: "Warning",
+                        code: 1287,
+                        message: format!("'{}' is accepted for compatibility; Quill does not act on it", def.name),
+                    });
+                }
+                self.warnings.extend(normalised.warning);
+                if global {
+                    crate::durability::apply_global(&self.info.engine, def.name, &value)?;
+                }
+                let names: &[&'static str] = match def.name {
+                    "transaction_isolation" | "tx_isolation" => &["transaction_isolation", "tx_isolation"],
+                    "transaction_read_only" | "tx_read_only" => &["transaction_read_only", "tx_read_only"],
+                    "character_set_connection" if !global => {
+                        let charset = Charset::from_name(&value).unwrap_or_default();
+                        self.set_connection_collation(charset.default_collation());
+                        &["character_set_connection"]
+                    }
+                    "collation_connection" if !global => {
+                        self.set_connection_collation(&value);
+                        return Ok(());
+                    }
+                    _ => std::slice::from_ref(&def.name),
+                };
+                for &n in names {
+                    if global {
+                        self.info.engine.globals.write().values.insert(n, value.clone());
+                    } else {
+                        self.info.vars.values.insert(n, value.clone());
+                    }
+                }
             }
         }
         Ok(())
+    }
+
+    /// `collation_connection` (and the collation string literals compare under).
+    fn set_connection_collation(&mut self, name: &str) {
+        self.info.vars.values.insert("collation_connection", name.to_ascii_lowercase());
+        self.info.connection_collation = quill_storage::Collation::from_name(name).unwrap_or_default();
+    }
+
+    /// The client's handshake named its character set by collation number: as `SET NAMES`.
+    pub fn set_client_collation_id(&mut self, id: u8) {
+        if let Some(charset) = Charset::from_collation_id(id) {
+            let collation = match id {
+                45 => "utf8mb4_general_ci",
+                46 => "utf8mb4_bin",
+                83 => "utf8mb3_bin",
+                47 => "latin1_bin",
+                48 => "latin1_general_ci",
+                _ => charset.default_collation(),
+            };
+            let _ = self.apply_set(SetPlan::Names { charset, collation: collation.to_owned() });
+        }
     }
 
     fn eval_const(&self, e: &ast::Expr, params: &[Value]) -> Result<Value> {
@@ -1000,6 +1131,14 @@ impl Session {
             _ => None,
         };
         let mut catalog = engine.catalog.write();
+        // The catalog changes before the record is appended, so a full disk must refuse the
+        // statement first (the log keeps DDL_RESERVE_BYTES for DDL; only CREATE TABLE ...
+        // SELECT can outgrow it, and it is undone below).
+        if let Some(log) = engine.log.get()
+            && !log.has_room_for(DDL_RECORD_BYTES_BASE + text.len() as u64)
+        {
+            return Err(SqlError::new(codes::ER_DISK_FULL, "Disk full (commit log); waiting for someone to free some space..."));
+        }
         let mut warnings = Vec::new();
         let info = &self.info;
         let mut affected = 0;
@@ -1032,15 +1171,26 @@ impl Session {
         let logged = match (&r, engine.log.get()) {
             (Ok(()), Some(log)) => {
                 let changes = crate::durability::ddl_changes(&catalog, self.info.db.as_deref(), text.to_owned(), created_by_select.as_ref());
-                Some((log.append(unix_micros(), &changes), quill_log::FlushMode::AtCommit))
+                Some((log.append_ddl(unix_micros(), &changes), quill_log::FlushMode::AtCommit))
             }
             _ => None,
         };
+        if let Some((Err(e), _)) = &logged {
+            // Not logged, so not done: a table just created (by SELECT, whose rows did not fit)
+            // goes again. Other DDL records are their text, which the check above made room for.
+            let created = created_by_select.clone();
+            match &created {
+                Some((db, name)) => {
+                    let _ = catalog.remove_table(db, name);
+                }
+                None => tracing::error!(error = %e, statement = text, "a DDL statement changed the catalog but could not be logged"),
+            }
+            let table = created.map(|(_, name)| name).unwrap_or_default();
+            return Err(crate::durability::log_error(e, &table));
+        }
         drop(catalog);
-        match logged {
-            Some((Ok(at), mode)) => self.wait_for_log(at.end, mode),
-            Some((Err(e), _)) => return Err(crate::durability::log_error(&e)),
-            None => {}
+        if let Some((Ok(at), mode)) = logged {
+            self.wait_for_log(at.end, mode);
         }
         self.warnings.extend(warnings);
         r?;
@@ -1054,7 +1204,8 @@ impl Session {
     }
 
     /// Statements handled before the parser: SHOW, transaction control, KILL...
-    async fn recognise(&mut self, sql: &str) -> Option<Result<Outcome>> {
+    async fn recognise(&mut self, statement: &StatementText) -> Option<Result<Outcome>> {
+        let sql = statement.text.as_str();
         let words: Vec<&str> = sql.split_whitespace().collect();
         let upper: Vec<String> = words.iter().take(6).map(|w| w.to_ascii_uppercase()).collect();
         let up = |i: usize| upper.get(i).map_or("", String::as_str);
@@ -1072,18 +1223,18 @@ impl Session {
                 Some(Ok(Outcome::ok()))
             }
             "START" if up(1) == "TRANSACTION" => Some(self.start_transaction(sql)),
-            "SHOW" => Some(self.show(sql, &words)),
+            "SHOW" => Some(self.show(statement, &words)),
             "DESCRIBE" | "DESC" if words.len() >= 2 => {
                 let (db, t) = self.split_name(words[1]);
                 Some(db.and_then(|db| show::show_columns(&self.info.engine.catalog.read(), &db, &t, false, None)).map(Outcome::Rows))
             }
-            "EXPLAIN" if up(1) != "FORMAT" => Some(self.explain(sql).await),
+            "EXPLAIN" if up(1) != "FORMAT" => Some(self.explain(statement).await),
             "KILL" => Some(self.kill(&words)),
-            "SET" if up(1) == "CHARACTER" || up(1) == "CHARSET" => Some(Ok(Outcome::ok())),
             "SET" if up(1) == "TRANSACTION" || (matches!(up(1), "GLOBAL" | "SESSION" | "LOCAL") && up(2) == "TRANSACTION") => {
                 Some(self.set_transaction(&words))
             }
-            "DO" => Some(self.select_like(sql, 2).await.map(|_| Outcome::ok())),
+            "SET" if !matches!(up(1), "PASSWORD" | "ROLE" | "DEFAULT" | "RESOURCE") => Some(self.set_statement(statement)),
+            "DO" => Some(self.select_like(statement, 2).await.map(|_| Outcome::ok())),
             _ => None,
         }
     }
@@ -1172,18 +1323,20 @@ impl Session {
         Ok(Outcome::ok())
     }
 
-    async fn select_like(&mut self, sql: &str, skip: usize) -> Result<Outcome> {
-        let rest = sql.trim_start()[skip..].trim_start();
-        Box::pin(self.run_one(&format!("SELECT {rest}"))).await
+    /// `statement` with its first `skip` bytes replaced by SELECT (`DO expr`).
+    async fn select_like(&mut self, statement: &StatementText, skip: usize) -> Result<Outcome> {
+        let rest = statement.text.trim_start()[skip..].trim_start();
+        let select = StatementText { text: format!("SELECT {rest}"), warnings: Vec::new(), ..statement.clone() };
+        Box::pin(self.run_one(&select)).await
     }
 
-    async fn explain(&mut self, sql: &str) -> Result<Outcome> {
-        let rest = sql.trim_start()[7..].trim_start();
+    async fn explain(&mut self, statement: &StatementText) -> Result<Outcome> {
+        let rest = statement.text.trim_start()[7..].trim_start();
         if !rest.to_ascii_uppercase().starts_with("SELECT") {
             let (db, t) = self.split_name(rest.split_whitespace().next().unwrap_or_default());
             return show::show_columns(&self.info.engine.catalog.read(), &db?, &t, false, None).map(Outcome::Rows);
         }
-        let stmts = self.parse(rest)?;
+        let stmts = self.parse(rest, statement.operators)?;
         let Some(Statement::Query(q)) = stmts.first() else { return Err(SqlError::parse(rest)) };
         let catalog = self.info.engine.catalog.read();
         let env = Env::new(&catalog, ReadView::current(0), &[], 0, &self.info);
@@ -1246,7 +1399,8 @@ impl Session {
         }
     }
 
-    fn show(&mut self, sql: &str, words: &[&str]) -> Result<Outcome> {
+    fn show(&mut self, statement: &StatementText, words: &[&str]) -> Result<Outcome> {
+        let sql = statement.text.as_str();
         let upper: Vec<String> = words.iter().map(|w| w.trim_end_matches(';').to_ascii_uppercase()).collect();
         let mut i = 1;
         let full = upper.get(i).is_some_and(|w| w == "FULL");
@@ -1429,7 +1583,7 @@ impl Session {
         };
         drop(catalog);
         let rs = match sql.to_ascii_uppercase().find(" WHERE ") {
-            Some(at) => self.filter_show(rs, &sql[at + 7..])?,
+            Some(at) => self.filter_show(rs, &sql[at + 7..], statement.operators)?,
             None => rs,
         };
         Ok(Outcome::Rows(rs))
@@ -1437,8 +1591,8 @@ impl Session {
 
     /// `SHOW ... WHERE cond`: keep the rows for which `cond` holds, naming the
     /// result's columns.
-    fn filter_show(&self, rs: ResultSet, cond: &str) -> Result<ResultSet> {
-        let stmts = Parser::parse_sql(&MySqlDialect {}, &format!("SELECT 1 FROM show_result WHERE {cond}")).map_err(|e| parse_error(cond, &e.to_string()))?;
+    fn filter_show(&self, rs: ResultSet, cond: &str, operators: usize) -> Result<ResultSet> {
+        let stmts = crate::parse::parse(&format!("SELECT 1 FROM show_result WHERE {cond}"), operators)?;
         let Some(Statement::Query(q)) = stmts.first() else { return Err(SqlError::parse(cond)) };
         let ast::SetExpr::Select(sel) = q.body.as_ref() else { return Err(SqlError::parse(cond)) };
         let Some(selection) = &sel.selection else { return Ok(rs) };
@@ -1481,6 +1635,8 @@ impl Session {
         let lock_micros = ls.wait_micros.load(Ordering::Relaxed);
         let lock_waits = ls.waits.load(Ordering::Relaxed);
         let items: Vec<(&str, String)> = vec![
+            ("Aborted_clients", get(&s.aborted_clients)),
+            ("Aborted_connects", get(&s.aborted_connects)),
             ("Binlog_commits", log_stat(|l| &l.records)),
             ("Binlog_group_commits", log_stat(|l| &l.groups)),
             ("Com_commit", get(&s.com_commit)),
@@ -1555,13 +1711,88 @@ impl Session {
         }
     }
 
-    /// The client went away: roll back and unregister.
+    /// The client went away: roll back (releasing the transaction's locks) and give the
+    /// connection slot back. Runs once; dropping the session calls it, so a session that
+    /// ends in a panic releases everything too.
     pub fn close(&mut self) {
+        if std::mem::replace(&mut self.closed, true) {
+            return;
+        }
         self.rollback();
         self.info.engine.processes.lock().remove(&self.info.connection_id);
         self.info.engine.status.threads_connected.fetch_sub(1, Ordering::Relaxed);
     }
 }
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// One checked item of a SET statement, applied once every item has been checked.
+enum SetPlan {
+    User { name: String, value: Value },
+    System { def: &'static vars::VarDef, global: bool, normalised: vars::Normalised },
+    Names { charset: Charset, collation: String },
+    CharacterSet { charset: Charset },
+}
+
+/// `NAMES cs [COLLATE c]` (`cs` may be DEFAULT: utf8mb4).
+fn names_plan(charset: &str, collation: Option<&str>) -> Result<SetPlan> {
+    let name = charset.trim_matches(['\'', '"', '`']);
+    let charset =
+        if name.eq_ignore_ascii_case("DEFAULT") { Charset::default() } else { Charset::from_name(name).ok_or_else(|| vars::unknown_charset(name))? };
+    let collation = match collation.map(|c| c.trim_matches(['\'', '"', '`'])) {
+        Some(c) if quill_storage::Collation::from_name(c).is_some() => c.to_ascii_lowercase(),
+        Some(c) => return Err(SqlError::new(codes::ER_UNKNOWN_COLLATION, format!("Unknown collation: '{c}'"))),
+        None => charset.default_collation().to_owned(),
+    };
+    Ok(SetPlan::Names { charset, collation })
+}
+
+/// `CHARACTER SET cs` (or DEFAULT).
+fn character_set_plan(charset: &str) -> Result<SetPlan> {
+    let name = charset.trim_matches(['\'', '"', '`']);
+    let charset =
+        if name.eq_ignore_ascii_case("DEFAULT") { Charset::default() } else { Charset::from_name(name).ok_or_else(|| vars::unknown_charset(name))? };
+    Ok(SetPlan::CharacterSet { charset })
+}
+
+/// `text` split at commas outside quotes, backquotes and parentheses.
+fn split_top_level_commas(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut quote, mut start) = (0usize, None::<u8>, 0);
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        match quote {
+            Some(q) if b == b'\\' && q != b'`' => i += 1,
+            Some(q) if b == q => quote = None,
+            Some(_) => {}
+            None => match b {
+                b'\'' | b'"' | b'`' => quote = Some(b),
+                b'(' => depth += 1,
+                b')' => depth = depth.saturating_sub(1),
+                b',' if depth == 0 => {
+                    out.push(text[start..i].trim());
+                    start = i + 1;
+                }
+                _ => {}
+            },
+        }
+        i += 1;
+    }
+    let last = text[start..].trim();
+    if !last.is_empty() || !out.is_empty() {
+        out.push(last);
+    }
+    out
+}
+
+/// Bytes a DDL record takes beyond its statement text (header, kind, database name).
+const DDL_RECORD_BYTES_BASE: u64 = 1024;
 
 /// How long a DDL statement sleeps before it looks again at a checkpoint holding the gate.
 const DDL_GATE_RETRY: Duration = Duration::from_millis(2);
@@ -1623,103 +1854,4 @@ fn rewrite_lock_in_share_mode(sql: &str) -> std::borrow::Cow<'_, str> {
         return std::borrow::Cow::Owned(format!("{} FOR SHARE", words[4]));
     }
     std::borrow::Cow::Borrowed(sql)
-}
-
-/// MySQL's 1064 message, quoting the text near the failure.
-fn parse_error(sql: &str, detail: &str) -> SqlError {
-    // sqlparser reports "... at Line: 1, Column: N"; quote from there.
-    let col = detail.rsplit("Column: ").next().and_then(|c| c.trim().parse::<usize>().ok()).unwrap_or(1);
-    let near: String = sql.chars().skip(col.saturating_sub(1)).take(80).collect();
-    SqlError::parse(near.trim())
-}
-
-/// Number `?` placeholders in order of appearance (`?0`, `?1`, ...). Returns the count.
-fn number_placeholders(stmts: &mut [Statement]) -> usize {
-    use std::ops::ControlFlow;
-    let mut n = 0usize;
-    for s in stmts.iter_mut() {
-        let _ = ast::visit_expressions_mut(s, |e| {
-            if let ast::Expr::Value(v) = e
-                && let ast::Value::Placeholder(p) = &mut v.value
-            {
-                *p = format!("?{n}");
-                n += 1;
-            }
-            ControlFlow::<()>::Continue(())
-        });
-    }
-    n
-}
-
-/// Split a multi-statement text at top-level semicolons (outside quotes and comments).
-#[must_use]
-pub fn split_statements(sql: &str) -> Vec<&str> {
-    let bytes = sql.as_bytes();
-    let mut out = Vec::new();
-    let mut start = 0;
-    let mut i = 0;
-    let mut quote: Option<u8> = None;
-    while i < bytes.len() {
-        let b = bytes[i];
-        match quote {
-            Some(q) => {
-                if b == b'\\' && q != b'`' {
-                    i += 1;
-                } else if b == q {
-                    quote = None;
-                }
-            }
-            None => match b {
-                b'\'' | b'"' | b'`' => quote = Some(b),
-                b'-' if bytes.get(i + 1) == Some(&b'-') && bytes.get(i + 2).is_none_or(|c| c.is_ascii_whitespace()) => {
-                    while i < bytes.len() && bytes[i] != b'\n' {
-                        i += 1;
-                    }
-                }
-                b'#' => {
-                    while i < bytes.len() && bytes[i] != b'\n' {
-                        i += 1;
-                    }
-                }
-                b'/' if bytes.get(i + 1) == Some(&b'*') => {
-                    i += 2;
-                    while i + 1 < bytes.len() && !(bytes[i] == b'*' && bytes[i + 1] == b'/') {
-                        i += 1;
-                    }
-                    i += 1;
-                }
-                b';' => {
-                    let piece = sql[start..i].trim();
-                    if !piece.is_empty() {
-                        out.push(piece);
-                    }
-                    start = i + 1;
-                }
-                _ => {}
-            },
-        }
-        i += 1;
-    }
-    let piece = sql[start.min(sql.len())..].trim();
-    if !piece.is_empty() && !is_only_comment(piece) {
-        out.push(piece);
-    }
-    out
-}
-
-fn is_only_comment(s: &str) -> bool {
-    let t = s.trim();
-    (t.starts_with("--") || t.starts_with('#')) && !t.contains('\n') || (t.starts_with("/*") && t.ends_with("*/") && !t.starts_with("/*!"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn splits_at_top_level_semicolons_only() {
-        assert_eq!(split_statements("SELECT 1; SELECT ';'; SELECT \"a;b\""), vec!["SELECT 1", "SELECT ';'", "SELECT \"a;b\""]);
-        assert_eq!(split_statements("SELECT 1;"), vec!["SELECT 1"]);
-        assert_eq!(split_statements("SELECT 'it\\'s;'; SELECT 2"), vec!["SELECT 'it\\'s;'", "SELECT 2"]);
-    }
 }

@@ -657,6 +657,7 @@ pub fn coerce_to_column(v: Value, ty: &SqlType, cx: &mut WriteContext<'_>) -> Re
         SqlType::Char { len, .. } | SqlType::VarChar { len, .. } => {
             let s = match v {
                 Value::Str(s) => s,
+                Value::Bytes(b) => character_string(b, cx)?,
                 other => crate::ops::to_string_lossy(&other),
             };
             let s = if matches!(ty, SqlType::Char { .. }) { s.trim_end_matches(' ').to_owned() } else { s };
@@ -670,6 +671,7 @@ pub fn coerce_to_column(v: Value, ty: &SqlType, cx: &mut WriteContext<'_>) -> Re
         SqlType::Text { kind, .. } => {
             let s = match v {
                 Value::Str(s) => s,
+                Value::Bytes(b) => character_string(b, cx)?,
                 other => crate::ops::to_string_lossy(&other),
             };
             if s.len() as u64 > kind.max_len() {
@@ -714,6 +716,29 @@ pub fn coerce_to_column(v: Value, ty: &SqlType, cx: &mut WriteContext<'_>) -> Re
         SqlType::Null => Ok(v),
     }
 }
+
+/// Bytes stored into a character column: valid UTF-8 as is; otherwise 1366 in strict
+/// mode, else each invalid sequence becomes `?` with warning 1366, as MySQL converts.
+fn character_string(bytes: Vec<u8>, cx: &mut WriteContext<'_>) -> Result<String> {
+    let invalid = match String::from_utf8(bytes) {
+        Ok(s) => return Ok(s),
+        Err(e) => e,
+    };
+    let bytes = invalid.as_bytes();
+    let from = invalid.utf8_error().valid_up_to();
+    let shown: String = bytes[from..]
+        .iter()
+        .take(INCORRECT_STRING_QUOTE_BYTES)
+        .map(|&b| if b.is_ascii_graphic() || b == b' ' { char::from(b).to_string() } else { format!("\\x{b:02X}") })
+        .collect();
+    let message = format!("Incorrect string value: '{shown}' for column '{}' at row {}", cx.column, cx.row);
+    let replaced: String = bytes.utf8_chunks().flat_map(|chunk| chunk.valid().chars().chain((!chunk.invalid().is_empty()).then_some('?'))).collect();
+    cx.fail_or_warn(codes::ER_TRUNCATED_WRONG_VALUE_FOR_FIELD, message, Value::Null)?;
+    Ok(replaced)
+}
+
+/// How many bytes from the first invalid one error 1366 quotes (MySQL quotes six).
+const INCORRECT_STRING_QUOTE_BYTES: usize = 6;
 
 fn wrong_temporal(v: &Value, what: &str, cx: &mut WriteContext<'_>) -> Result<Value> {
     let shown = crate::ops::to_string_lossy(v);

@@ -1,15 +1,21 @@
-//! System variables: names, defaults, scopes and validation.
+//! System variables: names, defaults, scopes, ranges and validation.
 //!
-//! Each variable Quill knows is listed in [`VARIABLES`] with its scope and default.
-//! Variables marked `Inert` are accepted for compatibility (drivers and tools set
-//! them) but Quill does not act on them; setting one records a warning (1287-style
-//! note) so nobody is misled.
+//! Each variable Quill knows is listed in [`VARIABLES`] with its scope, default and, for a
+//! number, MySQL's range. Variables marked `Inert` are accepted for compatibility (drivers
+//! and tools set them) but Quill does not act on them; setting one records a warning
+//! (1287-style note) so nobody is misled.
+//!
+//! A number outside its range is clamped to it, rounded down to the variable's block size,
+//! and warning 1292 says so, as MySQL does (`SET GLOBAL max_allowed_packet=2147483648`
+//! stores 1 GiB); the command line and option file clamp the same way, and the server log
+//! says so. Invariant: every value stored for a number variable lies in its range, so
+//! whoever reads it (the packet codec, the timeouts) can trust it.
 
 use std::collections::BTreeMap;
 
 use quill_storage::Value;
 
-use crate::error::{Result, SqlError, codes};
+use crate::error::{Result, SqlError, Warning, codes};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope {
@@ -28,9 +34,20 @@ pub enum Effect {
     ReadOnly,
 }
 
+/// The range of a number variable: values are clamped to `min..=max` and rounded down to
+/// a multiple of `block`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IntRange {
+    pub min: u64,
+    pub max: u64,
+    pub block: u64,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
-    Int,
+    Int(IntRange),
+    /// A number from a fixed list (MySQL's enumeration variables): anything else is 1231.
+    IntChoice(&'static [u64]),
     Bool,
     Str,
 }
@@ -47,54 +64,74 @@ const fn v(name: &'static str, scope: Scope, kind: Kind, effect: Effect, default
     VarDef { name, scope, kind, effect, default }
 }
 
+/// A number variable with MySQL's range `min..=max`.
+const fn int(min: u64, max: u64) -> Kind {
+    Kind::Int(IntRange { min, max, block: 1 })
+}
+
+/// A number variable whose value is also a multiple of `block`.
+const fn int_blocks(min: u64, max: u64, block: u64) -> Kind {
+    Kind::Int(IntRange { min, max, block })
+}
+
+/// A year of seconds: MySQL's upper bound for its timeouts.
+const TIMEOUT_SECONDS_MAX: u64 = 31_536_000;
+/// The largest `max_allowed_packet` (MySQL's 1 GiB), and the smallest.
+pub const MAX_ALLOWED_PACKET_MAX: u64 = 1 << 30;
+pub const MAX_ALLOWED_PACKET_MIN: u64 = 1024;
+
 use Effect::{Inert, Live, ReadOnly};
-use Kind::{Bool, Int, Str};
+use Kind::{Bool, Str};
 use Scope::{Both, Global, Session};
 
 /// Every system variable Quill knows, sorted by name.
 pub const VARIABLES: &[VarDef] = &[
-    v("auto_increment_increment", Both, Int, Inert, "1"),
-    v("auto_increment_offset", Both, Int, Inert, "1"),
+    v("auto_increment_increment", Both, int(1, 65_535), Inert, "1"),
+    v("auto_increment_offset", Both, int(1, 65_535), Inert, "1"),
     v("autocommit", Both, Bool, Live, "ON"),
-    v("binlog_group_commit_sync_delay", Global, Int, Live, "0"),
-    v("binlog_group_commit_sync_no_delay_count", Global, Int, Live, "0"),
-    v("character_set_client", Both, Str, Inert, "utf8mb4"),
-    v("character_set_connection", Both, Str, Inert, "utf8mb4"),
+    v("binlog_group_commit_sync_delay", Global, int(0, 1_000_000), Live, "0"),
+    v("binlog_group_commit_sync_no_delay_count", Global, int(0, 100_000), Live, "0"),
+    v("character_set_client", Both, Str, Live, "utf8mb4"),
+    v("character_set_connection", Both, Str, Live, "utf8mb4"),
     v("character_set_database", Both, Str, Inert, "utf8mb4"),
-    v("character_set_results", Both, Str, Inert, "utf8mb4"),
+    v("character_set_results", Both, Str, Live, "utf8mb4"),
     v("character_set_server", Both, Str, Inert, "utf8mb4"),
     v("character_set_system", Global, Str, ReadOnly, "utf8mb3"),
-    v("collation_connection", Both, Str, Inert, "utf8mb4_0900_ai_ci"),
+    v("collation_connection", Both, Str, Live, "utf8mb4_0900_ai_ci"),
     v("collation_database", Both, Str, Inert, "utf8mb4_0900_ai_ci"),
     v("collation_server", Both, Str, Inert, "utf8mb4_0900_ai_ci"),
+    v("connect_timeout", Global, int(2, TIMEOUT_SECONDS_MAX), Live, "10"),
     v("datadir", Global, Str, ReadOnly, ""),
     v("default_storage_engine", Both, Str, Inert, "InnoDB"),
-    v("div_precision_increment", Both, Int, Inert, "4"),
+    v("div_precision_increment", Both, int(0, 30), Inert, "4"),
     v("foreign_key_checks", Both, Bool, Inert, "ON"),
     v("hostname", Global, Str, ReadOnly, "localhost"),
     v("init_connect", Global, Str, Inert, ""),
-    v("innodb_flush_log_at_trx_commit", Global, Int, Live, "1"),
-    v("innodb_lock_wait_timeout", Both, Int, Live, "50"),
+    v("innodb_flush_log_at_trx_commit", Global, Kind::IntChoice(&[0, 1, 2]), Live, "1"),
+    v("innodb_lock_wait_timeout", Both, int(1, 1_073_741_824), Live, "50"),
     v("innodb_rollback_on_timeout", Global, Bool, ReadOnly, "OFF"),
     v("innodb_snapshot_isolation", Both, Bool, Live, "OFF"),
-    v("interactive_timeout", Both, Int, Inert, "28800"),
+    v("interactive_timeout", Both, int(1, TIMEOUT_SECONDS_MAX), Live, "28800"),
     v("license", Global, Str, ReadOnly, "Apache-2.0"),
-    v("lower_case_table_names", Global, Int, ReadOnly, "0"),
-    v("max_allowed_packet", Both, Int, Live, "67108864"),
-    v("max_connections", Global, Int, Live, "151"),
-    v("net_buffer_length", Both, Int, Inert, "16384"),
-    v("net_read_timeout", Both, Int, Inert, "30"),
-    v("net_write_timeout", Both, Int, Inert, "60"),
+    v("lower_case_table_names", Global, int(0, 2), ReadOnly, "0"),
+    v("max_allowed_packet", Both, int_blocks(MAX_ALLOWED_PACKET_MIN, MAX_ALLOWED_PACKET_MAX, 1024), Live, "67108864"),
+    v("max_connections", Global, int(1, 100_000), Live, "151"),
+    v("net_buffer_length", Both, int_blocks(1024, 1_048_576, 1024), Inert, "16384"),
+    v("net_read_timeout", Both, int(1, TIMEOUT_SECONDS_MAX), Live, "30"),
+    v("net_write_timeout", Both, int(1, TIMEOUT_SECONDS_MAX), Live, "60"),
     v("performance_schema", Global, Bool, ReadOnly, "OFF"),
-    v("port", Global, Int, ReadOnly, "3306"),
-    v("protocol_version", Global, Int, ReadOnly, "10"),
-    v("query_cache_size", Global, Int, ReadOnly, "0"),
+    v("port", Global, int(0, 65_535), ReadOnly, "3306"),
+    v("protocol_version", Global, int(0, 255), ReadOnly, "10"),
+    v("query_cache_size", Global, int(0, u64::MAX), ReadOnly, "0"),
     v("query_cache_type", Both, Str, ReadOnly, "OFF"),
-    v("quill_checkpoint_interval_seconds", Global, Int, Live, "300"),
-    v("quill_checkpoint_log_bytes", Global, Int, Live, "268435456"),
-    v("quill_log_segment_bytes", Global, Int, ReadOnly, "67108864"),
+    v("quill_checkpoint_interval_seconds", Global, int(1, TIMEOUT_SECONDS_MAX), Live, "300"),
+    v("quill_checkpoint_log_bytes", Global, int(4096, u64::MAX), Live, "268435456"),
+    v("quill_log_segment_bytes", Global, int_blocks(64 << 10, 1 << 30, 4096), ReadOnly, "67108864"),
+    // Connections that have not logged in yet, beyond which new ones are refused (1040):
+    // their own bound, so sockets that never log in cannot take max_connections' slots.
+    v("quill_max_unauthenticated_connections", Global, int(1, 100_000), Live, "512"),
     v("read_only", Global, Bool, Inert, "OFF"),
-    v("server_id", Global, Int, Inert, "1"),
+    v("server_id", Global, int(0, 4_294_967_295), Inert, "1"),
     v("session_track_schema", Both, Bool, Inert, "ON"),
     v("session_track_state_change", Both, Bool, Inert, "OFF"),
     v("session_track_system_variables", Both, Str, Inert, "time_zone,autocommit,character_set_client,character_set_results,character_set_connection"),
@@ -106,7 +143,7 @@ pub const VARIABLES: &[VarDef] = &[
     v("sql_mode", Both, Str, Live, "ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION"),
     v("sql_notes", Both, Bool, Inert, "ON"),
     v("sql_safe_updates", Both, Bool, Inert, "OFF"),
-    v("sql_select_limit", Both, Int, Inert, "18446744073709551615"),
+    v("sql_select_limit", Both, int(0, u64::MAX), Inert, "18446744073709551615"),
     v("system_time_zone", Global, Str, ReadOnly, "UTC"),
     v("time_zone", Both, Str, Live, "SYSTEM"),
     v("transaction_isolation", Both, Str, Live, "REPEATABLE-READ"),
@@ -118,8 +155,8 @@ pub const VARIABLES: &[VarDef] = &[
     v("version_comment", Global, Str, ReadOnly, "Quill (MySQL-compatible)"),
     v("version_compile_machine", Global, Str, ReadOnly, "x86_64"),
     v("version_compile_os", Global, Str, ReadOnly, "Linux"),
-    v("wait_timeout", Both, Int, Inert, "28800"),
-    v("warning_count", Session, Int, ReadOnly, "0"),
+    v("wait_timeout", Both, int(1, TIMEOUT_SECONDS_MAX), Live, "28800"),
+    v("warning_count", Session, int(0, u64::MAX), ReadOnly, "0"),
 ];
 
 /// The sql_mode names MySQL 8 accepts.
@@ -178,26 +215,52 @@ impl VarSet {
     }
 }
 
-/// Normalise a value being assigned to `def`.
+/// A value ready to store for a variable, with the warning its normalising gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Normalised {
+    pub value: String,
+    /// 1292 when a number was clamped to the variable's range.
+    pub warning: Option<Warning>,
+}
+
+/// Normalise a value being assigned to `def`: numbers clamped to the variable's range
+/// (with warning 1292), booleans as ON/OFF, names checked.
 ///
 /// # Errors
-/// 1231 for a value the variable does not take, 1232 for a wrong type.
-pub fn normalise(def: &VarDef, v: &Value) -> Result<String> {
+/// 1231 for a value the variable does not take, 1232 for a wrong type, 1115 for an
+/// unknown character set, 1273 for an unknown collation.
+pub fn normalise(def: &VarDef, v: &Value) -> Result<Normalised> {
     let wrong =
         || SqlError::new(codes::ER_WRONG_VALUE_FOR_VAR, format!("Variable '{}' can't be set to the value of '{}'", def.name, crate::ops::to_string_lossy(v)));
+    let plain = |value: String| Ok(Normalised { value, warning: None });
     match def.kind {
         Kind::Bool => match v {
-            Value::Int(0) | Value::UInt(0) => Ok("OFF".into()),
-            Value::Int(1) | Value::UInt(1) => Ok("ON".into()),
-            Value::Str(s) if s.eq_ignore_ascii_case("on") || s.eq_ignore_ascii_case("true") => Ok("ON".into()),
-            Value::Str(s) if s.eq_ignore_ascii_case("off") || s.eq_ignore_ascii_case("false") => Ok("OFF".into()),
+            Value::Int(0) | Value::UInt(0) => plain("OFF".into()),
+            Value::Int(1) | Value::UInt(1) => plain("ON".into()),
+            Value::Str(s) if s.eq_ignore_ascii_case("on") || s.eq_ignore_ascii_case("true") => plain("ON".into()),
+            Value::Str(s) if s.eq_ignore_ascii_case("off") || s.eq_ignore_ascii_case("false") => plain("OFF".into()),
             _ => Err(wrong()),
         },
-        Kind::Int => match v {
-            Value::Int(i) if *i >= 0 => Ok(i.to_string()),
-            Value::UInt(u) => Ok(u.to_string()),
-            Value::Str(s) if s.parse::<u64>().is_ok() => Ok(s.clone()),
-            Value::Int(_) => Err(wrong()),
+        Kind::Int(range) => {
+            let n: i128 = match v {
+                Value::Int(i) => i128::from(*i),
+                Value::UInt(u) => i128::from(*u),
+                _ => return Err(SqlError::new(codes::ER_WRONG_TYPE_FOR_VAR, format!("Incorrect argument type to variable '{}'", def.name))),
+            };
+            let clamped = n.clamp(i128::from(range.min), i128::from(range.max));
+            let clamped = u64::try_from(clamped).expect("clamped into a u64 range");
+            let blocked = (clamped - clamped % range.block).max(range.min);
+            let warning = (i128::from(blocked) != n).then(|| Warning {
+                level: "Warning",
+                code: codes::ER_TRUNCATED_WRONG_VALUE.0,
+                message: format!("Truncated incorrect {} value: '{n}'", def.name),
+            });
+            Ok(Normalised { value: blocked.to_string(), warning })
+        }
+        Kind::IntChoice(choices) => match v {
+            Value::Int(i) if u64::try_from(*i).is_ok_and(|n| choices.contains(&n)) => plain(i.to_string()),
+            Value::UInt(u) if choices.contains(u) => plain(u.to_string()),
+            Value::Int(_) | Value::UInt(_) => Err(wrong()),
             _ => Err(SqlError::new(codes::ER_WRONG_TYPE_FOR_VAR, format!("Incorrect argument type to variable '{}'", def.name))),
         },
         Kind::Str => {
@@ -205,26 +268,55 @@ pub fn normalise(def: &VarDef, v: &Value) -> Result<String> {
             match def.name {
                 "transaction_isolation" | "tx_isolation" => {
                     let up = s.to_ascii_uppercase().replace(' ', "-");
-                    if ["READ-UNCOMMITTED", "READ-COMMITTED", "REPEATABLE-READ", "SERIALIZABLE"].contains(&up.as_str()) { Ok(up) } else { Err(wrong()) }
+                    if ["READ-UNCOMMITTED", "READ-COMMITTED", "REPEATABLE-READ", "SERIALIZABLE"].contains(&up.as_str()) { plain(up) } else { Err(wrong()) }
                 }
-                "time_zone" => {
-                    parse_time_zone(&s).map(|_| s.clone()).ok_or_else(|| SqlError::new((1298, "HY000"), format!("Unknown or incorrect time zone: '{s}'")))
-                }
+                "time_zone" => parse_time_zone(&s)
+                    .map(|_| s.clone())
+                    .ok_or_else(|| SqlError::new((1298, "HY000"), format!("Unknown or incorrect time zone: '{s}'")))
+                    .and_then(plain),
                 "sql_mode" => {
                     let up = s.to_ascii_uppercase();
-                    if up.split(',').filter(|m| !m.is_empty()).all(|m| SQL_MODES.contains(&m)) { Ok(up) } else { Err(wrong()) }
+                    if up.split(',').filter(|m| !m.is_empty()).all(|m| SQL_MODES.contains(&m)) { plain(up) } else { Err(wrong()) }
                 }
-                _ => Ok(s),
+                "character_set_client" | "character_set_connection" | "character_set_results" | "character_set_server" | "character_set_database" => {
+                    if def.name == "character_set_results" && v.is_null() {
+                        return plain(String::new());
+                    }
+                    crate::text::Charset::from_name(&s).map(|c| c.name().to_owned()).ok_or_else(|| unknown_charset(&s)).and_then(plain)
+                }
+                "collation_connection" | "collation_server" | "collation_database" => {
+                    if quill_storage::Collation::from_name(&s).is_some() {
+                        plain(s.to_ascii_lowercase())
+                    } else {
+                        Err(SqlError::new(codes::ER_UNKNOWN_COLLATION, format!("Unknown collation: '{s}'")))
+                    }
+                }
+                _ => plain(s),
             }
         }
     }
+}
+
+/// MySQL's 1115.
+#[must_use]
+pub fn unknown_charset(name: &str) -> SqlError {
+    SqlError::new(codes::ER_UNKNOWN_CHARACTER_SET, format!("Unknown character set: '{name}'"))
+}
+
+/// A number variable's value, read from a store that only holds clamped values (see the
+/// module invariant); `0` for a variable that is not a number.
+#[must_use]
+pub fn int_value(set: &VarSet, name: &str) -> u64 {
+    set.get(name).and_then(|v| v.parse().ok()).unwrap_or(0)
 }
 
 /// A variable's value as SELECT @@x returns it.
 #[must_use]
 pub fn as_value(def: &VarDef, s: &str) -> Value {
     match def.kind {
-        Kind::Int => s.parse::<i64>().map(Value::Int).or_else(|_| s.parse::<u64>().map(Value::UInt)).unwrap_or(Value::Str(s.to_owned())),
+        Kind::Int(_) | Kind::IntChoice(_) => {
+            s.parse::<i64>().map(Value::Int).or_else(|_| s.parse::<u64>().map(Value::UInt)).unwrap_or(Value::Str(s.to_owned()))
+        }
         Kind::Bool => Value::Int(i64::from(s == "ON")),
         Kind::Str => Value::Str(s.to_owned()),
     }

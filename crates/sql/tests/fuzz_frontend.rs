@@ -5,6 +5,9 @@
 //! the seed and the statement that panicked. `QUILL_FUZZ_ITERATIONS` raises the
 //! count for a longer local run; CI runs the default briefly.
 
+use std::panic::AssertUnwindSafe;
+
+use futures_util::FutureExt;
 use quill_sql::vars::VarSet;
 use quill_sql::{Engine, Session};
 
@@ -181,22 +184,88 @@ async fn random_and_mutated_statements_never_panic() {
 
 /// Run one statement, reporting whether it finished without a panic.
 async fn futures_lite_catch(session: &mut Session, sql: &str) -> bool {
-    // Statements run synchronously inside `run` apart from lock waits, which a
-    // single session never meets; a panic unwinds through the await.
-    // No external crate: poll the future and catch an unwind around each poll.
-    CatchUnwind(Box::pin(session.run(sql))).await.is_ok()
+    // Statements run synchronously inside `run` apart from lock waits, which a single
+    // session never meets; a panic unwinds through the await.
+    AssertUnwindSafe(session.run(sql)).catch_unwind().await.is_ok()
 }
 
-struct CatchUnwind<F>(std::pin::Pin<Box<F>>);
-
-impl<F: std::future::Future> std::future::Future for CatchUnwind<F> {
-    type Output = std::thread::Result<F::Output>;
-    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
-        let inner = self.0.as_mut();
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inner.poll(cx))) {
-            Ok(std::task::Poll::Pending) => std::task::Poll::Pending,
-            Ok(std::task::Poll::Ready(v)) => std::task::Poll::Ready(Ok(v)),
-            Err(e) => std::task::Poll::Ready(Err(e)),
-        }
+/// A random expression about `depth` levels deep, each level one of the shapes a deep
+/// statement takes: operator chains, parentheses, NOT, function calls, CASE, subqueries.
+fn deep_expression(rng: &mut Rng, depth: usize) -> String {
+    if depth == 0 {
+        return ["1", "id", "a", "NULL", "'x'", "2.5", "?"][rng.below(7)].to_owned();
+    }
+    let inner = deep_expression(rng, depth - 1);
+    match rng.below(9) {
+        0 => format!("{inner} + 1"),
+        1 => format!("1 - {inner}"),
+        2 => format!("({inner})"),
+        3 => format!("NOT {inner}"),
+        4 => format!("CONCAT({inner}, 'b')"),
+        5 => format!("COALESCE(NULL, {inner})"),
+        6 => format!("CASE WHEN {inner} THEN 1 ELSE 0 END"),
+        7 => format!("{inner} AND id > 0"),
+        _ => format!("(SELECT {inner})"),
     }
 }
+
+/// A random wide expression: a chain of `n` terms of one operator, or an IN list.
+fn wide_expression(rng: &mut Rng, n: usize) -> String {
+    let term = |i: usize| format!("id = {i}");
+    match rng.below(6) {
+        0 => (0..n).map(term).collect::<Vec<_>>().join(" OR "),
+        1 => (0..n).map(|i| format!("id <> {i}")).collect::<Vec<_>>().join(" AND "),
+        2 => (0..n).map(|i| format!("(a = 'v{i}')")).collect::<Vec<_>>().join(" XOR "),
+        3 => format!("id IN ({})", (0..n).map(|i| i.to_string()).collect::<Vec<_>>().join(", ")),
+        4 => format!("a NOT IN ({})", (0..n).map(|i| format!("'v{i}'")).collect::<Vec<_>>().join(", ")),
+        _ => (0..n).map(|_| "1").collect::<Vec<_>>().join(" + "),
+    }
+}
+
+/// Deep and wide expressions (past the depth limit too) always get an answer, rows or an
+/// error, and never exhaust the stack or panic. Guards the crash where `SELECT 1+1+...+1`
+/// with 1,000 terms overflowed a worker's stack and aborted the server. Runs on a thread
+/// with a stack as large, relative to a debug build's frames, as the server's workers have
+/// in release.
+#[test]
+fn deep_and_wide_expressions_get_an_answer() {
+    let seed: u64 = std::env::var("QUILL_FUZZ_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(0xDEE9_0F01_1100);
+    let iterations: usize = std::env::var("QUILL_FUZZ_ITERATIONS").ok().and_then(|v| v.parse().ok()).map_or(60, |n: usize| n / 50);
+    let run = move || {
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        runtime.block_on(async move {
+            let mut rng = Rng(seed | 1);
+            let engine = Engine::new(VarSet::defaults());
+            let mut session = Session::new(engine, 1, "root", "127.0.0.1");
+            for s in
+                ["CREATE DATABASE w", "USE w", "CREATE TABLE t (id INT PRIMARY KEY, a VARCHAR(10))", "INSERT INTO t VALUES (1, 'v1'), (2, 'v2'), (30, 'v30')"]
+            {
+                assert!(session.run(s).await.into_iter().all(|r| r.is_ok()), "{s}");
+            }
+            for i in 0..iterations {
+                let sql = if rng.below(2) == 0 {
+                    let depth = [10, 500, 990, 1_200, 5_000][rng.below(5)];
+                    format!("SELECT COUNT(*) FROM t WHERE {}", deep_expression(&mut rng, depth))
+                } else {
+                    let width = [100, 5_000, 50_000][rng.below(3)];
+                    format!("SELECT COUNT(*) FROM t WHERE {}", wide_expression(&mut rng, width))
+                };
+                let finished = futures_lite_catch(&mut session, &sql).await;
+                assert!(finished, "seed {seed}, iteration {i}: statement panicked: {}", &sql[..sql.len().min(300)]);
+            }
+            // Exact answers at the edges: a long OR chain is a set lookup.
+            let or_chain = format!("SELECT COUNT(*) FROM t WHERE {}", (0..100_000).map(|i| format!("id = {i}")).collect::<Vec<_>>().join(" OR "));
+            let Ok(quill_sql::Outcome::Rows(rs)) = session.run(&or_chain).await.remove(0) else { panic!("OR chain failed") };
+            assert_eq!(rs.rows[0][0], quill_storage::Value::Int(3));
+            let too_deep = format!("SELECT {}", vec!["1"; 100_000].join("+"));
+            let Err(e) = session.run(&too_deep).await.remove(0) else { panic!("a 100,000-deep + chain was answered") };
+            assert_eq!(e.code, 1436);
+        });
+    };
+    let worker = std::thread::Builder::new().stack_size(DEEP_TEST_STACK_BYTES).spawn(run).unwrap();
+    worker.join().unwrap();
+}
+
+/// The stack the deep-expression test runs on: debug frames are several times larger than
+/// release ones, so this is several times the server's release worker stack.
+const DEEP_TEST_STACK_BYTES: usize = 256 << 20;

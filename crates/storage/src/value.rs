@@ -88,7 +88,8 @@ impl Collation {
             | "utf8_general_ci"
             | "utf8mb3_general_ci"
             | "utf8_unicode_ci"
-            | "latin1_swedish_ci" => Some(Collation::Utf8mb4AiCi),
+            | "latin1_swedish_ci"
+            | "latin1_general_ci" => Some(Collation::Utf8mb4AiCi),
             "utf8mb4_general_ci" => Some(Collation::Utf8mb4GeneralCi),
             "utf8mb4_bin" | "utf8_bin" | "utf8mb3_bin" | "latin1_bin" => Some(Collation::Utf8mb4Bin),
             "binary" => Some(Collation::Binary),

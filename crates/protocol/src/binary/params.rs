@@ -15,7 +15,8 @@
 //! - types are sent only when the flag is 1; otherwise the last bound ones are reused, and an
 //!   execute before any binding is `MissingParamTypes`;
 //! - a parameter that received `COM_STMT_SEND_LONG_DATA` is not in the value list; its data is
-//!   used instead and then forgotten, as after every execute;
+//!   used instead, even when its NULL bit is set (as MySQL does, and PHP's mysqlnd relies on),
+//!   and then forgotten, as after every execute;
 //! - sizes read from the wire are checked against the bytes present before anything is
 //!   allocated, so garbage input costs at most its own length.
 
@@ -142,9 +143,10 @@ impl StatementParams {
         for (index, (param_type, name)) in bound.iter().enumerate() {
             let is_null = null_bitmap[index / 8] & (1 << (index % 8)) != 0;
             let long_data = self.long_data.get_mut(index).and_then(Option::take);
+            // Long data wins over the NULL bit, as in MySQL: PHP's mysqlnd sets both.
             let value = match (is_null, long_data) {
-                (true, _) => BinaryValue::Null,
-                (false, Some(data)) => BinaryValue::Bytes(data),
+                (_, Some(data)) => BinaryValue::Bytes(data),
+                (true, None) => BinaryValue::Null,
                 (false, None) => read_binary_value(&mut reader, *param_type)?,
             };
             if index >= self.num_params || !name.is_empty() {

@@ -117,6 +117,20 @@ fn null_bitmap_types_reuse_and_long_data() {
     assert_eq!(params.bound_types().unwrap()[0], ParamType { column_type: ColumnType::LongLong, unsigned: false });
 }
 
+/// Regression: PHP's mysqlnd sends long data and also sets the parameter's NULL bit; MySQL
+/// uses the long data, and Quill stored NULL.
+#[test]
+fn long_data_wins_over_the_null_bit() {
+    let mut params = StatementParams::new(2);
+    params.append_long_data(1, b"\x00\xffdata").unwrap();
+    let types = [(ColumnType::LongLong, false), (ColumnType::Blob, false)];
+    let decoded = params.decode_execute(&block(&[0b10], &types, &7i64.to_le_bytes()), 0, CAPS).unwrap();
+    assert_eq!(decoded.values, [BinaryValue::Int(7), BinaryValue::Bytes(b"\x00\xffdata".to_vec())]);
+    // Without long data the NULL bit means NULL.
+    let decoded = params.decode_execute(&block(&[0b10], &types, &7i64.to_le_bytes()), 0, CAPS).unwrap();
+    assert_eq!(decoded.values[1], BinaryValue::Null);
+}
+
 #[test]
 fn execute_without_any_bound_types_is_an_error() {
     let mut params = StatementParams::new(1);

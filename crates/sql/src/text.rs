@@ -1,0 +1,587 @@
+//! SQL text as the client sent it: bytes in `character_set_client`, turned into the UTF-8
+//! statements the parser reads, without losing or inventing a byte.
+//!
+//! A COM_QUERY (or COM_STMT_PREPARE) payload is bytes. [`split`] walks them once, as
+//! MySQL's lexer does, and produces one [`StatementText`] per top-level `;`:
+//!
+//! - **String literals** keep exactly the bytes the client meant. A literal whose bytes are
+//!   valid in its character set (the `_charset` introducer's, else the client's) is passed
+//!   on as UTF-8 (latin1 is transcoded). A `_binary` literal, and one whose bytes are not
+//!   valid in its character set, become a hex literal `X'…'` holding the unescaped bytes,
+//!   so the parser (which reads UTF-8 only) never sees them and nothing is replaced; the
+//!   latter also gets warning 1300, as MySQL gives. Storing such a value into a character
+//!   column is then refused (1366) or warned about by the column's coercion.
+//! - **Comments** become a space. An executable comment `/*!NNNNN … */` is code when
+//!   `NNNNN` (five digits, MySQL's rule) is at most [`SERVER_VERSION_ID`] or absent; MariaDB's
+//!   `/*M!…*/` is an ordinary comment, as it is to MySQL 8.
+//! - **Placeholders** `?` are numbered `?0`, `?1`, … in order, which the binder reads.
+//! - A NUL byte outside a literal is whitespace (clients such as mariadb-slap end their
+//!   text with one); empty statements (`;;`, trailing `;`) are dropped.
+//! - Binary operators are counted ([`StatementText::operators`]): the parser builds one
+//!   tree level per operator of a chain, which bounds how deep a statement can be before it
+//!   is parsed (see `parse`).
+//!
+//! Bytes outside literals that are not valid in the client's character set fail the
+//! statement with 1300. Invariant: every `text` produced is valid UTF-8 whose string
+//! literals decode to the bytes the client sent.
+
+use crate::error::{Result, SqlError, Warning, codes};
+
+/// The version executable comments are compared with: MySQL's `MYSQL_VERSION_ID` of the
+/// version Quill reports (8.0.40).
+pub const SERVER_VERSION_ID: u32 = 80_040;
+
+/// How many bytes of an invalid string warning 1300 quotes in hex (MySQL quotes a few).
+const INVALID_STRING_QUOTE_BYTES: usize = 32;
+
+/// The character sets a client may speak (`character_set_client`, `SET NAMES`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Charset {
+    #[default]
+    Utf8mb4,
+    /// MySQL's three-byte UTF-8 (`utf8`): characters outside the Basic Multilingual
+    /// Plane are not in it.
+    Utf8mb3,
+    /// MySQL's latin1, which is Windows code page 1252.
+    Latin1,
+    /// Bytes without a character set.
+    Binary,
+}
+
+impl Charset {
+    /// The character set `name` names (`utf8` is utf8mb3), or `None` for one Quill does
+    /// not speak.
+    #[must_use]
+    pub fn from_name(name: &str) -> Option<Charset> {
+        Some(match name.trim_matches(['\'', '"', '`']).to_ascii_lowercase().as_str() {
+            "utf8mb4" => Charset::Utf8mb4,
+            "utf8mb3" | "utf8" => Charset::Utf8mb3,
+            "latin1" => Charset::Latin1,
+            "binary" => Charset::Binary,
+            _ => return None,
+        })
+    }
+
+    /// The character set of a collation number a client sends in its handshake.
+    #[must_use]
+    pub fn from_collation_id(id: u8) -> Option<Charset> {
+        Some(match id {
+            45 | 46 | 224..=247 | 255 => Charset::Utf8mb4,
+            33 | 83 | 192..=215 => Charset::Utf8mb3,
+            5 | 8 | 15 | 31 | 47 | 48 | 49 | 94 => Charset::Latin1,
+            63 => Charset::Binary,
+            _ => return None,
+        })
+    }
+
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Charset::Utf8mb4 => "utf8mb4",
+            Charset::Utf8mb3 => "utf8mb3",
+            Charset::Latin1 => "latin1",
+            Charset::Binary => "binary",
+        }
+    }
+
+    /// The character set's default collation, as MySQL 8 names it.
+    #[must_use]
+    pub fn default_collation(self) -> &'static str {
+        match self {
+            Charset::Utf8mb4 => "utf8mb4_0900_ai_ci",
+            Charset::Utf8mb3 => "utf8mb3_general_ci",
+            Charset::Latin1 => "latin1_swedish_ci",
+            Charset::Binary => "binary",
+        }
+    }
+
+    /// The collation number result columns of this character set carry.
+    #[must_use]
+    pub fn result_collation_id(self) -> u16 {
+        match self {
+            Charset::Utf8mb4 => 255,
+            Charset::Utf8mb3 => 33,
+            Charset::Latin1 => 8,
+            Charset::Binary => 63,
+        }
+    }
+
+    /// `bytes` as UTF-8 text, when they are valid in this character set (binary: when
+    /// they happen to be UTF-8).
+    #[must_use]
+    pub fn decode(self, bytes: &[u8]) -> Option<std::borrow::Cow<'_, str>> {
+        match self {
+            Charset::Latin1 => Some(encoding_rs::WINDOWS_1252.decode_without_bom_handling(bytes).0),
+            Charset::Utf8mb3 => std::str::from_utf8(bytes).ok().filter(|s| s.chars().all(|c| c.len_utf8() < 4)).map(std::borrow::Cow::Borrowed),
+            Charset::Utf8mb4 | Charset::Binary => std::str::from_utf8(bytes).ok().map(std::borrow::Cow::Borrowed),
+        }
+    }
+
+    /// `text` in this character set, for a client reading results in it: a character
+    /// latin1 (or utf8mb3) has no bytes for becomes `?`, as MySQL converts.
+    #[must_use]
+    pub fn encode(self, text: &str) -> std::borrow::Cow<'_, [u8]> {
+        match self {
+            Charset::Latin1 if !text.is_ascii() => {
+                let mut encoder = encoding_rs::WINDOWS_1252.new_encoder();
+                let mut out = Vec::with_capacity(text.len());
+                let mut rest = text;
+                loop {
+                    let mut buffer = [0u8; 1024];
+                    let (result, read, written) = encoder.encode_from_utf8_without_replacement(rest, &mut buffer, true);
+                    out.extend_from_slice(&buffer[..written]);
+                    rest = &rest[read..];
+                    match result {
+                        encoding_rs::EncoderResult::InputEmpty => break,
+                        encoding_rs::EncoderResult::OutputFull => {}
+                        encoding_rs::EncoderResult::Unmappable(_) => out.push(b'?'),
+                    }
+                }
+                std::borrow::Cow::Owned(out)
+            }
+            Charset::Utf8mb3 if text.chars().any(|c| c.len_utf8() == 4) => {
+                std::borrow::Cow::Owned(text.chars().map(|c| if c.len_utf8() == 4 { '?' } else { c }).collect::<String>().into_bytes())
+            }
+            _ => std::borrow::Cow::Borrowed(text.as_bytes()),
+        }
+    }
+
+    /// Whether text sent to a client reading this character set must be converted.
+    #[must_use]
+    pub fn converts_results(self) -> bool {
+        matches!(self, Charset::Latin1 | Charset::Utf8mb3)
+    }
+}
+
+/// How to read a client's text.
+#[derive(Debug, Clone, Copy)]
+pub struct LexOptions {
+    pub charset: Charset,
+    /// False under `sql_mode` NO_BACKSLASH_ESCAPES.
+    pub backslash_escapes: bool,
+}
+
+impl Default for LexOptions {
+    fn default() -> LexOptions {
+        LexOptions { charset: Charset::Utf8mb4, backslash_escapes: true }
+    }
+}
+
+/// One statement, ready for the parser.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StatementText {
+    /// The statement as UTF-8, without comments and the terminating `;`.
+    pub text: String,
+    /// Binary operators (symbols and keywords) outside literals: an upper bound on the
+    /// length of any operator chain in it.
+    pub operators: usize,
+    /// `?` placeholders, numbered in order.
+    pub placeholders: usize,
+    /// Warnings reading the text gave (1300 for a literal invalid in its character set).
+    pub warnings: Vec<Warning>,
+}
+
+/// Split client text into statements (see the module doc). Each entry is a statement or
+/// the error that stopped the reading of it; nothing after an error is read.
+#[must_use]
+pub fn split(sql: &[u8], options: LexOptions) -> Vec<Result<StatementText>> {
+    let mut lexer = Lexer { sql, at: 0, options, current: StatementText::default(), out: Vec::new(), executable_comment: false };
+    let mut statements = Vec::new();
+    loop {
+        match lexer.statement() {
+            Ok(Some(s)) => statements.push(Ok(s)),
+            Ok(None) => return statements,
+            Err(e) => {
+                statements.push(Err(e));
+                return statements;
+            }
+        }
+    }
+}
+
+/// [`split`] for text that must hold one statement (a prepared statement, a logged DDL):
+/// the statement, or `None` for empty text.
+///
+/// # Errors
+/// As [`split`]; 1064 for more than one statement.
+pub fn single(sql: &[u8], options: LexOptions) -> Result<Option<StatementText>> {
+    let mut statements = split(sql, options).into_iter();
+    let first = statements.next().transpose()?;
+    if statements.next().is_some() {
+        let near = first.as_ref().map_or(String::new(), |f| f.text.clone());
+        return Err(SqlError::parse(&format!("; {}", near.chars().take(40).collect::<String>())));
+    }
+    Ok(first)
+}
+
+struct Lexer<'a> {
+    sql: &'a [u8],
+    at: usize,
+    options: LexOptions,
+    current: StatementText,
+    /// UTF-8 output of the statement being read.
+    out: Vec<u8>,
+    /// Inside a `/*!…*/` whose content is code: its `*/` is dropped.
+    executable_comment: bool,
+}
+
+/// Words that are binary operators (counted into [`StatementText::operators`]).
+const OPERATOR_WORDS: &[&[u8]] = &[b"AND", b"OR", b"XOR", b"DIV", b"MOD", b"IS", b"LIKE", b"IN", b"BETWEEN", b"REGEXP", b"RLIKE", b"COLLATE", b"NOT"];
+
+impl Lexer<'_> {
+    fn peek(&self, ahead: usize) -> Option<u8> {
+        self.sql.get(self.at + ahead).copied()
+    }
+
+    /// Read up to the next top-level `;` (or the end). `None` when nothing but
+    /// whitespace, comments and `;` remained.
+    fn statement(&mut self) -> Result<Option<StatementText>> {
+        loop {
+            let Some(b) = self.peek(0) else { return Ok(self.finish()) };
+            match b {
+                b';' => {
+                    self.at += 1;
+                    if let Some(s) = self.finish() {
+                        return Ok(Some(s));
+                    }
+                }
+                b'\'' | b'"' => self.string_literal(b)?,
+                b'`' => self.quoted_identifier()?,
+                b'#' => self.line_comment(),
+                b'-' if self.peek(1) == Some(b'-') && self.peek(2).is_none_or(|c| c.is_ascii_whitespace() || c.is_ascii_control()) => self.line_comment(),
+                b'/' if self.peek(1) == Some(b'*') => self.block_comment()?,
+                b'*' if self.executable_comment && self.peek(1) == Some(b'/') => {
+                    self.executable_comment = false;
+                    self.at += 2;
+                    self.out.push(b' ');
+                }
+                b'?' => {
+                    self.at += 1;
+                    self.out.extend_from_slice(format!("?{}", self.current.placeholders).as_bytes());
+                    self.current.placeholders += 1;
+                }
+                0 => {
+                    self.at += 1;
+                    self.out.push(b' ');
+                }
+                b'+' | b'-' | b'*' | b'/' | b'%' | b'&' | b'|' | b'^' | b'<' | b'>' | b'=' | b'!' | b'~' => {
+                    self.current.operators += 1;
+                    self.at += 1;
+                    self.out.push(b);
+                }
+                b if b.is_ascii_alphabetic() || b == b'_' || b == b'$' => self.word(),
+                b if b.is_ascii() => {
+                    self.at += 1;
+                    self.out.push(b);
+                }
+                _ => self.non_ascii_run()?,
+            }
+        }
+    }
+
+    /// The statement read so far, if it holds anything.
+    fn finish(&mut self) -> Option<StatementText> {
+        let out = std::mem::take(&mut self.out);
+        let mut current = std::mem::take(&mut self.current);
+        let text = String::from_utf8(out).expect("the lexer emits UTF-8 only");
+        let trimmed = text.trim_matches(|c: char| c.is_whitespace() || c == '\0');
+        if trimmed.is_empty() {
+            return None;
+        }
+        current.text = if trimmed.len() == text.len() { text } else { trimmed.to_owned() };
+        Some(current)
+    }
+
+    /// An identifier or keyword (ASCII start): copied, and counted when it is an operator.
+    fn word(&mut self) {
+        let start = self.at;
+        while self.peek(0).is_some_and(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'$') {
+            self.at += 1;
+        }
+        let word = &self.sql[start..self.at];
+        if OPERATOR_WORDS.iter().any(|w| w.eq_ignore_ascii_case(word)) {
+            self.current.operators += 1;
+        }
+        self.out.extend_from_slice(word);
+    }
+
+    /// Bytes at or above 0x80 outside literals (identifiers, in practice): valid in the
+    /// client's character set, or the statement fails with 1300.
+    fn non_ascii_run(&mut self) -> Result<()> {
+        let start = self.at;
+        while self.peek(0).is_some_and(|c| !c.is_ascii() || c.is_ascii_alphanumeric() || c == b'_' || c == b'$') {
+            self.at += 1;
+        }
+        let run = &self.sql[start..self.at];
+        match self.options.charset.decode(run) {
+            Some(text) if self.options.charset != Charset::Binary || std::str::from_utf8(run).is_ok() => {
+                self.out.extend_from_slice(text.as_bytes());
+                Ok(())
+            }
+            _ => Err(invalid_string(self.options.charset, run)),
+        }
+    }
+
+    fn line_comment(&mut self) {
+        while self.peek(0).is_some_and(|c| c != b'\n') {
+            self.at += 1;
+        }
+        self.out.push(b' ');
+    }
+
+    /// `/* … */`, `/*!NNNNN … */` (code when the version allows) and `/*M! … */`.
+    fn block_comment(&mut self) -> Result<()> {
+        if self.peek(2) == Some(b'!') && !self.executable_comment {
+            let digits = (3..8).take_while(|&i| self.peek(i).is_some_and(|c| c.is_ascii_digit())).count();
+            let version = if digits == 5 { std::str::from_utf8(&self.sql[self.at + 3..self.at + 8]).ok().and_then(|v| v.parse::<u32>().ok()) } else { None };
+            if version.is_none_or(|v| v <= SERVER_VERSION_ID) {
+                self.at += 3 + if version.is_some() { 5 } else { 0 };
+                self.executable_comment = true;
+                self.out.push(b' ');
+                return Ok(());
+            }
+        }
+        let start = self.at;
+        self.at += 2;
+        loop {
+            match self.peek(0) {
+                None => {
+                    let near = String::from_utf8_lossy(&self.sql[start..self.sql.len().min(start + 80)]).into_owned();
+                    return Err(SqlError::parse(&near));
+                }
+                Some(b'*') if self.peek(1) == Some(b'/') => {
+                    self.at += 2;
+                    self.out.push(b' ');
+                    return Ok(());
+                }
+                Some(_) => self.at += 1,
+            }
+        }
+    }
+
+    /// `` `name` ``: copied, transcoded from the client's character set.
+    fn quoted_identifier(&mut self) -> Result<()> {
+        let start = self.at;
+        self.at += 1;
+        loop {
+            match self.peek(0) {
+                None => break,
+                Some(b'`') if self.peek(1) == Some(b'`') => self.at += 2,
+                Some(b'`') => {
+                    self.at += 1;
+                    break;
+                }
+                Some(_) => self.at += 1,
+            }
+        }
+        let raw = &self.sql[start..self.at];
+        match self.options.charset.decode(raw) {
+            Some(text) => {
+                self.out.extend_from_slice(text.as_bytes());
+                Ok(())
+            }
+            None => Err(invalid_string(self.options.charset, raw)),
+        }
+    }
+
+    /// A `'…'` or `"…"` literal, with the `_charset` introducer before it if any.
+    fn string_literal(&mut self, quote: u8) -> Result<()> {
+        let introducer = self.take_introducer();
+        let start = self.at + 1;
+        self.at = start;
+        loop {
+            match self.peek(0) {
+                None => {
+                    // Unterminated: the parser reports it.
+                    let raw = self.sql[start - 1..].to_vec();
+                    self.out.extend_from_slice(String::from_utf8_lossy(&raw).as_bytes());
+                    return Ok(());
+                }
+                Some(b'\\') if self.options.backslash_escapes => self.at = (self.at + 2).min(self.sql.len()),
+                Some(c) if c == quote && self.peek(1) == Some(quote) => self.at += 2,
+                Some(c) if c == quote => break,
+                Some(_) => self.at += 1,
+            }
+        }
+        let raw = &self.sql[start..self.at];
+        self.at += 1;
+        let charset = introducer.unwrap_or(self.options.charset);
+        let as_text = if introducer == Some(Charset::Binary) { None } else { charset.decode(raw) };
+        match as_text {
+            Some(text) => {
+                self.out.push(quote);
+                if self.options.backslash_escapes {
+                    self.out.extend_from_slice(text.as_bytes());
+                } else {
+                    // The parser always reads backslash escapes: double them.
+                    self.out.extend_from_slice(text.replace('\\', "\\\\").as_bytes());
+                }
+                self.out.push(quote);
+            }
+            None => {
+                let bytes = unescape(raw, quote, self.options.backslash_escapes);
+                if introducer != Some(Charset::Binary) && charset != Charset::Binary {
+                    self.current.warnings.push(Warning { level: "Warning", code: 1300, message: invalid_string(charset, &bytes).message });
+                }
+                self.out.extend_from_slice(b"X'");
+                for b in &bytes {
+                    self.out.extend_from_slice(format!("{b:02X}").as_bytes());
+                }
+                self.out.push(b'\'');
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes a `_charset` introducer (and the spaces after it) just written to the
+    /// output, returning its character set. An unknown `_name` is left for the parser.
+    fn take_introducer(&mut self) -> Option<Charset> {
+        let end = self.out.iter().rposition(|c| !c.is_ascii_whitespace()).map_or(0, |p| p + 1);
+        let start = self.out[..end].iter().rposition(|c| !(c.is_ascii_alphanumeric() || *c == b'_')).map_or(0, |p| p + 1);
+        let word = &self.out[start..end];
+        let name = word.strip_prefix(b"_")?;
+        let charset = Charset::from_name(std::str::from_utf8(name).ok()?)?;
+        self.out.truncate(start);
+        Some(charset)
+    }
+}
+
+/// The bytes a literal's body stands for, under MySQL's escapes: `\0 \b \n \r \t \Z`,
+/// `\x` is `x` (but `\%` and `\_` keep their backslash, for LIKE), and a doubled quote is
+/// one quote.
+#[must_use]
+pub fn unescape(raw: &[u8], quote: u8, backslash_escapes: bool) -> Vec<u8> {
+    let mut out = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        let b = raw[i];
+        if b == b'\\' && backslash_escapes && i + 1 < raw.len() {
+            let next = raw[i + 1];
+            match next {
+                b'0' => out.push(0),
+                b'b' => out.push(8),
+                b'n' => out.push(b'\n'),
+                b'r' => out.push(b'\r'),
+                b't' => out.push(b'\t'),
+                b'Z' => out.push(0x1A),
+                b'%' | b'_' => out.extend_from_slice(&[b'\\', next]),
+                other => out.push(other),
+            }
+            i += 2;
+        } else if b == quote && raw.get(i + 1) == Some(&quote) {
+            out.push(quote);
+            i += 2;
+        } else {
+            out.push(b);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// MySQL's 1300 for bytes not valid in `charset`.
+fn invalid_string(charset: Charset, bytes: &[u8]) -> SqlError {
+    let first_bad = match charset {
+        Charset::Latin1 => 0,
+        _ => std::str::from_utf8(bytes).map_or_else(|e| e.valid_up_to(), |_| 0),
+    };
+    let shown: String = bytes[first_bad..].iter().take(INVALID_STRING_QUOTE_BYTES).map(|b| format!("{b:02X}")).collect();
+    SqlError::new(codes::ER_INVALID_CHARACTER_STRING, format!("Invalid {} character string: '{shown}'", charset.name()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(sql: &[u8], options: LexOptions) -> Vec<String> {
+        split(sql, options).into_iter().map(|s| s.map(|s| s.text).unwrap_or_else(|e| format!("error {}", e.code))).collect()
+    }
+
+    fn utf8(sql: &[u8]) -> Vec<String> {
+        texts(sql, LexOptions::default())
+    }
+
+    #[test]
+    fn splits_at_top_level_semicolons_only() {
+        assert_eq!(utf8(b"SELECT 1; SELECT ';'; SELECT \"a;b\""), ["SELECT 1", "SELECT ';'", "SELECT \"a;b\""]);
+        assert_eq!(utf8(b"SELECT 1;"), ["SELECT 1"]);
+        assert_eq!(utf8(b"SELECT 'it\\'s;'; SELECT 2"), ["SELECT 'it\\'s;'", "SELECT 2"]);
+        assert_eq!(utf8(b"SELECT `a;b` FROM t -- c;d\n; ;;"), ["SELECT `a;b` FROM t"]);
+    }
+
+    #[test]
+    fn trailing_nul_whitespace_and_semicolons_are_ignored() {
+        assert_eq!(utf8(b"SELECT 1\0"), ["SELECT 1"]);
+        assert_eq!(utf8(b"SELECT 1 ;; \n\0"), ["SELECT 1"]);
+        assert!(utf8(b" ;\0 ").is_empty());
+    }
+
+    #[test]
+    fn literals_keep_their_bytes() {
+        assert_eq!(utf8(b"SELECT HEX(_binary'\xff\xfe')"), ["SELECT HEX(X'FFFE')"]);
+        assert_eq!(utf8(b"SELECT _binary'a\\0\\'b'"), ["SELECT X'61002762'"]);
+        // Invalid UTF-8 in a plain literal: the bytes, and warning 1300.
+        let s = split(b"INSERT INTO b VALUES (1, 'x\x80\\n')", LexOptions::default()).remove(0).unwrap();
+        assert_eq!(s.text, "INSERT INTO b VALUES (1, X'78800A')");
+        assert_eq!(s.warnings[0].code, 1300);
+        assert!(s.warnings[0].message.contains("'80"), "{}", s.warnings[0].message);
+        // Valid UTF-8 passes through untouched, escapes and all.
+        assert_eq!(utf8("SELECT 'caf\u{e9} \\n 😀'".as_bytes()), ["SELECT 'caf\u{e9} \\n 😀'"]);
+        assert_eq!(utf8(b"SELECT _utf8mb4'abc'"), ["SELECT 'abc'"]);
+    }
+
+    #[test]
+    fn latin1_text_is_transcoded() {
+        let latin1 = LexOptions { charset: Charset::Latin1, backslash_escapes: true };
+        assert_eq!(texts(b"SELECT 'caf\xe9 \x80'", latin1), ["SELECT 'caf\u{e9} \u{20ac}'"]);
+        assert_eq!(texts(b"SELECT _binary'\xe9'", latin1), ["SELECT X'E9'"]);
+        assert_eq!(Charset::Latin1.encode("caf\u{e9} \u{20ac} \u{4e2d}").as_ref(), b"caf\xe9 \x80 ?");
+    }
+
+    #[test]
+    fn utf8mb3_refuses_four_byte_characters() {
+        let mb3 = LexOptions { charset: Charset::Utf8mb3, backslash_escapes: true };
+        let s = split("SELECT '😀'".as_bytes(), mb3).remove(0).unwrap();
+        assert_eq!(s.text, "SELECT X'F09F9880'");
+        assert_eq!(s.warnings.len(), 1);
+    }
+
+    #[test]
+    fn no_backslash_escapes_keeps_backslashes() {
+        let plain = LexOptions { charset: Charset::Utf8mb4, backslash_escapes: false };
+        assert_eq!(texts(b"SELECT 'a\\n', 'it''s'", plain), ["SELECT 'a\\\\n', 'it''s'"]);
+        assert_eq!(texts(b"SELECT _binary'\\'", plain), ["SELECT X'5C'"]);
+    }
+
+    #[test]
+    fn executable_comments_run_by_version() {
+        assert_eq!(utf8(b"START TRANSACTION /*!40100 WITH CONSISTENT SNAPSHOT */"), ["START TRANSACTION   WITH CONSISTENT SNAPSHOT"]);
+        assert_eq!(utf8(b"/*M!999999 x */ /*!40101 SET @A=1 */"), ["SET @A=1"]);
+        assert_eq!(utf8(b"/*!90000 SELECT 2 */ SELECT 1"), ["SELECT 1"]);
+        assert_eq!(utf8(b"/*! SELECT 3 */"), ["SELECT 3"]);
+        assert_eq!(utf8(b"/*!40000 ALTER TABLE t DISABLE KEYS */;"), ["ALTER TABLE t DISABLE KEYS"]);
+        assert_eq!(utf8(b"SELECT /* a ; b */ 1 /*+ hint */"), ["SELECT   1"]);
+        assert_eq!(utf8(b"SELECT 1 /* open"), ["error 1064"]);
+    }
+
+    #[test]
+    fn placeholders_are_numbered_and_operators_counted() {
+        let s = split(b"SELECT ? + ?, '?' FROM t WHERE a = ? OR b IN (?)", LexOptions::default()).remove(0).unwrap();
+        assert_eq!(s.text, "SELECT ?0 + ?1, '?' FROM t WHERE a = ?2 OR b IN (?3)");
+        assert_eq!(s.placeholders, 4);
+        assert_eq!(s.operators, 4);
+    }
+
+    #[test]
+    fn invalid_bytes_outside_literals_fail_with_1300() {
+        assert_eq!(utf8(b"SELECT 1; SELECT \xff; SELECT 3"), ["SELECT 1", "error 1300"]);
+        let latin1 = LexOptions { charset: Charset::Latin1, backslash_escapes: true };
+        assert_eq!(texts(b"SELECT \xe9t\xe9 FROM `\xe9`", latin1), ["SELECT \u{e9}t\u{e9} FROM `\u{e9}`"]);
+    }
+
+    #[test]
+    fn unescape_follows_mysql() {
+        assert_eq!(unescape(b"a\\0\\b\\n\\r\\t\\Z\\\\\\%\\_\\q''", b'\'', true), b"a\0\x08\n\r\t\x1a\\\\%\\_q'");
+        assert_eq!(unescape(b"a\\n", b'\'', false), b"a\\n");
+    }
+}
