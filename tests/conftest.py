@@ -143,6 +143,50 @@ def stop_process(process: subprocess.Popen) -> None:
         process.wait(timeout=SERVER_STOP_TIMEOUT_S)
 
 
+class PrivateQuill:
+    """A quill server of a test's own, on `datadir` with extra `options` (and environment),
+    for what the shared server must not be put through: timeouts, limits, a full disk, a
+    panic. A context manager; `connect()` gives PyMySQL connections to it."""
+
+    def __init__(self, datadir: Path, *options: str, env: dict | None = None, bind: str = "127.0.0.1"):
+        self.datadir, self.options, self.bind = Path(datadir), list(options), bind
+        self.env = dict(os.environ, **(env or {}))
+        self.host, self.port = "127.0.0.1", free_port()
+        self.log_path = self.datadir.parent / f"{self.datadir.name}.log"
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> "PrivateQuill":
+        binary = Path(os.environ.get("QUILL_BIN", REPO_ROOT / "target" / "release" / "quill"))
+        log = open(self.log_path, "ab")
+        self.process = subprocess.Popen(
+            [str(binary), "serve", f"--port={self.port}", f"--bind={self.bind}", f"--datadir={self.datadir}", *self.options],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self.env,
+        )
+        wait_for_port(self.host, self.port, self.process, self.log_path)
+        return self
+
+    def stop(self) -> None:
+        if self.process is not None:
+            stop_process(self.process)
+
+    def __enter__(self) -> "PrivateQuill":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def connect(self, database: str | None = None, **options) -> pymysql.connections.Connection:
+        options.setdefault("autocommit", True)
+        options.setdefault("connect_timeout", 10)
+        return pymysql.connect(host=self.host, port=self.port, user="root", password="", database=database, **options)
+
+
 _SESSION_SERVER: Server | None = None
 
 

@@ -1,6 +1,7 @@
 """The Rust `mysql` crate as a client: tests/rust-client is a small program that uses a pool,
 prepared statements with positional and named parameters, every common type through the
-binary protocol, transactions and errors, asserting each result. Built with cargo (pinned in
+binary protocol, transactions and errors, and exact byte round trips (every byte value, random
+binary up to 1 MiB, random utf8mb4 text) in text and binary protocol, asserting each result. Built with cargo (pinned in
 its own Cargo.lock) and run against the server under test.
 """
 
@@ -18,4 +19,4 @@ def test_rust_mysql_crate_client(server):
         capture_output=True, text=True, env=env, timeout=900,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.strip().endswith("rust-client: 18 passed, 0 failed"), result.stdout
+    assert result.stdout.strip().endswith("rust-client: 24 passed, 0 failed"), result.stdout

@@ -25,7 +25,11 @@ MAX_PACKET_PAYLOAD = 0xFFFFFF
 
 COM_QUIT = 0x01
 COM_QUERY = 0x03
+COM_STMT_PREPARE = 0x16
 COM_STMT_EXECUTE = 0x17
+COM_STMT_SEND_LONG_DATA = 0x18
+MYSQL_TYPE_LONGLONG = 0x08
+MYSQL_TYPE_BLOB = 0xFC
 
 OK_HEADER = 0x00
 EOF_HEADER = 0xFE
@@ -178,11 +182,47 @@ class RawConnection:
         self.write_packet(payload)
         return self.read_packet()
 
-    def query(self, sql: str) -> list[list[str | None]] | int:
+    def query(self, sql: str | bytes) -> list[list[str | None]] | int:
         """Rows of a result set (values as str), or the affected-rows count of an OK.
+        `sql` may be bytes, sent exactly as given.
 
         Raises ServerError on an ERR packet."""
-        first = self.command(bytes([COM_QUERY]) + sql.encode())
+        first = self.command(bytes([COM_QUERY]) + (sql if isinstance(sql, bytes) else sql.encode()))
+        return self.read_result(first)
+
+    def prepare(self, sql: str) -> tuple[int, int]:
+        """COM_STMT_PREPARE: the statement id and its parameter count."""
+        first = self.command(bytes([COM_STMT_PREPARE]) + sql.encode())
+        if first[0] == ERR_HEADER:
+            raise parse_err(first)
+        statement_id, columns, params = struct.unpack_from("<IHH", first, 1)
+        for _ in range(params):
+            self.read_packet()
+        if params:
+            assert self.read_packet()[0] == EOF_HEADER
+        for _ in range(columns):
+            self.read_packet()
+        if columns:
+            assert self.read_packet()[0] == EOF_HEADER
+        return statement_id, params
+
+    def send_long_data(self, statement_id: int, param: int, data: bytes) -> None:
+        """COM_STMT_SEND_LONG_DATA (the server does not answer it)."""
+        self.sequence_id = 0
+        self.write_packet(bytes([COM_STMT_SEND_LONG_DATA]) + struct.pack("<IH", statement_id, param) + data)
+
+    def execute(self, statement_id: int, types: list[int], values: list[bytes | None], null_bits: int = 0) -> list[list[str | None]] | int:
+        """COM_STMT_EXECUTE with new bound `types`; `values` already in binary form (None:
+        not sent, for a NULL or long-data parameter); `null_bits` is the NULL bitmap.
+        Returns the affected rows of an OK (result sets are not needed here)."""
+        bitmap = null_bits.to_bytes((len(types) + 7) // 8, "little")
+        payload = bytes([COM_STMT_EXECUTE]) + struct.pack("<IBI", statement_id, 0, 1) + bitmap + b"\x01"
+        payload += b"".join(struct.pack("<BB", t, 0) for t in types)
+        payload += b"".join(v for v in values if v is not None)
+        return self.read_result(self.command(payload))
+
+    def read_result(self, first: bytes) -> list[list[str | None]] | int:
+        """The result of a command whose first reply packet is `first`."""
         if first[0] == ERR_HEADER:
             raise parse_err(first)
         if first[0] == OK_HEADER:

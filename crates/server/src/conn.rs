@@ -6,13 +6,14 @@
 //! stream unreliable (oversized packet, sequence mismatch) ends the connection
 //! after an ERR packet, as MySQL does; SQL errors never do.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use futures_util::FutureExt;
+use parking_lot::Mutex;
 
 use quill_protocol::binary::{BinaryValue, StatementParams};
 use quill_protocol::command::{Command, parse_command};
@@ -30,6 +31,7 @@ use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
+use tokio::sync::Notify;
 
 /// Bytes read from the socket per read call.
 pub const READ_BUFFER_BYTES: usize = 64 * 1024;
@@ -176,32 +178,46 @@ const CLOSE_DRAIN_BYTES_MAX: usize = 1 << 30;
 /// in can make the server hold.
 pub const HANDSHAKE_PACKET_BYTES_MAX: usize = 64 * 1024;
 
-/// Counts connections that have not logged in yet, against
-/// `quill_max_unauthenticated_connections`.
+/// The connections that have not logged in yet, bounded by
+/// `quill_max_unauthenticated_connections`. When the bound is reached the oldest one is
+/// closed to make room: a flood of sockets that never log in cannot keep a real client (whose
+/// handshake takes a round trip or two) from logging in, and each costs at most one
+/// [`HANDSHAKE_PACKET_BYTES_MAX`] buffer until `connect_timeout` or eviction.
 #[derive(Debug, Default)]
 pub struct Handshakes {
-    in_progress: AtomicUsize,
+    /// Oldest first: a number per connection, and what tells it it was evicted.
+    pending: Mutex<BTreeMap<u64, Arc<Notify>>>,
+    next: AtomicU64,
 }
 
 /// A connection's place among [`Handshakes`], given back when dropped.
-pub struct HandshakeSlot(Arc<Handshakes>);
+pub struct HandshakeSlot {
+    handshakes: Arc<Handshakes>,
+    number: u64,
+    /// Notified when a newer connection took this one's place.
+    evicted: Arc<Notify>,
+}
 
 impl Handshakes {
-    /// A place for one more connection that has not logged in, or `None` when `limit`
-    /// are already in progress.
-    pub fn enter(self: &Arc<Self>, limit: usize) -> Option<HandshakeSlot> {
-        let previous = self.in_progress.fetch_add(1, Ordering::AcqRel);
-        if previous >= limit {
-            self.in_progress.fetch_sub(1, Ordering::AcqRel);
-            return None;
+    /// A place for one more connection that has not logged in, evicting the oldest ones
+    /// while `limit` are in progress.
+    pub fn enter(self: &Arc<Self>, limit: usize) -> HandshakeSlot {
+        let number = self.next.fetch_add(1, Ordering::Relaxed);
+        let evicted = Arc::new(Notify::new());
+        let mut pending = self.pending.lock();
+        while pending.len() >= limit.max(1) {
+            if let Some((_, oldest)) = pending.pop_first() {
+                oldest.notify_one();
+            }
         }
-        Some(HandshakeSlot(Arc::clone(self)))
+        pending.insert(number, Arc::clone(&evicted));
+        HandshakeSlot { handshakes: Arc::clone(self), number, evicted }
     }
 }
 
 impl Drop for HandshakeSlot {
     fn drop(&mut self) {
-        self.0.in_progress.fetch_sub(1, Ordering::AcqRel);
+        self.handshakes.pending.lock().remove(&self.number);
     }
 }
 
@@ -298,19 +314,17 @@ pub async fn serve(stream: TcpStream, engine: Arc<Engine>, connection_id: u32, t
         write_timeout: seconds(&engine, "net_write_timeout"),
     };
     let limit = usize::try_from(quill_sql::vars::int_value(&engine.globals.read(), "quill_max_unauthenticated_connections")).unwrap_or(usize::MAX);
-    let Some(slot) = handshakes.enter(limit) else {
-        // As mysqld answers a connection it has no room for: the error instead of a greeting.
-        let mut w = PacketWriter::new(0);
-        response::write_err(&mut w, CLIENT_PROTOCOL_41, 1040, "08004", "Too many connections");
-        conn.send(&mut w).await;
-        return;
-    };
+    let slot = handshakes.enter(limit);
     let connect_timeout = seconds(&engine, "connect_timeout");
-    let Ok(handshake) = tokio::time::timeout(connect_timeout, handshake(&mut conn, &engine, connection_id, tls, &peer)).await else {
+    let handshake = tokio::select! {
+        finished = tokio::time::timeout(connect_timeout, handshake(&mut conn, &engine, connection_id, tls, &peer)) => finished.ok(),
+        () = slot.evicted.notified() => None,
+    };
+    drop(slot);
+    let Some(handshake) = handshake else {
         engine.status.aborted_connects.fetch_add(1, Ordering::Relaxed);
         return;
     };
-    drop(slot);
     let Some(mut session) = handshake else {
         engine.status.aborted_connects.fetch_add(1, Ordering::Relaxed);
         return;
@@ -465,7 +479,8 @@ async fn command_loop(conn: &mut Conn, session: &mut Session) {
             Ok(Some((_, p))) => p,
             Ok(None) | Err(ReadError::Io) => return,
             Err(ReadError::Protocol(e)) => {
-                let mut w = PacketWriter::new(conn.decoder.expected_seq());
+                // The reply to the offending packet, whose frame carried the expected id.
+                let mut w = PacketWriter::new(conn.decoder.expected_seq().wrapping_add(1));
                 response::write_error(&mut w, conn.caps, &e.to_mysql());
                 conn.fail(&mut w).await;
                 return;

@@ -254,8 +254,10 @@ impl Func {
         let text = SqlType::VarChar { len: 255, collation: Collation::default() };
         let int = SqlType::bigint();
         match self {
+            // HEX always gives text (hex digits), whatever its argument.
+            Hex => text,
             Concat | ConcatWs | Substring | Left | Right | Lower | Upper | Trim | LTrim | RTrim | TrimChars(_) | Replace | Lpad | Rpad | Repeat | Reverse
-            | Hex | Space | DateFormat => {
+            | Space | DateFormat => {
                 if args.first().is_some_and(|t| t.is_binary()) {
                     SqlType::Blob(LobKind::Long)
                 } else {

@@ -1235,8 +1235,21 @@ impl Session {
             }
             "SET" if !matches!(up(1), "PASSWORD" | "ROLE" | "DEFAULT" | "RESOURCE") => Some(self.set_statement(statement)),
             "DO" => Some(self.select_like(statement, 2).await.map(|_| Outcome::ok())),
+            "ALTER" if words.len() == 5 && up(1) == "TABLE" && matches!(up(3), "DISABLE" | "ENABLE") && up(4).trim_end_matches(';') == "KEYS" => {
+                Some(self.alter_keys(words[2]))
+            }
             _ => None,
         }
+    }
+
+    /// `ALTER TABLE t DISABLE KEYS` / `ENABLE KEYS` (every dump has them): as for InnoDB in
+    /// MySQL 8, a note that the engine has no such option, and nothing else.
+    fn alter_keys(&mut self, table: &str) -> Result<Outcome> {
+        let (db, t) = self.split_name(table);
+        let db = db?;
+        self.info.engine.catalog.read().table(&db, &t)?;
+        self.warnings.push(Warning { level: "Note", code: 1031, message: format!("Table storage engine for '{t}' doesn't have this option") });
+        Ok(Outcome::ok())
     }
 
     /// `START TRANSACTION [WITH CONSISTENT SNAPSHOT | READ ONLY | READ WRITE], ...`.

@@ -127,8 +127,8 @@ pub const VARIABLES: &[VarDef] = &[
     v("quill_checkpoint_interval_seconds", Global, int(1, TIMEOUT_SECONDS_MAX), Live, "300"),
     v("quill_checkpoint_log_bytes", Global, int(4096, u64::MAX), Live, "268435456"),
     v("quill_log_segment_bytes", Global, int_blocks(64 << 10, 1 << 30, 4096), ReadOnly, "67108864"),
-    // Connections that have not logged in yet, beyond which new ones are refused (1040):
-    // their own bound, so sockets that never log in cannot take max_connections' slots.
+    // Connections that have not logged in yet; past it the oldest is closed to make room.
+    // Their own bound, so sockets that never log in cannot take max_connections' slots.
     v("quill_max_unauthenticated_connections", Global, int(1, 100_000), Live, "512"),
     v("read_only", Global, Bool, Inert, "OFF"),
     v("server_id", Global, int(0, 4_294_967_295), Inert, "1"),
@@ -159,29 +159,29 @@ pub const VARIABLES: &[VarDef] = &[
     v("warning_count", Session, int(0, u64::MAX), ReadOnly, "0"),
 ];
 
-/// The sql_mode names MySQL 8 accepts.
+/// The sql_mode names MySQL 8 accepts, in the order MySQL lists them (its bit order).
 pub const SQL_MODES: &[&str] = &[
-    "ALLOW_INVALID_DATES",
-    "ANSI",
+    "REAL_AS_FLOAT",
+    "PIPES_AS_CONCAT",
     "ANSI_QUOTES",
-    "ERROR_FOR_DIVISION_BY_ZERO",
-    "HIGH_NOT_PRECEDENCE",
     "IGNORE_SPACE",
+    "ONLY_FULL_GROUP_BY",
+    "NO_UNSIGNED_SUBTRACTION",
+    "NO_DIR_IN_CREATE",
+    "ANSI",
     "NO_AUTO_VALUE_ON_ZERO",
     "NO_BACKSLASH_ESCAPES",
-    "NO_DIR_IN_CREATE",
-    "NO_ENGINE_SUBSTITUTION",
-    "NO_UNSIGNED_SUBTRACTION",
-    "NO_ZERO_DATE",
-    "NO_ZERO_IN_DATE",
-    "ONLY_FULL_GROUP_BY",
-    "PAD_CHAR_TO_FULL_LENGTH",
-    "PIPES_AS_CONCAT",
-    "REAL_AS_FLOAT",
-    "STRICT_ALL_TABLES",
     "STRICT_TRANS_TABLES",
-    "TIME_TRUNCATE_FRACTIONAL",
+    "STRICT_ALL_TABLES",
+    "NO_ZERO_IN_DATE",
+    "NO_ZERO_DATE",
+    "ALLOW_INVALID_DATES",
+    "ERROR_FOR_DIVISION_BY_ZERO",
     "TRADITIONAL",
+    "HIGH_NOT_PRECEDENCE",
+    "NO_ENGINE_SUBSTITUTION",
+    "PAD_CHAR_TO_FULL_LENGTH",
+    "TIME_TRUNCATE_FRACTIONAL",
 ];
 
 /// Find a variable definition by case-insensitive name.
@@ -275,8 +275,14 @@ pub fn normalise(def: &VarDef, v: &Value) -> Result<Normalised> {
                     .ok_or_else(|| SqlError::new((1298, "HY000"), format!("Unknown or incorrect time zone: '{s}'")))
                     .and_then(plain),
                 "sql_mode" => {
+                    // As MySQL stores it: each mode once, in MySQL's order.
                     let up = s.to_ascii_uppercase();
-                    if up.split(',').filter(|m| !m.is_empty()).all(|m| SQL_MODES.contains(&m)) { plain(up) } else { Err(wrong()) }
+                    let named: Vec<&str> = up.split(',').map(str::trim).filter(|m| !m.is_empty()).collect();
+                    if named.iter().all(|m| SQL_MODES.contains(m)) {
+                        plain(SQL_MODES.iter().filter(|m| named.contains(m)).copied().collect::<Vec<_>>().join(","))
+                    } else {
+                        Err(wrong())
+                    }
                 }
                 "character_set_client" | "character_set_connection" | "character_set_results" | "character_set_server" | "character_set_database" => {
                     if def.name == "character_set_results" && v.is_null() {

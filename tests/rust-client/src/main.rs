@@ -116,6 +116,78 @@ fn main() {
     // Ten rows match; bulk-0 already had qty 0, so nine change (no CLIENT_FOUND_ROWS).
     passed += check("affected rows count changed rows", affected == 9, affected);
 
+    passed += bytes_round_trip(&mut c);
+
     c.query_drop(format!("DROP DATABASE {db}")).unwrap();
     println!("rust-client: {passed} passed, 0 failed");
+}
+
+/// xorshift64: replayable test data without a dependency.
+fn next(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
+}
+
+fn random_bytes(state: &mut u64, len: usize) -> Vec<u8> {
+    (0..len).map(|_| next(state) as u8).collect()
+}
+
+/// utf8mb4 text with ASCII, Latin, CJK and four-byte characters.
+fn random_text(state: &mut u64, chars: usize) -> String {
+    let ranges = [(0x20u32, 0x7Eu32), (0xA0, 0x24F), (0x4E00, 0x9FFF), (0x1F300, 0x1FAFF), (0x20000, 0x2A6DF)];
+    (0..chars)
+        .map(|_| {
+            let (lo, hi) = ranges[(next(state) % ranges.len() as u64) as usize];
+            char::from_u32(lo + (next(state) % u64::from(hi - lo + 1)) as u32).unwrap_or('?')
+        })
+        .collect()
+}
+
+/// Every byte value and random binary strings up to 1 MiB into MEDIUMBLOB, VARBINARY and
+/// BINARY, and random utf8mb4 text into VARCHAR, through the text protocol (values escaped
+/// into the statement, as `Value::as_sql` writes them) and the binary protocol (prepared
+/// statements): each must come back byte for byte, read either way and as HEX().
+fn bytes_round_trip(c: &mut PooledConn) -> usize {
+    c.query_drop("CREATE TABLE bytes (id INT PRIMARY KEY, b MEDIUMBLOB, vb VARBINARY(4000), bn BINARY(255), t VARCHAR(300)) DEFAULT CHARSET=utf8mb4").unwrap();
+    let mut state = 0x5EED_B17E_u64;
+    let every: Vec<u8> = (0..=255u8).collect();
+    let mut rows = vec![(1u32, every.clone(), every.clone(), every[..255].to_vec(), random_text(&mut state, 300))];
+    for (i, size) in [0usize, 1, 255, 65_535, 1 << 20].into_iter().enumerate() {
+        let varbinary_len = (next(&mut state) % 4000) as usize;
+        let text_len = (next(&mut state) % 300) as usize;
+        rows.push((10 + i as u32, random_bytes(&mut state, size), random_bytes(&mut state, varbinary_len), random_bytes(&mut state, 255), random_text(&mut state, text_len)));
+    }
+    let mut passed = 0;
+    for (protocol, offset) in [("text", 0u32), ("binary", 100)] {
+        for (id, b, vb, bn, t) in &rows {
+            let id = id + offset;
+            if protocol == "text" {
+                let literal = |v: Value| v.as_sql(false);
+                let sql = format!(
+                    "INSERT INTO bytes VALUES ({id}, {}, {}, {}, {})",
+                    literal(Value::Bytes(b.clone())),
+                    literal(Value::Bytes(vb.clone())),
+                    literal(Value::Bytes(bn.clone())),
+                    literal(Value::from(t.as_str()))
+                );
+                c.query_drop(sql).unwrap();
+            } else {
+                c.exec_drop("INSERT INTO bytes VALUES (?, ?, ?, ?, ?)", (id, b, vb, bn, t)).unwrap();
+            }
+        }
+        type Bytes = (u32, Vec<u8>, Vec<u8>, Vec<u8>, String);
+        let read_text: Vec<Bytes> = c.query(format!("SELECT id, b, vb, bn, t FROM bytes WHERE id >= {offset} AND id < {} ORDER BY id", offset + 100)).unwrap();
+        let read_binary: Vec<Bytes> = c.exec("SELECT id, b, vb, bn, t FROM bytes WHERE id >= ? AND id < ? ORDER BY id", (offset, offset + 100)).unwrap();
+        let hexes: Vec<(u32, String, String, String, String)> =
+            c.query(format!("SELECT id, HEX(b), HEX(vb), HEX(bn), HEX(t) FROM bytes WHERE id >= {offset} AND id < {} ORDER BY id", offset + 100)).unwrap();
+        let hex = |v: &[u8]| v.iter().map(|b| format!("{b:02X}")).collect::<String>();
+        let expected: Vec<Bytes> = rows.iter().map(|(id, b, vb, bn, t)| (id + offset, b.clone(), vb.clone(), bn.clone(), t.clone())).collect();
+        passed += check(&format!("bytes written in {protocol}, read as text"), read_text == expected, read_text.len());
+        passed += check(&format!("bytes written in {protocol}, read as binary"), read_binary == expected, read_binary.len());
+        let hex_ok = hexes.iter().zip(&expected).all(|(h, e)| h.0 == e.0 && h.1 == hex(&e.1) && h.2 == hex(&e.2) && h.3 == hex(&e.3) && h.4 == hex(e.4.as_bytes()));
+        passed += check(&format!("bytes written in {protocol}, as the server holds them"), hex_ok, hexes.len());
+    }
+    passed
 }
