@@ -21,7 +21,7 @@ use quill_protocol::constants::{ColumnType, capabilities::*, status::*};
 use quill_protocol::handshake::{ClientHello, InitialHandshake, parse_client_hello, write_initial_handshake};
 use quill_protocol::response::{self, ColumnDefinition, OkPacket, StmtPrepareOk};
 use quill_protocol::{PacketDecoder, PacketWriter, ProtocolError, auth};
-use quill_sql::query::{OutColumn, flags};
+use quill_sql::query::{OutColumn, ResultSet, flags};
 use quill_sql::text::Charset;
 use quill_sql::types::{IntKind, SqlType};
 use quill_sql::{Engine, Outcome, Session, SqlError};
@@ -752,36 +752,12 @@ fn write_outcome(w: &mut PacketWriter, caps: u32, session: &Session, outcome: Ou
             let st = status(session, more);
             let warnings = session.warning_count();
             if binary {
-                let rows: Vec<Vec<BinaryValue>> = rs
-                    .rows
-                    .iter()
-                    .map(|r| {
-                        r.iter()
-                            .zip(&rs.columns)
-                            .map(|(v, c)| match (v, results) {
-                                (Value::Str(s), Some(cs)) => BinaryValue::Bytes(cs.encode(s).into_owned()),
-                                _ => to_binary(v, &c.ty),
-                            })
-                            .collect()
-                    })
-                    .collect();
+                let rows = cells(&rs, results, BinaryValue::Bytes, to_binary);
                 if response::write_binary_result_set(w, caps, &defs, rows, st, warnings).is_err() {
                     response::write_err(w, caps, 1105, "HY000", "internal error encoding a binary row");
                 }
             } else {
-                let texts: Vec<Vec<Option<Vec<u8>>>> = rs
-                    .rows
-                    .iter()
-                    .map(|r| {
-                        r.iter()
-                            .zip(&rs.columns)
-                            .map(|(v, c)| match (v, results) {
-                                (Value::Str(s), Some(cs)) => Some(cs.encode(s).into_owned()),
-                                _ => quill_sql::types::to_text(v, &c.ty),
-                            })
-                            .collect()
-                    })
-                    .collect();
+                let texts = cells(&rs, results, Some, quill_sql::types::to_text);
                 let refs: Vec<Vec<Option<&[u8]>>> = texts.iter().map(|r| r.iter().map(|v| v.as_deref()).collect()).collect();
                 if response::write_text_result_set(w, caps, &defs, refs, st, warnings).is_err() {
                     response::write_err(w, caps, 1105, "HY000", "internal error encoding a row");
@@ -789,6 +765,23 @@ fn write_outcome(w: &mut PacketWriter, caps: u32, session: &Session, outcome: Ou
             }
         }
     }
+}
+
+/// Every cell of `rs` encoded by `cell`; strings are first converted into `results`
+/// (`character_set_results`) and wrapped by `converted`.
+fn cells<T>(rs: &ResultSet, results: Option<Charset>, converted: impl Fn(Vec<u8>) -> T, cell: impl Fn(&Value, &SqlType) -> T) -> Vec<Vec<T>> {
+    rs.rows
+        .iter()
+        .map(|r| {
+            r.iter()
+                .zip(&rs.columns)
+                .map(|(v, c)| match (v, results) {
+                    (Value::Str(s), Some(cs)) => converted(cs.encode(s).into_owned()),
+                    _ => cell(v, &c.ty),
+                })
+                .collect()
+        })
+        .collect()
 }
 
 fn column_type(ty: &SqlType) -> ColumnType {

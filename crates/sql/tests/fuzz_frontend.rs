@@ -7,9 +7,12 @@
 
 use std::panic::AssertUnwindSafe;
 
+use common::Rng;
 use futures_util::FutureExt;
 use quill_sql::vars::VarSet;
 use quill_sql::{Engine, Session};
+
+mod common;
 
 /// Statements per run in CI.
 const DEFAULT_ITERATIONS: usize = 4_000;
@@ -112,20 +115,6 @@ const TOKENS: &[&str] = &[
     "FOR UPDATE",
     "LOCK IN SHARE MODE",
 ];
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
 
 fn mutate(rng: &mut Rng, s: &str) -> String {
     let mut chars: Vec<char> = s.chars().collect();

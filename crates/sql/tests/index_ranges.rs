@@ -20,19 +20,17 @@ use quill_sql::{Engine, Session};
 const DEFAULT_ITERATIONS: usize = 1_500;
 const ROWS: i64 = 60;
 
-/// xorshift64: a replayable stream without a dependency.
-struct Rng(u64);
+mod common;
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
+use common::Rng;
+
+/// Helpers on top of the shared stream.
+trait Draw {
+    fn int(&mut self, lo: i64, hi: i64) -> i64;
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str;
+}
+
+impl Draw for Rng {
     fn int(&mut self, lo: i64, hi: i64) -> i64 {
         lo + (self.next() % (hi - lo + 1) as u64) as i64
     }
