@@ -85,13 +85,21 @@ def test_set_mixes_assignments_names_and_character_set(conn):
     cur.execute("SET autocommit=1")
 
 
-def test_mariadb_connector_j_connect_statements_run(conn):
-    # What MariaDB Connector/J sends on connect (3.x), verbatim.
+def test_mariadb_connector_j_connect_statements_run(server, conn):
+    # What MariaDB Connector/J sends on connect, as the issue quotes it.
     cur = conn.cursor()
     cur.execute(
         "set autocommit=1, sql_mode = concat(@@sql_mode,',STRICT_TRANS_TABLES'), "
         "session_track_system_variables = concat(@@global.session_track_system_variables,',auto_increment_increment'), "
         "NAMES utf8mb4"
+    )
+    # What the MariaDB connectors send a MySQL 8 server (the R2DBC connector's form, as read
+    # from its source): tracking variables and a lower-case NAMES at the end.
+    # (To MariaDB before 11.1 they name tx_isolation, which it has instead.)
+    isolation = "transaction_isolation" if server.is_quill else "tx_isolation"
+    cur.execute(
+        f"SET autocommit=1,{isolation}='REPEATABLE-READ',session_track_schema=1,"
+        f"session_track_system_variables=CONCAT(@@session_track_system_variables,',{isolation}'), names UTF8MB4"
     )
     cur.execute("SELECT @@max_allowed_packet, @@wait_timeout")
     assert cur.fetchone()[0] >= 1024

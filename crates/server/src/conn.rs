@@ -566,10 +566,17 @@ async fn handle_command(conn: &mut Conn, session: &mut Session, statements: &mut
             statements.clear();
             ok(&mut w, caps, session, 0, 0, "");
         }
-        Command::InitDb(db) => match session.use_database(&String::from_utf8_lossy(&db)) {
-            Ok(()) => ok(&mut w, caps, session, 0, 0, ""),
-            Err(e) => send_error(&mut w, caps, &e),
-        },
+        Command::InitDb(db) => {
+            // The name is in the client's character set, like statement text.
+            let used = match session.client_charset().decode(&db) {
+                Some(name) => session.use_database(&name),
+                None => Err(SqlError::new((1049, "42000"), format!("Unknown database '{}'", String::from_utf8_lossy(&db)))),
+            };
+            match used {
+                Ok(()) => ok(&mut w, caps, session, 0, 0, ""),
+                Err(e) => send_error(&mut w, caps, &e),
+            }
+        }
         Command::Statistics => {
             let uptime = session.info.engine.started.elapsed().as_secs();
             let q = session.info.engine.status.questions.load(std::sync::atomic::Ordering::Relaxed);
@@ -592,8 +599,14 @@ async fn handle_command(conn: &mut Conn, session: &mut Session, statements: &mut
             }
         }
         Command::FieldList { table, .. } => {
-            let t = String::from_utf8_lossy(&table).into_owned();
-            match session.run(&format!("SHOW COLUMNS FROM `{t}`")).await.pop() {
+            let t = session.client_charset().decode(&table).map_or_else(|| String::from_utf8_lossy(&table).into_owned(), std::borrow::Cow::into_owned);
+            // The statement is read like client text: the name's bytes go in as they came.
+            let mut show = b"SHOW COLUMNS FROM `".to_vec();
+            for &b in &table {
+                show.extend_from_slice(if b == b'`' { b"``" } else { std::slice::from_ref(&b) });
+            }
+            show.push(b'`');
+            match session.run(&show).await.pop() {
                 Some(Ok(Outcome::Rows(rs))) => {
                     for r in &rs.rows {
                         let name = quill_sql::ops::to_string_lossy(&r[0]);
