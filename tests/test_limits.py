@@ -62,6 +62,26 @@ def test_deep_expressions_get_1436_and_the_server_stays_up(server, conn):
     server.assert_alive()
 
 
+def test_chains_of_any_kind_never_take_the_server_down(server, conn):
+    # Each of these the parser builds one level per link: casts, AT TIME ZONE, UNIONs, and
+    # DIV (which it copies at every step). Any error will do; the server must answer.
+    cur = conn.cursor()
+    for statement in (
+        "SELECT 1" + "::INT" * 200_000,
+        "SELECT 1" + " UNION SELECT 1" * 100_000,
+        "SELECT 1" + " DIV 1" * 100_000,
+        "SELECT 1 FROM DUAL WHERE " + " AND ".join(["(1 = 1 OR 2 = 2)"] * 50_000),
+    ):
+        try:
+            cur.execute(statement)
+            cur.fetchall()
+        except pymysql.err.MySQLError:
+            pass
+        cur.execute("SELECT 1")
+        assert cur.fetchone() == (1,)
+    server.assert_alive()
+
+
 def test_empty_ranges_are_empty_and_never_use_up_connections(server, conn):
     cur = conn.cursor()
     cur.execute("CREATE TABLE tab1 (pk INT PRIMARY KEY, col0 INT, KEY k0 (col0))")

@@ -113,6 +113,17 @@ def test_trailing_nul_whitespace_and_semicolons_are_ignored(server):
         connection.login(server.user)
         assert connection.query(b"SELECT 1\0") == [["1"]]
         assert connection.query(b"SELECT 2 ;  \n") == [["2"]]
+        # `?1` is no placeholder to MySQL (and no parameter 1): a syntax error.
+        with pytest.raises(ServerError) as e:
+            connection.query("SELECT ?1")
+        assert e.value.errno == 1064
+
+
+def test_a_collation_of_another_character_set_is_refused(conn):
+    cur = conn.cursor()
+    with pytest.raises(pymysql.err.MySQLError) as e:
+        cur.execute("SET NAMES utf8mb4 COLLATE latin1_swedish_ci")
+    assert e.value.args[0] == 1253
 
 
 def test_versioned_comments_run_as_mysql_runs_them(conn):

@@ -213,7 +213,7 @@ fn a_full_disk_fails_commits_that_need_space_and_they_resume_when_it_returns() {
     assert!(log.space_error().is_some());
     // DDL may still use the space DML leaves it.
     let ddl = vec![Change::Ddl { db: "db".into(), sql: "CREATE TABLE t2 (id INT)".into() }];
-    assert!(log.has_room_for(100));
+    assert!(log.wait_for_room(100));
     let at = log.append_ddl(5_000, &ddl).expect("DDL uses the reserve");
     log.wait_durable_blocking(at.end);
     // Space returns: commits go through again without anyone's help.

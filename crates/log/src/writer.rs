@@ -300,12 +300,26 @@ impl Log {
         self.append_leaving(commit_us, changes, 0)
     }
 
-    /// Whether a record of about `bytes` would find room now (DDL asks before it changes
-    /// the catalog). Always true while segments can be created.
+    /// Makes sure a record of `bytes` would find room (DDL asks before it changes the
+    /// catalog, holding the lock that orders appends, so nothing takes the room before its
+    /// own append): waits while the writer creates the segment, and is false when the disk
+    /// has no room for it (or the log stopped).
     #[must_use]
-    pub fn has_room_for(&self, bytes: u64) -> bool {
-        let state = self.shared.state.lock();
-        state.space_error.is_none() || state.next_lsn + bytes <= state.space_end
+    pub fn wait_for_room(&self, bytes: u64) -> bool {
+        let shared = &self.shared;
+        let mut state = shared.state.lock();
+        loop {
+            if state.next_lsn + bytes <= state.space_end {
+                return true;
+            }
+            if state.space_error.is_some() || state.shutdown || state.failed {
+                state.space_wanted = state.next_lsn;
+                return false;
+            }
+            state.space_wanted = state.space_wanted.max(state.next_lsn + bytes);
+            shared.writer_wake.notify_one();
+            shared.space.wait(&mut state);
+        }
     }
 
     /// Why commits that need a new segment fail now, if they do.
@@ -336,7 +350,10 @@ impl Log {
             }
             state.pending.truncate(before);
             if let Some((why, _)) = &state.space_error {
-                return Err(EncodeError::LogFull(why.clone()));
+                let why = why.clone();
+                // This record is given up: the writer need not keep reaching for its space.
+                state.space_wanted = state.next_lsn;
+                return Err(EncodeError::LogFull(why));
             }
             // The writer has not created that segment yet: ask for it and wait.
             state.space_wanted = state.space_wanted.max(end);
@@ -627,12 +644,15 @@ fn next_group(shared: &Shared, last_sync: Instant) -> Next {
             return Next::Group(Group { bytes, start, sync });
         }
         if state.shutdown {
+            // An appender waiting for space must not wait for a writer that has stopped.
+            drop(state);
+            shared.space.notify_all();
             return Next::Stop;
         }
         if space_due(shared, &state, Instant::now()) {
             return Next::Space;
         }
-        if mode != FlushMode::EverySecond && spin_for_work(&mut state) {
+        if mode != FlushMode::EverySecond && spin_for_work(shared, &mut state) {
             continue;
         }
         // Nothing to write or sync: sleep until an append wakes us. Otherwise until the interval ends.
@@ -651,12 +671,13 @@ fn next_group(shared: &Shared, last_sync: Instant) -> Next {
 /// of a sleeping writer (tens of microseconds on a busy machine) on every commit.
 pub const WRITER_SPIN: Duration = Duration::from_micros(200);
 
-/// Polls (yielding the CPU) for up to [`WRITER_SPIN`]; `true` when work or shutdown arrived.
-fn spin_for_work(state: &mut parking_lot::MutexGuard<'_, State>) -> bool {
+/// Polls (yielding the CPU) for up to [`WRITER_SPIN`]; `true` when work, a need for space
+/// or shutdown arrived (an appender's wake-up may come while the writer spins).
+fn spin_for_work(shared: &Shared, state: &mut parking_lot::MutexGuard<'_, State>) -> bool {
     let until = Instant::now() + WRITER_SPIN;
     while Instant::now() < until {
         parking_lot::MutexGuard::unlocked(state, std::thread::yield_now);
-        if !state.pending.is_empty() || state.shutdown || state.sync_requested_lsn > state.durable_lsn {
+        if !state.pending.is_empty() || state.shutdown || state.sync_requested_lsn > state.durable_lsn || space_due(shared, state, Instant::now()) {
             return true;
         }
     }

@@ -89,7 +89,9 @@ impl PacketDecoder {
 
     /// The next complete logical payload and the sequence id of its first frame, or `None`
     /// when more bytes are needed. Errors (`PacketTooLarge`, `SequenceMismatch`) leave the
-    /// stream unusable: answer with an ERR packet and close the connection.
+    /// stream unusable: answer with an ERR packet and close the connection. After
+    /// `PacketTooLarge`, `expected_seq` is the id that ERR carries (the one after the frame
+    /// that went over the limit).
     pub fn next_packet(&mut self) -> Result<Option<(u8, Vec<u8>)>, ProtocolError> {
         let mut frame_start = self.consumed;
         let mut seq = self.expected_seq;
@@ -107,6 +109,8 @@ impl PacketDecoder {
             payload_len_total += frame_len;
             if payload_len_total > self.max_payload_len {
                 let max = self.max_payload_len;
+                // The ERR that answers it follows this frame.
+                self.expected_seq = seq.wrapping_add(1);
                 return Err(ProtocolError::PacketTooLarge { len: payload_len_total, max });
             }
             let frame_end = frame_start + PACKET_HEADER_LEN + frame_len;
@@ -339,6 +343,21 @@ mod tests {
         let mut decoder = PacketDecoder::new(10);
         decoder.feed(&[11, 0, 0, 0]);
         assert_eq!(decoder.next_packet(), Err(ProtocolError::PacketTooLarge { len: 11, max: 10 }));
+        assert_eq!(decoder.expected_seq(), 1, "the ERR answers the frame that went over");
+    }
+
+    /// Regression: a packet of several frames that goes over the limit in a later frame was
+    /// answered with the sequence id of the first, and the client reported packets out of
+    /// order instead of 1153.
+    #[test]
+    fn the_reply_to_an_oversized_multi_frame_packet_follows_its_last_frame() {
+        let mut decoder = PacketDecoder::new(MAX_PAYLOAD_LEN + 10);
+        let mut bytes = vec![0xFF, 0xFF, 0xFF, 0];
+        bytes.extend(std::iter::repeat_n(b'x', MAX_PAYLOAD_LEN));
+        bytes.extend_from_slice(&[20, 0, 0, 1]);
+        decoder.feed(&bytes);
+        assert!(matches!(decoder.next_packet(), Err(ProtocolError::PacketTooLarge { .. })));
+        assert_eq!(decoder.expected_seq(), 2);
     }
 
     #[test]

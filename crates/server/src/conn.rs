@@ -129,11 +129,19 @@ impl Conn {
         }
     }
 
-    /// Write what `w` holds, within `net_write_timeout`. False when the client is gone.
+    /// Write what `w` holds. As in MySQL, `net_write_timeout` bounds each write, not the
+    /// whole reply: a large result to a slow reader goes on while it makes progress. False
+    /// when the client is gone or stalled.
     async fn send(&mut self, w: &mut PacketWriter) -> bool {
         let bytes = w.take();
-        let write = async { self.stream.write_all(&bytes).await.is_ok() && self.stream.flush().await.is_ok() };
-        tokio::time::timeout(self.write_timeout, write).await.unwrap_or(false)
+        let mut sent = 0;
+        while sent < bytes.len() {
+            match tokio::time::timeout(self.write_timeout, self.stream.write(&bytes[sent..])).await {
+                Ok(Ok(n)) if n > 0 => sent += n,
+                _ => return false,
+            }
+        }
+        matches!(tokio::time::timeout(self.write_timeout, self.stream.flush()).await, Ok(Ok(())))
     }
 
     /// Send what `w` holds and read the client's next packet of this exchange.
@@ -479,8 +487,8 @@ async fn command_loop(conn: &mut Conn, session: &mut Session) {
             Ok(Some((_, p))) => p,
             Ok(None) | Err(ReadError::Io) => return,
             Err(ReadError::Protocol(e)) => {
-                // The reply to the offending packet, whose frame carried the expected id.
-                let mut w = PacketWriter::new(conn.decoder.expected_seq().wrapping_add(1));
+                // The reply to the offending packet (the decoder moved past its frame).
+                let mut w = PacketWriter::new(conn.decoder.expected_seq());
                 response::write_error(&mut w, conn.caps, &e.to_mysql());
                 conn.fail(&mut w).await;
                 return;

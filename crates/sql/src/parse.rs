@@ -7,7 +7,9 @@
 //! stack and take the server down. So [`parse`]:
 //!
 //! 1. refuses a statement with more than [`MAX_STATEMENT_OPERATORS`] operators before
-//!    parsing it (the lexer counted them: `text::StatementText::operators`);
+//!    parsing it (the lexer counted them: `text::StatementText::operators`), or with more
+//!    than [`MAX_EXPRESSION_DEPTH`] `DIV`s (the parser copies a `DIV` chain's left side at
+//!    every step: time quadratic in its length);
 //! 2. parses a statement with more than [`INLINE_PARSE_OPERATORS_MAX`] operators on a stack
 //!    of its own, sized by its operator count, since the parser itself drops a deep
 //!    partial tree when it meets a syntax error;
@@ -16,8 +18,9 @@
 //!    order (depth log₂ n; three-valued AND/OR/XOR are associative, and evaluation still
 //!    goes left to right and stops at the same term);
 //! 4. answers an expression still deeper than [`MAX_EXPRESSION_DEPTH`] (a long `+` chain,
-//!    nested parentheses or functions) with MySQL's 1436, and subqueries nested more than
-//!    [`MAX_SELECT_NESTING`] deep with 1473.
+//!    nested parentheses or functions, a `::` cast chain) with MySQL's 1436, a chain of
+//!    more than [`MAX_SET_OPERATIONS`] UNIONs (EXCEPT, INTERSECT) with 1436 too, and
+//!    subqueries nested more than [`MAX_SELECT_NESTING`] deep with 1473.
 //!
 //! Invariant: every tree [`parse`] returns is at most `MAX_EXPRESSION_DEPTH` expressions
 //! deep, so the recursive walks of the binder, the planner and the evaluator stay within
@@ -25,7 +28,7 @@
 
 use std::ops::ControlFlow;
 
-use sqlparser::ast::{BinaryOperator, Expr, Query, Statement, Value, VisitMut, VisitorMut};
+use sqlparser::ast::{BinaryOperator, Expr, Query, SetExpr, Statement, Value, VisitMut, VisitorMut};
 use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::{Parser, ParserError};
 
@@ -36,6 +39,9 @@ use crate::error::{Result, SqlError, codes};
 pub const MAX_EXPRESSION_DEPTH: usize = 1_000;
 /// Subqueries nested in one another below a statement (MySQL's limit, error 1473).
 pub const MAX_SELECT_NESTING: usize = 63;
+/// Set operations (UNION, EXCEPT, INTERSECT) chained in one query: the parser nests them one
+/// level each, and planning and running a query recurse down the chain.
+pub const MAX_SET_OPERATIONS: usize = 500;
 /// The most binary operators one statement may hold (a 1,000,000-term OR chain is about
 /// 20 MB of text); more is refused with 1436 before parsing.
 pub const MAX_STATEMENT_OPERATORS: usize = 1_000_000;
@@ -53,14 +59,18 @@ pub const REBALANCE_TERMS_MIN: usize = 32;
 /// expression depth limit so that the depth check, not the parser, answers first.
 const PARSER_RECURSION_LIMIT: usize = MAX_EXPRESSION_DEPTH + 64;
 
-/// Parse one statement text (`operators` as the lexer counted them) into shallow trees.
+/// Parse one statement text (`operators` and `div_operators` as the lexer counted them)
+/// into shallow trees.
 ///
 /// # Errors
 /// 1064 for a syntax error; 1436 for a statement too deep or with too many operators;
 /// 1473 for subqueries nested too deep.
-pub fn parse(sql: &str, operators: usize) -> Result<Vec<Statement>> {
+pub fn parse(sql: &str, operators: usize, div_operators: usize) -> Result<Vec<Statement>> {
     if operators > MAX_STATEMENT_OPERATORS {
         return Err(too_many_operators(operators));
+    }
+    if div_operators > MAX_EXPRESSION_DEPTH {
+        return Err(too_deep());
     }
     if operators <= INLINE_PARSE_OPERATORS_MAX {
         return parse_and_shape(sql);
@@ -120,11 +130,22 @@ struct Shaper {
 impl VisitorMut for Shaper {
     type Break = SqlError;
 
-    fn pre_visit_query(&mut self, _query: &mut Query) -> ControlFlow<SqlError> {
+    fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<SqlError> {
         self.nesting += 1;
         // The statement's own query is level 1; each subquery below it one more.
         if self.nesting > MAX_SELECT_NESTING + 1 {
             return ControlFlow::Break(SqlError::new(codes::ER_TOO_HIGH_LEVEL_OF_NESTING_FOR_SELECT, "Too high level of nesting for select"));
+        }
+        // A UNION chain is nested down its left side, one level per set operation: measured
+        // with a loop, before anything recurses down it.
+        let mut chain = 0;
+        let mut at: &SetExpr = &query.body;
+        while let SetExpr::SetOperation { left, .. } = at {
+            chain += 1;
+            if chain > MAX_SET_OPERATIONS {
+                return ControlFlow::Break(too_deep());
+            }
+            at = left;
         }
         ControlFlow::Continue(())
     }
@@ -232,12 +253,12 @@ mod tests {
     fn long_or_chains_become_balanced_trees_with_the_same_text() {
         for op in ["OR", "AND", "XOR"] {
             let sql = chain(op, 5_000);
-            let statements = parse(&sql, 10_000).unwrap();
+            let statements = parse(&sql, 10_000, 0).unwrap();
             assert!(depth(&statements[0]) < 20, "{op}: {}", depth(&statements[0]));
             assert_eq!(statements[0].to_string(), sql, "terms keep their order");
         }
         // A short chain is left as parsed.
-        let short = parse(&chain("OR", 3), 6).unwrap();
+        let short = parse(&chain("OR", 3), 6, 0).unwrap();
         let Statement::Query(q) = &short[0] else { panic!() };
         let SetExpr::Select(s) = q.body.as_ref() else { panic!() };
         assert!(
@@ -248,17 +269,25 @@ mod tests {
     #[test]
     fn deep_expressions_get_1436_and_deep_subqueries_1473() {
         let plus = |n: usize| format!("SELECT {}", vec!["1"; n].join("+"));
-        assert!(parse(&plus(1_000), 999).is_ok());
-        assert_eq!(parse(&plus(MAX_EXPRESSION_DEPTH + 10), MAX_EXPRESSION_DEPTH + 9).unwrap_err().code, 1436);
-        assert_eq!(parse(&plus(200_000), 199_999).unwrap_err().code, 1436);
+        assert!(parse(&plus(1_000), 999, 0).is_ok());
+        assert_eq!(parse(&plus(MAX_EXPRESSION_DEPTH + 10), MAX_EXPRESSION_DEPTH + 9, 0).unwrap_err().code, 1436);
+        assert_eq!(parse(&plus(200_000), 199_999, 0).unwrap_err().code, 1436);
         // A syntax error at the end of a long chain: the parser drops the partial tree.
-        assert_eq!(parse(&format!("{} +", plus(200_000)), 200_000).unwrap_err().code, 1064);
+        assert_eq!(parse(&format!("{} +", plus(200_000)), 200_000, 0).unwrap_err().code, 1064);
         let parens = |n: usize| format!("SELECT {}1{}", "(".repeat(n), ")".repeat(n));
-        assert!(parse(&parens(500), 0).is_ok());
-        assert_eq!(parse(&parens(MAX_EXPRESSION_DEPTH + 100), 0).unwrap_err().code, 1436);
-        assert_eq!(parse(&plus(2), MAX_STATEMENT_OPERATORS + 1).unwrap_err().code, 1436);
+        assert!(parse(&parens(500), 0, 0).is_ok());
+        assert_eq!(parse(&parens(MAX_EXPRESSION_DEPTH + 100), 0, 0).unwrap_err().code, 1436);
+        assert_eq!(parse(&plus(2), MAX_STATEMENT_OPERATORS + 1, 0).unwrap_err().code, 1436);
+        // Chains the lexer counts as operators that are not binary operators.
+        let casts = |n: usize| format!("SELECT 1{}", "::INT".repeat(n));
+        assert!(parse(&casts(100), 200, 0).is_ok());
+        assert_eq!(parse(&casts(200_000), 400_000, 0).unwrap_err().code, 1436);
+        let unions = |n: usize| format!("SELECT 1{}", " UNION SELECT 1".repeat(n));
+        assert!(parse(&unions(MAX_SET_OPERATIONS), MAX_SET_OPERATIONS, 0).is_ok());
+        assert_eq!(parse(&unions(100_000), 100_000, 0).unwrap_err().code, 1436);
+        assert_eq!(parse("SELECT 1 DIV 1", 1, MAX_EXPRESSION_DEPTH + 1).unwrap_err().code, 1436);
         let nested = |n: usize| format!("SELECT {}1{}", "(SELECT ".repeat(n), ")".repeat(n));
-        assert!(parse(&nested(MAX_SELECT_NESTING), 0).is_ok());
-        assert_eq!(parse(&nested(MAX_SELECT_NESTING + 1), 0).unwrap_err().code, 1473);
+        assert!(parse(&nested(MAX_SELECT_NESTING), 0, 0).is_ok());
+        assert_eq!(parse(&nested(MAX_SELECT_NESTING + 1), 0, 0).unwrap_err().code, 1473);
     }
 }

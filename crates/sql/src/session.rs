@@ -337,11 +337,11 @@ impl Session {
 
     /// `sql` parsed (see [`crate::parse`]), from the session's cache when it was seen
     /// before; `operators` as the lexer counted them.
-    fn parse(&mut self, sql: &str, operators: usize) -> Result<Arc<Vec<Statement>>> {
+    fn parse(&mut self, sql: &str, operators: usize, div_operators: usize) -> Result<Arc<Vec<Statement>>> {
         if let Some(s) = self.cache.get(sql) {
             return Ok(s.clone());
         }
-        let stmts = Arc::new(crate::parse::parse(sql, operators)?);
+        let stmts = Arc::new(crate::parse::parse(sql, operators, div_operators)?);
         if self.cache.len() >= PLAN_CACHE_ENTRIES_MAX {
             self.cache.clear();
         }
@@ -410,7 +410,7 @@ impl Session {
             return r;
         }
         let rewritten = rewrite_lock_in_share_mode(sql);
-        let stmts = self.parse(&rewritten, statement.operators)?;
+        let stmts = self.parse(&rewritten, statement.operators, statement.div_operators)?;
         let Some(stmt) = stmts.first() else {
             return Err(SqlError::new(codes::ER_EMPTY_QUERY, "Query was empty"));
         };
@@ -426,7 +426,7 @@ impl Session {
             return Err(SqlError::new((1461, "42000"), "Can't create more than max_prepared_stmt_count statements"));
         }
         let statement = text::single(sql.as_ref(), self.lex_options())?.ok_or_else(|| SqlError::new(codes::ER_EMPTY_QUERY, "Query was empty"))?;
-        let mut stmts = crate::parse::parse(&rewrite_lock_in_share_mode(&statement.text), statement.operators)?;
+        let mut stmts = crate::parse::parse(&rewrite_lock_in_share_mode(&statement.text), statement.operators, statement.div_operators)?;
         if stmts.len() != 1 {
             return Err(SqlError::new((1295, "HY000"), "This command is not supported in the prepared statement protocol yet"));
         }
@@ -714,7 +714,7 @@ impl Session {
     pub fn replay_ddl(&mut self, db: Option<String>, sql: &str) -> Result<()> {
         self.info.db = db;
         let statement = text::single(sql.as_bytes(), LexOptions::default())?.ok_or_else(|| SqlError::new(codes::ER_EMPTY_QUERY, "Query was empty"))?;
-        let statements = self.parse(&statement.text, statement.operators)?;
+        let statements = self.parse(&statement.text, statement.operators, statement.div_operators)?;
         for statement in statements.iter() {
             self.ddl(statement, &[], sql)?;
         }
@@ -957,7 +957,7 @@ impl Session {
                         });
                         assignment = item.trim_start()[keyword.len()..].trim_start();
                     }
-                    let parsed = crate::parse::parse(&format!("SET {assignment}"), statement.operators)?;
+                    let parsed = crate::parse::parse(&format!("SET {assignment}"), statement.operators, statement.div_operators)?;
                     match parsed.first() {
                         Some(Statement::Set(ast::Set::SingleAssignment { variable, values, .. })) if parsed.len() == 1 && values.len() == 1 => {
                             self.plan_assignment(scope.as_ref(), variable, &values[0], &[])?
@@ -1135,7 +1135,7 @@ impl Session {
         // statement first (the log keeps DDL_RESERVE_BYTES for DDL; only CREATE TABLE ...
         // SELECT can outgrow it, and it is undone below).
         if let Some(log) = engine.log.get()
-            && !log.has_room_for(DDL_RECORD_BYTES_BASE + text.len() as u64)
+            && !log.wait_for_room(DDL_RECORD_BYTES_BASE + text.len() as u64)
         {
             return Err(SqlError::new(codes::ER_DISK_FULL, "Disk full (commit log); waiting for someone to free some space..."));
         }
@@ -1349,7 +1349,7 @@ impl Session {
             let (db, t) = self.split_name(rest.split_whitespace().next().unwrap_or_default());
             return show::show_columns(&self.info.engine.catalog.read(), &db?, &t, false, None).map(Outcome::Rows);
         }
-        let stmts = self.parse(rest, statement.operators)?;
+        let stmts = self.parse(rest, statement.operators, statement.div_operators)?;
         let Some(Statement::Query(q)) = stmts.first() else { return Err(SqlError::parse(rest)) };
         let catalog = self.info.engine.catalog.read();
         let env = Env::new(&catalog, ReadView::current(0), &[], 0, &self.info);
@@ -1596,7 +1596,7 @@ impl Session {
         };
         drop(catalog);
         let rs = match sql.to_ascii_uppercase().find(" WHERE ") {
-            Some(at) => self.filter_show(rs, &sql[at + 7..], statement.operators)?,
+            Some(at) => self.filter_show(rs, &sql[at + 7..], statement)?,
             None => rs,
         };
         Ok(Outcome::Rows(rs))
@@ -1604,8 +1604,8 @@ impl Session {
 
     /// `SHOW ... WHERE cond`: keep the rows for which `cond` holds, naming the
     /// result's columns.
-    fn filter_show(&self, rs: ResultSet, cond: &str, operators: usize) -> Result<ResultSet> {
-        let stmts = crate::parse::parse(&format!("SELECT 1 FROM show_result WHERE {cond}"), operators)?;
+    fn filter_show(&self, rs: ResultSet, cond: &str, statement: &StatementText) -> Result<ResultSet> {
+        let stmts = crate::parse::parse(&format!("SELECT 1 FROM show_result WHERE {cond}"), statement.operators, statement.div_operators)?;
         let Some(Statement::Query(q)) = stmts.first() else { return Err(SqlError::parse(cond)) };
         let ast::SetExpr::Select(sel) = q.body.as_ref() else { return Err(SqlError::parse(cond)) };
         let Some(selection) = &sel.selection else { return Ok(rs) };
@@ -1757,11 +1757,25 @@ fn names_plan(charset: &str, collation: Option<&str>) -> Result<SetPlan> {
     let charset =
         if name.eq_ignore_ascii_case("DEFAULT") { Charset::default() } else { Charset::from_name(name).ok_or_else(|| vars::unknown_charset(name))? };
     let collation = match collation.map(|c| c.trim_matches(['\'', '"', '`'])) {
+        Some(c) if quill_storage::Collation::from_name(c).is_some() && !collation_fits(c, charset) => {
+            return Err(SqlError::new((1253, "42000"), format!("COLLATION '{c}' is not valid for CHARACTER SET '{}'", charset.name())));
+        }
         Some(c) if quill_storage::Collation::from_name(c).is_some() => c.to_ascii_lowercase(),
         Some(c) => return Err(SqlError::new(codes::ER_UNKNOWN_COLLATION, format!("Unknown collation: '{c}'"))),
         None => charset.default_collation().to_owned(),
     };
     Ok(SetPlan::Names { charset, collation })
+}
+
+/// Whether collation `name` belongs to `charset` (`utf8_` names are utf8mb3's).
+fn collation_fits(name: &str, charset: Charset) -> bool {
+    let name = name.to_ascii_lowercase();
+    match charset {
+        Charset::Utf8mb4 => name.starts_with("utf8mb4_"),
+        Charset::Utf8mb3 => name.starts_with("utf8mb3_") || name.starts_with("utf8_"),
+        Charset::Latin1 => name.starts_with("latin1_"),
+        Charset::Binary => name == "binary",
+    }
 }
 
 /// `CHARACTER SET cs` (or DEFAULT).

@@ -177,6 +177,9 @@ pub struct StatementText {
     pub operators: usize,
     /// `?` placeholders, numbered in order.
     pub placeholders: usize,
+    /// `DIV` operators, which the parser handles in time quadratic in a chain's length
+    /// (`parse` bounds them).
+    pub div_operators: usize,
     /// Warnings reading the text gave (1300 for a literal invalid in its character set).
     pub warnings: Vec<Warning>,
 }
@@ -225,8 +228,28 @@ struct Lexer<'a> {
     executable_comment: bool,
 }
 
-/// Words that are binary operators (counted into [`StatementText::operators`]).
-const OPERATOR_WORDS: &[&[u8]] = &[b"AND", b"OR", b"XOR", b"DIV", b"MOD", b"IS", b"LIKE", b"IN", b"BETWEEN", b"REGEXP", b"RLIKE", b"COLLATE", b"NOT"];
+/// Words the parser may chain into a tree one level per use (binary operators, `AT TIME
+/// ZONE`, set operations), counted into [`StatementText::operators`].
+const OPERATOR_WORDS: &[&[u8]] = &[
+    b"AND",
+    b"OR",
+    b"XOR",
+    b"DIV",
+    b"MOD",
+    b"IS",
+    b"LIKE",
+    b"IN",
+    b"BETWEEN",
+    b"REGEXP",
+    b"RLIKE",
+    b"COLLATE",
+    b"NOT",
+    b"AT",
+    b"UNION",
+    b"EXCEPT",
+    b"INTERSECT",
+    b"MINUS",
+];
 
 impl Lexer<'_> {
     fn peek(&self, ahead: usize) -> Option<u8> {
@@ -237,7 +260,13 @@ impl Lexer<'_> {
     /// whitespace, comments and `;` remained.
     fn statement(&mut self) -> Result<Option<StatementText>> {
         loop {
-            let Some(b) = self.peek(0) else { return Ok(self.finish()) };
+            let Some(b) = self.peek(0) else {
+                if self.executable_comment {
+                    // An executable comment left open is a syntax error, as in MySQL.
+                    return Err(SqlError::parse(""));
+                }
+                return Ok(self.finish());
+            };
             match b {
                 b';' => {
                     self.at += 1;
@@ -259,12 +288,16 @@ impl Lexer<'_> {
                     self.at += 1;
                     self.out.extend_from_slice(format!("?{}", self.current.placeholders).as_bytes());
                     self.current.placeholders += 1;
+                    // `?1` is not a placeholder to MySQL: keep the digit from joining the number.
+                    if self.peek(0).is_some_and(|c| c.is_ascii_alphanumeric()) {
+                        self.out.push(b' ');
+                    }
                 }
                 0 => {
                     self.at += 1;
                     self.out.push(b' ');
                 }
-                b'+' | b'-' | b'*' | b'/' | b'%' | b'&' | b'|' | b'^' | b'<' | b'>' | b'=' | b'!' | b'~' => {
+                b'+' | b'-' | b'*' | b'/' | b'%' | b'&' | b'|' | b'^' | b'<' | b'>' | b'=' | b'!' | b'~' | b':' => {
                     self.current.operators += 1;
                     self.at += 1;
                     self.out.push(b);
@@ -301,6 +334,9 @@ impl Lexer<'_> {
         let word = &self.sql[start..self.at];
         if OPERATOR_WORDS.iter().any(|w| w.eq_ignore_ascii_case(word)) {
             self.current.operators += 1;
+            if word.eq_ignore_ascii_case(b"DIV") {
+                self.current.div_operators += 1;
+            }
         }
         self.out.extend_from_slice(word);
     }
@@ -386,7 +422,9 @@ impl Lexer<'_> {
 
     /// A `'…'` or `"…"` literal, with the `_charset` introducer before it if any.
     fn string_literal(&mut self, quote: u8) -> Result<()> {
-        let introducer = self.take_introducer();
+        // `@'name'` is a quoted user variable name, not a literal.
+        let is_name = self.out.last() == Some(&b'@');
+        let introducer = if is_name { None } else { self.take_introducer() };
         let start = self.at + 1;
         self.at = start;
         loop {
@@ -407,6 +445,9 @@ impl Lexer<'_> {
         self.at += 1;
         let charset = introducer.unwrap_or(self.options.charset);
         let as_text = if introducer == Some(Charset::Binary) { None } else { charset.decode(raw) };
+        if is_name && as_text.is_none() {
+            return Err(invalid_string(charset, raw));
+        }
         match as_text {
             Some(text) => {
                 self.out.push(quote);
@@ -419,6 +460,12 @@ impl Lexer<'_> {
                 self.out.push(quote);
             }
             None => {
+                // N'...' is a utf8 literal; as bytes it is a hex literal like any other.
+                if self.out.last().is_some_and(|c| c.eq_ignore_ascii_case(&b'N'))
+                    && self.out.len().checked_sub(2).is_none_or(|i| !(self.out[i].is_ascii_alphanumeric() || self.out[i] == b'_'))
+                {
+                    self.out.pop();
+                }
                 let bytes = unescape(raw, quote, self.options.backslash_escapes);
                 if introducer != Some(Charset::Binary) && charset != Charset::Binary {
                     self.current.warnings.push(Warning { level: "Warning", code: 1300, message: invalid_string(charset, &bytes).message });
@@ -562,6 +609,31 @@ mod tests {
         assert_eq!(utf8(b"/*!40000 ALTER TABLE t DISABLE KEYS */;"), ["ALTER TABLE t DISABLE KEYS"]);
         assert_eq!(utf8(b"SELECT /* a ; b */ 1 /*+ hint */"), ["SELECT   1"]);
         assert_eq!(utf8(b"SELECT 1 /* open"), ["error 1064"]);
+    }
+
+    #[test]
+    fn a_digit_after_a_placeholder_stays_apart() {
+        // MySQL refuses `?1`; it must not become placeholder 01.
+        let s = split(b"SELECT ?1, ?", LexOptions::default()).remove(0).unwrap();
+        assert_eq!(s.text, "SELECT ?0 1, ?1");
+    }
+
+    #[test]
+    fn an_open_executable_comment_is_a_syntax_error() {
+        assert_eq!(utf8(b"SELECT 1 /*! + 2"), ["error 1064"]);
+        assert_eq!(utf8(b"/*!40101 SET @a=1; SET @b=2 */"), ["SET @a=1", "SET @b=2"]);
+    }
+
+    #[test]
+    fn chains_the_parser_builds_are_counted() {
+        let s = split(b"SELECT 1::INT::INT, x AT TIME ZONE 'a' FROM t UNION SELECT 2 DIV 3", LexOptions::default()).remove(0).unwrap();
+        assert_eq!((s.operators, s.div_operators), (4 + 1 + 1 + 1, 1));
+    }
+
+    #[test]
+    fn invalid_bytes_in_a_national_literal_or_a_variable_name() {
+        assert_eq!(utf8(b"SELECT N'a\xffb'"), ["SELECT X'61FF62'"]);
+        assert_eq!(utf8(b"SET @'a\xff' = 1"), ["error 1300"]);
     }
 
     #[test]
