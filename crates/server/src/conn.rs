@@ -229,8 +229,9 @@ impl Drop for HandshakeSlot {
     }
 }
 
+/// A global timeout variable (its range keeps it at one second or more).
 fn seconds(engine: &Engine, name: &str) -> Duration {
-    Duration::from_secs(engine.global(name).and_then(|v| v.parse().ok()).unwrap_or(1))
+    Duration::from_secs(quill_sql::vars::int_value(&engine.globals.read(), name))
 }
 
 fn send_error(w: &mut PacketWriter, caps: u32, e: &SqlError) {
@@ -324,16 +325,13 @@ pub async fn serve(stream: TcpStream, engine: Arc<Engine>, connection_id: u32, t
     let limit = usize::try_from(quill_sql::vars::int_value(&engine.globals.read(), "quill_max_unauthenticated_connections")).unwrap_or(usize::MAX);
     let slot = handshakes.enter(limit);
     let connect_timeout = seconds(&engine, "connect_timeout");
-    let handshake = tokio::select! {
-        finished = tokio::time::timeout(connect_timeout, handshake(&mut conn, &engine, connection_id, tls, &peer)) => finished.ok(),
+    // None: timed out, evicted, refused, or gone.
+    let logged_in = tokio::select! {
+        finished = tokio::time::timeout(connect_timeout, handshake(&mut conn, &engine, connection_id, tls, &peer)) => finished.ok().flatten(),
         () = slot.evicted.notified() => None,
     };
     drop(slot);
-    let Some(handshake) = handshake else {
-        engine.status.aborted_connects.fetch_add(1, Ordering::Relaxed);
-        return;
-    };
-    let Some(mut session) = handshake else {
+    let Some(mut session) = logged_in else {
         engine.status.aborted_connects.fetch_add(1, Ordering::Relaxed);
         return;
     };
@@ -470,7 +468,7 @@ async fn command_loop(conn: &mut Conn, session: &mut Session) {
         conn.decoder.set_expected_seq(0);
         session.command_started(None);
         let kill = session.kill.clone();
-        let idle = Duration::from_secs(session.info.vars.get("wait_timeout").and_then(|v| v.parse().ok()).unwrap_or(28_800));
+        let idle = Duration::from_secs(quill_sql::vars::int_value(&session.info.vars, "wait_timeout"));
         let read = tokio::select! {
             r = conn.read_packet(idle) => r,
             () = kill.notified() => {
@@ -676,7 +674,7 @@ async fn handle_command(conn: &mut Conn, session: &mut Session, statements: &mut
                     let params: Vec<ColumnDefinition> = (0..count)
                         .map(|_| column_def(&OutColumn::computed("?", SqlType::VarChar { len: 0, collation: quill_storage::Collation::Binary }), None))
                         .collect();
-                    let results = session.results_charset().filter(|c| c.converts_results());
+                    let results = session.results_conversion();
                     let cols: Vec<ColumnDefinition> = columns.iter().map(|c| column_def(c, results)).collect();
                     response::write_stmt_prepare_ok(&mut w, caps, StmtPrepareOk { stmt_id: id, warnings: 0 }, &params, &cols);
                     statements.insert(id, Stmt { params: StatementParams::new(count as u16), param_count: count });
@@ -752,7 +750,7 @@ fn ok(w: &mut PacketWriter, caps: u32, session: &Session, affected: u64, last_in
 
 fn write_outcome(w: &mut PacketWriter, caps: u32, session: &Session, outcome: Outcome, more: u16, binary: bool) {
     // Text goes out in character_set_results (none: as stored).
-    let results = session.results_charset().filter(|c| c.converts_results());
+    let results = session.results_conversion();
     match outcome {
         Outcome::Done { affected, last_insert_id, info } => {
             response::write_ok(

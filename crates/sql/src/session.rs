@@ -362,11 +362,11 @@ impl Session {
         Charset::from_name(self.info.var("character_set_client")).unwrap_or_default()
     }
 
-    /// The character set the client reads results in (`character_set_results`; `None`
-    /// when it is NULL: no conversion).
+    /// The character set result text must be converted to (`character_set_results`), or
+    /// `None` when text goes out as stored (utf8mb4, binary, or NULL).
     #[must_use]
-    pub fn results_charset(&self) -> Option<Charset> {
-        Charset::from_name(self.info.var("character_set_results"))
+    pub fn results_conversion(&self) -> Option<Charset> {
+        Charset::from_name(self.info.var("character_set_results")).filter(|c| c.converts_results())
     }
 
     /// Run the text of one COM_QUERY, bytes in `character_set_client`: every statement in
@@ -425,7 +425,7 @@ impl Session {
         if self.prepared.len() >= PREPARED_STATEMENTS_MAX {
             return Err(SqlError::new((1461, "42000"), "Can't create more than max_prepared_stmt_count statements"));
         }
-        let statement = text::single(sql.as_ref(), self.lex_options())?.ok_or_else(|| SqlError::new(codes::ER_EMPTY_QUERY, "Query was empty"))?;
+        let statement = text::single(sql.as_ref(), self.lex_options())?;
         let mut stmts = crate::parse::parse(&rewrite_lock_in_share_mode(&statement.text), statement.operators, statement.div_operators)?;
         if stmts.len() != 1 {
             return Err(SqlError::new((1295, "HY000"), "This command is not supported in the prepared statement protocol yet"));
@@ -713,7 +713,7 @@ impl Session {
     /// The statement fails now, which means the log and the catalog disagree.
     pub fn replay_ddl(&mut self, db: Option<String>, sql: &str) -> Result<()> {
         self.info.db = db;
-        let statement = text::single(sql.as_bytes(), LexOptions::default())?.ok_or_else(|| SqlError::new(codes::ER_EMPTY_QUERY, "Query was empty"))?;
+        let statement = text::single(sql.as_bytes(), LexOptions::default())?;
         let statements = self.parse(&statement.text, statement.operators, statement.div_operators)?;
         for statement in statements.iter() {
             self.ddl(statement, &[], sql)?;
@@ -919,10 +919,7 @@ impl Session {
             }
             other => return Err(SqlError::unsupported(format!("{other}"))),
         };
-        for plan in plans {
-            self.apply_set(plan)?;
-        }
-        Ok(Outcome::ok())
+        self.apply_set_plans(plans)
     }
 
     /// `SET item, item, ...` as MySQL reads it: any mix of assignments (`[GLOBAL | SESSION]
@@ -972,6 +969,11 @@ impl Session {
             return Err(SqlError::parse(""));
         }
         self.info.row_count = 0;
+        self.apply_set_plans(plans)
+    }
+
+    /// Apply a SET's items, every one checked already, in order.
+    fn apply_set_plans(&mut self, plans: Vec<SetPlan>) -> Result<Outcome> {
         for plan in plans {
             self.apply_set(plan)?;
         }

@@ -53,12 +53,18 @@ impl Charset {
     /// not speak.
     #[must_use]
     pub fn from_name(name: &str) -> Option<Charset> {
-        Some(match name.trim_matches(['\'', '"', '`']).to_ascii_lowercase().as_str() {
-            "utf8mb4" => Charset::Utf8mb4,
-            "utf8mb3" | "utf8" => Charset::Utf8mb3,
-            "latin1" => Charset::Latin1,
-            "binary" => Charset::Binary,
-            _ => return None,
+        let name = name.trim_matches(['\'', '"', '`']);
+        let is = |n: &str| name.eq_ignore_ascii_case(n);
+        Some(if is("utf8mb4") {
+            Charset::Utf8mb4
+        } else if is("utf8mb3") || is("utf8") {
+            Charset::Utf8mb3
+        } else if is("latin1") {
+            Charset::Latin1
+        } else if is("binary") {
+            Charset::Binary
+        } else {
+            return None;
         })
     }
 
@@ -202,17 +208,15 @@ pub fn split(sql: &[u8], options: LexOptions) -> Vec<Result<StatementText>> {
     }
 }
 
-/// [`split`] for text that must hold one statement (a prepared statement, a logged DDL):
-/// the statement, or `None` for empty text.
+/// [`split`] for text that must hold one statement (a prepared statement, a logged DDL).
 ///
 /// # Errors
-/// As [`split`]; 1064 for more than one statement.
-pub fn single(sql: &[u8], options: LexOptions) -> Result<Option<StatementText>> {
+/// As [`split`]; 1065 for empty text; 1064 for more than one statement.
+pub fn single(sql: &[u8], options: LexOptions) -> Result<StatementText> {
     let mut statements = split(sql, options).into_iter();
-    let first = statements.next().transpose()?;
+    let first = statements.next().transpose()?.ok_or_else(|| SqlError::new(codes::ER_EMPTY_QUERY, "Query was empty"))?;
     if statements.next().is_some() {
-        let near = first.as_ref().map_or(String::new(), |f| f.text.clone());
-        return Err(SqlError::parse(&format!("; {}", near.chars().take(40).collect::<String>())));
+        return Err(SqlError::parse(&format!("; {}", first.text.chars().take(40).collect::<String>())));
     }
     Ok(first)
 }
@@ -548,6 +552,11 @@ mod tests {
         texts(sql, LexOptions::default())
     }
 
+    /// The first statement of utf8mb4 text, which must read without error.
+    fn first(sql: &[u8]) -> StatementText {
+        split(sql, LexOptions::default()).remove(0).unwrap()
+    }
+
     #[test]
     fn splits_at_top_level_semicolons_only() {
         assert_eq!(utf8(b"SELECT 1; SELECT ';'; SELECT \"a;b\""), ["SELECT 1", "SELECT ';'", "SELECT \"a;b\""]);
@@ -568,7 +577,7 @@ mod tests {
         assert_eq!(utf8(b"SELECT HEX(_binary'\xff\xfe')"), ["SELECT HEX(X'FFFE')"]);
         assert_eq!(utf8(b"SELECT _binary'a\\0\\'b'"), ["SELECT X'61002762'"]);
         // Invalid UTF-8 in a plain literal: the bytes, and warning 1300.
-        let s = split(b"INSERT INTO b VALUES (1, 'x\x80\\n')", LexOptions::default()).remove(0).unwrap();
+        let s = first(b"INSERT INTO b VALUES (1, 'x\x80\\n')");
         assert_eq!(s.text, "INSERT INTO b VALUES (1, X'78800A')");
         assert_eq!(s.warnings[0].code, 1300);
         assert!(s.warnings[0].message.contains("'80"), "{}", s.warnings[0].message);
@@ -614,7 +623,7 @@ mod tests {
     #[test]
     fn a_digit_after_a_placeholder_stays_apart() {
         // MySQL refuses `?1`; it must not become placeholder 01.
-        let s = split(b"SELECT ?1, ?", LexOptions::default()).remove(0).unwrap();
+        let s = first(b"SELECT ?1, ?");
         assert_eq!(s.text, "SELECT ?0 1, ?1");
     }
 
@@ -626,7 +635,7 @@ mod tests {
 
     #[test]
     fn chains_the_parser_builds_are_counted() {
-        let s = split(b"SELECT 1::INT::INT, x AT TIME ZONE 'a' FROM t UNION SELECT 2 DIV 3", LexOptions::default()).remove(0).unwrap();
+        let s = first(b"SELECT 1::INT::INT, x AT TIME ZONE 'a' FROM t UNION SELECT 2 DIV 3");
         assert_eq!((s.operators, s.div_operators), (4 + 1 + 1 + 1, 1));
     }
 
@@ -638,7 +647,7 @@ mod tests {
 
     #[test]
     fn placeholders_are_numbered_and_operators_counted() {
-        let s = split(b"SELECT ? + ?, '?' FROM t WHERE a = ? OR b IN (?)", LexOptions::default()).remove(0).unwrap();
+        let s = first(b"SELECT ? + ?, '?' FROM t WHERE a = ? OR b IN (?)");
         assert_eq!(s.text, "SELECT ?0 + ?1, '?' FROM t WHERE a = ?2 OR b IN (?3)");
         assert_eq!(s.placeholders, 4);
         assert_eq!(s.operators, 4);

@@ -9,8 +9,7 @@ use std::panic::AssertUnwindSafe;
 
 use common::Rng;
 use futures_util::FutureExt;
-use quill_sql::vars::VarSet;
-use quill_sql::{Engine, Session};
+use quill_sql::Session;
 
 mod common;
 
@@ -145,11 +144,10 @@ fn soup(rng: &mut Rng) -> String {
 
 #[tokio::test(flavor = "current_thread")]
 async fn random_and_mutated_statements_never_panic() {
-    let iterations: usize = std::env::var("QUILL_FUZZ_ITERATIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(DEFAULT_ITERATIONS);
-    let seed: u64 = std::env::var("QUILL_FUZZ_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(0x5EED_0F01_1100);
+    let iterations: usize = common::env_number("QUILL_FUZZ_ITERATIONS", DEFAULT_ITERATIONS);
+    let seed: u64 = common::env_number("QUILL_FUZZ_SEED", 0x5EED_0F01_1100);
     let mut rng = Rng(seed | 1);
-    let engine = Engine::new(VarSet::defaults());
-    let mut session = Session::new(engine, 1, "root", "127.0.0.1");
+    let mut session = common::session();
     for s in ["CREATE DATABASE f", "USE f"] {
         assert!(session.run(s).await.into_iter().all(|r| r.is_ok()));
     }
@@ -218,14 +216,14 @@ fn wide_expression(rng: &mut Rng, n: usize) -> String {
 /// in release.
 #[test]
 fn deep_and_wide_expressions_get_an_answer() {
-    let seed: u64 = std::env::var("QUILL_FUZZ_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(0xDEE9_0F01_1100);
-    let iterations: usize = std::env::var("QUILL_FUZZ_ITERATIONS").ok().and_then(|v| v.parse().ok()).map_or(60, |n: usize| n / 50);
+    let seed: u64 = common::env_number("QUILL_FUZZ_SEED", 0xDEE9_0F01_1100);
+    // A deep statement costs some fifty ordinary ones.
+    let iterations: usize = common::env_number("QUILL_FUZZ_ITERATIONS", 3_000) / 50;
     let run = move || {
         let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
         runtime.block_on(async move {
             let mut rng = Rng(seed | 1);
-            let engine = Engine::new(VarSet::defaults());
-            let mut session = Session::new(engine, 1, "root", "127.0.0.1");
+            let mut session = common::session();
             for s in
                 ["CREATE DATABASE w", "USE w", "CREATE TABLE t (id INT PRIMARY KEY, a VARCHAR(10))", "INSERT INTO t VALUES (1, 'v1'), (2, 'v2'), (30, 'v30')"]
             {

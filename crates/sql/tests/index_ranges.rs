@@ -13,9 +13,8 @@
 //! 1,916 times. A failure prints the seed and the condition; `QUILL_RANGE_SEED=<n>` replays
 //! it, `QUILL_RANGE_ITERATIONS` runs longer.
 
+use quill_sql::Session;
 use quill_sql::session::Outcome;
-use quill_sql::vars::VarSet;
-use quill_sql::{Engine, Session};
 
 const DEFAULT_ITERATIONS: usize = 1_500;
 const ROWS: i64 = 60;
@@ -94,11 +93,10 @@ async fn exec(session: &mut Session, sql: &str) {
 
 #[tokio::test(flavor = "current_thread")]
 async fn index_access_paths_agree_with_a_plain_scan() {
-    let iterations: usize = std::env::var("QUILL_RANGE_ITERATIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(DEFAULT_ITERATIONS);
-    let seed: u64 = std::env::var("QUILL_RANGE_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(0x0DD_BA11);
+    let iterations: usize = common::env_number("QUILL_RANGE_ITERATIONS", DEFAULT_ITERATIONS);
+    let seed: u64 = common::env_number("QUILL_RANGE_SEED", 0x0DD_BA11);
     let mut rng = Rng(seed | 1);
-    let engine = Engine::new(VarSet::defaults());
-    let mut session = Session::new(engine, 1, "root", "127.0.0.1");
+    let mut session = common::session();
     for s in [
         "CREATE DATABASE r",
         "USE r",

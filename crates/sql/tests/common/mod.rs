@@ -1,4 +1,19 @@
-//! What the SQL integration tests share: a replayable random stream.
+//! What the SQL integration tests share: a replayable random stream, settings from the
+//! environment, and a session on an engine of its own.
+
+use quill_sql::vars::VarSet;
+use quill_sql::{Engine, Session};
+
+/// A number from the environment (a seed to replay, a longer run), or `default`.
+pub fn env_number<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// A root session on a fresh engine without a data directory.
+#[must_use]
+pub fn session() -> Session {
+    Session::new(Engine::new(VarSet::defaults()), 1, "root", "127.0.0.1")
+}
 
 /// xorshift64: a replayable stream of test inputs without a dependency; a failing seed
 /// replays the same inputs.
