@@ -18,7 +18,7 @@ import pymysql
 import pytest
 
 from conftest import PrivateQuill, test_target
-from wire import RawConnection, ServerError
+from wire import RawConnection, ServerError, parse_err
 
 quill_only = pytest.mark.skipif(test_target() != "quill", reason="starts a quill server of its own")
 
@@ -222,6 +222,31 @@ def test_sockets_that_never_log_in_are_closed_after_connect_timeout(tmp_path):
         with quill.connect().cursor() as cur:
             cur.execute("SHOW GLOBAL STATUS LIKE 'Aborted_connects'")
             assert int(cur.fetchone()[1]) >= 2_000, "every socket that never logged in was closed and counted"
+        assert quill.alive()
+
+
+@quill_only
+def test_stalled_packets_and_idle_interactive_clients_are_closed(tmp_path):
+    with PrivateQuill(tmp_path / "data", "--net-read-timeout=1", "--interactive-timeout=1") as quill:
+        # A packet that begins and never finishes: 1159 after net_read_timeout.
+        with RawConnection(quill.host, quill.port) as connection:
+            connection.login("root")
+            connection.send_raw((100).to_bytes(3, "little") + b"\0" + b"\x03SELECT")
+            started = time.monotonic()
+            error = parse_err(connection.read_packet())
+            assert error.errno == 1159 and time.monotonic() - started < 10
+            assert connection.is_closed_by_server()
+        # An interactive client idles up to interactive_timeout, not wait_timeout.
+        interactive = quill.connect(client_flag=pymysql.constants.CLIENT.INTERACTIVE)
+        with interactive.cursor() as cur:
+            cur.execute("SELECT @@SESSION.wait_timeout")
+            assert cur.fetchone()[0] == 1
+        time.sleep(3)
+        with pytest.raises(pymysql.err.MySQLError), interactive.cursor() as cur:
+            cur.execute("SELECT 1")
+        with quill.connect().cursor() as cur:
+            cur.execute("SHOW GLOBAL STATUS LIKE 'Aborted_clients'")
+            assert int(cur.fetchone()[1]) >= 2
         assert quill.alive()
 
 
