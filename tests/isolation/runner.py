@@ -112,6 +112,22 @@ def lock_waiters(monitor) -> set[int]:
         return {int(r[0]) for r in cur.fetchall()}
 
 
+def settle(monitor, s: Session, what: str) -> bool:
+    """Wait until the session's statements finish (False) or it waits for a lock (True)."""
+    deadline = time.monotonic() + STEP_SETTLE_TIMEOUT_S
+    next_look = time.monotonic() + POLL_INTERVAL_S * 3
+    while True:
+        if not s.busy():
+            return False
+        if time.monotonic() >= next_look:
+            next_look = time.monotonic() + LOCK_WAIT_POLL_INTERVAL_S
+            if s.connection_id in lock_waiters(monitor) and s.busy():
+                return True
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what} neither finished nor waits for a lock")
+        time.sleep(POLL_INTERVAL_S)
+
+
 def run_scenario(host: str, port: int, scenario: Scenario, level: str) -> list[dict]:
     """Run one scenario at one level; returns each step's outcome."""
     db = "iso_" + uuid.uuid4().hex[:10]
@@ -127,26 +143,14 @@ def run_scenario(host: str, port: int, scenario: Scenario, level: str) -> list[d
         blocked: dict[int, bool] = {}
         for step, (who, sql) in enumerate(scenario.steps):
             s = sessions[who - 1]
-            if s.busy():
-                # The client is still waiting on an earlier statement.
+            # An earlier statement of this client may still be finishing (a lock it waited
+            # for was granted a moment ago): it counts as blocked only while it waits.
+            if s.busy() and settle(admin, s, f"{scenario.name} at {level}: step {step - 1}"):
                 blocked[step] = True
                 s.send(step, sql)
                 continue
             s.send(step, sql)
-            deadline = time.monotonic() + STEP_SETTLE_TIMEOUT_S
-            next_look = time.monotonic() + POLL_INTERVAL_S * 3
-            while True:
-                if not s.busy():
-                    blocked[step] = False
-                    break
-                if time.monotonic() >= next_look:
-                    next_look = time.monotonic() + LOCK_WAIT_POLL_INTERVAL_S
-                    if s.connection_id in lock_waiters(admin) and s.busy():
-                        blocked[step] = True
-                        break
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"{scenario.name} at {level}: step {step} ({sql!r}) neither finished nor waits for a lock")
-                time.sleep(POLL_INTERVAL_S)
+            blocked[step] = settle(admin, s, f"{scenario.name} at {level}: step {step} ({sql!r})")
         deadline = time.monotonic() + DRAIN_TIMEOUT_S
         while any(s.busy() for s in sessions) and time.monotonic() < deadline:
             time.sleep(POLL_INTERVAL_S * 10)
