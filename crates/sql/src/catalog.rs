@@ -2,10 +2,16 @@
 //! table owning its storage [`Table`].
 //!
 //! Database and table names are case-sensitive (as on Linux MySQL with
-//! `lower_case_table_names=0`); column and index names are not. The catalog is
-//! guarded by the engine's lock: DDL takes it exclusively.
+//! `lower_case_table_names=0`); column and index names are not.
+//!
+//! A [`Catalog`] is an immutable snapshot: statements read the engine's current one
+//! (`Engine::catalog`, an `Arc` clone, no lock held while they run) and reach tables
+//! through shared [`TableMeta`] handles whose storage is safe for concurrent use. DDL
+//! copies the catalog (a map of handles, not of rows), changes the copy and installs it
+//! (`Engine::install_catalog`); metadata locks keep DML off a table while DDL replaces it.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use quill_storage::{Collation, IndexDef, Table, Value};
 
@@ -40,7 +46,7 @@ pub struct IndexMeta {
     pub unique: bool,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct TableMeta {
     pub id: u64,
     pub db: String,
@@ -89,19 +95,28 @@ impl TableMeta {
     pub fn auto_increment_column(&self) -> Option<usize> {
         self.columns.iter().position(|c| c.auto_increment)
     }
+
+    /// The same table, empty, with AUTO_INCREMENT back at 1 (TRUNCATE).
+    #[must_use]
+    pub fn empty_copy(&self) -> TableMeta {
+        let mut meta = TableMeta::new(self.id, &self.db, &self.name, self.columns.clone(), self.primary.clone(), self.indexes.clone(), self.collation);
+        meta.comment.clone_from(&self.comment);
+        meta.created_at = self.created_at;
+        meta
+    }
 }
 
 #[derive(Debug, Clone, Default)]
 pub struct Database {
     pub name: String,
     pub collation: Collation,
-    pub tables: BTreeMap<String, TableMeta>,
+    pub tables: BTreeMap<String, Arc<TableMeta>>,
 }
 
 /// Names of the databases that always exist and cannot be dropped.
 pub const SYSTEM_DATABASES: [&str; 4] = ["information_schema", "mysql", "performance_schema", "sys"];
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Catalog {
     pub databases: BTreeMap<String, Database>,
     next_table_id: u64,
@@ -134,25 +149,40 @@ impl Catalog {
     /// # Errors
     /// 1049 / 1146.
     pub fn table(&self, db: &str, name: &str) -> Result<&TableMeta> {
-        self.databases.get(db).and_then(|d| d.tables.get(name)).ok_or_else(|| SqlError::no_such_table(db, name))
+        self.databases.get(db).and_then(|d| d.tables.get(name)).map(|t| &**t).ok_or_else(|| SqlError::no_such_table(db, name))
     }
 
+    /// A shared handle on a table, to keep beyond this snapshot.
+    ///
     /// # Errors
     /// 1049 / 1146.
-    pub fn table_mut(&mut self, db: &str, name: &str) -> Result<&mut TableMeta> {
-        self.databases.get_mut(db).ok_or_else(|| SqlError::unknown_db(db))?.tables.get_mut(name).ok_or_else(|| SqlError::no_such_table(db, name))
+    pub fn table_handle(&self, db: &str, name: &str) -> Result<Arc<TableMeta>> {
+        self.databases.get(db).and_then(|d| d.tables.get(name)).cloned().ok_or_else(|| SqlError::no_such_table(db, name))
     }
 
     #[must_use]
     pub fn table_by_id(&self, id: u64) -> Option<&TableMeta> {
         let (db, name) = self.by_id.get(&id)?;
-        self.databases.get(db)?.tables.get(name)
+        self.databases.get(db)?.tables.get(name).map(|t| &**t)
     }
 
-    #[must_use]
-    pub fn table_by_id_mut(&mut self, id: u64) -> Option<&mut TableMeta> {
-        let (db, name) = self.by_id.get(&id)?;
-        self.databases.get_mut(db)?.tables.get_mut(name)
+    /// Put `meta` in the place of the table of the same database and name (ALTER,
+    /// TRUNCATE): statements that run on the new snapshot see only the new table.
+    ///
+    /// # Errors
+    /// 1049 / 1146.
+    pub fn replace_table(&mut self, meta: TableMeta) -> Result<()> {
+        let slot = self
+            .databases
+            .get_mut(&meta.db)
+            .ok_or_else(|| SqlError::unknown_db(&meta.db))?
+            .tables
+            .get_mut(&meta.name)
+            .ok_or_else(|| SqlError::no_such_table(&meta.db, &meta.name))?;
+        self.by_id.remove(&slot.id);
+        self.by_id.insert(meta.id, (meta.db.clone(), meta.name.clone()));
+        *slot = Arc::new(meta);
+        Ok(())
     }
 
     /// Register a new table.
@@ -165,7 +195,7 @@ impl Catalog {
             return Err(SqlError::new(codes::ER_TABLE_EXISTS_ERROR, format!("Table '{}' already exists", meta.name)));
         }
         self.by_id.insert(meta.id, (meta.db.clone(), meta.name.clone()));
-        db.tables.insert(meta.name.clone(), meta);
+        db.tables.insert(meta.name.clone(), Arc::new(meta));
         Ok(())
     }
 
@@ -173,7 +203,7 @@ impl Catalog {
     ///
     /// # Errors
     /// 1051 if it does not exist.
-    pub fn remove_table(&mut self, db: &str, name: &str) -> Result<TableMeta> {
+    pub fn remove_table(&mut self, db: &str, name: &str) -> Result<Arc<TableMeta>> {
         let t = self
             .databases
             .get_mut(db)

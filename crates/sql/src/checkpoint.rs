@@ -3,13 +3,13 @@
 //! grow without bound and recovery replays only what came after.
 //!
 //! Consistency without stopping writers:
-//! 1. Under the catalog's read lock, no commit is appending (commits append under the write
-//!    lock), so the log's next position L and the newest commit timestamp describe the same
-//!    state. A read view at that timestamp is registered, so purge keeps the versions it sees.
-//! 2. Rows are copied in chunks of [`CHUNK_ROWS`], each under a short read lock, through that
-//!    view. Commits go on between chunks; the view hides them, and the log after L replays them.
-//! 3. DDL waits for the checkpoint (`Engine::ddl_gate`), so table definitions hold still
-//!    while their rows are copied.
+//! 1. Under `Engine::commit_order`, no commit is appending, so the log's next position L and
+//!    the newest commit timestamp describe the same state. A read view at that timestamp is
+//!    registered, so purge keeps the versions it sees.
+//! 2. Rows are copied in chunks of [`CHUNK_ROWS`] through that view, with no lock held:
+//!    commits go on meanwhile; the view hides them, and the log after L replays them.
+//! 3. DDL waits for the checkpoint (`Engine::ddl_gate`), so the catalog snapshot the
+//!    checkpoint copies is the current one throughout.
 //! 4. Each table definition (`SHOW CREATE TABLE`) is loaded into a scratch engine and must
 //!    come back identical, or the checkpoint fails: a definition that would not load must
 //!    never be found at start-up.
@@ -29,13 +29,14 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use quill_io::Fs;
+use quill_storage::ReadView;
 use quill_storage::checkpoint::{CheckpointWriter, remove_old_checkpoints};
-use quill_storage::{ReadView, Row};
+use quill_storage::table::SharedRow;
 
-use crate::catalog::SYSTEM_DATABASES;
+use crate::catalog::{Catalog, SYSTEM_DATABASES};
 use crate::session::{Engine, Session};
 
-/// Rows copied per read-lock acquisition.
+/// Rows copied per step (one skip-list seek each).
 pub const CHUNK_ROWS: usize = 1024;
 /// How often the checkpointer looks at its triggers.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(100);
@@ -61,22 +62,25 @@ pub fn checkpoint(engine: &Engine, fs: &Arc<dyn Fs>, datadir: &Path) -> std::io:
     let log = engine.log.get().expect("checkpoints need the commit log");
     let _ddl = engine.ddl_gate.read();
     let view_txn = engine.txns.begin(0, "REPEATABLE-READ", true);
+    let catalog = engine.catalog();
     let (lsn, next_seq, view, databases, tables) = {
-        let catalog = engine.catalog.read();
+        // The log position and the view agree: no commit falls between them.
+        let order = engine.commit_order.lock();
         let (lsn, next_seq) = log.next_position();
         let view = engine.txns.read_view(view_txn, false);
+        drop(order);
         let databases: Vec<String> = catalog.databases.keys().filter(|d| !SYSTEM_DATABASES.contains(&d.as_str())).cloned().collect();
         let mut tables = Vec::new();
         for db in catalog.databases.values() {
             for t in db.tables.values() {
                 let definition = crate::durability::table_definition(&catalog, &db.name, &t.name);
-                tables.push((db.name.clone(), t.name.clone(), definition, t.data.auto_increment));
+                tables.push((db.name.clone(), t.name.clone(), definition, t.data.auto_increment()));
             }
         }
         (lsn, next_seq, view, databases, tables)
     };
     let verified = tables.iter().try_for_each(|(db, name, definition, _)| verify_definition(engine, db, name, definition));
-    let result = verified.and_then(|()| write_file(engine, fs, datadir, lsn, next_seq, view, &databases, &tables));
+    let result = verified.and_then(|()| write_file(&catalog, fs, datadir, lsn, next_seq, view, &databases, &tables));
     engine.txns.release_view(&view);
     engine.txns.end(view_txn);
     let (path, bytes, rows) = result?;
@@ -94,7 +98,7 @@ fn verify_definition(engine: &Engine, db: &str, name: &str, definition: &str) ->
     let create_db = format!("CREATE DATABASE IF NOT EXISTS `{}`", db.replace('`', "``"));
     let loaded = session.replay_ddl(None, &create_db).and_then(|()| session.replay_ddl(Some(db.to_owned()), definition));
     session.close();
-    let again = loaded.map(|()| crate::durability::table_definition(&scratch.catalog.read(), db, name));
+    let again = loaded.map(|()| crate::durability::table_definition(&scratch.catalog(), db, name));
     match again {
         Ok(again) if again == definition => Ok(()),
         Ok(again) => Err(std::io::Error::other(format!("{db}.{name}: its definition does not load back the same:\n{definition}\n!=\n{again}"))),
@@ -104,7 +108,7 @@ fn verify_definition(engine: &Engine, db: &str, name: &str, definition: &str) ->
 
 #[allow(clippy::too_many_arguments)]
 fn write_file(
-    engine: &Engine,
+    catalog: &Catalog,
     fs: &Arc<dyn Fs>,
     datadir: &Path,
     lsn: u64,
@@ -122,11 +126,10 @@ fn write_file(
         writer.table(db, name, definition, *auto_increment)?;
         let mut after: Option<Vec<u8>> = None;
         loop {
-            let chunk: Vec<(Vec<u8>, Row)> = {
-                let catalog = engine.catalog.read();
+            let chunk: Vec<(Vec<u8>, SharedRow)> = {
                 let Ok(table) = catalog.table(db, name) else { break };
                 let lower = after.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
-                table.data.scan(lower, Bound::Unbounded, view).take(CHUNK_ROWS).map(|(k, r)| (k.clone(), r.clone())).collect()
+                table.data.scan(lower, Bound::Unbounded, view).take(CHUNK_ROWS).collect()
             };
             for (key, row) in &chunk {
                 writer.row(key, row)?;

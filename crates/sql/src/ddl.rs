@@ -1,8 +1,9 @@
 //! Data definition: databases, tables and indexes.
 //!
-//! DDL commits any open transaction first (as MySQL does) and then changes the
-//! catalog under the engine's exclusive lock. ALTER TABLE rebuilds the table: a
-//! new definition, and every committed row copied into it.
+//! DDL commits any open transaction first (as MySQL does), then changes a copy of the
+//! catalog, which the session installs once the change is logged (see
+//! `Session::ddl`). ALTER TABLE rebuilds the table: a new definition, and every
+//! committed row copied into it; TRUNCATE puts an empty table in the old one's place.
 
 use quill_storage::{Collation, ReadView, Value};
 use sqlparser::ast::{self, ColumnOption, TableConstraint};
@@ -311,7 +312,7 @@ pub fn create_table(catalog: &mut Catalog, info: &SessionInfo, env_params: (&[Va
     let id = catalog.allocate_table_id();
     let mut meta = TableMeta::new(id, &db, &name, columns, primary, indexes, table_collation);
     meta.comment = comment;
-    meta.data.auto_increment = auto_increment_start.max(1);
+    meta.data.set_auto_increment(auto_increment_start.max(1));
     // Rows of CREATE ... SELECT are written and committed with the DDL itself.
     for (n, r) in rows.into_iter().enumerate() {
         let mut coerced = Vec::with_capacity(r.len());
@@ -319,7 +320,7 @@ pub fn create_table(catalog: &mut Catalog, info: &SessionInfo, env_params: (&[Va
             let mut cx = WriteContext { column: &c.name, row: n as u64 + 1, strict: true, warnings };
             coerced.push(coerce_to_column(v, &c.ty, &mut cx)?);
         }
-        let pk = meta.data.insert(0, coerced).map_err(|e| match e {
+        let pk = meta.data.insert(&meta.data.write_latch(), 0, coerced).map_err(|e| match e {
             quill_storage::WriteError::Duplicate { .. } => SqlError::new(codes::ER_DUP_ENTRY, format!("Duplicate entry for key '{name}.PRIMARY'")),
             quill_storage::WriteError::Locked { .. } => SqlError::internal("new table row locked"),
         })?;
@@ -395,8 +396,10 @@ pub fn drop_tables(catalog: &mut Catalog, info: &SessionInfo, names: &[ast::Obje
 /// 1146.
 pub fn truncate(catalog: &mut Catalog, info: &SessionInfo, name: &ast::ObjectName) -> Result<()> {
     let (db, t) = query::resolve_table_name(info, name)?;
-    catalog.table_mut(&db, &t)?.data.clear();
-    Ok(())
+    // A new, empty table takes the old one's place; statements still running on the old
+    // snapshot (none can write it: TRUNCATE holds its metadata lock) keep what they read.
+    let empty = catalog.table(&db, &t)?.empty_copy();
+    catalog.replace_table(empty)
 }
 
 /// Rebuild a table with a changed definition, copying its committed rows.
@@ -416,7 +419,7 @@ fn rebuild(
     let mut meta = TableMeta::new(old.id, db, name, columns, primary, indexes, old.collation);
     meta.comment = old.comment.clone();
     meta.created_at = old.created_at;
-    meta.data.auto_increment = old.data.auto_increment;
+    meta.data.set_auto_increment(old.data.auto_increment());
     let rows = old.data.snapshot_rows(ReadView::current(0));
     for (n, r) in rows.into_iter().enumerate() {
         let mut new_row = Vec::with_capacity(meta.columns.len());
@@ -440,15 +443,13 @@ fn rebuild(
             }
             new_row.push(v);
         }
-        let pk = meta.data.insert(0, new_row).map_err(|e| match e {
+        let pk = meta.data.insert(&meta.data.write_latch(), 0, new_row).map_err(|e| match e {
             quill_storage::WriteError::Duplicate { .. } => SqlError::new(codes::ER_DUP_ENTRY, format!("Duplicate entry for key while altering '{name}'")),
             quill_storage::WriteError::Locked { .. } => SqlError::internal("row locked during ALTER"),
         })?;
         meta.data.commit_row(0, &pk, 0, 0);
     }
-    let t = catalog.table_mut(db, name)?;
-    *t = meta;
-    Ok(())
+    catalog.replace_table(meta)
 }
 
 /// ALTER TABLE with ADD/DROP/MODIFY/CHANGE COLUMN and ADD/DROP INDEX.

@@ -102,7 +102,8 @@ fn write_error(e: WriteError, t: &TableMeta, row: &Row, cx: &DmlCx<'_>) -> SqlEr
 }
 
 /// Lock what an insert of `row` into `t` needs: no other transaction's gap lock over any of
-/// its index entries (insert intention), then the row's key, exclusively.
+/// its index entries (insert intention), then the row's key, exclusively. REQUIRES: the
+/// table's write latch, held on to the insert, so no gap lock is granted in between.
 fn lock_for_insert(cx: &DmlCx<'_>, t: &TableMeta, data: &Table, row: &Row) -> Result<()> {
     let locks = &cx.info.engine.txns.locks;
     let pk = data.insert_key(row);
@@ -115,15 +116,10 @@ fn lock_for_insert(cx: &DmlCx<'_>, t: &TableMeta, data: &Table, row: &Row) -> Re
     locking::lock_for_write(locks, cx.txn, t.id, &pk)
 }
 
-/// Take a table's storage out of the catalog for the duration of `f`.
-fn with_table<T>(catalog: &mut Catalog, db: &str, name: &str, f: impl FnOnce(&Catalog, &TableMeta, &mut Table) -> Result<T>) -> Result<T> {
-    let mut data = std::mem::replace(&mut catalog.table_mut(db, name)?.data, Table::new(vec![], vec![]));
-    let result = {
-        let meta = catalog.table(db, name)?;
-        f(catalog, meta, &mut data)
-    };
-    catalog.table_mut(db, name).expect("table present").data = data;
-    result
+/// Run `f` on a table's definition and storage.
+fn with_table<T>(catalog: &Catalog, db: &str, name: &str, f: impl FnOnce(&Catalog, &TableMeta, &Table) -> Result<T>) -> Result<T> {
+    let meta = catalog.table(db, name)?;
+    f(catalog, meta, &meta.data)
 }
 
 /// The value a column gets when an INSERT does not give one.
@@ -138,7 +134,7 @@ fn default_value(t: &TableMeta, col: usize, now_us: i64) -> Result<Value> {
 }
 
 /// Coerce and check every column of a full row before it is written.
-fn finish_row(t: &TableMeta, mut row: Row, row_no: u64, cx: &mut DmlCx<'_>, data: &mut Table, generated: &mut Option<u64>) -> Result<Row> {
+fn finish_row(t: &TableMeta, mut row: Row, row_no: u64, cx: &mut DmlCx<'_>, data: &Table, generated: &mut Option<u64>) -> Result<Row> {
     for (i, c) in t.columns.iter().enumerate() {
         let v = std::mem::replace(&mut row[i], Value::Null);
         let mut wcx = WriteContext { column: &c.name, row: row_no, strict: cx.strict, warnings: cx.warnings };
@@ -146,8 +142,7 @@ fn finish_row(t: &TableMeta, mut row: Row, row_no: u64, cx: &mut DmlCx<'_>, data
         if c.auto_increment {
             let zero = matches!(v, Value::Int(0) | Value::UInt(0));
             if v.is_null() || zero {
-                let id = data.auto_increment;
-                data.auto_increment += 1;
+                let id = data.take_auto_increment();
                 let mut wcx = WriteContext { column: &c.name, row: row_no, strict: cx.strict, warnings: cx.warnings };
                 v = coerce_to_column(Value::UInt(id), &c.ty, &mut wcx)?;
                 if generated.is_none() {
@@ -155,8 +150,8 @@ fn finish_row(t: &TableMeta, mut row: Row, row_no: u64, cx: &mut DmlCx<'_>, data
                 }
             } else {
                 let n = ops::to_i128(&v);
-                if n >= i128::from(data.auto_increment) {
-                    data.auto_increment = u64::try_from(n + 1).unwrap_or(u64::MAX);
+                if n >= 0 {
+                    data.raise_auto_increment(u64::try_from(n + 1).unwrap_or(u64::MAX));
                 }
             }
         }
@@ -195,7 +190,7 @@ type ProposedRow = Vec<Option<Value>>;
 ///
 /// # Errors
 /// Everything a write can fail with; `lock_holder` when it must wait.
-pub fn insert(catalog: &mut Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Insert) -> Result<DmlResult> {
+pub fn insert(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Insert) -> Result<DmlResult> {
     let ast::TableObject::TableName(name) = &stmt.table else {
         return Err(SqlError::unsupported("INSERT INTO TABLE FUNCTION"));
     };
@@ -312,8 +307,12 @@ pub fn insert(catalog: &mut Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Insert) -> 
             let mut attempts = 0;
             loop {
                 attempts += 1;
-                lock_for_insert(cx, t, data, &row)?;
-                match data.insert(cx.txn, row.clone()) {
+                let inserted = {
+                    let latch = data.write_latch();
+                    lock_for_insert(cx, t, data, &row)?;
+                    data.insert(&latch, cx.txn, row.clone())
+                };
+                match inserted {
                     Ok(pk) => {
                         cx.undo.push((t.id, pk));
                         res.affected += 1;
@@ -329,7 +328,7 @@ pub fn insert(catalog: &mut Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Insert) -> 
                     Err(WriteError::Duplicate { existing_pk, .. }) if on_dup.is_some() => {
                         let assigns = on_dup.as_ref().expect("checked");
                         locking::lock_for_write(&cx.info.engine.txns.locks, cx.txn, t.id, &existing_pk)?;
-                        let old = data.get(&existing_pk, &ReadView::current(cx.txn)).cloned().expect("duplicate row is visible");
+                        let old = Row::clone(&data.get(&existing_pk, &ReadView::current(cx.txn)).expect("duplicate row is visible"));
                         let mut combined = old.clone();
                         combined.extend(row.iter().cloned());
                         let e = env(catalog, cx);
@@ -346,8 +345,10 @@ pub fn insert(catalog: &mut Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Insert) -> 
                                 res.affected += 1;
                             }
                         } else {
+                            let latch = data.write_latch();
                             lock_for_update(cx, t, data, &existing_pk, &old, &new)?;
-                            let pk = data.update(cx.txn, &existing_pk, new.clone()).map_err(|e| write_error(e, t, &new, cx))?;
+                            let pk = data.update(&latch, cx.txn, &existing_pk, new.clone()).map_err(|e| write_error(e, t, &new, cx))?;
+                            drop(latch);
                             if pk != existing_pk {
                                 cx.undo.push((t.id, pk));
                             }
@@ -419,18 +420,18 @@ fn matching_rows(e: &Env<'_>, spec: &LockSpec, t: &TableMeta, filter: Option<&Ex
         if spec.semi_consistent {
             // READ COMMITTED: the newest committed version decides; only a match is locked.
             let Some(r) = t.data.get(&pk, &e.view) else { continue };
-            if !matches(r)? {
+            if !matches(&r)? {
                 continue;
             }
             spec.lock_row(locks, t.id, &t.name, &t.data, &pk)?;
-            out.push((pk, r.clone()));
+            out.push((pk, Row::clone(&r)));
         } else {
             if spec.lock_row(locks, t.id, &t.name, &t.data, &pk)?.is_none() {
                 continue;
             }
             let Some(r) = t.data.get(&pk, &e.view) else { continue };
-            if matches(r)? {
-                out.push((pk, r.clone()));
+            if matches(&r)? {
+                out.push((pk, Row::clone(&r)));
             }
         }
     }
@@ -506,7 +507,7 @@ fn order_and_limit(e: &Env<'_>, scope: &Scope, rows: &mut Vec<(Vec<u8>, Row)>, o
 ///
 /// # Errors
 /// As [`insert`].
-pub fn update(catalog: &mut Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Update) -> Result<DmlResult> {
+pub fn update(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Update) -> Result<DmlResult> {
     if stmt.from.is_some() {
         return Err(SqlError::unsupported("UPDATE ... FROM"));
     }
@@ -529,7 +530,7 @@ pub fn update(catalog: &mut Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Update) -> 
         let mut changed = 0u64;
         for (n, (pk, _found)) in targets.into_iter().enumerate() {
             // The row may have changed since it was found (only our own writes can have).
-            let Some(current) = data.get(&pk, &ReadView::current(cx.txn)).cloned() else { continue };
+            let Some(current) = data.get(&pk, &ReadView::current(cx.txn)).map(|r| Row::clone(&r)) else { continue };
             matched += 1;
             let mut new = current.clone();
             {
@@ -548,8 +549,10 @@ pub fn update(catalog: &mut Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Update) -> 
                     new[i] = Value::DateTime(crate::types::round_micros(now_us, c.ty.decimals().min(6)));
                 }
             }
+            let latch = data.write_latch();
             lock_for_update(cx, t, data, &pk, &current, &new)?;
-            let new_pk = data.update(cx.txn, &pk, new.clone()).map_err(|e| write_error(e, t, &new, cx))?;
+            let new_pk = data.update(&latch, cx.txn, &pk, new.clone()).map_err(|e| write_error(e, t, &new, cx))?;
+            drop(latch);
             if new_pk != pk {
                 cx.undo.push((t.id, new_pk));
             }
@@ -568,7 +571,7 @@ pub fn update(catalog: &mut Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Update) -> 
 ///
 /// # Errors
 /// As [`insert`].
-pub fn delete(catalog: &mut Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Delete) -> Result<DmlResult> {
+pub fn delete(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Delete) -> Result<DmlResult> {
     let tables = match &stmt.from {
         ast::FromTable::WithFromKeyword(t) | ast::FromTable::WithoutKeyword(t) => t,
     };

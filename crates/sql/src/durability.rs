@@ -151,7 +151,7 @@ pub fn commit_changes(catalog: &Catalog, txn: TxnId, rows: &[(u64, &[u8])]) -> V
         let Some(table) = catalog.table_by_id(table_id) else { continue };
         let (db, name, key) = (table.db.clone(), table.name.clone(), pk.to_vec());
         match table.data.pending_image(txn, pk) {
-            Some(Some(row)) => changes.push(Change::Put { db, table: name, key, row: row_bytes(row) }),
+            Some(Some(row)) => changes.push(Change::Put { db, table: name, key, row: row_bytes(&row) }),
             Some(None) => changes.push(Change::Delete { db, table: name, key }),
             None => {}
         }
@@ -171,7 +171,7 @@ pub fn ddl_changes(catalog: &Catalog, db: Option<&str>, sql: String, created_by_
     let Ok(table) = catalog.table(table_db, name) else { return vec![Change::Ddl { db: db.unwrap_or_default().to_owned(), sql }] };
     let mut changes = vec![Change::Ddl { db: table_db.clone(), sql: table_definition(catalog, table_db, name) }];
     for (key, row) in table.data.scan(Bound::Unbounded, Bound::Unbounded, ReadView::current(quill_storage::table::RECOVERY_TXN)) {
-        changes.push(Change::Put { db: table_db.clone(), table: name.clone(), key: key.clone(), row: row_bytes(row) });
+        changes.push(Change::Put { db: table_db.clone(), table: name.clone(), key, row: row_bytes(&row) });
     }
     changes
 }
@@ -244,14 +244,12 @@ impl Replayer {
                 }
                 CheckpointEntry::Table { db, name, definition, auto_increment } => {
                     self.session.replay_ddl(Some(db.clone()), &definition).map_err(|e| fail(format!("{definition}: {e}")))?;
-                    let mut catalog = self.engine.catalog.write();
-                    catalog.table_mut(&db, &name).map_err(|e| fail(e.to_string()))?.data.auto_increment = auto_increment;
+                    self.engine.catalog().table(&db, &name).map_err(|e| fail(e.to_string()))?.data.set_auto_increment(auto_increment);
                     table = Some((db, name));
                 }
                 CheckpointEntry::Row { key, row } => {
                     let (db, name) = table.as_ref().ok_or_else(|| fail("a row before any table".into()))?;
-                    let mut catalog = self.engine.catalog.write();
-                    catalog.table_mut(db, name).map_err(|e| fail(e.to_string()))?.data.apply_committed(key, Some(row), ts);
+                    self.engine.catalog().table(db, name).map_err(|e| fail(e.to_string()))?.data.apply_committed(key, Some(row), ts);
                     rows += 1;
                 }
             }
@@ -269,21 +267,20 @@ impl Replayer {
                 Change::Ddl { db, sql } => self.session.replay_ddl((!db.is_empty()).then_some(db), &sql).map_err(|e| fail(format!("{sql}: {e}")))?,
                 Change::Put { db, table, key, row } => {
                     let row = decode_row(&row).ok_or_else(|| fail(format!("malformed row for {db}.{table}")))?;
-                    let mut catalog = self.engine.catalog.write();
-                    let meta = catalog.table_mut(&db, &table).map_err(|e| fail(e.to_string()))?;
+                    let catalog = self.engine.catalog();
+                    let meta = catalog.table(&db, &table).map_err(|e| fail(e.to_string()))?;
                     if let Some(c) = meta.auto_increment_column() {
                         let next = match row.get(c) {
                             Some(Value::Int(i)) => u64::try_from(*i).ok().map(|i| i + 1),
                             Some(Value::UInt(u)) => Some(u + 1),
                             _ => None,
                         };
-                        meta.data.auto_increment = meta.data.auto_increment.max(next.unwrap_or(0));
+                        meta.data.raise_auto_increment(next.unwrap_or(0));
                     }
                     meta.data.apply_committed(key, Some(row), ts);
                 }
                 Change::Delete { db, table, key } => {
-                    let mut catalog = self.engine.catalog.write();
-                    catalog.table_mut(&db, &table).map_err(|e| fail(e.to_string()))?.data.apply_committed(key, None, ts);
+                    self.engine.catalog().table(&db, &table).map_err(|e| fail(e.to_string()))?.data.apply_committed(key, None, ts);
                 }
             }
         }

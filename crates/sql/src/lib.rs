@@ -12,6 +12,7 @@
 pub mod bind;
 pub mod catalog;
 pub mod checkpoint;
+pub mod cost;
 pub mod ddl;
 pub mod dml;
 pub mod durability;
@@ -21,6 +22,7 @@ pub mod expr;
 pub mod functions;
 pub mod lock_tables;
 pub mod locking;
+pub mod mdl;
 pub mod ops;
 pub mod parse;
 pub mod query;

@@ -145,7 +145,7 @@ pub fn performance_schema_table(env: &Env<'_>, name: &str) -> Option<Rows> {
 fn lock_data(meta: Option<&TableMeta>, index: u32, key: Option<&[u8]>) -> Value {
     let Some(key) = key else { return s("supremum pseudo-record") };
     let Some(meta) = meta else { return Value::Null };
-    let (pk, cols): (Option<&Vec<u8>>, Vec<usize>) = if index == 0 {
+    let (pk, cols): (Option<Vec<u8>>, Vec<usize>) = if index == 0 {
         (None, meta.primary.clone())
     } else {
         let i = index as usize - 1;
@@ -153,7 +153,7 @@ fn lock_data(meta: Option<&TableMeta>, index: u32, key: Option<&[u8]>) -> Value 
         c.extend(&meta.primary);
         (meta.data.index_entry_pk(i, key), c)
     };
-    let pk = pk.map_or(key, Vec::as_slice);
+    let pk = pk.as_deref().unwrap_or(key);
     if meta.primary.is_empty() && index == 0 {
         return quill_storage::key::decode_uint_key(pk).map_or(Value::Null, |id| s(format!("0x{id:012X}")));
     }

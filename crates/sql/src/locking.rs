@@ -97,8 +97,14 @@ impl LockSpec {
         if !self.gaps {
             return Ok(());
         }
-        let Some((lo, hi, next)) = data.gap_around(range.index, as_ref_bound(&range.lo), as_ref_bound(&range.hi)) else { return Ok(()) };
-        locks.lock_gap(self.txn, table_id, range.index, self.mode, lo, hi);
+        // Under the write latch, an insert either came before the gap lock (the scan that
+        // follows finds its row) or checks its insert intention after it and waits.
+        let next = {
+            let _latch = data.write_latch();
+            let Some((lo, hi, next)) = data.gap_around(range.index, as_ref_bound(&range.lo), as_ref_bound(&range.hi)) else { return Ok(()) };
+            locks.lock_gap(self.txn, table_id, range.index, self.mode, lo, hi);
+            next
+        };
         if range.next_record
             && let Some(pk) = next
         {

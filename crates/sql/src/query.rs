@@ -9,10 +9,13 @@
 //! read; the whole condition is always evaluated on each row, so a path can never
 //! change a result.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::ops::Bound;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
+use std::time::Instant;
 
 use quill_storage::{Collation, ReadView, Row, Value};
 use sqlparser::ast::{self, GroupByExpr, JoinConstraint, JoinOperator, SelectItem, SetExpr, SetOperator, SetQuantifier, TableFactor};
@@ -38,6 +41,49 @@ pub mod flags {
     pub const AUTO_INCREMENT: u16 = 512;
     pub const TIMESTAMP: u16 = 1024;
     pub const NUM: u16 = 32768;
+}
+
+/// Rows the executor handles between two looks at the clock for `max_execution_time`.
+pub const INTERRUPT_CLOCK_ROWS: u32 = 1024;
+
+/// Whether the running statement must stop: KILL sets the flag (from another session), and
+/// a SELECT under `max_execution_time` has a deadline. The executor calls
+/// [`Interrupt::check`] for every row it reads; the flag is one atomic load, the clock is
+/// read every [`INTERRUPT_CLOCK_ROWS`] rows.
+#[derive(Debug)]
+pub struct Interrupt {
+    killed: Arc<AtomicBool>,
+    deadline: Cell<Option<Instant>>,
+    rows: Cell<u32>,
+}
+
+impl Interrupt {
+    #[must_use]
+    pub fn new(killed: Arc<AtomicBool>) -> Interrupt {
+        Interrupt { killed, deadline: Cell::new(None), rows: Cell::new(0) }
+    }
+
+    /// The statement starting now must end by `deadline` (`None`: no limit).
+    pub fn set_deadline(&self, deadline: Option<Instant>) {
+        self.deadline.set(deadline);
+    }
+
+    /// # Errors
+    /// 1317 after a KILL; 3024 past the deadline.
+    pub fn check(&self) -> Result<()> {
+        if self.killed.load(AtomicOrdering::Relaxed) {
+            return Err(SqlError::new(codes::ER_QUERY_INTERRUPTED, "Query execution was interrupted"));
+        }
+        let rows = self.rows.get().wrapping_add(1);
+        self.rows.set(rows);
+        if rows.is_multiple_of(INTERRUPT_CLOCK_ROWS)
+            && let Some(deadline) = self.deadline.get()
+            && Instant::now() >= deadline
+        {
+            return Err(SqlError::new(codes::ER_QUERY_TIMEOUT, "Query execution was interrupted, maximum statement execution time exceeded"));
+        }
+        Ok(())
+    }
 }
 
 /// What a statement runs against.
@@ -961,7 +1007,7 @@ fn join_level(b: &Block, level: usize, row: &mut Row, env: &Env<'_>, parent: Opt
             // the scan early leaves the rest unlocked.
             let data = &env.catalog.table(db, name)?.data;
             Box::new(locking_candidates(s, row, env, parent, spec)?.into_iter().filter_map(move |pk| match spec.lock_row(locks, *id, name, data, &pk) {
-                Ok(Some(fresh)) => data.get(&pk, &env.view).map(|r| Ok((r.clone(), fresh.then_some(pk)))),
+                Ok(Some(fresh)) => data.get(&pk, &env.view).map(|r| Ok((Row::clone(&r), fresh.then_some(pk)))),
                 Ok(None) => None,
                 Err(e) => Some(Err(e)),
             }))
@@ -970,6 +1016,7 @@ fn join_level(b: &Block, level: usize, row: &mut Row, env: &Env<'_>, parent: Opt
     };
     let mut matched = false;
     for candidate in candidates {
+        env.info.interrupt.check()?;
         let (r, fresh_lock) = candidate?;
         let returned_before = out.len();
         row[s.offset..s.offset + s.width].clone_from_slice(&r);
@@ -1024,11 +1071,11 @@ pub(crate) fn read_source(s: &Source, row: &Row, env: &Env<'_>, parent: Option<&
         Some(keys) => {
             for k in keys {
                 if let Some(r) = t.get(&k, &env.view) {
-                    rows.push((k, r.clone()));
+                    rows.push((k, Row::clone(&r)));
                 }
             }
         }
-        None => rows.extend(t.scan(Bound::Unbounded, Bound::Unbounded, env.view).map(|(k, r)| (k.clone(), r.clone()))),
+        None => rows.extend(t.scan(Bound::Unbounded, Bound::Unbounded, env.view).map(|(k, r)| (k, Row::clone(&r)))),
     }
     Ok(rows)
 }

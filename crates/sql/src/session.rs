@@ -32,7 +32,7 @@ use crate::locking::LockSpec;
 use crate::query::{self, Env, OutColumn, ResultSet};
 use crate::text::{self, Charset, LexOptions, StatementText};
 use crate::vars::{self, VarSet};
-use crate::{ddl, show};
+use crate::{cost, ddl, show};
 
 /// Server-wide counters shown by SHOW GLOBAL STATUS.
 #[derive(Default)]
@@ -69,11 +69,23 @@ pub struct ProcessInfo {
     pub kill_connection: bool,
     /// Wakes the session's lock wait or its idle read when it is killed.
     pub kill: Arc<tokio::sync::Notify>,
+    /// What the statement is doing, when it waits (`Waiting for table metadata lock`).
+    pub state: &'static str,
+    /// Set by KILL: the running statement stops at its next row (see `Interrupt`).
+    pub interrupt: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// Everything shared by the sessions of one server.
 pub struct Engine {
-    pub catalog: RwLock<Catalog>,
+    /// The current catalog snapshot. Held only to clone or replace the `Arc`: statements
+    /// run on their snapshot with no lock, and DDL installs a changed copy.
+    catalog: RwLock<Arc<Catalog>>,
+    /// Orders commits and DDL in the log: held around the log append, the commit
+    /// timestamp and the stamping of the commit's rows (or a DDL's catalog install), so
+    /// log order is commit order. Never held across a scan or a wait.
+    pub commit_order: Mutex<()>,
+    /// Metadata locks: DDL and DML on one table wait for each other (see `mdl`).
+    pub mdl: crate::mdl::MetadataLocks,
     pub txns: TxnManager,
     pub globals: RwLock<VarSet>,
     pub status: Status,
@@ -93,7 +105,9 @@ impl Engine {
     #[must_use]
     pub fn new(globals: VarSet) -> Arc<Engine> {
         Arc::new(Engine {
-            catalog: RwLock::new(Catalog::new()),
+            catalog: RwLock::new(Arc::new(Catalog::new())),
+            commit_order: Mutex::new(()),
+            mdl: crate::mdl::MetadataLocks::default(),
             txns: TxnManager::new(),
             globals: RwLock::new(globals),
             status: Status::default(),
@@ -103,6 +117,18 @@ impl Engine {
             ddl_gate: RwLock::new(()),
             last_commit_end: AtomicU64::new(0),
         })
+    }
+
+    /// The current catalog: a snapshot to run one statement on.
+    #[must_use]
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.catalog.read().clone()
+    }
+
+    /// Make `catalog` current. REQUIRES: the DDL gate and `commit_order`, so catalogs are
+    /// installed in log order.
+    pub fn install_catalog(&self, catalog: Catalog) {
+        *self.catalog.write() = Arc::new(catalog);
     }
 
     #[must_use]
@@ -126,6 +152,8 @@ pub struct SessionInfo {
     pub found_rows: u64,
     pub vars: VarSet,
     pub user_vars: HashMap<String, Value>,
+    /// KILL and `max_execution_time`: checked by the executor as it goes.
+    pub interrupt: query::Interrupt,
 }
 
 impl SessionInfo {
@@ -254,9 +282,17 @@ impl Session {
         engine.status.connections.fetch_add(1, Ordering::Relaxed);
         engine.status.threads_connected.fetch_add(1, Ordering::Relaxed);
         let kill = Arc::new(tokio::sync::Notify::new());
+        let interrupt = Arc::new(std::sync::atomic::AtomicBool::new(false));
         engine.processes.lock().insert(
             connection_id,
-            ProcessInfo { user: user.to_owned(), host: host.to_owned(), command: "Sleep".into(), kill: kill.clone(), ..ProcessInfo::default() },
+            ProcessInfo {
+                user: user.to_owned(),
+                host: host.to_owned(),
+                command: "Sleep".into(),
+                kill: kill.clone(),
+                interrupt: interrupt.clone(),
+                ..ProcessInfo::default()
+            },
         );
         Session {
             info: SessionInfo {
@@ -272,6 +308,7 @@ impl Session {
                 found_rows: 0,
                 vars,
                 user_vars: HashMap::new(),
+                interrupt: query::Interrupt::new(interrupt),
             },
             txn: None,
             warnings: Vec::new(),
@@ -315,7 +352,7 @@ impl Session {
     /// 1049.
     pub fn use_database(&mut self, db: &str) -> Result<()> {
         if !db.eq_ignore_ascii_case("information_schema") {
-            self.info.engine.catalog.read().database(db)?;
+            self.info.engine.catalog().database(db)?;
         }
         self.info.db = Some(db.to_owned());
         if let Some(p) = self.info.engine.processes.lock().get_mut(&self.info.connection_id) {
@@ -441,7 +478,7 @@ impl Session {
 
     fn describe(&self, stmt: &Statement, params: usize) -> Result<Vec<OutColumn>> {
         let Statement::Query(q) = stmt else { return Ok(vec![]) };
-        let catalog = self.info.engine.catalog.read();
+        let catalog = self.info.engine.catalog();
         let nulls = vec![Value::Null; params];
         let env = Env::new(&catalog, ReadView::current(0), &nulls, 0, &self.info);
         Ok(query::plan_query(&env, q, &[])?.0.columns)
@@ -473,10 +510,113 @@ impl Session {
         outcome
     }
 
-    /// Runs one statement, waiting out lock holders and checkpoints; `text` is the statement
-    /// as the client sent it (the commit log records DDL as this text: sqlparser's Display
-    /// does not round-trip every literal).
+    /// Runs one statement under its metadata locks, waiting out lock holders and
+    /// checkpoints; `text` is the statement as the client sent it (the commit log records
+    /// DDL as this text: sqlparser's Display does not round-trip every literal).
     async fn execute(&mut self, stmt: &Statement, params: &[Value], text: &str) -> Result<Outcome> {
+        let outcome = match self.acquire_metadata_locks(stmt).await {
+            Ok(()) => self.execute_locked(stmt, params, text).await,
+            Err(e) => Err(e),
+        };
+        if self.txn.is_none() {
+            self.info.engine.mdl.release_all(self.info.connection_id);
+        }
+        outcome
+    }
+
+    /// The tables `stmt` works on, and whether it changes their definitions (DDL, which
+    /// locks them exclusively) or uses them (shared).
+    fn metadata_lock_names(&self, stmt: &Statement) -> (Vec<crate::mdl::TableName>, bool) {
+        let resolve = |name: &ast::ObjectName| query::resolve_table_name(&self.info, name).ok();
+        let mut names: Vec<crate::mdl::TableName> = match stmt {
+            Statement::CreateTable(ct) => resolve(&ct.name).into_iter().collect(),
+            Statement::Drop { object_type: ast::ObjectType::Table, names, .. } => names.iter().filter_map(resolve).collect(),
+            Statement::Drop { object_type: ast::ObjectType::Index, table: Some(t), .. } => resolve(t).into_iter().collect(),
+            Statement::Drop { object_type: ast::ObjectType::Database | ast::ObjectType::Schema, names, .. } => {
+                let db = ident_of(&names[0]);
+                self.info.engine.catalog().database(&db).map(|d| d.tables.keys().map(|t| (db.clone(), t.clone())).collect()).unwrap_or_default()
+            }
+            Statement::AlterTable(at) => resolve(&at.name).into_iter().collect(),
+            Statement::Truncate(t) => t.table_names.iter().filter_map(|n| resolve(&n.name)).collect(),
+            Statement::CreateIndex(ci) => resolve(&ci.table_name).into_iter().collect(),
+            Statement::CreateDatabase { .. } | Statement::CreateSchema { .. } => Vec::new(),
+            _ => {
+                let mut names = Vec::new();
+                let _ = ast::visit_relations(stmt, |name| {
+                    names.extend(resolve(name));
+                    std::ops::ControlFlow::<()>::Continue(())
+                });
+                names
+            }
+        };
+        names.retain(|(db, _)| !crate::catalog::SYSTEM_DATABASES.iter().any(|s| s.eq_ignore_ascii_case(db)));
+        names.sort();
+        names.dedup();
+        (names, is_ddl(stmt))
+    }
+
+    /// Takes the metadata locks `stmt` needs, waiting (bounded by `lock_wait_timeout`) for
+    /// DDL or for the transactions that use a table DDL is about to change. DDL commits the
+    /// open transaction first, as it would anyway, so it waits for others only.
+    ///
+    /// # Errors
+    /// 1205 when the wait times out, 1317 when the session is killed meanwhile, and the
+    /// commit's errors.
+    async fn acquire_metadata_locks(&mut self, stmt: &Statement) -> Result<()> {
+        let (names, exclusive) = self.metadata_lock_names(stmt);
+        if exclusive {
+            self.commit()?;
+        }
+        if names.is_empty() {
+            return Ok(());
+        }
+        let engine = self.engine();
+        let id = self.info.connection_id;
+        let timeout_secs: u64 = self.info.var("lock_wait_timeout").parse().unwrap_or(31_536_000);
+        let deadline = Instant::now() + Duration::from_secs(timeout_secs);
+        let mut waiting = false;
+        let result = loop {
+            let released = engine.mdl.released();
+            let granted = if exclusive { engine.mdl.try_exclusive(id, &names) } else { engine.mdl.try_shared(id, &names) };
+            if granted.is_ok() {
+                break Ok(());
+            }
+            if !waiting {
+                waiting = true;
+                self.set_state("Waiting for table metadata lock");
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break Err(SqlError::lock_wait_timeout());
+            }
+            tokio::select! {
+                () = released => {}
+                () = tokio::time::sleep(left) => {}
+                () = self.kill.notified() => {
+                    if self.is_killed() {
+                        break Err(SqlError::new(codes::ER_QUERY_INTERRUPTED, "Query execution was interrupted"));
+                    }
+                }
+            }
+        };
+        if waiting {
+            self.set_state("");
+        }
+        if result.is_err() && exclusive {
+            engine.mdl.withdraw(id);
+        }
+        result
+    }
+
+    /// Show `state` for this session in PROCESSLIST.
+    fn set_state(&self, state: &'static str) {
+        if let Some(p) = self.info.engine.processes.lock().get_mut(&self.info.connection_id) {
+            p.state = state;
+        }
+    }
+
+    /// [`Session::execute`] once its metadata locks are held.
+    async fn execute_locked(&mut self, stmt: &Statement, params: &[Value], text: &str) -> Result<Outcome> {
         let timeout_secs: u64 = self.info.var("innodb_lock_wait_timeout").parse().unwrap_or(50);
         let deadline = Instant::now() + Duration::from_secs(timeout_secs);
         self.statement_lock_time = Duration::ZERO;
@@ -642,8 +782,8 @@ impl Session {
     }
 
     /// Commit the open transaction, if any. With a commit log, its changes become one log
-    /// record, appended while the catalog lock orders commits; the statement's reply then
-    /// waits for it ([`Session::wait_until_durable`]).
+    /// record, appended while `Engine::commit_order` orders commits; the statement's reply
+    /// then waits for it ([`Session::wait_until_durable`]).
     ///
     /// # Errors
     /// 1197 when the transaction is too large for one log record; it is rolled back.
@@ -651,10 +791,13 @@ impl Session {
         let Some(t) = self.txn.take() else { return Ok(()) };
         let engine = self.engine();
         if !t.writes.is_empty() {
-            let mut catalog = engine.catalog.write();
+            let catalog = engine.catalog();
             // Each row once, in the order first written: for the log record and the stamping.
             let mut seen = std::collections::HashSet::with_capacity(t.writes.len());
             let rows: Vec<(u64, &[u8])> = t.writes.iter().map(|(tid, pk)| (*tid, pk.as_slice())).filter(|w| seen.insert(*w)).collect();
+            // The commit's critical section: log order is commit order, and readers see
+            // all of the commit (once its timestamp is published) or none of it.
+            let order = engine.commit_order.lock();
             if let Some(log) = engine.log.get() {
                 let changes = crate::durability::commit_changes(&catalog, t.id, &rows);
                 if !changes.is_empty() {
@@ -664,8 +807,9 @@ impl Session {
                             self.wait_for_log(at.end, log.flush_mode());
                         }
                         Err(e) => {
+                            drop(order);
                             let error = crate::durability::log_error(&e, changes.first().map_or("", crate::durability::change_table));
-                            drop((catalog, rows));
+                            drop(rows);
                             self.txn = Some(t);
                             self.rollback();
                             return Err(error);
@@ -673,21 +817,24 @@ impl Session {
                     }
                 }
             }
-            let ts = engine.txns.next_commit_ts();
+            let ts = engine.txns.commit_ts_to_assign();
             if let Some(v) = &t.view {
                 engine.txns.release_view(v);
             }
             let horizon = engine.txns.purge_horizon();
             for &(tid, pk) in &rows {
-                if let Some(table) = catalog.table_by_id_mut(tid) {
+                if let Some(table) = catalog.table_by_id(tid) {
                     table.data.commit_row(t.id, pk, ts, horizon);
                 }
             }
+            engine.txns.publish_commit(ts);
+            drop(order);
             engine.status.com_commit.fetch_add(1, Ordering::Relaxed);
         } else if let Some(v) = &t.view {
             engine.txns.release_view(v);
         }
         engine.txns.end(t.id);
+        engine.mdl.release_all(self.info.connection_id);
         Ok(())
     }
 
@@ -726,9 +873,9 @@ impl Session {
         let Some(t) = self.txn.take() else { return };
         let engine = self.engine();
         if !t.writes.is_empty() {
-            let mut catalog = engine.catalog.write();
+            let catalog = engine.catalog();
             for (tid, pk) in t.writes.iter().rev() {
-                if let Some(table) = catalog.table_by_id_mut(*tid) {
+                if let Some(table) = catalog.table_by_id(*tid) {
                     table.data.rollback_row(t.id, pk);
                 }
             }
@@ -738,6 +885,7 @@ impl Session {
         }
         engine.status.com_rollback.fetch_add(1, Ordering::Relaxed);
         engine.txns.end(t.id);
+        engine.mdl.release_all(self.info.connection_id);
     }
 
     fn select(&mut self, q: &ast::Query, params: &[Value]) -> Result<Outcome> {
@@ -767,9 +915,9 @@ impl Session {
         };
         let engine = self.engine();
         let result = {
-            let catalog = engine.catalog.read();
+            let catalog = engine.catalog();
             let env = Env { lock: spec, ..Env::new(&catalog, view, params, self.info.now_us(), &self.info) };
-            query::plan_query(&env, q, &[]).and_then(|(plan, _)| query::run_select(&plan, &env, None))
+            self.plan_and_run(&env, q)
         };
         if result.as_ref().is_err_and(|e| e.lock_wait || e.rolls_back_transaction) {
             return result.map(Outcome::Rows);
@@ -780,6 +928,18 @@ impl Session {
         self.info.row_count = -1;
         self.info.found_rows = rs.rows.len() as u64;
         Ok(Outcome::Rows(rs))
+    }
+
+    /// Plans and runs a SELECT: a heavy plan off the runtime's worker ([`cost::run_heavy`]),
+    /// and a plain (non-locking) one within `max_execution_time` (3024), as in MySQL.
+    fn plan_and_run(&self, env: &Env<'_>, q: &ast::Query) -> Result<ResultSet> {
+        let (plan, _) = query::plan_query(env, q, &[])?;
+        let limit_ms = if env.lock.is_none() { vars::int_value(&self.info.vars, "max_execution_time") } else { 0 };
+        self.info.interrupt.set_deadline((limit_ms > 0).then(|| Instant::now() + Duration::from_millis(limit_ms)));
+        let heavy = cost::is_heavy(&plan, env.catalog);
+        let result = cost::run_heavy(heavy, || query::run_select(&plan, env, None));
+        self.info.interrupt.set_deadline(None);
+        result
     }
 
     /// How this statement's scans lock, in `mode`: gaps at REPEATABLE READ and
@@ -804,15 +964,15 @@ impl Session {
     }
 
     /// An autocommit, non-locking SELECT outside any transaction: no transaction is
-    /// registered. Its view is taken while holding the catalog's read lock, which
-    /// also keeps commits (and so purges) out until the statement is done.
+    /// registered, only its read view (so purge keeps what it reads), for the statement.
     fn select_autocommit(&mut self, q: &ast::Query, params: &[Value]) -> Result<Outcome> {
         let engine = self.engine();
-        let catalog = engine.catalog.read();
-        let view = ReadView { txn: 0, read_ts: engine.txns.last_commit_ts(), uncommitted: self.isolation() == "READ-UNCOMMITTED" };
+        let catalog = engine.catalog();
+        let view = engine.txns.read_view(0, self.isolation() == "READ-UNCOMMITTED");
         let env = Env::new(&catalog, view, params, self.info.now_us(), &self.info);
-        let rs = query::plan_query(&env, q, &[]).and_then(|(plan, _)| query::run_select(&plan, &env, None))?;
-        drop(catalog);
+        let rs = self.plan_and_run(&env, q);
+        engine.txns.release_view(&view);
+        let rs = rs?;
         self.after_read();
         self.info.row_count = -1;
         self.info.found_rows = rs.rows.len() as u64;
@@ -837,7 +997,7 @@ impl Session {
         let mut warnings = Vec::new();
         let strict = self.info.strict();
         let result = {
-            let mut catalog = engine.catalog.write();
+            let catalog = engine.catalog();
             let mut cx = DmlCx {
                 txn,
                 info: &self.info,
@@ -850,16 +1010,18 @@ impl Session {
                 lock,
                 read_uncommitted: self.isolation() == "READ-UNCOMMITTED",
             };
-            let r = match stmt {
-                Statement::Insert(i) => dml::insert(&mut catalog, &mut cx, i),
-                Statement::Update(u) => dml::update(&mut catalog, &mut cx, u),
-                Statement::Delete(d) => dml::delete(&mut catalog, &mut cx, d),
+            // INSERT ... SELECT copies a whole query result: off the runtime's worker.
+            let heavy = matches!(stmt, Statement::Insert(i) if i.source.as_deref().is_some_and(|q| !matches!(q.body.as_ref(), ast::SetExpr::Values(_))));
+            let r = cost::run_heavy(heavy, || match stmt {
+                Statement::Insert(i) => dml::insert(&catalog, &mut cx, i),
+                Statement::Update(u) => dml::update(&catalog, &mut cx, u),
+                Statement::Delete(d) => dml::delete(&catalog, &mut cx, d),
                 _ => unreachable!("dispatched on statement kind"),
-            };
+            });
             if r.is_err() {
                 // Statement atomicity: undo exactly what this statement pushed.
                 for (tid, pk) in undo.iter().rev() {
-                    if let Some(t) = catalog.table_by_id_mut(*tid) {
+                    if let Some(t) = catalog.table_by_id(*tid) {
                         t.data.undo_last(txn, pk);
                     }
                 }
@@ -1106,7 +1268,7 @@ impl Session {
     }
 
     fn eval_const(&self, e: &ast::Expr, params: &[Value]) -> Result<Value> {
-        let catalog = self.info.engine.catalog.read();
+        let catalog = self.info.engine.catalog();
         let env = Env::new(&catalog, ReadView::current(0), params, self.info.now_us(), &self.info);
         let scope = crate::bind::Scope::default();
         crate::bind::Binder::new(&env, &scope, "field list").bind(e)?.eval(&env, &crate::expr::RowCtx::new(&[]))
@@ -1128,11 +1290,11 @@ impl Session {
         self.commit()?;
         let created_by_select = match stmt {
             Statement::CreateTable(ct) if ct.query.is_some() => {
-                query::resolve_table_name(&self.info, &ct.name).ok().filter(|(db, t)| engine.catalog.read().table(db, t).is_err())
+                query::resolve_table_name(&self.info, &ct.name).ok().filter(|(db, t)| engine.catalog().table(db, t).is_err())
             }
             _ => None,
         };
-        let mut catalog = engine.catalog.write();
+        let mut catalog = Catalog::clone(&engine.catalog());
         // The catalog changes before the record is appended, so a full disk must refuse the
         // statement first (the log keeps DDL_RESERVE_BYTES for DDL; only CREATE TABLE ...
         // SELECT can outgrow it, and it is undone below).
@@ -1168,31 +1330,28 @@ impl Session {
             Statement::AlterTable(at) => ddl::alter_table(&mut catalog, info, self.info.now_us(), &at.name, &at.operations, &mut warnings),
             other => Err(SqlError::unsupported(first_words(&other.to_string()).to_string())),
         };
-        // Logged while the catalog lock still orders it among commits, and durable before
-        // the reply in every flush mode, as MySQL's DDL is.
-        let logged = match (&r, engine.log.get()) {
-            (Ok(()), Some(log)) => {
+        // Logged and installed under `commit_order`, so the record and the catalog it makes
+        // take one place among commits; durable before the reply in every flush mode, as
+        // MySQL's DDL is. Not logged means not done: the copy is dropped.
+        if r.is_ok() {
+            let order = engine.commit_order.lock();
+            let logged = engine.log.get().map(|log| {
                 let changes = crate::durability::ddl_changes(&catalog, self.info.db.as_deref(), text.to_owned(), created_by_select.as_ref());
-                Some((log.append_ddl(unix_micros(), &changes), quill_log::FlushMode::AtCommit))
-            }
-            _ => None,
-        };
-        if let Some((Err(e), _)) = &logged {
-            // Not logged, so not done: a table just created (by SELECT, whose rows did not fit)
-            // goes again. Other DDL records are their text, which the check above made room for.
-            let created = created_by_select.clone();
-            match &created {
-                Some((db, name)) => {
-                    let _ = catalog.remove_table(db, name);
+                log.append_ddl(unix_micros(), &changes)
+            });
+            match logged {
+                Some(Err(e)) => {
+                    drop(order);
+                    let table = created_by_select.map(|(_, name)| name).unwrap_or_default();
+                    return Err(crate::durability::log_error(&e, &table));
                 }
-                None => tracing::error!(error = %e, statement = text, "a DDL statement changed the catalog but could not be logged"),
+                Some(Ok(at)) => {
+                    engine.install_catalog(catalog);
+                    drop(order);
+                    self.wait_for_log(at.end, quill_log::FlushMode::AtCommit);
+                }
+                None => engine.install_catalog(catalog),
             }
-            let table = created.map(|(_, name)| name).unwrap_or_default();
-            return Err(crate::durability::log_error(e, &table));
-        }
-        drop(catalog);
-        if let Some((Ok(at), mode)) = logged {
-            self.wait_for_log(at.end, mode);
         }
         self.warnings.extend(warnings);
         r?;
@@ -1228,7 +1387,7 @@ impl Session {
             "SHOW" => Some(self.show(statement, &words)),
             "DESCRIBE" | "DESC" if words.len() >= 2 => {
                 let (db, t) = self.split_name(words[1]);
-                Some(db.and_then(|db| show::show_columns(&self.info.engine.catalog.read(), &db, &t, false, None)).map(Outcome::Rows))
+                Some(db.and_then(|db| show::show_columns(&self.info.engine.catalog(), &db, &t, false, None)).map(Outcome::Rows))
             }
             "EXPLAIN" if up(1) != "FORMAT" => Some(self.explain(statement).await),
             "KILL" => Some(self.kill(&words)),
@@ -1249,7 +1408,7 @@ impl Session {
     fn alter_keys(&mut self, table: &str) -> Result<Outcome> {
         let (db, t) = self.split_name(table);
         let db = db?;
-        self.info.engine.catalog.read().table(&db, &t)?;
+        self.info.engine.catalog().table(&db, &t)?;
         self.warnings.push(Warning { level: "Note", code: 1031, message: format!("Table storage engine for '{t}' doesn't have this option") });
         Ok(Outcome::ok())
     }
@@ -1349,11 +1508,11 @@ impl Session {
         let rest = statement.text.trim_start()[7..].trim_start();
         if !rest.to_ascii_uppercase().starts_with("SELECT") {
             let (db, t) = self.split_name(rest.split_whitespace().next().unwrap_or_default());
-            return show::show_columns(&self.info.engine.catalog.read(), &db?, &t, false, None).map(Outcome::Rows);
+            return show::show_columns(&self.info.engine.catalog(), &db?, &t, false, None).map(Outcome::Rows);
         }
         let stmts = self.parse(rest, statement.operators, statement.div_operators)?;
         let Some(Statement::Query(q)) = stmts.first() else { return Err(SqlError::parse(rest)) };
-        let catalog = self.info.engine.catalog.read();
+        let catalog = self.info.engine.catalog();
         let env = Env::new(&catalog, ReadView::current(0), &[], 0, &self.info);
         let (plan, _) = query::plan_query(&env, q, &[])?;
         Ok(Outcome::Rows(crate::explain::explain(&plan)))
@@ -1371,6 +1530,7 @@ impl Session {
                 } else {
                     p.kill_connection = true;
                 }
+                p.interrupt.store(true, Ordering::Release);
                 p.kill.notify_one();
                 drop(procs);
                 if id == self.info.connection_id && !query_only {
@@ -1398,6 +1558,7 @@ impl Session {
     pub fn command_started(&self, text: Option<&str>) {
         if let Some(p) = self.info.engine.processes.lock().get_mut(&self.info.connection_id) {
             p.kill_query = false;
+            p.interrupt.store(false, Ordering::Release);
             p.command = if text.is_some() { "Query".into() } else { "Sleep".into() };
             p.info = text.map(|t| t.chars().take(1024).collect());
             p.started = Some(Instant::now());
@@ -1441,7 +1602,7 @@ impl Session {
             out
         };
         let engine = self.engine();
-        let catalog = engine.catalog.read();
+        let catalog = engine.catalog();
         let rs = match what {
             "DATABASES" | "SCHEMAS" => show::show_databases(&catalog, like.as_deref()),
             "TABLES" => {
@@ -1586,7 +1747,7 @@ impl Session {
                                 Value::Int(10),
                                 Value::Str("Dynamic".into()),
                                 Value::Int(t.data.approximate_rows() as i64),
-                                Value::Int(t.data.auto_increment as i64),
+                                Value::Int(t.data.auto_increment() as i64),
                                 Value::Str(t.collation.name().into()),
                                 Value::Str(t.comment.clone()),
                             ]
@@ -1612,7 +1773,7 @@ impl Session {
         let ast::SetExpr::Select(sel) = q.body.as_ref() else { return Err(SqlError::parse(cond)) };
         let Some(selection) = &sel.selection else { return Ok(rs) };
         let scope = crate::bind::Scope { columns: rs.columns.iter().map(|c| crate::bind::ScopeColumn::computed("", &c.name, c.ty.clone())).collect() };
-        let catalog = self.info.engine.catalog.read();
+        let catalog = self.info.engine.catalog();
         let env = Env::new(&catalog, ReadView::current(0), &[], 0, &self.info);
         let cond = crate::bind::Binder::new(&env, &scope, "where clause").bind(selection)?;
         let mut rows = Vec::new();
@@ -1706,7 +1867,7 @@ impl Session {
                     p.db.clone().map_or(Value::Null, Value::Str),
                     Value::Str(if *id == self.info.connection_id { "Query".into() } else { p.command.clone() }),
                     Value::Int(p.started.map_or(0, |s| s.elapsed().as_secs() as i64)),
-                    Value::Str(String::new()),
+                    Value::Str(p.state.to_owned()),
                     if *id == self.info.connection_id { Value::Str("SHOW PROCESSLIST".into()) } else { p.info.clone().map_or(Value::Null, Value::Str) },
                 ]
             })
@@ -1734,6 +1895,8 @@ impl Session {
             return;
         }
         self.rollback();
+        self.info.engine.mdl.release_all(self.info.connection_id);
+        self.info.engine.mdl.withdraw(self.info.connection_id);
         self.info.engine.processes.lock().remove(&self.info.connection_id);
         self.info.engine.status.threads_connected.fetch_sub(1, Ordering::Relaxed);
     }

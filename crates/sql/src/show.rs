@@ -174,8 +174,8 @@ pub fn show_create_table(catalog: &Catalog, db: &str, table: &str) -> Result<Res
         lines.push(format!("  KEY {} ({})", quote(&ix.name), names(&ix.columns)));
     }
     let mut tail = String::from(") ENGINE=InnoDB");
-    if t.data.auto_increment > 1 && t.auto_increment_column().is_some() {
-        tail.push_str(&format!(" AUTO_INCREMENT={}", t.data.auto_increment));
+    if t.data.auto_increment() > 1 && t.auto_increment_column().is_some() {
+        tail.push_str(&format!(" AUTO_INCREMENT={}", t.data.auto_increment()));
     }
     tail.push_str(&format!(" DEFAULT CHARSET=utf8mb4 COLLATE={}", t.collation.name()));
     if !t.comment.is_empty() {
@@ -286,7 +286,7 @@ pub fn information_schema_table(env: &Env<'_>, name: &str) -> Result<(Vec<OutCol
                         Value::Int(10),
                         s("Dynamic"),
                         Value::Int(t.data.approximate_rows() as i64),
-                        if t.auto_increment_column().is_some() { Value::Int(t.data.auto_increment as i64) } else { Value::Null },
+                        if t.auto_increment_column().is_some() { Value::Int(t.data.auto_increment() as i64) } else { Value::Null },
                         Value::DateTime(t.created_at * 1_000_000),
                         s(t.collation.name()),
                         s(t.comment.clone()),

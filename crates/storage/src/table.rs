@@ -1,25 +1,43 @@
-//! The in-memory MVCC row store for one table.
+//! The in-memory MVCC row store for one table, safe to read and write from many
+//! threads at once.
 //!
-//! Rows live in an ordered primary index (`BTreeMap` from encoded primary key to a
-//! [`Chain`] of versions). Each version records the transaction that wrote it and,
-//! once that transaction commits, its commit timestamp; a delete is a version with
-//! no row. Secondary indexes map `index key ++ primary key` to the primary key and
-//! hold an entry for every key that any live version of the row has, so a reader
-//! always re-checks the row it finds against the key it looked for.
+//! Rows live in a concurrent ordered primary index (a lock-free skip list from encoded
+//! primary key to a [`Chain`] of versions behind its own mutex). Each version records the
+//! transaction that wrote it and, once that transaction commits, its commit timestamp; a
+//! delete is a version with no row. Secondary indexes are skip lists of
+//! `index key ++ primary key` entries and hold an entry for every key that any live
+//! version of the row has, so a reader always re-checks the row it finds against the key
+//! it looked for.
+//!
+//! Why a skip list: readers never take a lock wider than one row's chain, and never hold
+//! one across a scan, so a long scan runs beside writers on the same table; writers on
+//! different rows touch different chains. `crossbeam-skiplist` is the concurrent ordered
+//! map of the crossbeam project; a `BTreeMap` behind a latch would make every long scan
+//! hold that latch. See `docs/architecture.md`, "Concurrency".
 //!
 //! Invariants:
 //! - at most one transaction has uncommitted versions on a row, and they are the
 //!   newest in its chain (a second writer gets [`WriteError::Locked`]);
 //! - a transaction may stack several versions on one row (one per statement that
 //!   wrote it) so a failed statement can pop exactly what it pushed;
-//! - committed versions are in commit-timestamp order.
+//! - committed versions are in commit-timestamp order;
+//! - a row's secondary-index entries change only while its chain's mutex is held, and a
+//!   chain is unlinked from the primary index (after its entries are gone) under that
+//!   mutex, marked `unlinked` so a writer that found it a moment earlier looks again;
+//! - inserts and updates run under the table's [`WriteLatch`], so a unique-key check and
+//!   the write it allows are one step (the SQL layer also holds it across its
+//!   insert-intention check, so no gap lock slips in between).
 //!
 //! Locking, waiting and the choice of read view are the `txn` and `sql` layers'
 //! business; this module only answers "who holds this row" and "what does this
 //! view see".
 
-use std::collections::BTreeMap;
 use std::ops::Bound;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crossbeam_skiplist::SkipMap;
+use parking_lot::{Mutex, MutexGuard};
 
 use crate::key::{encode_key, prefix_successor, range_is_empty};
 use crate::value::{Collation, Row, Value};
@@ -28,6 +46,9 @@ use crate::value::{Collation, Row, Value};
 pub type TxnId = u64;
 /// A commit timestamp: commits are numbered in the order they happen.
 pub type Timestamp = u64;
+
+/// A row version as readers get it: shared, immutable, cheap to hand out.
+pub type SharedRow = Arc<Row>;
 
 /// The transaction id recovery writes under; never handed to a session.
 pub const RECOVERY_TXN: TxnId = 0;
@@ -70,17 +91,20 @@ pub struct IndexDef {
 struct Version {
     txn: TxnId,
     commit_ts: Option<Timestamp>,
-    row: Option<Row>,
+    row: Option<SharedRow>,
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 struct Chain {
     /// Oldest first.
     versions: Vec<Version>,
+    /// Removed from the primary index: a writer that still holds this chain must look
+    /// the key up again.
+    unlinked: bool,
 }
 
 impl Chain {
-    fn visible(&self, view: &ReadView) -> Option<&Row> {
+    fn visible(&self, view: &ReadView) -> Option<&SharedRow> {
         for v in self.versions.iter().rev() {
             if view.uncommitted || v.txn == view.txn || v.commit_ts.is_some_and(|ts| ts <= view.read_ts) {
                 return v.row.as_ref();
@@ -106,24 +130,36 @@ pub enum WriteError {
     Duplicate { index: Option<usize>, existing_pk: Vec<u8> },
 }
 
-#[derive(Debug, Clone)]
 struct SecondaryIndex {
     def: IndexDef,
     /// `index key ++ primary key` -> primary key.
-    entries: BTreeMap<Vec<u8>, Vec<u8>>,
+    entries: SkipMap<Vec<u8>, Vec<u8>>,
+}
+
+/// Proof that the caller holds a table's write latch: inserts and updates take it, so
+/// their unique-key checks cannot race (see the module's invariants). Held for one row
+/// write, never across a scan or a wait.
+pub struct WriteLatch<'a> {
+    guard: MutexGuard<'a, ()>,
 }
 
 /// One table's rows and indexes.
-#[derive(Debug, Clone)]
 pub struct Table {
     /// Key parts of the primary key; empty when the table has none and rows are
     /// keyed by a hidden row id, as InnoDB does.
     primary: Vec<KeyPart>,
     indexes: Vec<SecondaryIndex>,
-    rows: BTreeMap<Vec<u8>, Chain>,
+    rows: SkipMap<Vec<u8>, Mutex<Chain>>,
     /// The next AUTO_INCREMENT value to hand out (not transactional, as in InnoDB).
-    pub auto_increment: u64,
-    next_row_id: u64,
+    auto_increment: AtomicU64,
+    next_row_id: AtomicU64,
+    latch: Mutex<()>,
+}
+
+impl std::fmt::Debug for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Table").field("primary", &self.primary).field("rows", &self.rows.len()).finish_non_exhaustive()
+    }
 }
 
 impl Table {
@@ -131,11 +167,42 @@ impl Table {
     pub fn new(primary: Vec<KeyPart>, indexes: Vec<IndexDef>) -> Table {
         Table {
             primary,
-            indexes: indexes.into_iter().map(|def| SecondaryIndex { def, entries: BTreeMap::new() }).collect(),
-            rows: BTreeMap::new(),
-            auto_increment: 1,
-            next_row_id: 1,
+            indexes: indexes.into_iter().map(|def| SecondaryIndex { def, entries: SkipMap::new() }).collect(),
+            rows: SkipMap::new(),
+            auto_increment: AtomicU64::new(1),
+            next_row_id: AtomicU64::new(1),
+            latch: Mutex::new(()),
         }
+    }
+
+    /// Take the table's write latch (see [`WriteLatch`]).
+    pub fn write_latch(&self) -> WriteLatch<'_> {
+        WriteLatch { guard: self.latch.lock() }
+    }
+
+    fn assert_latched(&self, latch: &WriteLatch<'_>) {
+        assert!(std::ptr::eq(MutexGuard::mutex(&latch.guard), &self.latch), "write latch of another table");
+    }
+
+    /// The next AUTO_INCREMENT value.
+    #[must_use]
+    pub fn auto_increment(&self) -> u64 {
+        self.auto_increment.load(Ordering::Acquire)
+    }
+
+    /// Set the next AUTO_INCREMENT value (CREATE and ALTER TABLE, recovery).
+    pub fn set_auto_increment(&self, next: u64) {
+        self.auto_increment.store(next, Ordering::Release);
+    }
+
+    /// Hand out the next AUTO_INCREMENT value.
+    pub fn take_auto_increment(&self) -> u64 {
+        self.auto_increment.fetch_add(1, Ordering::AcqRel)
+    }
+
+    /// Move the AUTO_INCREMENT counter past `used` (an explicit value was inserted).
+    pub fn raise_auto_increment(&self, next: u64) {
+        self.auto_increment.fetch_max(next, Ordering::AcqRel);
     }
 
     #[must_use]
@@ -180,25 +247,30 @@ impl Table {
 
     /// The version of the row at `pk` that `view` sees.
     #[must_use]
-    pub fn get(&self, pk: &[u8], view: &ReadView) -> Option<&Row> {
-        self.rows.get(pk).and_then(|c| c.visible(view))
+    pub fn get(&self, pk: &[u8], view: &ReadView) -> Option<SharedRow> {
+        self.rows.get(pk).and_then(|e| e.value().lock().visible(view).cloned())
     }
 
     /// The transaction holding uncommitted versions of the row at `pk`, if any.
     #[must_use]
     pub fn holder(&self, pk: &[u8]) -> Option<TxnId> {
-        self.rows.get(pk).and_then(Chain::holder)
+        self.rows.get(pk).and_then(|e| e.value().lock().holder())
     }
 
-    /// Rows visible to `view` with primary keys in the range, in key order.
-    pub fn scan<'a>(&'a self, lower: Bound<&[u8]>, upper: Bound<&[u8]>, view: ReadView) -> impl DoubleEndedIterator<Item = (&'a Vec<u8>, &'a Row)> + 'a {
-        // `BTreeMap::range` panics on an inverted range; `[x, x)` is its empty range.
+    /// Rows visible to `view` with primary keys in the range, in key order. The scan
+    /// holds no lock between rows: rows written while it runs may or may not be met,
+    /// and the view decides which versions it sees.
+    pub fn scan<'a>(&'a self, lower: Bound<&[u8]>, upper: Bound<&[u8]>, view: ReadView) -> impl DoubleEndedIterator<Item = (Vec<u8>, SharedRow)> + 'a {
+        // An inverted range is empty; `[x, x)` is the skip list's empty range.
         let (lower, upper) = if range_is_empty(lower, upper) {
             (Bound::Included(Vec::new()), Bound::Excluded(Vec::new()))
         } else {
             (lower.map(<[u8]>::to_vec), upper.map(<[u8]>::to_vec))
         };
-        self.rows.range::<Vec<u8>, _>((lower, upper)).filter_map(move |(k, c)| c.visible(&view).map(|r| (k, r)))
+        self.rows.range::<Vec<u8>, _>((lower, upper)).filter_map(move |e| {
+            let row = e.value().lock().visible(&view).cloned()?;
+            Some((e.key().clone(), row))
+        })
     }
 
     /// Primary keys of rows visible to `view` whose key in secondary index `index`
@@ -210,9 +282,10 @@ impl Table {
         // "from the prefix" / "to the prefix's successor".
         let Some((lo, hi)) = Self::entry_range(lower, upper) else { return Vec::new() };
         let mut out: Vec<Vec<u8>> = Vec::new();
-        for (entry, pk) in idx.entries.range((lo, hi)) {
+        for e in idx.entries.range((lo, hi)) {
+            let (entry, pk) = (e.key(), e.value());
             let Some(row) = self.get(pk, view) else { continue };
-            let key = Self::index_key(&idx.def, row);
+            let key = Self::index_key(&idx.def, &row);
             // The entry may belong to an older or newer version of the row.
             if entry.len() == key.len() + pk.len() && entry.starts_with(&key) && out.last().is_none_or(|p| p != pk) {
                 out.push(pk.clone());
@@ -234,7 +307,7 @@ impl Table {
         if range_is_empty(lower, upper) {
             return Vec::new();
         }
-        self.rows.range::<[u8], _>((lower, upper)).map(|(k, _)| k.clone()).collect()
+        self.rows.range::<[u8], _>((lower, upper)).map(|e| e.key().clone()).collect()
     }
 
     /// Primary keys of every entry of secondary index `index` in the range (bounds are
@@ -243,9 +316,9 @@ impl Table {
     pub fn index_keys_in_range(&self, index: usize, lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> Vec<Vec<u8>> {
         let Some(range) = Self::entry_range(lower, upper) else { return Vec::new() };
         let mut out: Vec<Vec<u8>> = Vec::new();
-        for (_, pk) in self.indexes[index].entries.range(range) {
-            if !out.contains(pk) {
-                out.push(pk.clone());
+        for e in self.indexes[index].entries.range(range) {
+            if !out.contains(e.value()) {
+                out.push(e.value().clone());
             }
         }
         out
@@ -267,6 +340,15 @@ impl Table {
         (!range_is_empty(lo.as_ref(), hi.as_ref())).then_some((lo, hi))
     }
 
+    /// The key of the last entry of `index` (0: the primary key) below `below`.
+    fn entry_before(&self, index: u32, below: Bound<Vec<u8>>) -> Option<Vec<u8>> {
+        if index == 0 {
+            self.rows.range::<Vec<u8>, _>((Bound::Unbounded, below)).next_back().map(|e| e.key().clone())
+        } else {
+            self.indexes[index as usize - 1].entries.range::<Vec<u8>, _>((Bound::Unbounded, below)).next_back().map(|e| e.key().clone())
+        }
+    }
+
     /// The gap a locking scan of a range of index `index` (0: the primary key, `i + 1`:
     /// secondary index `i`; bounds as for the scans) locks, widened to the neighbouring
     /// entries as InnoDB's next-key locks are: from the last entry below the range
@@ -283,11 +365,7 @@ impl Table {
             Bound::Excluded(k) => Bound::Included(k.clone()),
             Bound::Unbounded => return Some(self.gap_above(index, Bound::Unbounded, hi)),
         };
-        let prev = if index == 0 {
-            self.rows.range::<Vec<u8>, _>((Bound::Unbounded, below)).next_back().map(|(k, _)| k.clone())
-        } else {
-            self.indexes[index as usize - 1].entries.range::<Vec<u8>, _>((Bound::Unbounded, below)).next_back().map(|(k, _)| k.clone())
-        };
+        let prev = self.entry_before(index, below);
         Some(self.gap_above(index, prev.map_or(Bound::Unbounded, Bound::Excluded), hi))
     }
 
@@ -298,9 +376,9 @@ impl Table {
             Bound::Unbounded => return (lo, Bound::Unbounded, None),
         };
         let next = if index == 0 {
-            self.rows.range::<Vec<u8>, _>((above, Bound::Unbounded)).next().map(|(k, _)| (k.clone(), k.clone()))
+            self.rows.range::<Vec<u8>, _>((above, Bound::Unbounded)).next().map(|e| (e.key().clone(), e.key().clone()))
         } else {
-            self.indexes[index as usize - 1].entries.range::<Vec<u8>, _>((above, Bound::Unbounded)).next().map(|(k, pk)| (k.clone(), pk.clone()))
+            self.indexes[index as usize - 1].entries.range::<Vec<u8>, _>((above, Bound::Unbounded)).next().map(|e| (e.key().clone(), e.value().clone()))
         };
         match next {
             Some((entry, pk)) => (lo, Bound::Excluded(entry), Some(pk)),
@@ -310,20 +388,21 @@ impl Table {
 
     /// The primary key an entry of secondary index `index` points at.
     #[must_use]
-    pub fn index_entry_pk(&self, index: usize, entry: &[u8]) -> Option<&Vec<u8>> {
-        self.indexes.get(index)?.entries.get(entry)
+    pub fn index_entry_pk(&self, index: usize, entry: &[u8]) -> Option<Vec<u8>> {
+        self.indexes.get(index)?.entries.get(entry).map(|e| e.value().clone())
     }
 
     /// The newest version of the row at `pk`, committed or not (`None`: no row or deleted).
     #[must_use]
-    pub fn newest(&self, pk: &[u8]) -> Option<&Row> {
-        self.rows.get(pk)?.versions.last()?.row.as_ref()
+    pub fn newest(&self, pk: &[u8]) -> Option<SharedRow> {
+        self.rows.get(pk)?.value().lock().versions.last()?.row.clone()
     }
 
-    /// The primary key an insert of `row` will take.
+    /// The primary key an insert of `row` will take (stable while the caller holds the
+    /// write latch).
     #[must_use]
     pub fn insert_key(&self, row: &Row) -> Vec<u8> {
-        if self.has_primary_key() { self.primary_key(row) } else { encode_key([(&Value::UInt(self.next_row_id), Collation::Binary)]) }
+        if self.has_primary_key() { self.primary_key(row) } else { encode_key([(&Value::UInt(self.next_row_id.load(Ordering::Acquire)), Collation::Binary)]) }
     }
 
     /// The entries `row`, stored at `pk`, has in each secondary index (numbered from 1, as
@@ -344,10 +423,11 @@ impl Table {
     /// The commit timestamp of the newest committed version of the row at `pk`.
     #[must_use]
     pub fn newest_commit_ts(&self, pk: &[u8]) -> Option<Timestamp> {
-        self.rows.get(pk).and_then(|c| c.versions.iter().rev().find_map(|v| v.commit_ts))
+        self.rows.get(pk).and_then(|e| e.value().lock().versions.iter().rev().find_map(|v| v.commit_ts))
     }
 
     /// Check unique secondary indexes for `row` (to be stored at `pk`) with a current read.
+    /// REQUIRES: the write latch (another insert could otherwise take the key meanwhile).
     fn check_unique(&self, txn: TxnId, pk: &[u8], row: &Row) -> Result<(), WriteError> {
         for (i, idx) in self.indexes.iter().enumerate() {
             if !idx.def.unique || idx.def.parts.iter().any(|&(c, _)| row[c].is_null()) {
@@ -355,11 +435,13 @@ impl Table {
             }
             let key = Self::index_key(&idx.def, row);
             let hi = prefix_successor(&key).map_or(Bound::Unbounded, Bound::Excluded);
-            for (entry, other_pk) in idx.entries.range((Bound::Included(key.clone()), hi)) {
+            for e in idx.entries.range((Bound::Included(key.clone()), hi)) {
+                let (entry, other_pk) = (e.key(), e.value());
                 if other_pk == pk || entry.len() != key.len() + other_pk.len() {
                     continue;
                 }
-                let chain = &self.rows[other_pk];
+                let Some(chain) = self.rows.get(other_pk) else { continue };
+                let chain = chain.value().lock();
                 if let Some(holder) = chain.holder().filter(|&h| h != txn) {
                     return Err(WriteError::Locked { holder, pk: other_pk.clone() });
                 }
@@ -373,16 +455,62 @@ impl Table {
         Ok(())
     }
 
-    fn push_version(&mut self, txn: TxnId, pk: Vec<u8>, row: Option<Row>) {
+    /// Run `f` on the chain at `pk`, created empty if absent, with its mutex held.
+    fn with_chain<R>(&self, pk: &[u8], mut f: impl FnMut(&mut Chain) -> R) -> R {
+        loop {
+            let entry = self.rows.get_or_insert_with(pk.to_vec(), || Mutex::new(Chain::default()));
+            let mut chain = entry.value().lock();
+            if chain.unlinked {
+                // Unlinked after we found it: the key has (or will get) a fresh chain.
+                continue;
+            }
+            return f(&mut chain);
+        }
+    }
+
+    /// Run `f` on the chain at `pk`, if there is one, with its mutex held.
+    fn with_existing_chain<R>(&self, pk: &[u8], f: impl FnOnce(&mut Chain) -> R) -> Option<R> {
+        let entry = self.rows.get(pk)?;
+        let mut chain = entry.value().lock();
+        if chain.unlinked {
+            return None;
+        }
+        Some(f(&mut chain))
+    }
+
+    /// Push a version on a locked chain, adding its index entries.
+    fn push_version(&self, chain: &mut Chain, txn: TxnId, pk: &[u8], row: Option<Row>) {
+        let row = row.map(Arc::new);
         if let Some(r) = &row {
-            for idx in &mut self.indexes {
+            for idx in &self.indexes {
                 let mut entry = Self::index_key(&idx.def, r);
-                entry.extend_from_slice(&pk);
-                idx.entries.insert(entry, pk.clone());
+                entry.extend_from_slice(pk);
+                idx.entries.insert(entry, pk.to_vec());
             }
         }
-        let chain = self.rows.entry(pk).or_default();
         chain.versions.push(Version { txn, commit_ts: None, row });
+    }
+
+    /// Push a version unless another transaction holds the row; with `fresh`, also fail
+    /// when the row exists for `txn` (an insert).
+    fn push_checked(&self, txn: TxnId, pk: &[u8], row: Option<Row>, fresh: bool) -> Result<(), WriteError> {
+        let mut row = Some(row);
+        self.with_chain(pk, |chain| {
+            if let Some(holder) = chain.holder().filter(|&h| h != txn) {
+                return Err(WriteError::Locked { holder, pk: pk.to_vec() });
+            }
+            if fresh && chain.visible(&ReadView::current(txn)).is_some() {
+                return Err(WriteError::Duplicate { index: None, existing_pk: pk.to_vec() });
+            }
+            self.push_version(chain, txn, pk, row.take().expect("pushed once"));
+            Ok(())
+        })
+        .inspect_err(|_| self.forget_if_empty(pk))
+    }
+
+    /// Unlink the chain at `pk` if it has no versions (a refused insert created it).
+    fn forget_if_empty(&self, pk: &[u8]) {
+        self.with_existing_chain(pk, |chain| self.after_removal(chain, pk, &[]));
     }
 
     /// Insert a new row. Returns its primary key.
@@ -390,24 +518,19 @@ impl Table {
     /// # Errors
     /// `Locked` if another transaction holds the key or a conflicting unique key;
     /// `Duplicate` if a row with the same primary or unique key exists.
-    pub fn insert(&mut self, txn: TxnId, row: Row) -> Result<Vec<u8>, WriteError> {
+    pub fn insert(&self, latch: &WriteLatch<'_>, txn: TxnId, row: Row) -> Result<Vec<u8>, WriteError> {
+        self.assert_latched(latch);
         let pk = if self.has_primary_key() {
             self.primary_key(&row)
         } else {
-            let id = self.next_row_id;
-            self.next_row_id += 1;
+            let id = self.next_row_id.fetch_add(1, Ordering::AcqRel);
             encode_key([(&Value::UInt(id), Collation::Binary)])
         };
-        if let Some(chain) = self.rows.get(&pk) {
-            if let Some(holder) = chain.holder().filter(|&h| h != txn) {
-                return Err(WriteError::Locked { holder, pk });
-            }
-            if chain.visible(&ReadView::current(txn)).is_some() {
-                return Err(WriteError::Duplicate { index: None, existing_pk: pk });
-            }
+        if let Some(Some(holder)) = self.with_existing_chain(&pk, |c| c.holder().filter(|&h| h != txn)) {
+            return Err(WriteError::Locked { holder, pk });
         }
         self.check_unique(txn, &pk, &row)?;
-        self.push_version(txn, pk.clone(), Some(row));
+        self.push_checked(txn, &pk, Some(row), true)?;
         Ok(pk)
     }
 
@@ -416,18 +539,19 @@ impl Table {
     ///
     /// # Errors
     /// As [`Table::insert`].
-    pub fn update(&mut self, txn: TxnId, pk: &[u8], row: Row) -> Result<Vec<u8>, WriteError> {
+    pub fn update(&self, latch: &WriteLatch<'_>, txn: TxnId, pk: &[u8], row: Row) -> Result<Vec<u8>, WriteError> {
+        self.assert_latched(latch);
         if let Some(holder) = self.holder(pk).filter(|&h| h != txn) {
             return Err(WriteError::Locked { holder, pk: pk.to_vec() });
         }
         let new_pk = if self.has_primary_key() { self.primary_key(&row) } else { pk.to_vec() };
         if new_pk != pk {
-            let new_pk = self.insert(txn, row)?;
-            self.push_version(txn, pk.to_vec(), None);
+            let new_pk = self.insert(latch, txn, row)?;
+            self.push_checked(txn, pk, None, false)?;
             return Ok(new_pk);
         }
         self.check_unique(txn, pk, &row)?;
-        self.push_version(txn, pk.to_vec(), Some(row));
+        self.push_checked(txn, pk, Some(row), false)?;
         Ok(new_pk)
     }
 
@@ -435,68 +559,62 @@ impl Table {
     ///
     /// # Errors
     /// `Locked` if another transaction holds the row.
-    pub fn delete(&mut self, txn: TxnId, pk: &[u8]) -> Result<(), WriteError> {
-        if let Some(holder) = self.holder(pk).filter(|&h| h != txn) {
-            return Err(WriteError::Locked { holder, pk: pk.to_vec() });
-        }
-        self.push_version(txn, pk.to_vec(), None);
-        Ok(())
+    pub fn delete(&self, txn: TxnId, pk: &[u8]) -> Result<(), WriteError> {
+        self.push_checked(txn, pk, None, false)
     }
 
     /// Pop the newest version of `pk`, which `txn` must have written: undoes one
     /// write of a failed statement.
-    pub fn undo_last(&mut self, txn: TxnId, pk: &[u8]) {
-        let Some(chain) = self.rows.get_mut(pk) else { return };
-        let last = chain.versions.last().expect("undo of a row with no versions");
-        assert!(last.txn == txn && last.commit_ts.is_none(), "undo of a version this transaction did not write");
-        let popped = chain.versions.pop().expect("checked above");
-        let removed = vec![popped];
-        self.after_removal(pk, &removed);
+    pub fn undo_last(&self, txn: TxnId, pk: &[u8]) {
+        self.with_existing_chain(pk, |chain| {
+            let last = chain.versions.last().expect("undo of a row with no versions");
+            assert!(last.txn == txn && last.commit_ts.is_none(), "undo of a version this transaction did not write");
+            let popped = chain.versions.pop().expect("checked above");
+            self.after_removal(chain, pk, &[popped]);
+        });
     }
 
     /// Make `txn`'s writes to `pk` committed at `ts` (keeping only its last version),
     /// then drop versions no reader at or after `purge_horizon` can see.
     /// Returns the committed row image (`None` for a delete).
-    pub fn commit_row(&mut self, txn: TxnId, pk: &[u8], ts: Timestamp, purge_horizon: Timestamp) -> Option<Option<Row>> {
-        let chain = self.rows.get_mut(pk)?;
-        let own_from = chain.versions.iter().position(|v| v.txn == txn && v.commit_ts.is_none())?;
-        let mut removed: Vec<Version> = chain.versions.drain(own_from..chain.versions.len() - 1).collect();
-        let last = chain.versions.last_mut().expect("own version present");
-        last.commit_ts = Some(ts);
-        let image = last.row.clone();
-        // Keep the newest version every reader at or after the horizon can see, and all newer.
-        if let Some(keep_from) = chain.versions.iter().rposition(|v| v.commit_ts.is_some_and(|t| t <= purge_horizon)) {
-            removed.extend(chain.versions.drain(..keep_from));
-        }
-        let dead = chain.versions.len() == 1 && chain.versions[0].row.is_none() && chain.versions[0].commit_ts.is_some_and(|t| t <= purge_horizon);
-        if dead {
-            removed.extend(self.rows.remove(pk).expect("chain present").versions);
-        }
-        self.after_removal(pk, &removed);
-        Some(image)
+    pub fn commit_row(&self, txn: TxnId, pk: &[u8], ts: Timestamp, purge_horizon: Timestamp) -> Option<Option<SharedRow>> {
+        self.with_existing_chain(pk, |chain| {
+            let own_from = chain.versions.iter().position(|v| v.txn == txn && v.commit_ts.is_none())?;
+            let last_index = chain.versions.len() - 1;
+            let mut removed: Vec<Version> = chain.versions.drain(own_from..last_index).collect();
+            let last = chain.versions.last_mut().expect("own version present");
+            last.commit_ts = Some(ts);
+            let image = last.row.clone();
+            // Keep the newest version every reader at or after the horizon can see, and all newer.
+            if let Some(keep_from) = chain.versions.iter().rposition(|v| v.commit_ts.is_some_and(|t| t <= purge_horizon)) {
+                removed.extend(chain.versions.drain(..keep_from));
+            }
+            let dead = chain.versions.len() == 1 && chain.versions[0].row.is_none() && chain.versions[0].commit_ts.is_some_and(|t| t <= purge_horizon);
+            if dead {
+                removed.append(&mut chain.versions);
+            }
+            self.after_removal(chain, pk, &removed);
+            Some(image)
+        })
+        .flatten()
     }
 
     /// Remove every uncommitted version `txn` wrote on `pk`.
-    pub fn rollback_row(&mut self, txn: TxnId, pk: &[u8]) {
-        let Some(chain) = self.rows.get_mut(pk) else { return };
-        let Some(own_from) = chain.versions.iter().position(|v| v.txn == txn && v.commit_ts.is_none()) else { return };
-        let removed: Vec<Version> = chain.versions.drain(own_from..).collect();
-        if chain.versions.is_empty() {
-            self.rows.remove(pk);
-        }
-        self.after_removal(pk, &removed);
+    pub fn rollback_row(&self, txn: TxnId, pk: &[u8]) {
+        self.with_existing_chain(pk, |chain| {
+            let Some(own_from) = chain.versions.iter().position(|v| v.txn == txn && v.commit_ts.is_none()) else { return };
+            let removed: Vec<Version> = chain.versions.drain(own_from..).collect();
+            self.after_removal(chain, pk, &removed);
+        });
     }
 
-    /// Drop secondary index entries that only removed versions referenced.
-    fn after_removal(&mut self, pk: &[u8], removed: &[Version]) {
-        if self.indexes.is_empty() {
-            return;
-        }
-        let remaining: Vec<Row> = self.rows.get(pk).map(|c| c.versions.iter().filter_map(|v| v.row.clone()).collect()).unwrap_or_default();
-        for idx in &mut self.indexes {
+    /// On a locked chain: drop secondary index entries that only removed versions
+    /// referenced, and unlink the chain when no version is left.
+    fn after_removal(&self, chain: &mut Chain, pk: &[u8], removed: &[Version]) {
+        for idx in &self.indexes {
             for row in removed.iter().filter_map(|v| v.row.as_ref()) {
                 let key = Self::index_key(&idx.def, row);
-                if remaining.iter().any(|r| Self::index_key(&idx.def, r) == key) {
+                if chain.versions.iter().filter_map(|v| v.row.as_ref()).any(|r| Self::index_key(&idx.def, r) == key) {
                     continue;
                 }
                 let mut entry = key;
@@ -504,9 +622,10 @@ impl Table {
                 idx.entries.remove(&entry);
             }
         }
-        if let Some(chain) = self.rows.get(pk)
-            && chain.versions.is_empty()
-        {
+        if chain.versions.is_empty() {
+            // Entries first, then the chain: a writer that finds the key again gets a
+            // fresh chain and adds its own entries after these are gone.
+            chain.unlinked = true;
             self.rows.remove(pk);
         }
     }
@@ -515,40 +634,49 @@ impl Table {
     /// for a delete, `None` when `txn` has no pending version there. The commit log records
     /// this image before the version is stamped committed.
     #[must_use]
-    pub fn pending_image(&self, txn: TxnId, pk: &[u8]) -> Option<Option<&Row>> {
-        let last = self.rows.get(pk)?.versions.last()?;
-        (last.txn == txn && last.commit_ts.is_none()).then_some(last.row.as_ref())
+    pub fn pending_image(&self, txn: TxnId, pk: &[u8]) -> Option<Option<SharedRow>> {
+        self.with_existing_chain(pk, |chain| {
+            let last = chain.versions.last()?;
+            (last.txn == txn && last.commit_ts.is_none()).then(|| last.row.clone())
+        })
+        .flatten()
     }
 
     /// Installs a committed row image (or a delete, `None`) at `pk`, as of `ts`, replacing
-    /// what was there and keeping indexes and the hidden row id in step. Recovery only: no
-    /// transaction may have a pending version on the table.
-    pub fn apply_committed(&mut self, pk: Vec<u8>, row: Option<Row>, ts: Timestamp) {
+    /// what was there and keeping indexes and the hidden row id in step. Recovery and
+    /// table copies only: no transaction may have a pending version on the table.
+    pub fn apply_committed(&self, pk: Vec<u8>, row: Option<Row>, ts: Timestamp) {
         if !self.has_primary_key()
             && let Some(id) = crate::key::decode_uint_key(&pk)
         {
-            self.next_row_id = self.next_row_id.max(id + 1);
+            self.next_row_id.fetch_max(id + 1, Ordering::AcqRel);
         }
         if row.is_none() && !self.rows.contains_key(&pk) {
             return;
         }
-        self.push_version(RECOVERY_TXN, pk.clone(), row);
+        let mut row = Some(row);
+        self.with_chain(&pk, |chain| self.push_version(chain, RECOVERY_TXN, &pk, row.take().expect("pushed once")));
         self.commit_row(RECOVERY_TXN, &pk, ts, Timestamp::MAX);
     }
 
     /// Every row visible to `view`, in primary key order (for copies and checkpoints).
     #[must_use]
     pub fn snapshot_rows(&self, view: ReadView) -> Vec<Row> {
-        self.scan(Bound::Unbounded, Bound::Unbounded, view).map(|(_, r)| r.clone()).collect()
+        self.scan(Bound::Unbounded, Bound::Unbounded, view).map(|(_, r)| Row::clone(&r)).collect()
     }
 
-    /// Throw away all rows (TRUNCATE); AUTO_INCREMENT restarts at 1.
-    pub fn clear(&mut self) {
+    /// Throw away all rows (TRUNCATE, with no other statement on the table); AUTO_INCREMENT
+    /// restarts at 1.
+    pub fn clear(&self) {
+        let _latch = self.write_latch();
+        for e in &self.rows {
+            e.value().lock().unlinked = true;
+        }
         self.rows.clear();
-        for idx in &mut self.indexes {
+        for idx in &self.indexes {
             idx.entries.clear();
         }
-        self.auto_increment = 1;
+        self.set_auto_increment(1);
     }
 }
 
@@ -570,8 +698,8 @@ mod tests {
 
     #[test]
     fn uncommitted_writes_are_private_until_commit() {
-        let mut t = table();
-        let pk = t.insert(1, row(1, "a")).unwrap();
+        let t = table();
+        let pk = t.insert(&t.write_latch(), 1, row(1, "a")).unwrap();
         assert!(t.get(&pk, &view(2, 100)).is_none());
         assert!(t.get(&pk, &view(1, 0)).is_some());
         t.commit_row(1, &pk, 5, 0);
@@ -581,20 +709,20 @@ mod tests {
 
     #[test]
     fn second_writer_sees_the_lock_and_unique_keys_fold_case() {
-        let mut t = table();
-        let pk = t.insert(1, row(1, "abc")).unwrap();
-        assert_eq!(t.update(2, &pk, row(1, "x")), Err(WriteError::Locked { holder: 1, pk: pk.clone() }));
+        let t = table();
+        let pk = t.insert(&t.write_latch(), 1, row(1, "abc")).unwrap();
+        assert_eq!(t.update(&t.write_latch(), 2, &pk, row(1, "x")), Err(WriteError::Locked { holder: 1, pk: pk.clone() }));
         t.commit_row(1, &pk, 1, 1);
-        assert!(matches!(t.insert(2, row(2, "ABC")), Err(WriteError::Duplicate { index: Some(0), .. })));
-        assert!(matches!(t.insert(2, row(1, "zzz")), Err(WriteError::Duplicate { index: None, .. })));
+        assert!(matches!(t.insert(&t.write_latch(), 2, row(2, "ABC")), Err(WriteError::Duplicate { index: Some(0), .. })));
+        assert!(matches!(t.insert(&t.write_latch(), 2, row(1, "zzz")), Err(WriteError::Duplicate { index: None, .. })));
     }
 
     #[test]
     fn undo_and_rollback_restore_the_index() {
-        let mut t = table();
-        let pk = t.insert(1, row(1, "a")).unwrap();
+        let t = table();
+        let pk = t.insert(&t.write_latch(), 1, row(1, "a")).unwrap();
         t.commit_row(1, &pk, 1, 1);
-        t.update(2, &pk, row(1, "b")).unwrap();
+        t.update(&t.write_latch(), 2, &pk, row(1, "b")).unwrap();
         let v = ReadView::current(3);
         assert_eq!(
             t.index_scan(
@@ -615,12 +743,61 @@ mod tests {
 
     #[test]
     fn committed_delete_is_purged_when_no_reader_needs_it() {
-        let mut t = table();
-        let pk = t.insert(1, row(1, "a")).unwrap();
+        let t = table();
+        let pk = t.insert(&t.write_latch(), 1, row(1, "a")).unwrap();
         t.commit_row(1, &pk, 1, 1);
         t.delete(2, &pk).unwrap();
         t.commit_row(2, &pk, 2, 2);
         assert_eq!(t.approximate_rows(), 0);
-        assert!(t.insert(3, row(2, "a")).is_ok(), "unique key free again");
+        assert!(t.insert(&t.write_latch(), 3, row(2, "a")).is_ok(), "unique key free again");
+    }
+
+    /// Readers scan while writers insert, update and delete other rows, and two writers
+    /// race for one unique key: every scan sees a consistent committed state (no torn
+    /// rows), and the unique key is taken exactly once.
+    #[test]
+    fn readers_and_writers_share_a_table_across_threads() {
+        const WRITERS: u64 = 4;
+        const ROWS_PER_WRITER: u64 = 500;
+        let t = table();
+        let latch = t.write_latch();
+        for id in 0..100 {
+            let pk = t.insert(&latch, 1, row(id, &format!("base{id}"))).unwrap();
+            t.commit_row(1, &pk, 1, 1);
+        }
+        drop(latch);
+        let ts = std::sync::atomic::AtomicU64::new(2);
+        let unique_winners = std::sync::atomic::AtomicU64::new(0);
+        std::thread::scope(|scope| {
+            for w in 0..WRITERS {
+                let (t, ts, unique_winners) = (&t, &ts, &unique_winners);
+                scope.spawn(move || {
+                    let txn = 10 + w;
+                    for n in 0..ROWS_PER_WRITER {
+                        let id = i64::try_from(1000 + w * ROWS_PER_WRITER + n).unwrap();
+                        let pk = t.insert(&t.write_latch(), txn, row(id, &format!("w{w}n{n}"))).unwrap();
+                        let commit = ts.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        t.commit_row(txn, &pk, commit, 0);
+                    }
+                    match t.insert(&t.write_latch(), txn, row(i64::try_from(9000 + w).unwrap(), "contended")) {
+                        Ok(pk) => {
+                            unique_winners.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                            t.commit_row(txn, &pk, ts.fetch_add(1, std::sync::atomic::Ordering::SeqCst), 0);
+                        }
+                        Err(WriteError::Duplicate { .. } | WriteError::Locked { .. }) => {}
+                    }
+                });
+            }
+            scope.spawn(|| {
+                for _ in 0..50 {
+                    let seen: Vec<_> = t.scan(Bound::Unbounded, Bound::Unbounded, view(99, 1)).collect();
+                    assert_eq!(seen.len(), 100, "a view at timestamp 1 sees exactly the base rows");
+                    assert!(seen.iter().all(|(_, r)| matches!(&r[1], Value::Str(s) if s.starts_with("base"))));
+                }
+            });
+        });
+        assert_eq!(unique_winners.into_inner(), 1, "one writer takes the contended unique key");
+        let all = t.scan(Bound::Unbounded, Bound::Unbounded, ReadView::current(99)).count();
+        assert_eq!(all as u64, 100 + WRITERS * ROWS_PER_WRITER + 1);
     }
 }

@@ -90,8 +90,7 @@ impl TxnManager {
         ReadView { txn, read_ts, uncommitted }
     }
 
-    /// The timestamp of the newest commit. A reader that holds the storage lock
-    /// while it reads may use it as an unregistered view: no purge can run then.
+    /// The timestamp of the newest published commit.
     #[must_use]
     pub fn last_commit_ts(&self) -> Timestamp {
         self.last_commit_ts.load(Ordering::Acquire)
@@ -116,11 +115,25 @@ impl TxnManager {
         active.read_views.keys().next().copied().unwrap_or(newest).min(newest)
     }
 
-    /// Assign the next commit timestamp. The caller stamps its versions with it
-    /// (under the storage lock, so readers see all of a commit or none) and then
-    /// calls [`TxnManager::end`].
+    /// Assign and publish the next commit timestamp at once: for recovery, where no
+    /// reader runs beside the writer.
     pub fn next_commit_ts(&self) -> Timestamp {
         self.last_commit_ts.fetch_add(1, Ordering::AcqRel) + 1
+    }
+
+    /// The timestamp the next commit takes. REQUIRES: the caller orders commits (holds the
+    /// engine's commit-order lock) until it calls [`TxnManager::publish_commit`] with it;
+    /// meanwhile it stamps its versions, which no view can see yet (every view's read
+    /// timestamp is below it).
+    #[must_use]
+    pub fn commit_ts_to_assign(&self) -> Timestamp {
+        self.last_commit_ts.load(Ordering::Acquire) + 1
+    }
+
+    /// Publish commit `ts`, whose versions are all stamped: views taken from now on see it.
+    pub fn publish_commit(&self, ts: Timestamp) {
+        let before = self.last_commit_ts.swap(ts, Ordering::AcqRel);
+        assert_eq!(before + 1, ts, "commit timestamps are published in order");
     }
 
     /// The transaction has committed or rolled back: release its locks and forget it.
