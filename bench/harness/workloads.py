@@ -63,6 +63,13 @@ def all_workloads(o):
         workloads.append(Workload(f"hot-row-{o.hot_row_clients}{suffix}", "hot-row",
                                   f"optimistic hot row, {o.hot_row_clients} clients{title_suffix}", partial(hot_row, o, rtt_ms=rtt_ms),
                                   headline=("commits/s", "row lock wait per commit")))
+    long_read = ["long-read", "--rows", o.long_read_rows, "--limit", o.long_read_limit]
+    join_title = f"join of {o.long_read_limit} x {o.long_read_rows} rows on a column with no index"
+    workloads.append(Workload("long-read-vs-write", "long-read", f"autocommit INSERTs into another table during a {join_title}",
+                              partial(driver_workload, long_read + ["--writer"]),
+                              headline=("p99 during / idle", "insert p99 during read")))
+    workloads.append(Workload("join-no-index", "long-read", join_title, partial(driver_workload, long_read),
+                              writes=False, headline=("join time",)))
     return workloads
 
 

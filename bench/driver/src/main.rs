@@ -14,6 +14,7 @@ mod counter;
 mod fsync_floor;
 mod hot_row;
 mod insert_storm;
+mod long_read;
 mod report;
 mod server;
 mod sql;
@@ -47,6 +48,8 @@ enum Workload {
     InsertStorm(insert_storm::Args),
     /// Optimistic concurrency on one hot row: versioned UPDATE, INSERT child, COMMIT.
     HotRow(hot_row::Args),
+    /// A long join with no usable index, alone or beside a writer on another table.
+    LongRead(long_read::Args),
     /// Runs SQL statements and prints their rows and warnings (set-up and feature probes).
     Sql(sql::Args),
 }
@@ -59,6 +62,7 @@ fn main() -> ExitCode {
         Workload::Counter(args) => counter::run(&target, &args),
         Workload::InsertStorm(args) => insert_storm::run(&target, &args),
         Workload::HotRow(args) => hot_row::run(&target, &args),
+        Workload::LongRead(args) => long_read::run(&target, &args),
         Workload::Sql(args) => sql::run(&target, &args),
     };
     match result {

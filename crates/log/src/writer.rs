@@ -4,7 +4,7 @@
 //! The flow of one commit (see `docs/architecture.md`, "One commit"):
 //! 1. [`Log::append`] encodes the record straight into the shared pending buffer and gives it
 //!    the next LSN and sequence number. Callers append in commit order (the SQL layer appends
-//!    while it holds the catalog lock that orders commits), so log order is commit order.
+//!    while it holds its commit-order lock), so log order is commit order.
 //! 2. The writer thread takes everything pending, whatever arrived while its previous write
 //!    and sync were in flight, up to [`LogConfig::group_bytes_max`]. It writes it with one
 //!    positional write and, in flush mode 1, makes it durable with one `fdatasync`. Then it

@@ -4,8 +4,8 @@
 //!
 //! The estimate is the number of rows a plan examines: per block, the product over its
 //! sources of the rows each access path reads (a full scan reads the table's row count, a
-//! range a third of it, an index equality [`INDEX_EQ_ROWS`], a point one row), plus what
-//! derived tables examine. It only has to tell a point query from a long scan or join.
+//! range a third of it, an index equality or a hash-join probe [`INDEX_EQ_ROWS`], a point
+//! one row), plus what derived tables and hash-join builds examine. It only has to tell a point query from a long scan or join.
 
 use crate::catalog::Catalog;
 use crate::query::{Access, PlanKind, SelectPlan, SourceData};
@@ -40,6 +40,11 @@ pub fn rows_examined(plan: &SelectPlan, catalog: &Catalog) -> f64 {
                     Access::PkIn(values) => values.len() as f64,
                     Access::PkRange { .. } | Access::IndexRange { .. } => table_rows / 3.0,
                     Access::IndexEq { .. } => INDEX_EQ_ROWS,
+                    // Built once (a full read), then a few rows per probe.
+                    Access::Hash(_) => {
+                        derived += table_rows;
+                        INDEX_EQ_ROWS
+                    }
                 };
                 product *= read.max(1.0);
             }

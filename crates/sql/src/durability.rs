@@ -3,7 +3,7 @@
 //!
 //! At commit ([`commit_changes`]), a transaction's writes become one log record. It holds the
 //! final image of every row it changed, keyed by database, table and primary key, taken
-//! before the versions are stamped committed and while the catalog lock orders commits. A DDL
+//! before the versions are stamped committed and while `Engine::commit_order` orders commits. A DDL
 //! statement becomes a record holding its text ([`ddl_change`]).
 //!
 //! At start-up ([`Engine::open`]) the log is replayed in order through [`Replayer`]:

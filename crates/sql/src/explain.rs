@@ -47,13 +47,18 @@ fn describe(plan: &SelectPlan, id: i64, rows: &mut Vec<Vec<Value>>) {
                     SourceData::Rows(..) => s("<derived>"),
                 };
                 let (kind, key) = match &src.access {
-                    Access::Full => ("ALL", Value::Null),
+                    Access::Full | Access::Hash(_) => ("ALL", Value::Null),
                     Access::PkPoint(_) => ("const", src.key_name.clone().map_or(Value::Null, Value::Str)),
                     Access::PkIn(_) | Access::PkRange { .. } => ("range", src.key_name.clone().map_or(Value::Null, Value::Str)),
                     Access::IndexEq { .. } => ("ref", src.key_name.clone().map_or(Value::Null, Value::Str)),
                     Access::IndexRange { .. } => ("range", src.key_name.clone().map_or(Value::Null, Value::Str)),
                 };
-                let extra = if b.filter.is_some() { "Using where" } else { "" };
+                let extra = match (b.filter.is_some(), matches!(src.access, Access::Hash(_))) {
+                    (true, true) => "Using where; Using join buffer (hash join)",
+                    (false, true) => "Using join buffer (hash join)",
+                    (true, false) => "Using where",
+                    (false, false) => "",
+                };
                 rows.push(vec![
                     Value::Int(id),
                     s("SIMPLE"),

@@ -20,6 +20,7 @@ pub mod error;
 pub mod explain;
 pub mod expr;
 pub mod functions;
+pub mod hash_join;
 pub mod lock_tables;
 pub mod locking;
 pub mod mdl;

@@ -121,9 +121,9 @@ impl LockSpec {
 
 /// An insert (or an update that moves a row to a new key or index entry) of the entries
 /// `keys` lists into `table` by `txn`: waits while another transaction's gap lock covers
-/// one of them. `keys` is called only when the table has gap locks at all: gap locks are
-/// taken under the catalog's read lock and writes run under its write lock, so none can
-/// appear between this look and the write.
+/// one of them. `keys` is called only when the table has gap locks at all. REQUIRES: the
+/// table's write latch, held on to the write: gap locks are granted under it
+/// ([`LockSpec::lock_gap`]), so none can appear between this look and the write.
 ///
 /// # Errors
 /// [`SqlError::lock_wait`] or 1213, as [`LockSpec::lock_row`].

@@ -165,6 +165,9 @@ pub enum Access {
         low: Option<(Expr, bool)>,
         high: Option<(Expr, bool)>,
     },
+    /// Equalities with earlier tables, found through a hash table of this one built once
+    /// per statement (see `hash_join`).
+    Hash(Vec<crate::hash_join::HashKey>),
 }
 
 #[derive(Debug)]
@@ -190,6 +193,8 @@ pub struct Source {
     pub types: Vec<SqlType>,
     /// The index the access path reads (`PRIMARY` or a secondary index's name), for EXPLAIN.
     pub key_name: Option<String>,
+    /// The built side of an [`Access::Hash`] source.
+    pub hash_table: crate::hash_join::HashTable,
 }
 
 #[derive(Debug)]
@@ -449,7 +454,17 @@ fn plan_block(
         let offset = scope.columns.len();
         let (data, types) = plan_factor(env, &twj.relation, &mut scope, outer)?;
         let width = scope.columns.len() - offset;
-        sources.push(Source { data, offset, width, kind: JoinKind::Inner, on: None, access: Access::Full, types, key_name: None });
+        sources.push(Source {
+            data,
+            offset,
+            width,
+            kind: JoinKind::Inner,
+            on: None,
+            access: Access::Full,
+            types,
+            key_name: None,
+            hash_table: Default::default(),
+        });
         for j in &twj.joins {
             let offset = scope.columns.len();
             let (data, types) = plan_factor(env, &j.relation, &mut scope, outer)?;
@@ -466,7 +481,7 @@ fn plan_block(
                 Some(JoinConstraint::Natural) => return Err(SqlError::unsupported("NATURAL JOIN")),
                 _ => (None, vec![]),
             };
-            sources.push(Source { data, offset, width, kind, on: None, access: Access::Full, types, key_name: None });
+            sources.push(Source { data, offset, width, kind, on: None, access: Access::Full, types, key_name: None, hash_table: Default::default() });
             pending_on.push((sources.len() - 1, kind, on, using));
         }
     }
@@ -609,9 +624,15 @@ fn plan_block(
         if inner_chain || sources[i].kind == JoinKind::Inner && sources.iter().skip(1).all(|s| s.kind == JoinKind::Inner) {
             conds.extend(where_conjuncts.iter().cloned());
         }
-        sources[i].access = choose_access(table, &conds, sources[i].offset);
+        let mut access = choose_access(table, &conds, sources[i].offset);
+        if matches!(access, Access::Full)
+            && let Some(keys) = crate::hash_join::choose(&sources, i, &conds, table.data.approximate_rows())
+        {
+            access = Access::Hash(keys);
+        }
+        sources[i].access = access;
         sources[i].key_name = match &sources[i].access {
-            Access::Full => None,
+            Access::Full | Access::Hash(_) => None,
             Access::PkPoint(_) | Access::PkIn(_) | Access::PkRange { .. } => Some("PRIMARY".to_owned()),
             Access::IndexEq { index, .. } | Access::IndexRange { index, .. } => Some(table.indexes[*index].name.clone()),
         };
@@ -1012,6 +1033,10 @@ fn join_level(b: &Block, level: usize, row: &mut Row, env: &Env<'_>, parent: Opt
                 Err(e) => Some(Err(e)),
             }))
         }
+        (None, SourceData::Table { .. }) if matches!(s.access, Access::Hash(_)) => {
+            let Access::Hash(keys) = &s.access else { unreachable!("matched above") };
+            Box::new(crate::hash_join::probe(s, keys, &s.hash_table, env, &ctx(row, &[], parent))?.into_iter().map(|r| Ok((r, None))))
+        }
         _ => Box::new(read_source(s, row, env, parent)?.into_iter().map(|(_, r)| Ok((r, None)))),
     };
     let mut matched = false;
@@ -1048,7 +1073,7 @@ fn join_level(b: &Block, level: usize, row: &mut Row, env: &Env<'_>, parent: Opt
 /// finds exactly the rows the comparison does; `None` sends the access path back to a scan.
 /// A string column compared with a number compares as numbers ('5abc' = 5), so only a
 /// string looks up a string index.
-fn key_value(v: &Value, ty: &SqlType) -> Option<Value> {
+pub(crate) fn key_value(v: &Value, ty: &SqlType) -> Option<Value> {
     if v.is_null() || (ty.is_string() && !matches!(v, Value::Str(_))) {
         return None;
     }
@@ -1116,7 +1141,8 @@ fn access_keys(s: &Source, row: &Row, env: &Env<'_>, parent: Option<&RowCtx<'_>>
     let mut gaps = Vec::new();
     let mut pks: Option<Vec<Vec<u8>>> = None;
     match &s.access {
-        Access::Full => {
+        // A locking read of a hash-joined table scans it, locking rows as it goes.
+        Access::Full | Access::Hash(_) => {
             if all_versions {
                 gaps.push(ScannedRange { index: 0, lo: Bound::Unbounded, hi: Bound::Unbounded, next_record: false });
             }
@@ -1247,7 +1273,7 @@ fn access_keys(s: &Source, row: &Row, env: &Env<'_>, parent: Option<&RowCtx<'_>>
             }
         }
     }
-    if all_versions && pks.is_none() && !matches!(s.access, Access::Full) {
+    if all_versions && pks.is_none() && !matches!(s.access, Access::Full | Access::Hash(_)) {
         // A value that is not exact for the key falls back to a scan of the whole table.
         gaps.push(ScannedRange { index: 0, lo: Bound::Unbounded, hi: Bound::Unbounded, next_record: false });
     }
