@@ -171,6 +171,17 @@ def test_a_waiting_ddl_shows_its_state_holds_new_statements_back_and_runs_at_com
         assert time.monotonic() < deadline, "the ALTER never showed its wait"
         time.sleep(0.02)
 
+    if server.is_quill:
+        admin = server.connect()
+        with admin.cursor() as cur:
+            cur.execute(
+                "SELECT LOCK_TYPE, LOCK_STATUS FROM performance_schema.metadata_locks "
+                "WHERE OBJECT_SCHEMA = %s AND OBJECT_NAME = 't' ORDER BY LOCK_STATUS",
+                (fresh_db,),
+            )
+            assert cur.fetchall() == (("SHARED", "GRANTED"), ("EXCLUSIVE", "PENDING"))
+        admin.close()
+
     # A new statement on the table queues behind the waiting DDL.
     c = server.connect(fresh_db)
     with c.cursor() as cc:

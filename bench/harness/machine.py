@@ -4,6 +4,7 @@ directories, and the versions of everything compared."""
 import os
 import platform
 import subprocess
+import sys
 
 from .install import REPO
 
@@ -68,3 +69,31 @@ def git(arguments):
 def sysbench_version():
     result = subprocess.run(["sysbench", "--version"], capture_output=True, text=True)
     return result.stdout.strip().removeprefix("sysbench ")
+
+
+class CpuHog:
+    """A busy loop in a child process pinned to one core: the busy neighbour of --noisy."""
+
+    def __init__(self, process, core):
+        self.process = process
+        self.core = core
+
+
+_hog = None
+
+
+def start_cpu_hog():
+    """Starts the hog on the last core the harness may use; `stop_cpu_hog` ends it."""
+    global _hog
+    core = max(os.sched_getaffinity(0))
+    process = subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=lambda: os.sched_setaffinity(0, {core}))
+    _hog = CpuHog(process, core)
+    return _hog
+
+
+def stop_cpu_hog():
+    global _hog
+    if _hog is not None:
+        _hog.process.kill()
+        _hog.process.wait()
+        _hog = None

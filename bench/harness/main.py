@@ -64,6 +64,8 @@ def parse_options(argv):
     parser.add_argument("--workdir", type=Path, default=REPO / "bench" / ".work", help="data directories of the servers (emptied first)")
     parser.add_argument("--keep-workdir", action="store_true", help="leave the data directories and server logs in place")
     parser.add_argument("--no-install", action="store_true", help="do not install or build anything")
+    parser.add_argument("--noisy", action="store_true",
+                        help="run a CPU hog (a busy loop pinned to the last core) for the whole run: a busy neighbour")
     options = parser.parse_args(argv)
     for name, value in (QUICK if options.quick else FULL).items():
         if getattr(options, name) is None:
@@ -127,6 +129,10 @@ def main(argv):
         if any(w.sysbench for w in selected):
             versions["sysbench"] = machine.sysbench_version()
         machine_details = machine.details(options.workdir, versions)
+        if options.noisy:
+            hog = machine.start_cpu_hog()
+            machine_details["noisy"] = f"a CPU hog (a busy loop) pinned to core {hog.core} ran throughout"
+            log(f"--noisy: a CPU hog runs on core {hog.core}")
         run_workloads(options, selected, servers, all_runs)
     except Exception as e:  # keep what was measured: the partial report names the failure
         problems.append(f"run stopped: {type(e).__name__}: {e}")
@@ -136,6 +142,7 @@ def main(argv):
     finally:
         # A second Ctrl-C must not interrupt the stopping of the servers.
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
+        machine.stop_cpu_hog()
         for server in servers:
             server.stop()
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})

@@ -207,6 +207,7 @@ def markdown(results):
         "",
         f"- Machine: {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB, {m['os']}, kernel {m['kernel']}",
         f"- Data disk: {m['data_disk']}",
+        *([f"- Busy neighbour (`--noisy`): {m['noisy']}"] if m.get("noisy") else []),
         f"- Versions: {versions}; Quill commit {m['quill_commit']}",
         f"- Runs: {o['repetitions']} per workload and server, servers alternated (A B A B ...); figures are medians"
         + (" (`--quick`)" if o["quick"] else ""),

@@ -198,8 +198,6 @@ struct Shared {
     segments: Mutex<Segments>,
     stats: LogStats,
     config: LogConfig,
-    /// Sessions inside [`Log::wait`] now.
-    waiters: std::sync::atomic::AtomicUsize,
 }
 
 /// The commit log. Dropping it writes and syncs everything pending, then stops the writer.
@@ -267,7 +265,6 @@ impl Log {
             segments: Mutex::new(segments),
             stats: LogStats::default(),
             config,
-            waiters: std::sync::atomic::AtomicUsize::new(0),
         });
         let writer = std::thread::Builder::new().name("quill-log-writer".into()).spawn({
             let shared = Arc::clone(&shared);
@@ -391,17 +388,8 @@ impl Log {
             FlushMode::WriteAtCommit => &self.shared.written,
             FlushMode::AtCommit => &self.shared.durable,
         };
-        let waiting = Waiting::enter(&self.shared.waiters);
-        // Poll first, yielding to other tasks, while few sessions wait: the sync usually
-        // completes within WAIT_SPIN, and a task that stays runnable is resumed without parking
-        // and waking its worker thread. With many waiters their polling would take the CPU
-        // the writer and the other sessions need, and one wake-up serves a whole group anyway.
-        if waiting.others < WAIT_SPIN_WAITERS_MAX {
-            let spin_until = Instant::now() + WAIT_SPIN;
-            while Instant::now() < spin_until && *sender.borrow() < end {
-                tokio::task::yield_now().await;
-            }
-        }
+        // No polling: the task parks on the watch channel, and the writer's `send` after the
+        // write or sync wakes every session whose record it covered.
         let mut receiver = sender.subscribe();
         // The sender lives as long as `self`, so this only ends when the LSN is reached.
         let _ = receiver.wait_for(|&lsn| lsn >= end).await;
@@ -475,26 +463,6 @@ impl Log {
 impl Drop for Log {
     fn drop(&mut self) {
         self.shutdown();
-    }
-}
-
-/// Counts a session inside [`Log::wait`] for as long as it lives, even if the wait is dropped
-/// half-way (its connection went away).
-struct Waiting<'a> {
-    count: &'a std::sync::atomic::AtomicUsize,
-    /// Sessions that were already waiting when this one arrived.
-    others: usize,
-}
-
-impl<'a> Waiting<'a> {
-    fn enter(count: &'a std::sync::atomic::AtomicUsize) -> Waiting<'a> {
-        Waiting { count, others: count.fetch_add(1, Ordering::Relaxed) }
-    }
-}
-
-impl Drop for Waiting<'_> {
-    fn drop(&mut self) {
-        self.count.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -652,9 +620,6 @@ fn next_group(shared: &Shared, last_sync: Instant) -> Next {
         if space_due(shared, &state, Instant::now()) {
             return Next::Space;
         }
-        if mode != FlushMode::EverySecond && spin_for_work(shared, &mut state) {
-            continue;
-        }
         // Nothing to write or sync: sleep until an append wakes us. Otherwise until the interval ends.
         let timeout = if has_pending || unsynced { interval.saturating_sub(last_sync.elapsed()).max(Duration::from_millis(1)) } else { interval };
         // Out of space: wake for the retry too.
@@ -665,30 +630,6 @@ fn next_group(shared: &Shared, last_sync: Instant) -> Next {
         shared.writer_wake.wait_for(&mut state, timeout);
     }
 }
-
-/// How long the writer polls for the next record before it sleeps: a client's next commit
-/// usually follows within a network round trip, and catching it here saves the futex wake-up
-/// of a sleeping writer (tens of microseconds on a busy machine) on every commit.
-pub const WRITER_SPIN: Duration = Duration::from_micros(200);
-
-/// Polls (yielding the CPU) for up to [`WRITER_SPIN`]; `true` when work, a need for space
-/// or shutdown arrived (an appender's wake-up may come while the writer spins).
-fn spin_for_work(shared: &Shared, state: &mut parking_lot::MutexGuard<'_, State>) -> bool {
-    let until = Instant::now() + WRITER_SPIN;
-    while Instant::now() < until {
-        parking_lot::MutexGuard::unlocked(state, std::thread::yield_now);
-        if !state.pending.is_empty() || state.shutdown || state.sync_requested_lsn > state.durable_lsn || space_due(shared, state, Instant::now()) {
-            return true;
-        }
-    }
-    false
-}
-
-/// How long a committing session polls for its record to become durable before it sleeps on
-/// the log's watch channel (see [`Log::wait`]).
-pub const WAIT_SPIN: Duration = Duration::from_micros(300);
-/// Sessions poll (see [`WAIT_SPIN`]) only while fewer than this many are waiting.
-pub const WAIT_SPIN_WAITERS_MAX: usize = 2;
 
 /// `binlog_group_commit_sync_delay`: lets more records join the group, up to the delay or
 /// until `binlog_group_commit_sync_no_delay_count` records are pending.

@@ -1,6 +1,7 @@
-//! Who holds and who waits: `information_schema.INNODB_TRX` and
-//! `performance_schema.data_locks` / `data_lock_waits`, computed from the transaction
-//! registry and the lock manager at the moment they are read.
+//! Who holds and who waits: `information_schema.INNODB_TRX`,
+//! `performance_schema.data_locks` / `data_lock_waits` (row locks) and `metadata_locks`,
+//! computed from the transaction registry, the lock manager and the metadata locks at the
+//! moment they are read.
 //!
 //! Lock ids are Quill's own (`<trx>:<table id>:<index>:<key in hex>`), the same in both
 //! performance_schema tables so they join as MySQL's do. `LOCK_DATA` shows the key's
@@ -132,13 +133,57 @@ pub fn innodb_trx(env: &Env<'_>) -> Result<Rows> {
     Ok((c, rows))
 }
 
-/// `performance_schema.data_locks` or `data_lock_waits`; `None` for another name.
+/// `performance_schema.data_locks`, `data_lock_waits` or `metadata_locks`; `None` for
+/// another name.
 pub fn performance_schema_table(env: &Env<'_>, name: &str) -> Option<Rows> {
     match name.to_ascii_lowercase().as_str() {
         "data_locks" => Some(data_locks(env)),
         "data_lock_waits" => Some(data_lock_waits(env)),
+        "metadata_locks" => Some(metadata_locks(env)),
         _ => None,
     }
+}
+
+/// `performance_schema.metadata_locks`: the metadata locks of `sql::mdl`, granted and
+/// pending. Quill has one shared kind, shown as `SHARED` (MySQL tells `SHARED_READ` from
+/// `SHARED_WRITE`); `OWNER_THREAD_ID` is the connection id.
+fn metadata_locks(env: &Env<'_>) -> Rows {
+    let c = cols(&[
+        ("OBJECT_TYPE", text(64)),
+        ("OBJECT_SCHEMA", text(64)),
+        ("OBJECT_NAME", text(64)),
+        ("COLUMN_NAME", text(64)),
+        ("OBJECT_INSTANCE_BEGIN", SqlType::bigint()),
+        ("LOCK_TYPE", text(32)),
+        ("LOCK_DURATION", text(32)),
+        ("LOCK_STATUS", text(32)),
+        ("SOURCE", text(64)),
+        ("OWNER_THREAD_ID", SqlType::bigint()),
+        ("OWNER_EVENT_ID", SqlType::bigint()),
+    ]);
+    let rows = env
+        .info
+        .engine
+        .mdl
+        .rows()
+        .into_iter()
+        .map(|l| {
+            vec![
+                s("TABLE"),
+                s(l.table.0),
+                s(l.table.1),
+                Value::Null,
+                int(0),
+                s(if l.exclusive { "EXCLUSIVE" } else { "SHARED" }),
+                s("TRANSACTION"),
+                s(if l.granted { "GRANTED" } else { "PENDING" }),
+                s(""),
+                int(u64::from(l.connection_id)),
+                int(0),
+            ]
+        })
+        .collect();
+    (c, rows)
 }
 
 /// The key's column values, as `LOCK_DATA` shows them.
