@@ -13,7 +13,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use quill_storage::{Collation, IndexDef, Table, Value};
+use quill_storage::{Collation, Handler, IndexDef, Value};
 
 use crate::error::{Result, SqlError, codes};
 use crate::types::SqlType;
@@ -59,7 +59,8 @@ pub struct TableMeta {
     pub collation: Collation,
     pub comment: String,
     pub created_at: i64,
-    pub data: Table,
+    /// The table's rows, reached only through the handler API.
+    pub data: Box<dyn Handler>,
 }
 
 impl TableMeta {
@@ -67,10 +68,12 @@ impl TableMeta {
     #[must_use]
     pub fn new(id: u64, db: &str, name: &str, columns: Vec<Column>, primary: Vec<usize>, indexes: Vec<IndexMeta>, collation: Collation) -> TableMeta {
         let key_part = |c: usize| (c, columns[c].ty.collation());
-        let data = Table::new(
+        let data = quill_storage::handler::create(
+            quill_storage::handler::DEFAULT_ENGINE,
             primary.iter().map(|&c| key_part(c)).collect(),
             indexes.iter().map(|i| IndexDef { name: i.name.clone(), parts: i.columns.iter().map(|&c| key_part(c)).collect(), unique: i.unique }).collect(),
-        );
+        )
+        .expect("the default engine exists");
         TableMeta {
             id,
             db: db.to_owned(),

@@ -28,7 +28,7 @@ pub fn rows_examined(plan: &SelectPlan, catalog: &Catalog) -> f64 {
             let mut derived = 0.0;
             for source in &block.sources {
                 let table_rows = match &source.data {
-                    SourceData::Table { db, name, .. } => catalog.table(db, name).map_or(0.0, |t| t.data.approximate_rows() as f64),
+                    SourceData::Table { db, name, .. } => catalog.table(db, name).map_or(0.0, |t| t.data.statistics().rows as f64),
                     SourceData::Rows(_, sub) => {
                         derived += sub.as_ref().map_or(0.0, |p| rows_examined(p, catalog));
                         DERIVED_ROWS

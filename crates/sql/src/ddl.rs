@@ -217,6 +217,12 @@ pub fn create_table(catalog: &mut Catalog, info: &SessionInfo, env_params: (&[Va
         ast::CreateTableOptions::None => vec![],
     };
     for o in &opts {
+        if let ast::SqlOption::NamedParenthesizedList(list) = o
+            && list.key.value.eq_ignore_ascii_case("ENGINE")
+            && let Some(engine) = &list.name
+        {
+            check_engine(info, &engine.value, &name, warnings)?;
+        }
         if let ast::SqlOption::KeyValue { key, value } = o {
             let k = key.value.to_ascii_uppercase();
             let v = value.to_string().trim_matches(['\'', '"']).to_owned();
@@ -320,7 +326,7 @@ pub fn create_table(catalog: &mut Catalog, info: &SessionInfo, env_params: (&[Va
             let mut cx = WriteContext { column: &c.name, row: n as u64 + 1, strict: true, warnings };
             coerced.push(coerce_to_column(v, &c.ty, &mut cx)?);
         }
-        let pk = meta.data.insert(&meta.data.write_latch(), 0, coerced).map_err(|e| match e {
+        let pk = meta.data.write_row(&meta.data.write_latch(), 0, coerced).map_err(|e| match e {
             quill_storage::WriteError::Duplicate { .. } => SqlError::new(codes::ER_DUP_ENTRY, format!("Duplicate entry for key '{name}.PRIMARY'")),
             quill_storage::WriteError::Locked { .. } => SqlError::internal("new table row locked"),
         })?;
@@ -394,6 +400,35 @@ pub fn drop_tables(catalog: &mut Catalog, info: &SessionInfo, names: &[ast::Obje
 ///
 /// # Errors
 /// 1146.
+/// Engines of MySQL and MariaDB that Quill does not have: a table asking for one gets the
+/// default engine and warning 1266, whatever the SQL mode, so schemas and dumps written for
+/// them load (a documented difference: MySQL would create the table in that engine).
+const SUBSTITUTED_ENGINES: [&str; 10] = ["MyISAM", "MEMORY", "HEAP", "Aria", "ARCHIVE", "CSV", "BLACKHOLE", "MRG_MYISAM", "MERGE", "FEDERATED"];
+
+/// `ENGINE=engine` of CREATE TABLE `table`: the engines of `storage::handler::ENGINES` are
+/// used; a known MySQL engine Quill lacks is replaced by the default with warning 1266; an
+/// unknown name is error 1286 under `NO_ENGINE_SUBSTITUTION` (MySQL 8's default), else
+/// warnings 1286 and 1266.
+fn check_engine(info: &SessionInfo, engine: &str, table: &str, warnings: &mut Vec<Warning>) -> Result<()> {
+    let default = quill_storage::handler::DEFAULT_ENGINE;
+    if quill_storage::handler::ENGINES.iter().any(|(e, _)| e.eq_ignore_ascii_case(engine)) {
+        return Ok(());
+    }
+    let substituted =
+        Warning { level: "Warning", code: codes::WARN_USING_OTHER_HANDLER.0, message: format!("Using storage engine {default} for table '{table}'") };
+    if SUBSTITUTED_ENGINES.iter().any(|e| e.eq_ignore_ascii_case(engine)) {
+        warnings.push(substituted);
+        return Ok(());
+    }
+    let unknown = format!("Unknown storage engine '{engine}'");
+    if info.vars.get("sql_mode").is_some_and(|m| m.contains("NO_ENGINE_SUBSTITUTION")) {
+        return Err(SqlError::new(codes::ER_UNKNOWN_STORAGE_ENGINE, unknown));
+    }
+    warnings.push(Warning { level: "Warning", code: codes::ER_UNKNOWN_STORAGE_ENGINE.0, message: unknown });
+    warnings.push(substituted);
+    Ok(())
+}
+
 pub fn truncate(catalog: &mut Catalog, info: &SessionInfo, name: &ast::ObjectName) -> Result<()> {
     let (db, t) = query::resolve_table_name(info, name)?;
     // A new, empty table takes the old one's place; statements still running on the old
@@ -443,7 +478,7 @@ fn rebuild(
             }
             new_row.push(v);
         }
-        let pk = meta.data.insert(&meta.data.write_latch(), 0, new_row).map_err(|e| match e {
+        let pk = meta.data.write_row(&meta.data.write_latch(), 0, new_row).map_err(|e| match e {
             quill_storage::WriteError::Duplicate { .. } => SqlError::new(codes::ER_DUP_ENTRY, format!("Duplicate entry for key while altering '{name}'")),
             quill_storage::WriteError::Locked { .. } => SqlError::internal("row locked during ALTER"),
         })?;

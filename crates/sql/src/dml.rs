@@ -9,7 +9,7 @@
 
 use std::cmp::Ordering;
 
-use quill_storage::{Collation, Decimal, ReadView, Row, Table, TxnId, Value, WriteError};
+use quill_storage::{Collation, Decimal, Handler, ReadView, Row, TxnId, Value, WriteError};
 use sqlparser::ast;
 
 use crate::bind::{Binder, Scope, ScopeColumn};
@@ -104,7 +104,7 @@ fn write_error(e: WriteError, t: &TableMeta, row: &Row, cx: &DmlCx<'_>) -> SqlEr
 /// Lock what an insert of `row` into `t` needs: no other transaction's gap lock over any of
 /// its index entries (insert intention), then the row's key, exclusively. REQUIRES: the
 /// table's write latch, held on to the insert, so no gap lock is granted in between.
-fn lock_for_insert(cx: &DmlCx<'_>, t: &TableMeta, data: &Table, row: &Row) -> Result<()> {
+fn lock_for_insert(cx: &DmlCx<'_>, t: &TableMeta, data: &dyn Handler, row: &Row) -> Result<()> {
     let locks = &cx.info.engine.txns.locks;
     let pk = data.insert_key(row);
     // Insert intention first, as InnoDB: a transaction held back by a gap holds nothing yet.
@@ -117,9 +117,9 @@ fn lock_for_insert(cx: &DmlCx<'_>, t: &TableMeta, data: &Table, row: &Row) -> Re
 }
 
 /// Run `f` on a table's definition and storage.
-fn with_table<T>(catalog: &Catalog, db: &str, name: &str, f: impl FnOnce(&Catalog, &TableMeta, &Table) -> Result<T>) -> Result<T> {
+fn with_table<T>(catalog: &Catalog, db: &str, name: &str, f: impl FnOnce(&Catalog, &TableMeta, &dyn Handler) -> Result<T>) -> Result<T> {
     let meta = catalog.table(db, name)?;
-    f(catalog, meta, &meta.data)
+    f(catalog, meta, meta.data.as_ref())
 }
 
 /// The value a column gets when an INSERT does not give one.
@@ -134,7 +134,7 @@ fn default_value(t: &TableMeta, col: usize, now_us: i64) -> Result<Value> {
 }
 
 /// Coerce and check every column of a full row before it is written.
-fn finish_row(t: &TableMeta, mut row: Row, row_no: u64, cx: &mut DmlCx<'_>, data: &Table, generated: &mut Option<u64>) -> Result<Row> {
+fn finish_row(t: &TableMeta, mut row: Row, row_no: u64, cx: &mut DmlCx<'_>, data: &dyn Handler, generated: &mut Option<u64>) -> Result<Row> {
     for (i, c) in t.columns.iter().enumerate() {
         let v = std::mem::replace(&mut row[i], Value::Null);
         let mut wcx = WriteContext { column: &c.name, row: row_no, strict: cx.strict, warnings: cx.warnings };
@@ -310,7 +310,7 @@ pub fn insert(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Insert) -> Resu
                 let inserted = {
                     let latch = data.write_latch();
                     lock_for_insert(cx, t, data, &row)?;
-                    data.insert(&latch, cx.txn, row.clone())
+                    data.write_row(&latch, cx.txn, row.clone())
                 };
                 match inserted {
                     Ok(pk) => {
@@ -320,7 +320,7 @@ pub fn insert(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Insert) -> Resu
                     }
                     Err(WriteError::Duplicate { existing_pk, .. }) if replace && attempts < 64 => {
                         locking::lock_for_write(&cx.info.engine.txns.locks, cx.txn, t.id, &existing_pk)?;
-                        data.delete(cx.txn, &existing_pk).map_err(|e| write_error(e, t, &row, cx))?;
+                        data.delete_row(cx.txn, &existing_pk).map_err(|e| write_error(e, t, &row, cx))?;
                         cx.undo.push((t.id, existing_pk));
                         res.affected += 1;
                         duplicates += 1;
@@ -347,7 +347,7 @@ pub fn insert(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Insert) -> Resu
                         } else {
                             let latch = data.write_latch();
                             lock_for_update(cx, t, data, &existing_pk, &old, &new)?;
-                            let pk = data.update(&latch, cx.txn, &existing_pk, new.clone()).map_err(|e| write_error(e, t, &new, cx))?;
+                            let pk = data.update_row(&latch, cx.txn, &existing_pk, new.clone()).map_err(|e| write_error(e, t, &new, cx))?;
                             drop(latch);
                             if pk != existing_pk {
                                 cx.undo.push((t.id, pk));
@@ -424,10 +424,10 @@ fn matching_rows(e: &Env<'_>, spec: &LockSpec, t: &TableMeta, filter: Option<&Ex
             if !matches(&r)? {
                 continue;
             }
-            spec.lock_row(locks, t.id, &t.name, &t.data, &pk)?;
+            spec.lock_row(locks, t.id, &t.name, t.data.as_ref(), &pk)?;
             out.push((pk, Row::clone(&r)));
         } else {
-            if spec.lock_row(locks, t.id, &t.name, &t.data, &pk)?.is_none() {
+            if spec.lock_row(locks, t.id, &t.name, t.data.as_ref(), &pk)?.is_none() {
                 continue;
             }
             let Some(r) = t.data.get(&pk, &e.view) else { continue };
@@ -441,7 +441,7 @@ fn matching_rows(e: &Env<'_>, spec: &LockSpec, t: &TableMeta, filter: Option<&Ex
 
 /// Lock what an update of the row at `pk` from `old` to `new` needs beyond its own lock:
 /// a new primary key, and insert intention for every index entry that changes.
-fn lock_for_update(cx: &DmlCx<'_>, t: &TableMeta, data: &Table, pk: &[u8], old: &Row, new: &Row) -> Result<()> {
+fn lock_for_update(cx: &DmlCx<'_>, t: &TableMeta, data: &dyn Handler, pk: &[u8], old: &Row, new: &Row) -> Result<()> {
     let locks = &cx.info.engine.txns.locks;
     let new_pk = if data.has_primary_key() { data.primary_key(new) } else { pk.to_vec() };
     let moved = new_pk != pk;
@@ -552,7 +552,7 @@ pub fn update(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Update) -> Resu
             }
             let latch = data.write_latch();
             lock_for_update(cx, t, data, &pk, &current, &new)?;
-            let new_pk = data.update(&latch, cx.txn, &pk, new.clone()).map_err(|e| write_error(e, t, &new, cx))?;
+            let new_pk = data.update_row(&latch, cx.txn, &pk, new.clone()).map_err(|e| write_error(e, t, &new, cx))?;
             drop(latch);
             if new_pk != pk {
                 cx.undo.push((t.id, new_pk));
@@ -597,7 +597,7 @@ pub fn delete(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Delete) -> Resu
                 continue;
             }
             locking::lock_for_write(&cx.info.engine.txns.locks, cx.txn, t.id, &pk)?;
-            data.delete(cx.txn, &pk).map_err(|e| write_error(e, t, &row, cx))?;
+            data.delete_row(cx.txn, &pk).map_err(|e| write_error(e, t, &row, cx))?;
             cx.undo.push((t.id, pk));
             affected += 1;
         }

@@ -31,7 +31,7 @@ use crate::query::{Env, Source, SourceData};
 use crate::types::SqlType;
 
 /// Most rows a table may have to be built into a hash table.
-pub const HASH_JOIN_BUILD_ROWS_MAX: usize = 4_000_000;
+pub const HASH_JOIN_BUILD_ROWS_MAX: u64 = 4_000_000;
 
 /// One equality of a hash join: a column of the built table (its position in the table)
 /// and the expression over earlier tables that probes it.
@@ -50,7 +50,7 @@ pub struct HashTable {
 /// The equalities a hash join of source `at` (0-based, after the first) can use, given the
 /// conjuncts of its condition; `None` when there are none.
 #[must_use]
-pub fn choose(sources: &[Source], at: usize, conds: &[Expr], table_rows: usize) -> Option<Vec<HashKey>> {
+pub fn choose(sources: &[Source], at: usize, conds: &[Expr], table_rows: u64) -> Option<Vec<HashKey>> {
     let source = &sources[at];
     if at == 0 || table_rows > HASH_JOIN_BUILD_ROWS_MAX || !matches!(source.data, SourceData::Table { .. }) {
         return None;

@@ -17,7 +17,7 @@
 
 use std::ops::Bound;
 
-use quill_storage::{Table, Timestamp, TxnId};
+use quill_storage::{Handler, Timestamp, TxnId};
 use quill_txn::{Acquire, LockManager, LockMode, WaitPolicy};
 
 use crate::error::{Result, SqlError, codes};
@@ -68,7 +68,7 @@ impl LockSpec {
     /// # Errors
     /// [`SqlError::lock_wait`] (queued), 3572 (`NOWAIT`), 1213 (deadlock victim), 1020
     /// (changed since the snapshot).
-    pub fn lock_row(&self, locks: &LockManager, table_id: u64, table_name: &str, data: &Table, pk: &[u8]) -> Result<Option<bool>> {
+    pub fn lock_row(&self, locks: &LockManager, table_id: u64, table_name: &str, data: &dyn Handler, pk: &[u8]) -> Result<Option<bool>> {
         let fresh = match locks.lock_record(self.txn, table_id, pk, self.mode, self.policy) {
             Acquire::Granted => true,
             Acquire::Held => false,
@@ -93,7 +93,7 @@ impl LockSpec {
     ///
     /// # Errors
     /// As [`LockSpec::lock_row`] for the record above the range.
-    pub fn lock_gap(&self, locks: &LockManager, table_id: u64, table_name: &str, data: &Table, range: &ScannedRange) -> Result<()> {
+    pub fn lock_gap(&self, locks: &LockManager, table_id: u64, table_name: &str, data: &dyn Handler, range: &ScannedRange) -> Result<()> {
         if !self.gaps {
             return Ok(());
         }

@@ -626,7 +626,7 @@ fn plan_block(
         }
         let mut access = choose_access(table, &conds, sources[i].offset);
         if matches!(access, Access::Full)
-            && let Some(keys) = crate::hash_join::choose(&sources, i, &conds, table.data.approximate_rows())
+            && let Some(keys) = crate::hash_join::choose(&sources, i, &conds, table.data.statistics().rows)
         {
             access = Access::Hash(keys);
         }
@@ -1026,7 +1026,7 @@ fn join_level(b: &Block, level: usize, row: &mut Row, env: &Env<'_>, parent: Opt
         (Some(spec), SourceData::Table { db, name, id }) => {
             // Locking: each row is locked when the scan reaches it, so a LIMIT that stops
             // the scan early leaves the rest unlocked.
-            let data = &env.catalog.table(db, name)?.data;
+            let data = env.catalog.table(db, name)?.data.as_ref();
             Box::new(locking_candidates(s, row, env, parent, spec)?.into_iter().filter_map(move |pk| match spec.lock_row(locks, *id, name, data, &pk) {
                 Ok(Some(fresh)) => data.get(&pk, &env.view).map(|r| Ok((Row::clone(&r), fresh.then_some(pk)))),
                 Ok(None) => None,
@@ -1090,7 +1090,7 @@ pub(crate) fn read_source(s: &Source, row: &Row, env: &Env<'_>, parent: Option<&
         SourceData::Rows(cell, _) => return Ok(cell.borrow().clone().unwrap_or_default().into_iter().map(|r| (Vec::new(), r)).collect()),
         SourceData::Table { db, name, .. } => (db, name),
     };
-    let t = &env.catalog.table(db, name)?.data;
+    let t = env.catalog.table(db, name)?.data.as_ref();
     let mut rows = Vec::new();
     match access_keys(s, row, env, parent, false)?.keys {
         Some(keys) => {
@@ -1113,7 +1113,7 @@ pub(crate) fn read_source(s: &Source, row: &Row, env: &Env<'_>, parent: Option<&
 /// Evaluation errors of the access path's values; lock errors of a next-key record.
 pub(crate) fn locking_candidates(s: &Source, row: &Row, env: &Env<'_>, parent: Option<&RowCtx<'_>>, spec: &LockSpec) -> Result<Vec<Vec<u8>>> {
     let SourceData::Table { db, name, id } = &s.data else { return Ok(Vec::new()) };
-    let t = &env.catalog.table(db, name)?.data;
+    let t = env.catalog.table(db, name)?.data.as_ref();
     let AccessKeys { keys, gaps } = access_keys(s, row, env, parent, true)?;
     let locks = &env.info.engine.txns.locks;
     for g in &gaps {
@@ -1135,7 +1135,7 @@ struct AccessKeys {
 fn access_keys(s: &Source, row: &Row, env: &Env<'_>, parent: Option<&RowCtx<'_>>, all_versions: bool) -> Result<AccessKeys> {
     let SourceData::Table { db, name, .. } = &s.data else { return Ok(AccessKeys { keys: Some(Vec::new()), gaps: Vec::new() }) };
     let meta = env.catalog.table(db, name)?;
-    let t = &meta.data;
+    let t = meta.data.as_ref();
     let cx = ctx(row, &[], parent);
     let view = env.view;
     let mut gaps = Vec::new();

@@ -1674,9 +1674,13 @@ impl Session {
                         .iter()
                         .map(|n| OutColumn::computed(n, text.clone()))
                         .collect(),
-                    rows: vec![
-                        ["InnoDB", "DEFAULT", "Quill's transactional MVCC row store", "YES", "NO", "NO"].iter().map(|s| Value::Str((*s).into())).collect(),
-                    ],
+                    rows: quill_storage::handler::ENGINES
+                        .iter()
+                        .map(|(name, comment)| {
+                            let support = if *name == quill_storage::handler::DEFAULT_ENGINE { "DEFAULT" } else { "YES" };
+                            [*name, support, *comment, "YES", "NO", "NO"].iter().map(|s| Value::Str((*s).into())).collect()
+                        })
+                        .collect(),
                 }
             }
             "COLLATION" | "CHARACTER" | "CHARSET" => {
@@ -1746,7 +1750,7 @@ impl Session {
                                 Value::Str("InnoDB".into()),
                                 Value::Int(10),
                                 Value::Str("Dynamic".into()),
-                                Value::Int(t.data.approximate_rows() as i64),
+                                Value::Int(t.data.statistics().rows as i64),
                                 Value::Int(t.data.auto_increment() as i64),
                                 Value::Str(t.collation.name().into()),
                                 Value::Str(t.comment.clone()),

@@ -1,4 +1,5 @@
-//! Quill's storage layer: values, key encoding and the in-memory MVCC row store.
+//! Quill's storage layer: values, key encoding, the handler API ([`handler::Handler`]) and
+//! its first engine, the in-memory MVCC row store ([`table::Table`]).
 //!
 //! This is the lowest layer above the file system: it knows rows, versions and
 //! indexes, and nothing of SQL text, sessions or locks-with-waiting. The `txn`
@@ -8,12 +9,14 @@
 
 pub mod checkpoint;
 pub mod decimal;
+pub mod handler;
 pub mod key;
 pub mod row;
 pub mod table;
 pub mod value;
 
 pub use decimal::{Decimal, RoundingStrategy};
+pub use handler::{Handler, RowCursor, Statistics};
 pub use row::{decode_row, encode_row, row_bytes};
 pub use table::{IndexDef, KeyPart, ReadView, Table, Timestamp, TxnId, WriteError};
 pub use value::{Collation, Row, Value};

@@ -39,6 +39,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crossbeam_skiplist::SkipMap;
 use parking_lot::{Mutex, MutexGuard};
 
+use crate::handler::{Handler, RowCursor, Statistics};
 use crate::key::{encode_key, prefix_successor, range_is_empty};
 use crate::value::{Collation, Row, Value};
 
@@ -175,39 +176,8 @@ impl Table {
         }
     }
 
-    /// Take the table's write latch (see [`WriteLatch`]).
-    pub fn write_latch(&self) -> WriteLatch<'_> {
-        WriteLatch { guard: self.latch.lock() }
-    }
-
     fn assert_latched(&self, latch: &WriteLatch<'_>) {
         assert!(std::ptr::eq(MutexGuard::mutex(&latch.guard), &self.latch), "write latch of another table");
-    }
-
-    /// The next AUTO_INCREMENT value.
-    #[must_use]
-    pub fn auto_increment(&self) -> u64 {
-        self.auto_increment.load(Ordering::Acquire)
-    }
-
-    /// Set the next AUTO_INCREMENT value (CREATE and ALTER TABLE, recovery).
-    pub fn set_auto_increment(&self, next: u64) {
-        self.auto_increment.store(next, Ordering::Release);
-    }
-
-    /// Hand out the next AUTO_INCREMENT value.
-    pub fn take_auto_increment(&self) -> u64 {
-        self.auto_increment.fetch_add(1, Ordering::AcqRel)
-    }
-
-    /// Move the AUTO_INCREMENT counter past `used` (an explicit value was inserted).
-    pub fn raise_auto_increment(&self, next: u64) {
-        self.auto_increment.fetch_max(next, Ordering::AcqRel);
-    }
-
-    #[must_use]
-    pub fn has_primary_key(&self) -> bool {
-        !self.primary.is_empty()
     }
 
     #[must_use]
@@ -221,107 +191,8 @@ impl Table {
         self.rows.len()
     }
 
-    /// The encoded primary key of `row` (tables with a primary key only).
-    #[must_use]
-    pub fn primary_key(&self, row: &Row) -> Vec<u8> {
-        assert!(self.has_primary_key(), "primary_key() on a table keyed by hidden row id");
-        encode_key(self.primary.iter().map(|&(c, coll)| (&row[c], coll)))
-    }
-
-    /// Encode a primary key from values given in key-part order.
-    #[must_use]
-    pub fn encode_primary(&self, values: &[Value]) -> Vec<u8> {
-        encode_key(values.iter().zip(&self.primary).map(|(v, &(_, coll))| (v, coll)))
-    }
-
-    /// Encode a (possibly partial, leading-parts) key of secondary index `index`.
-    #[must_use]
-    pub fn encode_index(&self, index: usize, values: &[Value]) -> Vec<u8> {
-        let parts = &self.indexes[index].def.parts;
-        encode_key(values.iter().zip(parts).map(|(v, &(_, coll))| (v, coll)))
-    }
-
     fn index_key(def: &IndexDef, row: &Row) -> Vec<u8> {
         encode_key(def.parts.iter().map(|&(c, coll)| (&row[c], coll)))
-    }
-
-    /// The version of the row at `pk` that `view` sees.
-    #[must_use]
-    pub fn get(&self, pk: &[u8], view: &ReadView) -> Option<SharedRow> {
-        self.rows.get(pk).and_then(|e| e.value().lock().visible(view).cloned())
-    }
-
-    /// The transaction holding uncommitted versions of the row at `pk`, if any.
-    #[must_use]
-    pub fn holder(&self, pk: &[u8]) -> Option<TxnId> {
-        self.rows.get(pk).and_then(|e| e.value().lock().holder())
-    }
-
-    /// Rows visible to `view` with primary keys in the range, in key order. The scan
-    /// holds no lock between rows: rows written while it runs may or may not be met,
-    /// and the view decides which versions it sees.
-    pub fn scan<'a>(&'a self, lower: Bound<&[u8]>, upper: Bound<&[u8]>, view: ReadView) -> impl DoubleEndedIterator<Item = (Vec<u8>, SharedRow)> + 'a {
-        // An inverted range is empty; `[x, x)` is the skip list's empty range.
-        let (lower, upper) = if range_is_empty(lower, upper) {
-            (Bound::Included(Vec::new()), Bound::Excluded(Vec::new()))
-        } else {
-            (lower.map(<[u8]>::to_vec), upper.map(<[u8]>::to_vec))
-        };
-        self.rows.range::<Vec<u8>, _>((lower, upper)).filter_map(move |e| {
-            let row = e.value().lock().visible(&view).cloned()?;
-            Some((e.key().clone(), row))
-        })
-    }
-
-    /// Primary keys of rows visible to `view` whose key in secondary index `index`
-    /// lies in the range (bounds are encoded index-key prefixes), in index order.
-    #[must_use]
-    pub fn index_scan(&self, index: usize, lower: Bound<&[u8]>, upper: Bound<&[u8]>, view: &ReadView) -> Vec<Vec<u8>> {
-        let idx = &self.indexes[index];
-        // Entries are `index key ++ pk`, so an inclusive prefix bound becomes
-        // "from the prefix" / "to the prefix's successor".
-        let Some((lo, hi)) = Self::entry_range(lower, upper) else { return Vec::new() };
-        let mut out: Vec<Vec<u8>> = Vec::new();
-        for e in idx.entries.range((lo, hi)) {
-            let (entry, pk) = (e.key(), e.value());
-            let Some(row) = self.get(pk, view) else { continue };
-            let key = Self::index_key(&idx.def, &row);
-            // The entry may belong to an older or newer version of the row.
-            if entry.len() == key.len() + pk.len() && entry.starts_with(&key) && out.last().is_none_or(|p| p != pk) {
-                out.push(pk.clone());
-            }
-        }
-        out
-    }
-
-    /// Whether the row at `pk` has any version, committed or not, live or deleted.
-    #[must_use]
-    pub fn has_chain(&self, pk: &[u8]) -> bool {
-        self.rows.contains_key(pk)
-    }
-
-    /// Primary keys of every row chain in the range, whatever its versions (a locking
-    /// read locks rows other transactions are inserting or deleting too).
-    #[must_use]
-    pub fn keys_in_range(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> Vec<Vec<u8>> {
-        if range_is_empty(lower, upper) {
-            return Vec::new();
-        }
-        self.rows.range::<[u8], _>((lower, upper)).map(|e| e.key().clone()).collect()
-    }
-
-    /// Primary keys of every entry of secondary index `index` in the range (bounds are
-    /// encoded index-key prefixes), whichever version of the row it came from.
-    #[must_use]
-    pub fn index_keys_in_range(&self, index: usize, lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> Vec<Vec<u8>> {
-        let Some(range) = Self::entry_range(lower, upper) else { return Vec::new() };
-        let mut out: Vec<Vec<u8>> = Vec::new();
-        for e in self.indexes[index].entries.range(range) {
-            if !out.contains(e.value()) {
-                out.push(e.value().clone());
-            }
-        }
-        out
     }
 
     /// Entry-space bounds of an index-key prefix range: entries are `index key ++ pk`.
@@ -349,26 +220,6 @@ impl Table {
         }
     }
 
-    /// The gap a locking scan of a range of index `index` (0: the primary key, `i + 1`:
-    /// secondary index `i`; bounds as for the scans) locks, widened to the neighbouring
-    /// entries as InnoDB's next-key locks are: from the last entry below the range
-    /// (excluded) to the first entry above it (excluded). Also returns the primary key of
-    /// that first entry above, whose record a range scan locks too. `None` for an empty
-    /// range.
-    #[must_use]
-    pub fn gap_around(&self, index: u32, lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> Option<GapAround> {
-        let entries = if index == 0 { Some((lower.map(<[u8]>::to_vec), upper.map(<[u8]>::to_vec))) } else { Self::entry_range(lower, upper) };
-        // An empty range locks no gap (InnoDB finds an impossible range and reads nothing).
-        let (lo, hi) = entries.filter(|(lo, hi)| !range_is_empty(lo.as_ref(), hi.as_ref()))?;
-        let below = match &lo {
-            Bound::Included(k) => Bound::Excluded(k.clone()),
-            Bound::Excluded(k) => Bound::Included(k.clone()),
-            Bound::Unbounded => return Some(self.gap_above(index, Bound::Unbounded, hi)),
-        };
-        let prev = self.entry_before(index, below);
-        Some(self.gap_above(index, prev.map_or(Bound::Unbounded, Bound::Excluded), hi))
-    }
-
     fn gap_above(&self, index: u32, lo: Bound<Vec<u8>>, hi: Bound<Vec<u8>>) -> GapAround {
         let above = match hi {
             Bound::Included(k) => Bound::Excluded(k),
@@ -384,46 +235,6 @@ impl Table {
             Some((entry, pk)) => (lo, Bound::Excluded(entry), Some(pk)),
             None => (lo, Bound::Unbounded, None),
         }
-    }
-
-    /// The primary key an entry of secondary index `index` points at.
-    #[must_use]
-    pub fn index_entry_pk(&self, index: usize, entry: &[u8]) -> Option<Vec<u8>> {
-        self.indexes.get(index)?.entries.get(entry).map(|e| e.value().clone())
-    }
-
-    /// The newest version of the row at `pk`, committed or not (`None`: no row or deleted).
-    #[must_use]
-    pub fn newest(&self, pk: &[u8]) -> Option<SharedRow> {
-        self.rows.get(pk)?.value().lock().versions.last()?.row.clone()
-    }
-
-    /// The primary key an insert of `row` will take (stable while the caller holds the
-    /// write latch).
-    #[must_use]
-    pub fn insert_key(&self, row: &Row) -> Vec<u8> {
-        if self.has_primary_key() { self.primary_key(row) } else { encode_key([(&Value::UInt(self.next_row_id.load(Ordering::Acquire)), Collation::Binary)]) }
-    }
-
-    /// The entries `row`, stored at `pk`, has in each secondary index (numbered from 1, as
-    /// gap locks number them), for the insert-intention check.
-    #[must_use]
-    pub fn index_entries(&self, row: &Row, pk: &[u8]) -> Vec<(u32, Vec<u8>)> {
-        self.indexes
-            .iter()
-            .enumerate()
-            .map(|(i, idx)| {
-                let mut entry = Self::index_key(&idx.def, row);
-                entry.extend_from_slice(pk);
-                (u32::try_from(i + 1).expect("index count fits u32"), entry)
-            })
-            .collect()
-    }
-
-    /// The commit timestamp of the newest committed version of the row at `pk`.
-    #[must_use]
-    pub fn newest_commit_ts(&self, pk: &[u8]) -> Option<Timestamp> {
-        self.rows.get(pk).and_then(|e| e.value().lock().versions.iter().rev().find_map(|v| v.commit_ts))
     }
 
     /// Check unique secondary indexes for `row` (to be stored at `pk`) with a current read.
@@ -513,12 +324,217 @@ impl Table {
         self.with_existing_chain(pk, |chain| self.after_removal(chain, pk, &[]));
     }
 
+    /// On a locked chain: drop secondary index entries that only removed versions
+    /// referenced, and unlink the chain when no version is left.
+    fn after_removal(&self, chain: &mut Chain, pk: &[u8], removed: &[Version]) {
+        for idx in &self.indexes {
+            for row in removed.iter().filter_map(|v| v.row.as_ref()) {
+                let key = Self::index_key(&idx.def, row);
+                if chain.versions.iter().filter_map(|v| v.row.as_ref()).any(|r| Self::index_key(&idx.def, r) == key) {
+                    continue;
+                }
+                let mut entry = key;
+                entry.extend_from_slice(pk);
+                idx.entries.remove(&entry);
+            }
+        }
+        if chain.versions.is_empty() {
+            // Entries first, then the chain: a writer that finds the key again gets a
+            // fresh chain and adds its own entries after these are gone.
+            chain.unlinked = true;
+            self.rows.remove(pk);
+        }
+    }
+}
+
+impl Handler for Table {
+    fn engine_name(&self) -> &'static str {
+        "InnoDB"
+    }
+
+    fn statistics(&self) -> Statistics {
+        Statistics { rows: self.rows.len() as u64 }
+    }
+
+    /// Take the table's write latch (see [`WriteLatch`]).
+    fn write_latch(&self) -> WriteLatch<'_> {
+        WriteLatch { guard: self.latch.lock() }
+    }
+
+    /// The next AUTO_INCREMENT value.
+    fn auto_increment(&self) -> u64 {
+        self.auto_increment.load(Ordering::Acquire)
+    }
+
+    /// Set the next AUTO_INCREMENT value (CREATE and ALTER TABLE, recovery).
+    fn set_auto_increment(&self, next: u64) {
+        self.auto_increment.store(next, Ordering::Release);
+    }
+
+    /// Hand out the next AUTO_INCREMENT value.
+    fn take_auto_increment(&self) -> u64 {
+        self.auto_increment.fetch_add(1, Ordering::AcqRel)
+    }
+
+    /// Move the AUTO_INCREMENT counter past `used` (an explicit value was inserted).
+    fn raise_auto_increment(&self, next: u64) {
+        self.auto_increment.fetch_max(next, Ordering::AcqRel);
+    }
+
+    fn has_primary_key(&self) -> bool {
+        !self.primary.is_empty()
+    }
+
+    /// The encoded primary key of `row` (tables with a primary key only).
+    fn primary_key(&self, row: &Row) -> Vec<u8> {
+        assert!(self.has_primary_key(), "primary_key() on a table keyed by hidden row id");
+        encode_key(self.primary.iter().map(|&(c, coll)| (&row[c], coll)))
+    }
+
+    /// Encode a primary key from values given in key-part order.
+    fn encode_primary(&self, values: &[Value]) -> Vec<u8> {
+        encode_key(values.iter().zip(&self.primary).map(|(v, &(_, coll))| (v, coll)))
+    }
+
+    /// Encode a (possibly partial, leading-parts) key of secondary index `index`.
+    fn encode_index(&self, index: usize, values: &[Value]) -> Vec<u8> {
+        let parts = &self.indexes[index].def.parts;
+        encode_key(values.iter().zip(parts).map(|(v, &(_, coll))| (v, coll)))
+    }
+
+    /// The version of the row at `pk` that `view` sees.
+    fn get(&self, pk: &[u8], view: &ReadView) -> Option<SharedRow> {
+        self.rows.get(pk).and_then(|e| e.value().lock().visible(view).cloned())
+    }
+
+    /// The transaction holding uncommitted versions of the row at `pk`, if any.
+    fn holder(&self, pk: &[u8]) -> Option<TxnId> {
+        self.rows.get(pk).and_then(|e| e.value().lock().holder())
+    }
+
+    /// Rows visible to `view` with primary keys in the range, in key order. The scan
+    /// holds no lock between rows: rows written while it runs may or may not be met,
+    /// and the view decides which versions it sees.
+    fn scan<'a>(&'a self, lower: Bound<&[u8]>, upper: Bound<&[u8]>, view: ReadView) -> RowCursor<'a> {
+        // An inverted range is empty; `[x, x)` is the skip list's empty range.
+        let (lower, upper) = if range_is_empty(lower, upper) {
+            (Bound::Included(Vec::new()), Bound::Excluded(Vec::new()))
+        } else {
+            (lower.map(<[u8]>::to_vec), upper.map(<[u8]>::to_vec))
+        };
+        Box::new(self.rows.range::<Vec<u8>, _>((lower, upper)).filter_map(move |e| {
+            let row = e.value().lock().visible(&view).cloned()?;
+            Some((e.key().clone(), row))
+        }))
+    }
+
+    /// Primary keys of rows visible to `view` whose key in secondary index `index`
+    /// lies in the range (bounds are encoded index-key prefixes), in index order.
+    fn index_scan(&self, index: usize, lower: Bound<&[u8]>, upper: Bound<&[u8]>, view: &ReadView) -> Vec<Vec<u8>> {
+        let idx = &self.indexes[index];
+        // Entries are `index key ++ pk`, so an inclusive prefix bound becomes
+        // "from the prefix" / "to the prefix's successor".
+        let Some((lo, hi)) = Self::entry_range(lower, upper) else { return Vec::new() };
+        let mut out: Vec<Vec<u8>> = Vec::new();
+        for e in idx.entries.range((lo, hi)) {
+            let (entry, pk) = (e.key(), e.value());
+            let Some(row) = self.get(pk, view) else { continue };
+            let key = Self::index_key(&idx.def, &row);
+            // The entry may belong to an older or newer version of the row.
+            if entry.len() == key.len() + pk.len() && entry.starts_with(&key) && out.last().is_none_or(|p| p != pk) {
+                out.push(pk.clone());
+            }
+        }
+        out
+    }
+
+    /// Whether the row at `pk` has any version, committed or not, live or deleted.
+    fn has_chain(&self, pk: &[u8]) -> bool {
+        self.rows.contains_key(pk)
+    }
+
+    /// Primary keys of every row chain in the range, whatever its versions (a locking
+    /// read locks rows other transactions are inserting or deleting too).
+    fn keys_in_range(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> Vec<Vec<u8>> {
+        if range_is_empty(lower, upper) {
+            return Vec::new();
+        }
+        self.rows.range::<[u8], _>((lower, upper)).map(|e| e.key().clone()).collect()
+    }
+
+    /// Primary keys of every entry of secondary index `index` in the range (bounds are
+    /// encoded index-key prefixes), whichever version of the row it came from.
+    fn index_keys_in_range(&self, index: usize, lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> Vec<Vec<u8>> {
+        let Some(range) = Self::entry_range(lower, upper) else { return Vec::new() };
+        let mut out: Vec<Vec<u8>> = Vec::new();
+        for e in self.indexes[index].entries.range(range) {
+            if !out.contains(e.value()) {
+                out.push(e.value().clone());
+            }
+        }
+        out
+    }
+
+    /// The gap a locking scan of a range of index `index` (0: the primary key, `i + 1`:
+    /// secondary index `i`; bounds as for the scans) locks, widened to the neighbouring
+    /// entries as InnoDB's next-key locks are: from the last entry below the range
+    /// (excluded) to the first entry above it (excluded). Also returns the primary key of
+    /// that first entry above, whose record a range scan locks too. `None` for an empty
+    /// range.
+    fn gap_around(&self, index: u32, lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> Option<GapAround> {
+        let entries = if index == 0 { Some((lower.map(<[u8]>::to_vec), upper.map(<[u8]>::to_vec))) } else { Self::entry_range(lower, upper) };
+        // An empty range locks no gap (InnoDB finds an impossible range and reads nothing).
+        let (lo, hi) = entries.filter(|(lo, hi)| !range_is_empty(lo.as_ref(), hi.as_ref()))?;
+        let below = match &lo {
+            Bound::Included(k) => Bound::Excluded(k.clone()),
+            Bound::Excluded(k) => Bound::Included(k.clone()),
+            Bound::Unbounded => return Some(self.gap_above(index, Bound::Unbounded, hi)),
+        };
+        let prev = self.entry_before(index, below);
+        Some(self.gap_above(index, prev.map_or(Bound::Unbounded, Bound::Excluded), hi))
+    }
+
+    /// The primary key an entry of secondary index `index` points at.
+    fn index_entry_pk(&self, index: usize, entry: &[u8]) -> Option<Vec<u8>> {
+        self.indexes.get(index)?.entries.get(entry).map(|e| e.value().clone())
+    }
+
+    /// The newest version of the row at `pk`, committed or not (`None`: no row or deleted).
+    fn newest(&self, pk: &[u8]) -> Option<SharedRow> {
+        self.rows.get(pk)?.value().lock().versions.last()?.row.clone()
+    }
+
+    /// The primary key an insert of `row` will take (stable while the caller holds the
+    /// write latch).
+    fn insert_key(&self, row: &Row) -> Vec<u8> {
+        if self.has_primary_key() { self.primary_key(row) } else { encode_key([(&Value::UInt(self.next_row_id.load(Ordering::Acquire)), Collation::Binary)]) }
+    }
+
+    /// The entries `row`, stored at `pk`, has in each secondary index (numbered from 1, as
+    /// gap locks number them), for the insert-intention check.
+    fn index_entries(&self, row: &Row, pk: &[u8]) -> Vec<(u32, Vec<u8>)> {
+        self.indexes
+            .iter()
+            .enumerate()
+            .map(|(i, idx)| {
+                let mut entry = Self::index_key(&idx.def, row);
+                entry.extend_from_slice(pk);
+                (u32::try_from(i + 1).expect("index count fits u32"), entry)
+            })
+            .collect()
+    }
+
+    /// The commit timestamp of the newest committed version of the row at `pk`.
+    fn newest_commit_ts(&self, pk: &[u8]) -> Option<Timestamp> {
+        self.rows.get(pk).and_then(|e| e.value().lock().versions.iter().rev().find_map(|v| v.commit_ts))
+    }
+
     /// Insert a new row. Returns its primary key.
     ///
     /// # Errors
     /// `Locked` if another transaction holds the key or a conflicting unique key;
     /// `Duplicate` if a row with the same primary or unique key exists.
-    pub fn insert(&self, latch: &WriteLatch<'_>, txn: TxnId, row: Row) -> Result<Vec<u8>, WriteError> {
+    fn write_row(&self, latch: &WriteLatch<'_>, txn: TxnId, row: Row) -> Result<Vec<u8>, WriteError> {
         self.assert_latched(latch);
         let pk = if self.has_primary_key() {
             self.primary_key(&row)
@@ -539,14 +555,14 @@ impl Table {
     ///
     /// # Errors
     /// As [`Table::insert`].
-    pub fn update(&self, latch: &WriteLatch<'_>, txn: TxnId, pk: &[u8], row: Row) -> Result<Vec<u8>, WriteError> {
+    fn update_row(&self, latch: &WriteLatch<'_>, txn: TxnId, pk: &[u8], row: Row) -> Result<Vec<u8>, WriteError> {
         self.assert_latched(latch);
         if let Some(holder) = self.holder(pk).filter(|&h| h != txn) {
             return Err(WriteError::Locked { holder, pk: pk.to_vec() });
         }
         let new_pk = if self.has_primary_key() { self.primary_key(&row) } else { pk.to_vec() };
         if new_pk != pk {
-            let new_pk = self.insert(latch, txn, row)?;
+            let new_pk = self.write_row(latch, txn, row)?;
             self.push_checked(txn, pk, None, false)?;
             return Ok(new_pk);
         }
@@ -559,13 +575,13 @@ impl Table {
     ///
     /// # Errors
     /// `Locked` if another transaction holds the row.
-    pub fn delete(&self, txn: TxnId, pk: &[u8]) -> Result<(), WriteError> {
+    fn delete_row(&self, txn: TxnId, pk: &[u8]) -> Result<(), WriteError> {
         self.push_checked(txn, pk, None, false)
     }
 
     /// Pop the newest version of `pk`, which `txn` must have written: undoes one
     /// write of a failed statement.
-    pub fn undo_last(&self, txn: TxnId, pk: &[u8]) {
+    fn undo_last(&self, txn: TxnId, pk: &[u8]) {
         self.with_existing_chain(pk, |chain| {
             let last = chain.versions.last().expect("undo of a row with no versions");
             assert!(last.txn == txn && last.commit_ts.is_none(), "undo of a version this transaction did not write");
@@ -577,7 +593,7 @@ impl Table {
     /// Make `txn`'s writes to `pk` committed at `ts` (keeping only its last version),
     /// then drop versions no reader at or after `purge_horizon` can see.
     /// Returns the committed row image (`None` for a delete).
-    pub fn commit_row(&self, txn: TxnId, pk: &[u8], ts: Timestamp, purge_horizon: Timestamp) -> Option<Option<SharedRow>> {
+    fn commit_row(&self, txn: TxnId, pk: &[u8], ts: Timestamp, purge_horizon: Timestamp) -> Option<Option<SharedRow>> {
         self.with_existing_chain(pk, |chain| {
             let own_from = chain.versions.iter().position(|v| v.txn == txn && v.commit_ts.is_none())?;
             let last_index = chain.versions.len() - 1;
@@ -600,7 +616,7 @@ impl Table {
     }
 
     /// Remove every uncommitted version `txn` wrote on `pk`.
-    pub fn rollback_row(&self, txn: TxnId, pk: &[u8]) {
+    fn rollback_row(&self, txn: TxnId, pk: &[u8]) {
         self.with_existing_chain(pk, |chain| {
             let Some(own_from) = chain.versions.iter().position(|v| v.txn == txn && v.commit_ts.is_none()) else { return };
             let removed: Vec<Version> = chain.versions.drain(own_from..).collect();
@@ -608,33 +624,10 @@ impl Table {
         });
     }
 
-    /// On a locked chain: drop secondary index entries that only removed versions
-    /// referenced, and unlink the chain when no version is left.
-    fn after_removal(&self, chain: &mut Chain, pk: &[u8], removed: &[Version]) {
-        for idx in &self.indexes {
-            for row in removed.iter().filter_map(|v| v.row.as_ref()) {
-                let key = Self::index_key(&idx.def, row);
-                if chain.versions.iter().filter_map(|v| v.row.as_ref()).any(|r| Self::index_key(&idx.def, r) == key) {
-                    continue;
-                }
-                let mut entry = key;
-                entry.extend_from_slice(pk);
-                idx.entries.remove(&entry);
-            }
-        }
-        if chain.versions.is_empty() {
-            // Entries first, then the chain: a writer that finds the key again gets a
-            // fresh chain and adds its own entries after these are gone.
-            chain.unlinked = true;
-            self.rows.remove(pk);
-        }
-    }
-
     /// The row image `txn` has pending on `pk` (its newest, uncommitted version): `Some(None)`
     /// for a delete, `None` when `txn` has no pending version there. The commit log records
     /// this image before the version is stamped committed.
-    #[must_use]
-    pub fn pending_image(&self, txn: TxnId, pk: &[u8]) -> Option<Option<SharedRow>> {
+    fn pending_image(&self, txn: TxnId, pk: &[u8]) -> Option<Option<SharedRow>> {
         self.with_existing_chain(pk, |chain| {
             let last = chain.versions.last()?;
             (last.txn == txn && last.commit_ts.is_none()).then(|| last.row.clone())
@@ -645,7 +638,7 @@ impl Table {
     /// Installs a committed row image (or a delete, `None`) at `pk`, as of `ts`, replacing
     /// what was there and keeping indexes and the hidden row id in step. Recovery and
     /// table copies only: no transaction may have a pending version on the table.
-    pub fn apply_committed(&self, pk: Vec<u8>, row: Option<Row>, ts: Timestamp) {
+    fn apply_committed(&self, pk: Vec<u8>, row: Option<Row>, ts: Timestamp) {
         if !self.has_primary_key()
             && let Some(id) = crate::key::decode_uint_key(&pk)
         {
@@ -658,31 +651,12 @@ impl Table {
         self.with_chain(&pk, |chain| self.push_version(chain, RECOVERY_TXN, &pk, row.take().expect("pushed once")));
         self.commit_row(RECOVERY_TXN, &pk, ts, Timestamp::MAX);
     }
-
-    /// Every row visible to `view`, in primary key order (for copies and checkpoints).
-    #[must_use]
-    pub fn snapshot_rows(&self, view: ReadView) -> Vec<Row> {
-        self.scan(Bound::Unbounded, Bound::Unbounded, view).map(|(_, r)| Row::clone(&r)).collect()
-    }
-
-    /// Throw away all rows (TRUNCATE, with no other statement on the table); AUTO_INCREMENT
-    /// restarts at 1.
-    pub fn clear(&self) {
-        let _latch = self.write_latch();
-        for e in &self.rows {
-            e.value().lock().unlinked = true;
-        }
-        self.rows.clear();
-        for idx in &self.indexes {
-            idx.entries.clear();
-        }
-        self.set_auto_increment(1);
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::handler::Handler;
 
     fn table() -> Table {
         Table::new(vec![(0, Collation::Binary)], vec![IndexDef { name: "u".into(), parts: vec![(1, Collation::Utf8mb4AiCi)], unique: true }])
@@ -699,7 +673,7 @@ mod tests {
     #[test]
     fn uncommitted_writes_are_private_until_commit() {
         let t = table();
-        let pk = t.insert(&t.write_latch(), 1, row(1, "a")).unwrap();
+        let pk = t.write_row(&t.write_latch(), 1, row(1, "a")).unwrap();
         assert!(t.get(&pk, &view(2, 100)).is_none());
         assert!(t.get(&pk, &view(1, 0)).is_some());
         t.commit_row(1, &pk, 5, 0);
@@ -710,19 +684,19 @@ mod tests {
     #[test]
     fn second_writer_sees_the_lock_and_unique_keys_fold_case() {
         let t = table();
-        let pk = t.insert(&t.write_latch(), 1, row(1, "abc")).unwrap();
-        assert_eq!(t.update(&t.write_latch(), 2, &pk, row(1, "x")), Err(WriteError::Locked { holder: 1, pk: pk.clone() }));
+        let pk = t.write_row(&t.write_latch(), 1, row(1, "abc")).unwrap();
+        assert_eq!(t.update_row(&t.write_latch(), 2, &pk, row(1, "x")), Err(WriteError::Locked { holder: 1, pk: pk.clone() }));
         t.commit_row(1, &pk, 1, 1);
-        assert!(matches!(t.insert(&t.write_latch(), 2, row(2, "ABC")), Err(WriteError::Duplicate { index: Some(0), .. })));
-        assert!(matches!(t.insert(&t.write_latch(), 2, row(1, "zzz")), Err(WriteError::Duplicate { index: None, .. })));
+        assert!(matches!(t.write_row(&t.write_latch(), 2, row(2, "ABC")), Err(WriteError::Duplicate { index: Some(0), .. })));
+        assert!(matches!(t.write_row(&t.write_latch(), 2, row(1, "zzz")), Err(WriteError::Duplicate { index: None, .. })));
     }
 
     #[test]
     fn undo_and_rollback_restore_the_index() {
         let t = table();
-        let pk = t.insert(&t.write_latch(), 1, row(1, "a")).unwrap();
+        let pk = t.write_row(&t.write_latch(), 1, row(1, "a")).unwrap();
         t.commit_row(1, &pk, 1, 1);
-        t.update(&t.write_latch(), 2, &pk, row(1, "b")).unwrap();
+        t.update_row(&t.write_latch(), 2, &pk, row(1, "b")).unwrap();
         let v = ReadView::current(3);
         assert_eq!(
             t.index_scan(
@@ -744,12 +718,12 @@ mod tests {
     #[test]
     fn committed_delete_is_purged_when_no_reader_needs_it() {
         let t = table();
-        let pk = t.insert(&t.write_latch(), 1, row(1, "a")).unwrap();
+        let pk = t.write_row(&t.write_latch(), 1, row(1, "a")).unwrap();
         t.commit_row(1, &pk, 1, 1);
-        t.delete(2, &pk).unwrap();
+        t.delete_row(2, &pk).unwrap();
         t.commit_row(2, &pk, 2, 2);
         assert_eq!(t.approximate_rows(), 0);
-        assert!(t.insert(&t.write_latch(), 3, row(2, "a")).is_ok(), "unique key free again");
+        assert!(t.write_row(&t.write_latch(), 3, row(2, "a")).is_ok(), "unique key free again");
     }
 
     /// Readers scan while writers insert, update and delete other rows, and two writers
@@ -762,7 +736,7 @@ mod tests {
         let t = table();
         let latch = t.write_latch();
         for id in 0..100 {
-            let pk = t.insert(&latch, 1, row(id, &format!("base{id}"))).unwrap();
+            let pk = t.write_row(&latch, 1, row(id, &format!("base{id}"))).unwrap();
             t.commit_row(1, &pk, 1, 1);
         }
         drop(latch);
@@ -775,11 +749,11 @@ mod tests {
                     let txn = 10 + w;
                     for n in 0..ROWS_PER_WRITER {
                         let id = i64::try_from(1000 + w * ROWS_PER_WRITER + n).unwrap();
-                        let pk = t.insert(&t.write_latch(), txn, row(id, &format!("w{w}n{n}"))).unwrap();
+                        let pk = t.write_row(&t.write_latch(), txn, row(id, &format!("w{w}n{n}"))).unwrap();
                         let commit = ts.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                         t.commit_row(txn, &pk, commit, 0);
                     }
-                    match t.insert(&t.write_latch(), txn, row(i64::try_from(9000 + w).unwrap(), "contended")) {
+                    match t.write_row(&t.write_latch(), txn, row(i64::try_from(9000 + w).unwrap(), "contended")) {
                         Ok(pk) => {
                             unique_winners.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                             t.commit_row(txn, &pk, ts.fetch_add(1, std::sync::atomic::Ordering::SeqCst), 0);

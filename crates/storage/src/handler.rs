@@ -1,0 +1,155 @@
+//! The handler API: the one way the SQL layer reaches a table's rows, as MySQL's storage
+//! engines are reached through `handler`.
+//!
+//! A [`Handler`] owns one table's rows and indexes, and the versions of those rows: MVCC
+//! visibility lives inside the engine (as in InnoDB), so reads take a [`ReadView`] and
+//! writes name their transaction, and the engine is told when a transaction's writes
+//! commit or roll back. Locks, waits and read-view choice stay above it, in `txn` and
+//! `sql`. Reads return cursors and values that own what they return (shared row versions,
+//! encoded keys), so nothing in `sql` depends on rows being in memory: a disk-resident
+//! engine implements the same trait.
+//!
+//! Keys are the order-preserving encodings of `key::encode_key`; index numbers are
+//! positions in the table's secondary indexes (gap locks number the primary key 0 and
+//! secondary index `i` as `i + 1`).
+//!
+//! The in-memory MVCC store, [`crate::table::Table`], is the first implementation
+//! (`SHOW ENGINES` names it `InnoDB`, the engine MySQL clients expect).
+//!
+//! Thread safety: every method takes `&self`; a handler is shared by every session.
+//! Invariants the engine keeps are in [`crate::table`]'s documentation.
+
+use std::ops::Bound;
+
+use crate::table::{GapAround, ReadView, SharedRow, Timestamp, TxnId, WriteError, WriteLatch};
+use crate::value::{Row, Value};
+
+/// A scan's cursor: `(primary key, row version)` pairs in primary-key order.
+pub type RowCursor<'a> = Box<dyn Iterator<Item = (Vec<u8>, SharedRow)> + 'a>;
+
+/// What the planner may ask a table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Statistics {
+    /// Rows, live or not (an estimate).
+    pub rows: u64,
+}
+
+/// One table of a storage engine. See the module documentation.
+pub trait Handler: Send + Sync + std::fmt::Debug {
+    /// The engine's name, as `SHOW ENGINES` and `information_schema.TABLES` show it.
+    fn engine_name(&self) -> &'static str;
+
+    /// Statistics for the planner.
+    fn statistics(&self) -> Statistics;
+
+    // ---- keys ----------------------------------------------------------------------
+
+    fn has_primary_key(&self) -> bool;
+    /// The encoded primary key of `row` (tables with a primary key only).
+    fn primary_key(&self, row: &Row) -> Vec<u8>;
+    /// Encode a primary key from values given in key-part order.
+    fn encode_primary(&self, values: &[Value]) -> Vec<u8>;
+    /// Encode a (possibly partial, leading-parts) key of secondary index `index`.
+    fn encode_index(&self, index: usize, values: &[Value]) -> Vec<u8>;
+    /// The primary key an insert of `row` will take (stable under the write latch).
+    fn insert_key(&self, row: &Row) -> Vec<u8>;
+    /// The entries `row`, stored at `pk`, has in each secondary index (numbered from 1).
+    fn index_entries(&self, row: &Row, pk: &[u8]) -> Vec<(u32, Vec<u8>)>;
+
+    // ---- AUTO_INCREMENT (not transactional, as in InnoDB) ----------------------------
+
+    fn auto_increment(&self) -> u64;
+    fn set_auto_increment(&self, next: u64);
+    /// Hand out the next value.
+    fn take_auto_increment(&self) -> u64;
+    /// Move the counter to at least `next`.
+    fn raise_auto_increment(&self, next: u64);
+
+    // ---- reads -----------------------------------------------------------------------
+
+    /// Point read: the version of the row at `pk` that `view` sees.
+    fn get(&self, pk: &[u8], view: &ReadView) -> Option<SharedRow>;
+    /// The newest version of the row at `pk`, committed or not.
+    fn newest(&self, pk: &[u8]) -> Option<SharedRow>;
+    /// Range or full scan of the primary key through `view`.
+    fn scan<'a>(&'a self, lower: Bound<&[u8]>, upper: Bound<&[u8]>, view: ReadView) -> RowCursor<'a>;
+    /// Primary keys of rows `view` sees whose key in secondary index `index` lies in the
+    /// range (bounds are encoded index-key prefixes), in index order.
+    fn index_scan(&self, index: usize, lower: Bound<&[u8]>, upper: Bound<&[u8]>, view: &ReadView) -> Vec<Vec<u8>>;
+    /// Every row in the primary-key range whatever its versions (for locking reads).
+    fn keys_in_range(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> Vec<Vec<u8>>;
+    /// Every entry of secondary index `index` in the range, whatever its versions.
+    fn index_keys_in_range(&self, index: usize, lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> Vec<Vec<u8>>;
+    /// The gap a locking scan of the range locks, widened to the neighbouring entries.
+    fn gap_around(&self, index: u32, lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> Option<GapAround>;
+    /// The primary key an entry of secondary index `index` points at.
+    fn index_entry_pk(&self, index: usize, entry: &[u8]) -> Option<Vec<u8>>;
+    /// Whether the row at `pk` has any version, committed or not, live or deleted.
+    fn has_chain(&self, pk: &[u8]) -> bool;
+    /// The transaction holding uncommitted versions of the row at `pk`.
+    fn holder(&self, pk: &[u8]) -> Option<TxnId>;
+    /// The commit timestamp of the newest committed version of the row at `pk`.
+    fn newest_commit_ts(&self, pk: &[u8]) -> Option<Timestamp>;
+    /// Every row `view` sees, in primary-key order (copies and checkpoints).
+    fn snapshot_rows(&self, view: ReadView) -> Vec<Row> {
+        self.scan(Bound::Unbounded, Bound::Unbounded, view).map(|(_, r)| Row::clone(&r)).collect()
+    }
+
+    // ---- writes ----------------------------------------------------------------------
+
+    /// The table's write latch: held for one row write (see [`WriteLatch`]).
+    fn write_latch(&self) -> WriteLatch<'_>;
+    /// Insert `row` for `txn`; returns its primary key.
+    ///
+    /// # Errors
+    /// `Locked` when another transaction holds the key or a conflicting unique key;
+    /// `Duplicate` when a row with the same primary or unique key exists.
+    fn write_row(&self, latch: &WriteLatch<'_>, txn: TxnId, row: Row) -> Result<Vec<u8>, WriteError>;
+    /// Replace the row at `pk` with `row`; returns the (possibly new) primary key.
+    ///
+    /// # Errors
+    /// As [`Handler::write_row`].
+    fn update_row(&self, latch: &WriteLatch<'_>, txn: TxnId, pk: &[u8], row: Row) -> Result<Vec<u8>, WriteError>;
+    /// Delete the row at `pk`.
+    ///
+    /// # Errors
+    /// `Locked` when another transaction holds the row.
+    fn delete_row(&self, txn: TxnId, pk: &[u8]) -> Result<(), WriteError>;
+    /// Many rows are about to be written (`INSERT ... SELECT`, multi-row INSERT, LOAD DATA);
+    /// `rows` is an estimate when known. The in-memory engine has nothing to prepare.
+    fn start_bulk_insert(&self, rows: Option<u64>) {
+        let _ = rows;
+    }
+    /// The bulk write begun by [`Handler::start_bulk_insert`] is over.
+    fn end_bulk_insert(&self) {}
+
+    // ---- transaction outcome -----------------------------------------------------------
+
+    /// Undo the newest version `txn` wrote on `pk` (a failed statement).
+    fn undo_last(&self, txn: TxnId, pk: &[u8]);
+    /// Make `txn`'s writes to `pk` committed at `ts`, purging versions no reader at or
+    /// after `purge_horizon` sees; returns the committed image (`None`: a delete).
+    fn commit_row(&self, txn: TxnId, pk: &[u8], ts: Timestamp, purge_horizon: Timestamp) -> Option<Option<SharedRow>>;
+    /// Remove every uncommitted version `txn` wrote on `pk`.
+    fn rollback_row(&self, txn: TxnId, pk: &[u8]);
+    /// The image `txn` has pending on `pk` (`Some(None)`: a delete), for the commit log.
+    fn pending_image(&self, txn: TxnId, pk: &[u8]) -> Option<Option<SharedRow>>;
+    /// Install a committed image (or a delete) at `pk` as of `ts`: recovery and copies.
+    fn apply_committed(&self, pk: Vec<u8>, row: Option<Row>, ts: Timestamp);
+}
+
+/// The storage engines this build has: name and comment, as `SHOW ENGINES` lists them.
+/// There is one: the in-memory MVCC row store, under the name MySQL clients expect.
+pub const ENGINES: [(&str, &str); 1] =
+    [("InnoDB", "Quill's MVCC row store: rows in memory, durable through the commit log and checkpoints; row locks and transactions")];
+
+/// The engine a table gets when CREATE TABLE names none.
+pub const DEFAULT_ENGINE: &str = ENGINES[0].0;
+
+/// A new, empty table of `engine` (a name from [`ENGINES`], any letter case), keyed by
+/// `primary` (empty: a hidden row id) with secondary indexes `indexes`; `None` for an
+/// engine this build does not have.
+#[must_use]
+pub fn create(engine: &str, primary: Vec<crate::table::KeyPart>, indexes: Vec<crate::table::IndexDef>) -> Option<Box<dyn Handler>> {
+    engine.eq_ignore_ascii_case(DEFAULT_ENGINE).then(|| Box::new(crate::table::Table::new(primary, indexes)) as Box<dyn Handler>)
+}
