@@ -97,7 +97,7 @@ fn row_key(keys: &[HashKey], row: &Row, types: &[SqlType]) -> Option<Vec<u8>> {
 /// # Errors
 /// Evaluation errors of the probe expressions; an unknown table; KILL or
 /// `max_execution_time` while building.
-pub fn probe(source: &Source, keys: &[HashKey], table: &HashTable, env: &Env<'_>, cx: &RowCtx<'_>) -> Result<Vec<Row>> {
+pub fn probe(source: &Source, keys: &[HashKey], table: &HashTable, env: &Env<'_>, cx: &RowCtx<'_>) -> Result<Vec<SharedRow>> {
     if table.rows.borrow().is_none() {
         let built = build(source, keys, env)?;
         *table.rows.borrow_mut() = Some(built);
@@ -113,7 +113,7 @@ pub fn probe(source: &Source, keys: &[HashKey], table: &HashTable, env: &Env<'_>
     }
     let key = encode_key(probe_values.iter().zip(keys).map(|(v, k)| (v, source.types[k.column].collation())));
     let rows = table.rows.borrow();
-    Ok(rows.as_ref().and_then(|m| m.get(&key)).map(|found| found.iter().map(|r| Row::clone(r)).collect()).unwrap_or_default())
+    Ok(rows.as_ref().and_then(|m| m.get(&key)).cloned().unwrap_or_default())
 }
 
 fn build(source: &Source, keys: &[HashKey], env: &Env<'_>) -> Result<HashMap<Vec<u8>, Vec<SharedRow>>> {

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use std::time::Instant;
 
+use quill_storage::table::SharedRow;
 use quill_storage::{Collation, ReadView, Row, Value};
 use sqlparser::ast::{self, GroupByExpr, JoinConstraint, JoinOperator, SelectItem, SetExpr, SetOperator, SetQuantifier, TableFactor};
 
@@ -1016,7 +1017,7 @@ fn join_level(b: &Block, level: usize, row: &mut Row, env: &Env<'_>, parent: Opt
     }
     let s = &b.sources[level];
     // Each candidate row, with the key of a lock to let go of if the row is not returned.
-    type Candidate = Result<(Row, Option<Vec<u8>>)>;
+    type Candidate = Result<(SharedRow, Option<Vec<u8>>)>;
     let locks = &env.info.engine.txns.locks;
     let release = match (env.lock.as_ref(), &s.data) {
         (Some(spec), SourceData::Table { id, .. }) if spec.semi_consistent => Some((spec.txn, *id)),
@@ -1028,7 +1029,7 @@ fn join_level(b: &Block, level: usize, row: &mut Row, env: &Env<'_>, parent: Opt
             // the scan early leaves the rest unlocked.
             let data = env.catalog.table(db, name)?.data.as_ref();
             Box::new(locking_candidates(s, row, env, parent, spec)?.into_iter().filter_map(move |pk| match spec.lock_row(locks, *id, name, data, &pk) {
-                Ok(Some(fresh)) => data.get(&pk, &env.view).map(|r| Ok((Row::clone(&r), fresh.then_some(pk)))),
+                Ok(Some(fresh)) => data.get(&pk, &env.view).map(|r| Ok((r, fresh.then_some(pk)))),
                 Ok(None) => None,
                 Err(e) => Some(Err(e)),
             }))
@@ -1037,7 +1038,7 @@ fn join_level(b: &Block, level: usize, row: &mut Row, env: &Env<'_>, parent: Opt
             let Access::Hash(keys) = &s.access else { unreachable!("matched above") };
             Box::new(crate::hash_join::probe(s, keys, &s.hash_table, env, &ctx(row, &[], parent))?.into_iter().map(|r| Ok((r, None))))
         }
-        _ => Box::new(read_source(s, row, env, parent)?.into_iter().map(|(_, r)| Ok((r, None)))),
+        _ => Box::new(read_source(s, row, env, parent)?.into_iter().map(|r| Ok((r, None)))),
     };
     let mut matched = false;
     for candidate in candidates {
@@ -1085,24 +1086,18 @@ pub(crate) fn key_value(v: &Value, ty: &SqlType) -> Option<Value> {
 
 /// The rows of a source its access path finds, read through `env.view`, with their
 /// primary keys (empty for derived tables).
-pub(crate) fn read_source(s: &Source, row: &Row, env: &Env<'_>, parent: Option<&RowCtx<'_>>) -> Result<Vec<(Vec<u8>, Row)>> {
+pub(crate) fn read_source(s: &Source, row: &Row, env: &Env<'_>, parent: Option<&RowCtx<'_>>) -> Result<Vec<SharedRow>> {
     let (db, name) = match &s.data {
-        SourceData::Rows(cell, _) => return Ok(cell.borrow().clone().unwrap_or_default().into_iter().map(|r| (Vec::new(), r)).collect()),
+        SourceData::Rows(cell, _) => return Ok(cell.borrow().iter().flatten().map(|r| SharedRow::new(r.clone())).collect()),
         SourceData::Table { db, name, .. } => (db, name),
     };
     let t = env.catalog.table(db, name)?.data.as_ref();
-    let mut rows = Vec::new();
-    match access_keys(s, row, env, parent, false)?.keys {
-        Some(keys) => {
-            for k in keys {
-                if let Some(r) = t.get(&k, &env.view) {
-                    rows.push((k, Row::clone(&r)));
-                }
-            }
-        }
-        None => rows.extend(t.scan(Bound::Unbounded, Bound::Unbounded, env.view).map(|(k, r)| (k, Row::clone(&r)))),
-    }
-    Ok(rows)
+    let found = access_keys(s, row, env, parent, false)?;
+    Ok(match (found.rows, found.keys) {
+        (Some(rows), _) => rows,
+        (None, Some(keys)) => keys.iter().filter_map(|k| t.get(k, &env.view)).collect(),
+        (None, None) => t.scan(Bound::Unbounded, Bound::Unbounded, env.view).map(|(_, r)| r).collect(),
+    })
 }
 
 /// The primary keys a locking scan of a table source must lock, in scan order: every row
@@ -1114,7 +1109,7 @@ pub(crate) fn read_source(s: &Source, row: &Row, env: &Env<'_>, parent: Option<&
 pub(crate) fn locking_candidates(s: &Source, row: &Row, env: &Env<'_>, parent: Option<&RowCtx<'_>>, spec: &LockSpec) -> Result<Vec<Vec<u8>>> {
     let SourceData::Table { db, name, id } = &s.data else { return Ok(Vec::new()) };
     let t = env.catalog.table(db, name)?.data.as_ref();
-    let AccessKeys { keys, gaps } = access_keys(s, row, env, parent, true)?;
+    let AccessKeys { keys, gaps, .. } = access_keys(s, row, env, parent, true)?;
     let locks = &env.info.engine.txns.locks;
     for g in &gaps {
         spec.lock_gap(locks, *id, name, t, g)?;
@@ -1127,19 +1122,22 @@ pub(crate) fn locking_candidates(s: &Source, row: &Row, env: &Env<'_>, parent: O
 struct AccessKeys {
     keys: Option<Vec<Vec<u8>>>,
     gaps: Vec<ScannedRange>,
+    /// The rows of `keys`, when the access path read them on the way (a plain range).
+    rows: Option<Vec<SharedRow>>,
 }
 
 /// The primary keys a source's access path finds (`None`: the whole table), and, for a
 /// locking scan (`all_versions`), the ranges it read. A locking scan lists every row in
 /// range whatever its versions; a plain one only rows `env.view` sees.
 fn access_keys(s: &Source, row: &Row, env: &Env<'_>, parent: Option<&RowCtx<'_>>, all_versions: bool) -> Result<AccessKeys> {
-    let SourceData::Table { db, name, .. } = &s.data else { return Ok(AccessKeys { keys: Some(Vec::new()), gaps: Vec::new() }) };
+    let SourceData::Table { db, name, .. } = &s.data else { return Ok(AccessKeys { keys: Some(Vec::new()), gaps: Vec::new(), rows: None }) };
     let meta = env.catalog.table(db, name)?;
     let t = meta.data.as_ref();
     let cx = ctx(row, &[], parent);
     let view = env.view;
     let mut gaps = Vec::new();
     let mut pks: Option<Vec<Vec<u8>>> = None;
+    let mut rows: Option<Vec<SharedRow>> = None;
     match &s.access {
         // A locking read of a hash-joined table scans it, locking rows as it goes.
         Access::Full | Access::Hash(_) => {
@@ -1215,7 +1213,10 @@ fn access_keys(s: &Source, row: &Row, env: &Env<'_>, parent: Option<&RowCtx<'_>>
                 } else if all_versions {
                     t.keys_in_range(as_ref_bound(&lo), as_ref_bound(&hi))
                 } else {
-                    t.scan(as_ref_bound(&lo), as_ref_bound(&hi), view).map(|(k, _)| k.clone()).collect()
+                    // A plain range read has its rows already: no second lookup per key.
+                    let (keys, found): (Vec<Vec<u8>>, Vec<SharedRow>) = t.scan(as_ref_bound(&lo), as_ref_bound(&hi), view).unzip();
+                    rows = Some(found);
+                    keys
                 };
                 if all_versions && !empty {
                     gaps.push(ScannedRange { index: 0, lo, hi, next_record: true });
@@ -1277,7 +1278,7 @@ fn access_keys(s: &Source, row: &Row, env: &Env<'_>, parent: Option<&RowCtx<'_>>
         // A value that is not exact for the key falls back to a scan of the whole table.
         gaps.push(ScannedRange { index: 0, lo: Bound::Unbounded, hi: Bound::Unbounded, next_record: false });
     }
-    Ok(AccessKeys { keys: pks, gaps })
+    Ok(AccessKeys { keys: pks, gaps, rows })
 }
 
 /// Gap locks number the primary key 0 and secondary index `i` as `i + 1`.

@@ -114,13 +114,25 @@ impl Collation {
         match self {
             Collation::Utf8mb4Bin | Collation::Binary => a.cmp(b),
             _ => {
-                if a.is_ascii() && b.is_ascii() {
-                    let (a, b) = if self == Collation::Utf8mb4GeneralCi { (a.trim_end_matches(' '), b.trim_end_matches(' ')) } else { (a, b) };
-                    let ai = a.bytes().map(|c| c.to_ascii_lowercase());
-                    let bi = b.bytes().map(|c| c.to_ascii_lowercase());
-                    return ai.cmp(bi);
+                // ASCII letters compare case-folded byte by byte, up to the first difference;
+                // anything non-ASCII on the way (an accent, a combining mark) takes the full
+                // weights, whose folding may make it equal to something shorter.
+                let (x, y) = if self == Collation::Utf8mb4GeneralCi { (a.trim_end_matches(' '), b.trim_end_matches(' ')) } else { (a, b) };
+                let (x, y) = (x.as_bytes(), y.as_bytes());
+                for (&p, &q) in x.iter().zip(y) {
+                    if !p.is_ascii() || !q.is_ascii() {
+                        return self.weight(a).cmp(&self.weight(b));
+                    }
+                    let (p, q) = (p.to_ascii_lowercase(), q.to_ascii_lowercase());
+                    if p != q {
+                        return p.cmp(&q);
+                    }
                 }
-                self.weight(a).cmp(&self.weight(b))
+                let rest = if x.len() > y.len() { &x[y.len()..] } else { &y[x.len()..] };
+                if !rest.is_ascii() {
+                    return self.weight(a).cmp(&self.weight(b));
+                }
+                x.len().cmp(&y.len())
             }
         }
     }
@@ -145,6 +157,9 @@ mod tests {
         let c = Collation::Utf8mb4AiCi;
         assert_eq!(c.compare("abc", "ABC"), Ordering::Equal);
         assert_eq!(c.compare("café", "CAFE"), Ordering::Equal);
+        assert_eq!(c.compare("cafe\u{301}", "CAFE"), Ordering::Equal, "a combining mark after the common prefix");
+        assert_eq!(c.compare("abd", "ABC"), Ordering::Greater);
+        assert_eq!(c.compare("ab", "ABC"), Ordering::Less);
         assert_ne!(c.compare("a ", "a"), Ordering::Equal);
         assert_eq!(Collation::Utf8mb4GeneralCi.compare("a ", "A"), Ordering::Equal);
         assert_eq!(Collation::Utf8mb4Bin.compare("a", "A"), Ordering::Greater);
