@@ -19,9 +19,9 @@ from .install import REPO
 from .servers import TARGETS, Server
 
 FULL = dict(repetitions=3, sysbench_time=10, sysbench_tables=4, sysbench_table_size=10000, hot_row_seconds=5.0,
-            long_read_rows=20000, long_read_limit=3000, targets="quill,mariadb,mariadb-binlog")
+            long_read_rows=20000, long_read_limit=3000, insert_select_rows=1_000_000, targets="quill,mariadb,mariadb-binlog")
 QUICK = dict(repetitions=2, sysbench_time=2, sysbench_tables=1, sysbench_table_size=1000, hot_row_seconds=2.0,
-             long_read_rows=5000, long_read_limit=1000, targets="quill,mariadb")
+             long_read_rows=5000, long_read_limit=1000, insert_select_rows=50_000, targets="quill,mariadb")
 
 
 def comma_list(convert):
@@ -34,7 +34,7 @@ def parse_options(argv):
         description="Benchmarks Quill side by side with MariaDB; writes Markdown, JSON and a chart under bench/results/.",
         epilog="Workloads and groups: fsync-floor, counter, counter-1, counter-2-different, counter-2-same, "
                "counter-2-for-update, insert-storm, insert-storm-16, insert-storm-1, sysbench, sysbench-<test>-<threads>, "
-               "hot-row, long-read, long-read-vs-write, join-no-index. See bench/README.md.",
+               "hot-row, long-read, long-read-vs-write, join-no-index, bulk, insert-select-<rows>. See bench/README.md.",
     )
     parser.add_argument("--quick", action="store_true", help="every workload, fewer and shorter runs (a few minutes)")
     parser.add_argument("--targets", type=comma_list(str), help=f"servers to compare, from {','.join(TARGETS)} "
@@ -55,6 +55,7 @@ def parse_options(argv):
     parser.add_argument("--hot-row-rtt-ms", type=comma_list(float), default=[0.0], help="simulated client round trips, one workload each (default 0)")
     parser.add_argument("--long-read-rows", type=int, help="rows of the table the long-read join reads (default 20000; quick 5000)")
     parser.add_argument("--long-read-limit", type=int, help="rows of the join's outer side, a.id < LIMIT (default 3000; quick 1000)")
+    parser.add_argument("--insert-select-rows", type=int, help="rows the insert-select workload copies (default 1000000; quick 50000)")
     parser.add_argument("--floor-count", type=int, default=1000, help="timed write + fdatasync pairs of the floor (default 1000)")
     parser.add_argument("--floor-block-bytes", type=int, default=512, help="bytes per write of the floor (default 512)")
     parser.add_argument("--allow-volatile", action="store_true",

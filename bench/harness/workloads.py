@@ -70,6 +70,9 @@ def all_workloads(o):
                               headline=("p99 during / idle", "insert p99 during read")))
     workloads.append(Workload("join-no-index", "long-read", join_title, partial(driver_workload, long_read),
                               writes=False, headline=("join time",)))
+    workloads.append(Workload(f"insert-select-{short_count(o.insert_select_rows)}", "bulk",
+                              f"INSERT INTO dyn SELECT * FROM src, {o.insert_select_rows:,} price-list rows of about 100 bytes",
+                              partial(insert_select, o), headline=("copy time", "RSS per row")))
     return workloads
 
 
@@ -87,6 +90,21 @@ def select(workloads, selection):
 def fsync_floor(o, server):
     assert server is None, "the floor measures the machine, not a server"
     return run_driver(None, "fsync-floor", "--dir", o.workdir, "--count", o.floor_count, "--block-bytes", o.floor_block_bytes)
+
+
+def short_count(n):
+    """1000000 -> "1m", 50000 -> "50k": workload names stay short."""
+    if n % 1_000_000 == 0:
+        return f"{n // 1_000_000}m"
+    if n % 1000 == 0:
+        return f"{n // 1000}k"
+    return str(n)
+
+
+def insert_select(o, server):
+    pid = server.process.pid if server.process is not None else None
+    arguments = ["insert-select", "--rows", o.insert_select_rows] + (["--server-pid", pid] if pid else [])
+    return run_driver(server, *arguments)
 
 
 def driver_workload(arguments, server):

@@ -13,6 +13,7 @@
 mod counter;
 mod fsync_floor;
 mod hot_row;
+mod insert_select;
 mod insert_storm;
 mod long_read;
 mod report;
@@ -50,6 +51,8 @@ enum Workload {
     HotRow(hot_row::Args),
     /// A long join with no usable index, alone or beside a writer on another table.
     LongRead(long_read::Args),
+    /// `INSERT INTO dyn SELECT * FROM src` of a price-list table, with server memory per row.
+    InsertSelect(insert_select::Args),
     /// Runs SQL statements and prints their rows and warnings (set-up and feature probes).
     Sql(sql::Args),
 }
@@ -63,6 +66,7 @@ fn main() -> ExitCode {
         Workload::InsertStorm(args) => insert_storm::run(&target, &args),
         Workload::HotRow(args) => hot_row::run(&target, &args),
         Workload::LongRead(args) => long_read::run(&target, &args),
+        Workload::InsertSelect(args) => insert_select::run(&target, &args),
         Workload::Sql(args) => sql::run(&target, &args),
     };
     match result {

@@ -151,7 +151,7 @@ pub fn commit_changes(catalog: &Catalog, txn: TxnId, rows: &[(u64, &[u8])]) -> V
         let Some(table) = catalog.table_by_id(table_id) else { continue };
         let (db, name, key) = (table.db.clone(), table.name.clone(), pk.to_vec());
         match table.data.pending_image(txn, pk) {
-            Some(Some(row)) => changes.push(Change::Put { db, table: name, key, row: row_bytes(&row) }),
+            Some(Some(row)) => changes.push(Change::Put { db, table: name, key, row }),
             Some(None) => changes.push(Change::Delete { db, table: name, key }),
             None => {}
         }

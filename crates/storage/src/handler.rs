@@ -128,12 +128,13 @@ pub trait Handler: Send + Sync + std::fmt::Debug {
     /// Undo the newest version `txn` wrote on `pk` (a failed statement).
     fn undo_last(&self, txn: TxnId, pk: &[u8]);
     /// Make `txn`'s writes to `pk` committed at `ts`, purging versions no reader at or
-    /// after `purge_horizon` sees; returns the committed image (`None`: a delete).
-    fn commit_row(&self, txn: TxnId, pk: &[u8], ts: Timestamp, purge_horizon: Timestamp) -> Option<Option<SharedRow>>;
+    /// after `purge_horizon` sees; `false` when `txn` had no pending version there.
+    fn commit_row(&self, txn: TxnId, pk: &[u8], ts: Timestamp, purge_horizon: Timestamp) -> bool;
     /// Remove every uncommitted version `txn` wrote on `pk`.
     fn rollback_row(&self, txn: TxnId, pk: &[u8]);
-    /// The image `txn` has pending on `pk` (`Some(None)`: a delete), for the commit log.
-    fn pending_image(&self, txn: TxnId, pk: &[u8]) -> Option<Option<SharedRow>>;
+    /// The image `txn` has pending on `pk` (`Some(None)`: a delete), for the commit log, in
+    /// the log's row encoding (`docs/log-format.md`, [`crate::row::encode_row`]).
+    fn pending_image(&self, txn: TxnId, pk: &[u8]) -> Option<Option<Vec<u8>>>;
     /// Install a committed image (or a delete) at `pk` as of `ts`: recovery and copies.
     fn apply_committed(&self, pk: Vec<u8>, row: Option<Row>, ts: Timestamp);
 }

@@ -41,6 +41,7 @@ use parking_lot::{Mutex, MutexGuard};
 
 use crate::handler::{Handler, RowCursor, Statistics};
 use crate::key::{encode_key, prefix_successor, range_is_empty};
+use crate::row::{decode_row, row_bytes};
 use crate::value::{Collation, Row, Value};
 
 /// A transaction's identity, unique for the life of the server.
@@ -88,11 +89,20 @@ pub struct IndexDef {
     pub unique: bool,
 }
 
+/// A row image as a version holds it: the row encoding of `docs/log-format.md`
+/// ([`crate::row::encode_row`]), one allocation, decoded when read.
+type EncodedRow = Box<[u8]>;
+
 #[derive(Debug, Clone)]
 struct Version {
     txn: TxnId,
     commit_ts: Option<Timestamp>,
-    row: Option<SharedRow>,
+    row: Option<EncodedRow>,
+}
+
+/// Decode a version's row image (encoded by this module, so it decodes).
+fn decode(bytes: &[u8]) -> Row {
+    decode_row(bytes).expect("a row version decodes: this module encoded it")
 }
 
 #[derive(Debug, Default)]
@@ -105,7 +115,7 @@ struct Chain {
 }
 
 impl Chain {
-    fn visible(&self, view: &ReadView) -> Option<&SharedRow> {
+    fn visible(&self, view: &ReadView) -> Option<&EncodedRow> {
         for v in self.versions.iter().rev() {
             if view.uncommitted || v.txn == view.txn || v.commit_ts.is_some_and(|ts| ts <= view.read_ts) {
                 return v.row.as_ref();
@@ -257,7 +267,7 @@ impl Table {
                     return Err(WriteError::Locked { holder, pk: other_pk.clone() });
                 }
                 if let Some(other) = chain.visible(&ReadView::current(txn))
-                    && Self::index_key(&idx.def, other) == key
+                    && Self::index_key(&idx.def, &decode(other)) == key
                 {
                     return Err(WriteError::Duplicate { index: Some(i), existing_pk: other_pk.clone() });
                 }
@@ -291,7 +301,6 @@ impl Table {
 
     /// Push a version on a locked chain, adding its index entries.
     fn push_version(&self, chain: &mut Chain, txn: TxnId, pk: &[u8], row: Option<Row>) {
-        let row = row.map(Arc::new);
         if let Some(r) = &row {
             for idx in &self.indexes {
                 let mut entry = Self::index_key(&idx.def, r);
@@ -299,6 +308,7 @@ impl Table {
                 idx.entries.insert(entry, pk.to_vec());
             }
         }
+        let row = row.map(|r| row_bytes(&r).into_boxed_slice());
         chain.versions.push(Version { txn, commit_ts: None, row });
     }
 
@@ -328,9 +338,9 @@ impl Table {
     /// referenced, and unlink the chain when no version is left.
     fn after_removal(&self, chain: &mut Chain, pk: &[u8], removed: &[Version]) {
         for idx in &self.indexes {
-            for row in removed.iter().filter_map(|v| v.row.as_ref()) {
-                let key = Self::index_key(&idx.def, row);
-                if chain.versions.iter().filter_map(|v| v.row.as_ref()).any(|r| Self::index_key(&idx.def, r) == key) {
+            for row in removed.iter().filter_map(|v| v.row.as_deref().map(decode)) {
+                let key = Self::index_key(&idx.def, &row);
+                if chain.versions.iter().filter_map(|v| v.row.as_deref()).any(|r| Self::index_key(&idx.def, &decode(r)) == key) {
                     continue;
                 }
                 let mut entry = key;
@@ -404,7 +414,9 @@ impl Handler for Table {
 
     /// The version of the row at `pk` that `view` sees.
     fn get(&self, pk: &[u8], view: &ReadView) -> Option<SharedRow> {
-        self.rows.get(pk).and_then(|e| e.value().lock().visible(view).cloned())
+        let entry = self.rows.get(pk)?;
+        let chain = entry.value().lock();
+        chain.visible(view).map(|b| SharedRow::new(decode(b)))
     }
 
     /// The transaction holding uncommitted versions of the row at `pk`, if any.
@@ -423,8 +435,8 @@ impl Handler for Table {
             (lower.map(<[u8]>::to_vec), upper.map(<[u8]>::to_vec))
         };
         Box::new(self.rows.range::<Vec<u8>, _>((lower, upper)).filter_map(move |e| {
-            let row = e.value().lock().visible(&view).cloned()?;
-            Some((e.key().clone(), row))
+            let row = decode(e.value().lock().visible(&view)?);
+            Some((e.key().clone(), SharedRow::new(row)))
         }))
     }
 
@@ -501,7 +513,9 @@ impl Handler for Table {
 
     /// The newest version of the row at `pk`, committed or not (`None`: no row or deleted).
     fn newest(&self, pk: &[u8]) -> Option<SharedRow> {
-        self.rows.get(pk)?.value().lock().versions.last()?.row.clone()
+        let entry = self.rows.get(pk)?;
+        let chain = entry.value().lock();
+        chain.versions.last()?.row.as_deref().map(|b| SharedRow::new(decode(b)))
     }
 
     /// The primary key an insert of `row` will take (stable while the caller holds the
@@ -593,14 +607,13 @@ impl Handler for Table {
     /// Make `txn`'s writes to `pk` committed at `ts` (keeping only its last version),
     /// then drop versions no reader at or after `purge_horizon` can see.
     /// Returns the committed row image (`None` for a delete).
-    fn commit_row(&self, txn: TxnId, pk: &[u8], ts: Timestamp, purge_horizon: Timestamp) -> Option<Option<SharedRow>> {
+    fn commit_row(&self, txn: TxnId, pk: &[u8], ts: Timestamp, purge_horizon: Timestamp) -> bool {
         self.with_existing_chain(pk, |chain| {
             let own_from = chain.versions.iter().position(|v| v.txn == txn && v.commit_ts.is_none())?;
             let last_index = chain.versions.len() - 1;
             let mut removed: Vec<Version> = chain.versions.drain(own_from..last_index).collect();
             let last = chain.versions.last_mut().expect("own version present");
             last.commit_ts = Some(ts);
-            let image = last.row.clone();
             // Keep the newest version every reader at or after the horizon can see, and all newer.
             if let Some(keep_from) = chain.versions.iter().rposition(|v| v.commit_ts.is_some_and(|t| t <= purge_horizon)) {
                 removed.extend(chain.versions.drain(..keep_from));
@@ -610,9 +623,10 @@ impl Handler for Table {
                 removed.append(&mut chain.versions);
             }
             self.after_removal(chain, pk, &removed);
-            Some(image)
+            Some(())
         })
         .flatten()
+        .is_some()
     }
 
     /// Remove every uncommitted version `txn` wrote on `pk`.
@@ -627,10 +641,10 @@ impl Handler for Table {
     /// The row image `txn` has pending on `pk` (its newest, uncommitted version): `Some(None)`
     /// for a delete, `None` when `txn` has no pending version there. The commit log records
     /// this image before the version is stamped committed.
-    fn pending_image(&self, txn: TxnId, pk: &[u8]) -> Option<Option<SharedRow>> {
+    fn pending_image(&self, txn: TxnId, pk: &[u8]) -> Option<Option<Vec<u8>>> {
         self.with_existing_chain(pk, |chain| {
             let last = chain.versions.last()?;
-            (last.txn == txn && last.commit_ts.is_none()).then(|| last.row.clone())
+            (last.txn == txn && last.commit_ts.is_none()).then(|| last.row.as_deref().map(<[u8]>::to_vec))
         })
         .flatten()
     }
