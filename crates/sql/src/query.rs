@@ -908,32 +908,42 @@ fn run_block(b: &Block, env: &Env<'_>, parent: Option<&RowCtx<'_>>) -> Result<Ve
     } else {
         None
     };
-    let mut input: Vec<Row> = Vec::new();
-    if b.sources.is_empty() {
-        let row: Row = Vec::new();
-        if pass(b.filter.as_ref(), &row, env, parent)? {
-            input.push(row);
-        }
-    } else {
-        let mut row: Row = vec![Value::Null; b.width];
-        join_level(b, 0, &mut row, env, parent, &mut input, early_stop)?;
-    }
+    // Joined rows stream into the grouping or the projection as the join produces them:
+    // an aggregate over a large join holds its groups, never the joined rows.
     let mut out: Vec<(Row, Vec<Value>)> = Vec::new();
-    if b.grouped {
-        let mut groups: Vec<(Row, Vec<Accumulator>)> = Vec::new();
-        let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
-        for row in &input {
+    let mut groups: Vec<(Row, Vec<Accumulator>)> = Vec::new();
+    let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
+    {
+        let mut sink = |row: &Row| -> Result<()> {
             let cx = ctx(row, &[], parent);
-            let key_vals: Vec<Value> = b.group_by.iter().map(|g| g.eval(env, &cx)).collect::<Result<_>>()?;
-            let key = group_key(&key_vals);
-            let gi = *index.entry(key).or_insert_with(|| {
-                groups.push((row.clone(), b.aggs.iter().map(Accumulator::new).collect()));
-                groups.len() - 1
-            });
-            for (acc, spec) in groups[gi].1.iter_mut().zip(&b.aggs) {
-                acc.add(spec, env, &cx)?;
+            if b.grouped {
+                let key_vals: Vec<Value> = b.group_by.iter().map(|g| g.eval(env, &cx)).collect::<Result<_>>()?;
+                let gi = *index.entry(group_key(&key_vals)).or_insert_with(|| {
+                    groups.push((row.clone(), b.aggs.iter().map(Accumulator::new).collect()));
+                    groups.len() - 1
+                });
+                for (acc, spec) in groups[gi].1.iter_mut().zip(&b.aggs) {
+                    acc.add(spec, env, &cx)?;
+                }
+            } else {
+                let projected: Row = b.projection.iter().map(|p| p.eval(env, &cx)).collect::<Result<_>>()?;
+                let keys: Vec<Value> = b.order_by.iter().map(|(e, _, _)| e.eval(env, &cx)).collect::<Result<_>>()?;
+                out.push((projected, keys));
             }
+            Ok(())
+        };
+        if b.sources.is_empty() {
+            let row: Row = Vec::new();
+            if pass(b.filter.as_ref(), &row, env, parent)? {
+                sink(&row)?;
+            }
+        } else {
+            let mut row: Row = vec![Value::Null; b.width];
+            let mut emitted = 0;
+            join_level(b, 0, &mut row, env, parent, &mut sink, &mut emitted, early_stop)?;
         }
+    }
+    if b.grouped {
         if groups.is_empty() && b.group_by.is_empty() {
             groups.push((vec![Value::Null; b.width], b.aggs.iter().map(Accumulator::new).collect()));
         }
@@ -945,13 +955,6 @@ fn run_block(b: &Block, env: &Env<'_>, parent: Option<&RowCtx<'_>>) -> Result<Ve
             {
                 continue;
             }
-            let projected: Row = b.projection.iter().map(|p| p.eval(env, &cx)).collect::<Result<_>>()?;
-            let keys: Vec<Value> = b.order_by.iter().map(|(e, _, _)| e.eval(env, &cx)).collect::<Result<_>>()?;
-            out.push((projected, keys));
-        }
-    } else {
-        for row in &input {
-            let cx = ctx(row, &[], parent);
             let projected: Row = b.projection.iter().map(|p| p.eval(env, &cx)).collect::<Result<_>>()?;
             let keys: Vec<Value> = b.order_by.iter().map(|(e, _, _)| e.eval(env, &cx)).collect::<Result<_>>()?;
             out.push((projected, keys));
@@ -1005,13 +1008,26 @@ fn pass(cond: Option<&Expr>, row: &[Value], env: &Env<'_>, parent: Option<&RowCt
     }
 }
 
-fn join_level(b: &Block, level: usize, row: &mut Row, env: &Env<'_>, parent: Option<&RowCtx<'_>>, out: &mut Vec<Row>, stop: Option<usize>) -> Result<()> {
-    if stop.is_some_and(|s| out.len() >= s) {
+/// Joins the sources from `level` on, handing every joined row that passes the filter to
+/// `sink` and counting it in `emitted`; stops once `stop` rows were emitted.
+#[allow(clippy::too_many_arguments)]
+fn join_level(
+    b: &Block,
+    level: usize,
+    row: &mut Row,
+    env: &Env<'_>,
+    parent: Option<&RowCtx<'_>>,
+    sink: &mut dyn FnMut(&Row) -> Result<()>,
+    emitted: &mut usize,
+    stop: Option<usize>,
+) -> Result<()> {
+    if stop.is_some_and(|s| *emitted >= s) {
         return Ok(());
     }
     if level == b.sources.len() {
         if pass(b.filter.as_ref(), row, env, parent)? {
-            out.push(row.clone());
+            sink(row)?;
+            *emitted += 1;
         }
         return Ok(());
     }
@@ -1044,18 +1060,18 @@ fn join_level(b: &Block, level: usize, row: &mut Row, env: &Env<'_>, parent: Opt
     for candidate in candidates {
         env.info.interrupt.check()?;
         let (r, fresh_lock) = candidate?;
-        let returned_before = out.len();
+        let returned_before = *emitted;
         row[s.offset..s.offset + s.width].clone_from_slice(&r);
         if pass(s.on.as_ref(), row, env, parent)? {
             matched = true;
-            join_level(b, level + 1, row, env, parent, out, stop)?;
+            join_level(b, level + 1, row, env, parent, sink, emitted, stop)?;
         }
         if let (Some((txn, table)), Some(pk)) = (release, fresh_lock)
-            && out.len() == returned_before
+            && *emitted == returned_before
         {
             locks.unlock_record(txn, table, &pk);
         }
-        if stop.is_some_and(|st| out.len() >= st) {
+        if stop.is_some_and(|st| *emitted >= st) {
             return Ok(());
         }
     }
@@ -1063,7 +1079,7 @@ fn join_level(b: &Block, level: usize, row: &mut Row, env: &Env<'_>, parent: Opt
         for v in &mut row[s.offset..s.offset + s.width] {
             *v = Value::Null;
         }
-        join_level(b, level + 1, row, env, parent, out, stop)?;
+        join_level(b, level + 1, row, env, parent, sink, emitted, stop)?;
     }
     Ok(())
 }
