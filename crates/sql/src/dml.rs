@@ -1,11 +1,11 @@
 //! INSERT, REPLACE, UPDATE and DELETE.
 //!
-//! Each statement runs in two phases: first, with the catalog read-only, it binds
-//! its expressions and computes what to write (running any INSERT ... SELECT to
-//! completion, so a statement never reads its own writes); then it takes the
-//! target table's storage out of the catalog, applies the writes, and puts it
-//! back. Every version a statement pushes is recorded in `undo` so a failing
-//! statement can be rolled back alone.
+//! Each statement runs in two phases on its catalog snapshot: first it binds its
+//! expressions and computes what to write (running any INSERT ... SELECT to completion,
+//! so a statement never reads its own writes); then it applies the writes through the
+//! target table's handler, each row write under the table's write latch together with
+//! its insert-intention check. Every version a statement pushes is recorded in `undo` so
+//! a failing statement can be rolled back alone.
 
 use std::cmp::Ordering;
 

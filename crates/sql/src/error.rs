@@ -170,6 +170,18 @@ impl SqlError {
         SqlError { lock_wait: true, ..SqlError::lock_wait_timeout() }
     }
 
+    /// KILL QUERY (or KILL CONNECTION) stopped the statement.
+    #[must_use]
+    pub fn query_interrupted() -> SqlError {
+        SqlError::new(codes::ER_QUERY_INTERRUPTED, "Query execution was interrupted")
+    }
+
+    /// The SELECT ran past `max_execution_time`.
+    #[must_use]
+    pub fn query_timeout() -> SqlError {
+        SqlError::new(codes::ER_QUERY_TIMEOUT, "Query execution was interrupted, maximum statement execution time exceeded")
+    }
+
     #[must_use]
     pub fn lock_wait_timeout() -> SqlError {
         SqlError::new(codes::ER_LOCK_WAIT_TIMEOUT, "Lock wait timeout exceeded; try restarting transaction")

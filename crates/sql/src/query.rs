@@ -1,11 +1,12 @@
 //! SELECT: planning a query block (FROM, access paths, grouping, ordering) and
 //! running it against a read view.
 //!
-//! A query block reads its tables left to right with nested loops. Each table's
-//! access path is chosen from the conjuncts of WHERE (inner joins) or ON: a point
-//! lookup when every primary key column is equal to a value known before the table
-//! is read, a key range or IN list on a one-column primary key, an equality prefix
-//! of a secondary index, or else a full scan. The chosen path only narrows what is
+//! A query block reads its tables left to right with nested loops, and hands each
+//! joined row straight to grouping or projection. Each table's access path is chosen
+//! from the conjuncts of WHERE (inner joins) or ON: a point lookup when every primary
+//! key column is equal to a value known before the table is read, a key range or IN
+//! list on a one-column primary key, an equality prefix of a secondary index, a hash
+//! join (`hash_join`) for a column equality with an earlier table, or else a full scan. The chosen path only narrows what is
 //! read; the whole condition is always evaluated on each row, so a path can never
 //! change a result.
 
@@ -64,6 +65,12 @@ impl Interrupt {
         Interrupt { killed, deadline: Cell::new(None), rows: Cell::new(0) }
     }
 
+    /// Whether a KILL is pending for the session.
+    #[must_use]
+    pub fn killed(&self) -> bool {
+        self.killed.load(AtomicOrdering::Acquire)
+    }
+
     /// The statement starting now must end by `deadline` (`None`: no limit).
     pub fn set_deadline(&self, deadline: Option<Instant>) {
         self.deadline.set(deadline);
@@ -73,7 +80,7 @@ impl Interrupt {
     /// 1317 after a KILL; 3024 past the deadline.
     pub fn check(&self) -> Result<()> {
         if self.killed.load(AtomicOrdering::Relaxed) {
-            return Err(SqlError::new(codes::ER_QUERY_INTERRUPTED, "Query execution was interrupted"));
+            return Err(SqlError::query_interrupted());
         }
         let rows = self.rows.get().wrapping_add(1);
         self.rows.set(rows);
@@ -81,7 +88,7 @@ impl Interrupt {
             && let Some(deadline) = self.deadline.get()
             && Instant::now() >= deadline
         {
-            return Err(SqlError::new(codes::ER_QUERY_TIMEOUT, "Query execution was interrupted, maximum statement execution time exceeded"));
+            return Err(SqlError::query_timeout());
         }
         Ok(())
     }
@@ -926,9 +933,7 @@ fn run_block(b: &Block, env: &Env<'_>, parent: Option<&RowCtx<'_>>) -> Result<Ve
                     acc.add(spec, env, &cx)?;
                 }
             } else {
-                let projected: Row = b.projection.iter().map(|p| p.eval(env, &cx)).collect::<Result<_>>()?;
-                let keys: Vec<Value> = b.order_by.iter().map(|(e, _, _)| e.eval(env, &cx)).collect::<Result<_>>()?;
-                out.push((projected, keys));
+                out.push(project(b, env, &cx)?);
             }
             Ok(())
         };
@@ -955,9 +960,7 @@ fn run_block(b: &Block, env: &Env<'_>, parent: Option<&RowCtx<'_>>) -> Result<Ve
             {
                 continue;
             }
-            let projected: Row = b.projection.iter().map(|p| p.eval(env, &cx)).collect::<Result<_>>()?;
-            let keys: Vec<Value> = b.order_by.iter().map(|(e, _, _)| e.eval(env, &cx)).collect::<Result<_>>()?;
-            out.push((projected, keys));
+            out.push(project(b, env, &cx)?);
         }
     }
     if b.distinct {
@@ -1006,6 +1009,13 @@ fn pass(cond: Option<&Expr>, row: &[Value], env: &Env<'_>, parent: Option<&RowCt
         None => Ok(true),
         Some(c) => Ok(ops::truth(&c.eval(env, &ctx(row, &[], parent))?) == Some(true)),
     }
+}
+
+/// A result row of `b` for the row (or group) `cx`, and its ORDER BY keys.
+fn project(b: &Block, env: &Env<'_>, cx: &RowCtx<'_>) -> Result<(Row, Vec<Value>)> {
+    let projected: Row = b.projection.iter().map(|p| p.eval(env, cx)).collect::<Result<_>>()?;
+    let keys: Vec<Value> = b.order_by.iter().map(|(e, _, _)| e.eval(env, cx)).collect::<Result<_>>()?;
+    Ok((projected, keys))
 }
 
 /// Joins the sources from `level` on, handing every joined row that passes the filter to

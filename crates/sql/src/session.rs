@@ -63,15 +63,14 @@ pub struct ProcessInfo {
     pub command: String,
     pub started: Option<Instant>,
     pub info: Option<String>,
-    /// KILL QUERY: interrupt the statement running now (its lock wait).
-    pub kill_query: bool,
     /// KILL [CONNECTION]: close the connection.
     pub kill_connection: bool,
     /// Wakes the session's lock wait or its idle read when it is killed.
     pub kill: Arc<tokio::sync::Notify>,
     /// What the statement is doing, when it waits (`Waiting for table metadata lock`).
     pub state: &'static str,
-    /// Set by KILL: the running statement stops at its next row (see `Interrupt`).
+    /// Set by KILL (QUERY or CONNECTION), cleared when the next command starts: a running
+    /// statement stops at its next row, a lock or metadata-lock wait ends (see `Interrupt`).
     pub interrupt: Arc<std::sync::atomic::AtomicBool>,
 }
 
@@ -572,8 +571,7 @@ impl Session {
         }
         let engine = self.engine();
         let id = self.info.connection_id;
-        let timeout_secs: u64 = self.info.var("lock_wait_timeout").parse().unwrap_or(31_536_000);
-        let deadline = Instant::now() + Duration::from_secs(timeout_secs);
+        let deadline = Instant::now() + Duration::from_secs(vars::int_value(&self.info.vars, "lock_wait_timeout"));
         let mut waiting = false;
         let result = loop {
             let released = engine.mdl.released();
@@ -594,7 +592,7 @@ impl Session {
                 () = tokio::time::sleep(left) => {}
                 () = self.kill.notified() => {
                     if self.is_killed() {
-                        break Err(SqlError::new(codes::ER_QUERY_INTERRUPTED, "Query execution was interrupted"));
+                        break Err(SqlError::query_interrupted());
                     }
                 }
             }
@@ -617,8 +615,7 @@ impl Session {
 
     /// [`Session::execute`] once its metadata locks are held.
     async fn execute_locked(&mut self, stmt: &Statement, params: &[Value], text: &str) -> Result<Outcome> {
-        let timeout_secs: u64 = self.info.var("innodb_lock_wait_timeout").parse().unwrap_or(50);
-        let deadline = Instant::now() + Duration::from_secs(timeout_secs);
+        let deadline = Instant::now() + Duration::from_secs(vars::int_value(&self.info.vars, "innodb_lock_wait_timeout"));
         self.statement_lock_time = Duration::ZERO;
         loop {
             match self.execute_once(stmt, params, text) {
@@ -627,7 +624,7 @@ impl Session {
                         () = tokio::time::sleep(DDL_GATE_RETRY) => {}
                         () = self.kill.notified() => {
                             if self.is_killed() {
-                                return Err(SqlError::new(codes::ER_QUERY_INTERRUPTED, "Query execution was interrupted"));
+                                return Err(SqlError::query_interrupted());
                             }
                         }
                     }
@@ -652,7 +649,7 @@ impl Session {
                                 }
                                 self.statement_lock_time += started.elapsed();
                                 self.statement_end_after_error(false);
-                                return Err(SqlError::new(codes::ER_QUERY_INTERRUPTED, "Query execution was interrupted"));
+                                return Err(SqlError::query_interrupted());
                             }
                         }
                     };
@@ -1295,9 +1292,9 @@ impl Session {
             _ => None,
         };
         let mut catalog = Catalog::clone(&engine.catalog());
-        // The catalog changes before the record is appended, so a full disk must refuse the
-        // statement first (the log keeps DDL_RESERVE_BYTES for DDL; only CREATE TABLE ...
-        // SELECT can outgrow it, and it is undone below).
+        // The statement changes a copy of the catalog, installed once its record is appended;
+        // a full disk refuses the statement first (the log keeps DDL_RESERVE_BYTES for DDL;
+        // only CREATE TABLE ... SELECT can outgrow it, and then its copy is dropped below).
         if let Some(log) = engine.log.get()
             && !log.wait_for_room(DDL_RECORD_BYTES_BASE + text.len() as u64)
         {
@@ -1525,16 +1522,13 @@ impl Session {
         let mut procs = self.info.engine.processes.lock();
         match procs.get_mut(&id) {
             Some(p) => {
-                if query_only {
-                    p.kill_query = true;
-                } else {
-                    p.kill_connection = true;
-                }
+                // KILL QUERY only interrupts; KILL [CONNECTION] also closes the connection.
+                p.kill_connection |= !query_only;
                 p.interrupt.store(true, Ordering::Release);
                 p.kill.notify_one();
                 drop(procs);
                 if id == self.info.connection_id && !query_only {
-                    return Err(SqlError::new(codes::ER_QUERY_INTERRUPTED, "Query execution was interrupted"));
+                    return Err(SqlError::query_interrupted());
                 }
                 Ok(Outcome::ok())
             }
@@ -1545,7 +1539,7 @@ impl Session {
     /// Whether this session was killed (KILL QUERY, or KILL CONNECTION).
     #[must_use]
     pub fn is_killed(&self) -> bool {
-        self.info.engine.processes.lock().get(&self.info.connection_id).is_some_and(|p| p.kill_query || p.kill_connection)
+        self.info.interrupt.killed() || self.connection_killed()
     }
 
     /// Whether this session's connection must close (KILL CONNECTION).
@@ -1557,7 +1551,6 @@ impl Session {
     /// A new command starts: a KILL QUERY aimed at an earlier one is spent.
     pub fn command_started(&self, text: Option<&str>) {
         if let Some(p) = self.info.engine.processes.lock().get_mut(&self.info.connection_id) {
-            p.kill_query = false;
             p.interrupt.store(false, Ordering::Release);
             p.command = if text.is_some() { "Query".into() } else { "Sleep".into() };
             p.info = text.map(|t| t.chars().take(1024).collect());

@@ -190,17 +190,6 @@ impl Table {
         assert!(std::ptr::eq(MutexGuard::mutex(&latch.guard), &self.latch), "write latch of another table");
     }
 
-    #[must_use]
-    pub fn index_defs(&self) -> Vec<&IndexDef> {
-        self.indexes.iter().map(|i| &i.def).collect()
-    }
-
-    /// Number of row chains, live or not: an estimate for statistics.
-    #[must_use]
-    pub fn approximate_rows(&self) -> usize {
-        self.rows.len()
-    }
-
     fn index_key(def: &IndexDef, row: &Row) -> Vec<u8> {
         encode_key(def.parts.iter().map(|&(c, coll)| (&row[c], coll)))
     }
@@ -736,7 +725,7 @@ mod tests {
         t.commit_row(1, &pk, 1, 1);
         t.delete_row(2, &pk).unwrap();
         t.commit_row(2, &pk, 2, 2);
-        assert_eq!(t.approximate_rows(), 0);
+        assert_eq!(t.statistics().rows, 0);
         assert!(t.write_row(&t.write_latch(), 3, row(2, "a")).is_ok(), "unique key free again");
     }
 
