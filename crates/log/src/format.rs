@@ -29,6 +29,11 @@ const _: () = assert!(MAX_BODY_BYTES <= u32::MAX as usize, "body_len is a u32");
 pub const KIND_PUT: u8 = 1;
 pub const KIND_DELETE: u8 = 2;
 pub const KIND_DDL: u8 = 3;
+pub const KIND_STREAM_PART: u8 = 4;
+pub const KIND_STREAM_COMMIT: u8 = 5;
+pub const KIND_STREAM_ABORT: u8 = 6;
+/// Bytes of a stream marker: its kind and the LSN of the stream's first part.
+pub const STREAM_MARK_BYTES: usize = 1 + 8;
 
 /// A position in the log stream.
 pub type Lsn = u64;
@@ -53,6 +58,34 @@ pub enum Change {
         db: String,
         sql: String,
     },
+    /// First change of a part record: changes of a transaction that has not committed yet,
+    /// streamed ahead of its commit. `first` is the LSN of the transaction's first part record
+    /// (that record's own LSN in the first part), and names the stream.
+    StreamPart {
+        first: Lsn,
+    },
+    /// First change of the commit record of a streamed transaction: its parts, in log order,
+    /// come before this record's own changes.
+    StreamCommit {
+        first: Lsn,
+    },
+    /// The only change of the record that ends a streamed transaction that rolled back.
+    StreamAbort {
+        first: Lsn,
+    },
+}
+
+/// What a record is, by its first change (see `docs/log-format.md`, "Large transactions").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordKind {
+    /// A committed transaction that was not streamed, or DDL.
+    Commit,
+    /// A part of the stream whose first part is at the LSN.
+    Part(Lsn),
+    /// The commit of that stream.
+    StreamCommit(Lsn),
+    /// The rollback of that stream.
+    Abort(Lsn),
 }
 
 /// A record as read back from the log.
@@ -70,6 +103,16 @@ impl Record {
     pub fn encoded_len(&self) -> usize {
         HEADER_BYTES + body_len(&self.changes)
     }
+
+    #[must_use]
+    pub fn kind(&self) -> RecordKind {
+        match self.changes.first() {
+            Some(Change::StreamPart { first }) => RecordKind::Part(*first),
+            Some(Change::StreamCommit { first }) => RecordKind::StreamCommit(*first),
+            Some(Change::StreamAbort { first }) => RecordKind::Abort(*first),
+            _ => RecordKind::Commit,
+        }
+    }
 }
 
 /// Bytes of the body that `changes` encode to.
@@ -81,6 +124,7 @@ pub fn body_len(changes: &[Change]) -> usize {
             Change::Put { db, table, key, row } => 1 + 2 + db.len() + 2 + table.len() + 4 + key.len() + 4 + row.len(),
             Change::Delete { db, table, key } => 1 + 2 + db.len() + 2 + table.len() + 4 + key.len(),
             Change::Ddl { db, sql } => 1 + 2 + db.len() + 4 + sql.len(),
+            Change::StreamPart { .. } | Change::StreamCommit { .. } | Change::StreamAbort { .. } => STREAM_MARK_BYTES,
         })
         .sum()
 }
@@ -106,10 +150,18 @@ pub enum EncodeError {
 /// # Errors
 /// The transaction is too large, has no change, or a name does not fit its length field.
 pub fn encode_record(out: &mut Vec<u8>, lsn: Lsn, seq: u64, commit_us: u64, changes: &[Change]) -> Result<(), EncodeError> {
-    if changes.is_empty() {
+    encode_record_after(out, lsn, seq, commit_us, None, changes)
+}
+
+/// [`encode_record`] with `head` (a stream marker) before `changes`.
+///
+/// # Errors
+/// As [`encode_record`].
+pub fn encode_record_after(out: &mut Vec<u8>, lsn: Lsn, seq: u64, commit_us: u64, head: Option<&Change>, changes: &[Change]) -> Result<(), EncodeError> {
+    if changes.is_empty() && head.is_none() {
         return Err(EncodeError::Empty);
     }
-    let body = body_len(changes);
+    let body = body_len(changes) + head.map_or(0, |h| body_len(std::slice::from_ref(h)));
     if body > MAX_BODY_BYTES {
         return Err(EncodeError::TooLarge(body));
     }
@@ -120,7 +172,7 @@ pub fn encode_record(out: &mut Vec<u8>, lsn: Lsn, seq: u64, commit_us: u64, chan
     out.extend_from_slice(&lsn.to_le_bytes());
     out.extend_from_slice(&seq.to_le_bytes());
     out.extend_from_slice(&commit_us.to_le_bytes());
-    for change in changes {
+    for change in head.into_iter().chain(changes) {
         match change {
             Change::Put { db, table, key, row } => {
                 out.push(KIND_PUT);
@@ -139,6 +191,14 @@ pub fn encode_record(out: &mut Vec<u8>, lsn: Lsn, seq: u64, commit_us: u64, chan
                 out.push(KIND_DDL);
                 put_str16(out, db)?;
                 put_bytes32(out, sql.as_bytes());
+            }
+            Change::StreamPart { first } | Change::StreamCommit { first } | Change::StreamAbort { first } => {
+                out.push(match change {
+                    Change::StreamPart { .. } => KIND_STREAM_PART,
+                    Change::StreamCommit { .. } => KIND_STREAM_COMMIT,
+                    _ => KIND_STREAM_ABORT,
+                });
+                out.extend_from_slice(&first.to_le_bytes());
             }
         }
     }
@@ -205,11 +265,30 @@ pub fn decode_body(mut body: &[u8]) -> Option<Vec<Change>> {
             },
             KIND_DELETE => Change::Delete { db: take_str16(&mut body)?, table: take_str16(&mut body)?, key: take_len32(&mut body)?.to_vec() },
             KIND_DDL => Change::Ddl { db: take_str16(&mut body)?, sql: String::from_utf8(take_len32(&mut body)?.to_vec()).ok()? },
+            KIND_STREAM_PART | KIND_STREAM_COMMIT | KIND_STREAM_ABORT => {
+                // A marker comes first, and only once.
+                if !changes.is_empty() {
+                    return None;
+                }
+                let first = Lsn::from_le_bytes(body.get(..8)?.try_into().ok()?);
+                body = &body[8..];
+                match kind {
+                    KIND_STREAM_PART => Change::StreamPart { first },
+                    KIND_STREAM_COMMIT => Change::StreamCommit { first },
+                    _ => Change::StreamAbort { first },
+                }
+            }
             _ => return None,
         };
         changes.push(change);
     }
-    (!changes.is_empty()).then_some(changes)
+    let valid = match changes.first() {
+        None => false,
+        Some(Change::StreamAbort { .. }) => changes.len() == 1,
+        Some(Change::StreamPart { .. }) => changes[1..].iter().all(|c| matches!(c, Change::Put { .. } | Change::Delete { .. })),
+        Some(_) => true,
+    };
+    valid.then_some(changes)
 }
 
 /// The file name of the segment starting at `start`.

@@ -1,5 +1,6 @@
 //! The commit log: one log, in segment files, that is both the redo log recovery replays and
-//! (later) the stream replicas follow. One record per committed transaction; many records
+//! (later) the stream replicas follow. One record per committed transaction, except that a
+//! large transaction streams its changes ahead of its commit in part records; many records
 //! share each `fdatasync` through group commit.
 //!
 //! - `format`: the record format of `docs/log-format.md` (constants, encode, decode);
@@ -17,12 +18,12 @@ mod writer;
 
 pub use format::{
     COMMIT_US_OFFSET, CRC_OFFSET, CRC_START, Change, DEFAULT_SEGMENT_BYTES, EncodeError, HEADER_BYTES, LEN_OFFSET, LSN_OFFSET, Lsn, MAX_BODY_BYTES, Record,
-    SEGMENT_BYTES_MIN, SEQ_OFFSET, encode_record, segment_name,
+    RecordKind, SEGMENT_BYTES_MIN, SEQ_OFFSET, STREAM_MARK_BYTES, body_len, encode_record, encode_record_after, segment_name,
 };
 pub use reader::{CutReason, LogEnd};
 pub use writer::{
     Appended, BUFFER_BYTES_MAX, DDL_RESERVE_BYTES, FailureHook, FlushMode, GROUP_BYTES_MAX, Log, LogConfig, LogStats, Recovered, SPACE_RETRY_INTERVAL,
-    SYNC_INTERVAL,
+    SYNC_INTERVAL, Start,
 };
 
 #[cfg(test)]

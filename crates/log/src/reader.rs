@@ -1,9 +1,10 @@
 //! Reading the log back: records in order from a starting LSN, until the end of the log or
 //! the first record that is not intact (see `docs/log-format.md`, "The end of the log").
 
+use std::collections::HashMap;
 use std::io;
 
-use crate::format::{HEADER_BYTES, Lsn, MAX_BODY_BYTES, Record, checksum_ok, decode_body, decode_header};
+use crate::format::{HEADER_BYTES, Lsn, MAX_BODY_BYTES, Record, RecordKind, checksum_ok, decode_body, decode_header};
 use crate::segments::Segments;
 
 /// Why reading stopped.
@@ -41,7 +42,7 @@ impl std::fmt::Display for CutReason {
 ///
 /// # Errors
 /// I/O errors, or an error `apply` returns (reading stops there).
-pub fn read_records<E: From<io::Error>>(segments: &Segments, start: Lsn, mut apply: impl FnMut(Record) -> Result<(), E>) -> Result<(Lsn, LogEnd), E> {
+fn read_records<E: From<io::Error>>(segments: &Segments, start: Lsn, mut apply: impl FnMut(Record) -> Result<(), E>) -> Result<(Lsn, LogEnd), E> {
     let mut lsn = start;
     loop {
         match read_one(segments, lsn)? {
@@ -53,6 +54,65 @@ pub fn read_records<E: From<io::Error>>(segments: &Segments, start: Lsn, mut app
             Err(end) => return Ok((lsn, end)),
         }
     }
+}
+
+/// Reads the log from `read_from` and calls `apply` on what committed at or after `start`, in
+/// commit order: a plain record as it is, and a streamed transaction at its commit record as
+/// its parts (read back from the log one at a time, so memory holds one part, never the
+/// transaction) followed by the commit record, each without its stream marker and carrying
+/// the commit's sequence number and time. Records before `start` are read only to find the
+/// parts of streams that commit at or after it. Returns where the log ends, why, and how many
+/// streams it holds that never ended (their changes were not applied).
+///
+/// # Errors
+/// I/O errors, a part or commit whose stream was not found (its first part is before
+/// `read_from`), or an error `apply` returns (reading stops there).
+pub fn read_transactions<E: From<io::Error>>(
+    segments: &Segments,
+    read_from: Lsn,
+    start: Lsn,
+    mut apply: impl FnMut(Record) -> Result<(), E>,
+) -> Result<(Lsn, LogEnd, usize), E> {
+    // Open streams: the LSNs of their parts so far, by the LSN of their first part.
+    let mut streams: HashMap<Lsn, Vec<Lsn>> = HashMap::new();
+    let missing = |lsn: Lsn, first: Lsn| {
+        E::from(io::Error::other(format!("the log record at LSN {lsn} belongs to a stream whose first part at LSN {first} was not read")))
+    };
+    let (end_lsn, end) = read_records(segments, read_from, |mut record: Record| -> Result<(), E> {
+        match record.kind() {
+            RecordKind::Commit => {
+                if record.lsn >= start {
+                    apply(record)?;
+                }
+            }
+            RecordKind::Part(first) => {
+                if first == record.lsn {
+                    streams.insert(first, vec![record.lsn]);
+                } else {
+                    streams.get_mut(&first).ok_or_else(|| missing(record.lsn, first))?.push(record.lsn);
+                }
+            }
+            RecordKind::Abort(first) => {
+                streams.remove(&first).ok_or_else(|| missing(record.lsn, first))?;
+            }
+            RecordKind::StreamCommit(first) => {
+                let parts = streams.remove(&first).ok_or_else(|| missing(record.lsn, first))?;
+                if record.lsn >= start {
+                    for lsn in parts {
+                        let Ok(mut part) = read_one(segments, lsn).map_err(E::from)? else {
+                            return Err(io::Error::other(format!("the stream part at LSN {lsn} no longer reads back")).into());
+                        };
+                        part.changes.remove(0);
+                        apply(Record { lsn, seq: record.seq, commit_us: record.commit_us, changes: part.changes })?;
+                    }
+                    record.changes.remove(0);
+                    apply(record)?;
+                }
+            }
+        }
+        Ok(())
+    })?;
+    Ok((end_lsn, end, streams.len()))
 }
 
 /// The record at `lsn`, or why there is none.

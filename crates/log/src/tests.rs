@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use quill_io::{Fs, SimFs};
 
-use crate::{Change, CutReason, FlushMode, HEADER_BYTES, Log, LogConfig, LogEnd, Record, segment_name};
+use crate::{Change, CutReason, FlushMode, HEADER_BYTES, Log, LogConfig, LogEnd, Record, Start, segment_name};
 
 fn dir() -> PathBuf {
     PathBuf::from("/data/log")
@@ -376,10 +376,16 @@ fn recovery_starts_at_a_checkpoint_position() {
     let fs = SimFs::new();
     let appended = write_records(&fs, 1 << 16, 10);
     let mut seen = Vec::new();
-    let (_, recovered) = Log::open::<std::io::Error>(Arc::new(fs.clone()), &dir(), config(1 << 16), Some((appended[5].lsn, 6)), |r| {
-        seen.push(r.seq);
-        Ok(())
-    })
+    let (_, recovered) = Log::open::<std::io::Error>(
+        Arc::new(fs.clone()),
+        &dir(),
+        config(1 << 16),
+        Some(Start { lsn: appended[5].lsn, next_seq: 6, read_from: appended[5].lsn }),
+        |r| {
+            seen.push(r.seq);
+            Ok(())
+        },
+    )
     .unwrap();
     assert_eq!(seen, vec![6, 7, 8, 9, 10]);
     assert_eq!(recovered.next_seq, 11);
@@ -396,4 +402,79 @@ fn a_durable_wait_forces_a_sync_in_mode_0() {
     // A DDL statement waits in mode 1 whatever the log's mode: the writer must not wait an hour.
     futures_wait(&log, at.end, FlushMode::AtCommit);
     assert!(log.durable_lsn() >= at.end);
+}
+
+/// Recovery from `start`, collecting what it applies as (seq, first key byte of each change).
+fn replay_from(fs: &SimFs, start: Option<Start>) -> (Vec<(u64, Vec<u8>)>, crate::Recovered) {
+    let mut seen = Vec::new();
+    let (_, recovered) = Log::open::<std::io::Error>(Arc::new(fs.clone()), &dir(), config(1 << 12), start, |r| {
+        let keys = r.changes.iter().map(|c| if let Change::Put { key, .. } = c { key[7] } else { panic!("only puts: {c:?}") }).collect();
+        seen.push((r.seq, keys));
+        Ok(())
+    })
+    .unwrap();
+    (seen, recovered)
+}
+
+#[test]
+fn a_streamed_transaction_replays_whole_at_its_commit_and_not_at_all_without_one() {
+    let fs = SimFs::new();
+    let (log, _, _) = open(&fs, config(1 << 12));
+    // Stream A: two parts, a plain commit in between, then its commit record.
+    let a1 = log.append_part(None, &change(1)).unwrap();
+    let plain = log.append(7, &change(2)).unwrap();
+    log.append_part(Some(a1.lsn), &[change(3), change(4)].concat()).unwrap();
+    // Stream B rolls back; stream C never ends (the server stops first).
+    let b1 = log.append_part(None, &change(5)).unwrap();
+    log.append_abort(b1.lsn).unwrap();
+    log.append_part(None, &change(6)).unwrap();
+    let commit = log.append(8, &[vec![Change::StreamCommit { first: a1.lsn }], change(9)].concat()).unwrap();
+    assert_eq!((a1.seq, plain.seq, commit.seq), (0, 1, 2), "parts take no sequence number");
+    log.append_part(None, &change(10)).unwrap();
+    log.wait_durable_blocking(log.next_position().0);
+    drop(log);
+
+    let (seen, recovered) = replay_from(&fs, None);
+    assert_eq!(seen, vec![(1, vec![2]), (2, vec![1]), (2, vec![3, 4]), (2, vec![9])], "A's parts come at its commit, B and C never");
+    assert_eq!((recovered.next_seq, recovered.streams_discarded), (3, 2));
+
+    // From a checkpoint taken after the plain commit while A was streaming: A's first part is
+    // before the checkpoint, so reading starts there, and the plain commit is not applied again.
+    let (seen, _) = replay_from(&fs, Some(Start { lsn: plain.end, next_seq: 2, read_from: a1.lsn }));
+    assert_eq!(seen, vec![(2, vec![1]), (2, vec![3, 4]), (2, vec![9])]);
+    // From a checkpoint after A's commit: A is in the checkpoint, nothing of it is applied.
+    let (seen, _) = replay_from(&fs, Some(Start { lsn: commit.end, next_seq: 3, read_from: commit.end }));
+    assert!(seen.is_empty(), "{seen:?}");
+}
+
+#[test]
+fn a_stream_whose_first_part_was_not_read_stops_recovery() {
+    let fs = SimFs::new();
+    let (log, _, _) = open(&fs, config(1 << 12));
+    let first = log.append_part(None, &change(1)).unwrap();
+    let second = log.append_part(Some(first.lsn), &change(2)).unwrap();
+    log.append(3, &[Change::StreamCommit { first: first.lsn }]).unwrap();
+    log.wait_durable_blocking(log.next_position().0);
+    drop(log);
+    let opened =
+        Log::open::<std::io::Error>(Arc::new(fs.clone()), &dir(), config(1 << 12), Some(Start { lsn: second.lsn, next_seq: 1, read_from: second.lsn }), |_| {
+            Ok(())
+        });
+    let error = opened.err().expect("a stream cut in half must not replay");
+    assert!(error.to_string().contains("was not read"), "{error}");
+}
+
+#[test]
+fn a_torn_commit_record_leaves_none_of_its_stream() {
+    let fs = SimFs::new();
+    let (log, _, _) = open(&fs, config(1 << 12));
+    let first = log.append_part(None, &change(1)).unwrap();
+    let commit = log.append(2, &[vec![Change::StreamCommit { first: first.lsn }], change(2)].concat()).unwrap();
+    log.wait_durable_blocking(commit.end);
+    drop(log);
+    corrupt(&fs, 1 << 12, commit.end - 1, &[0xff]);
+    let (seen, recovered) = replay_from(&fs, None);
+    assert!(seen.is_empty(), "{seen:?}");
+    assert_eq!(recovered.end, LogEnd::Cut(CutReason::BadChecksum));
+    assert_eq!(recovered.streams_discarded, 1);
 }

@@ -46,8 +46,8 @@ use parking_lot::{Condvar, Mutex};
 use quill_io::Fs;
 use tokio::sync::watch;
 
-use crate::format::{Change, EncodeError, Lsn, Record, encode_record};
-use crate::reader::{LogEnd, read_records};
+use crate::format::{Change, EncodeError, Lsn, Record, encode_record_after};
+use crate::reader::{LogEnd, read_transactions};
 use crate::segments::Segments;
 
 /// `innodb_flush_log_at_trx_commit`.
@@ -140,7 +140,11 @@ impl Default for LogConfig {
 /// Counters of the log since start, for `SHOW GLOBAL STATUS`.
 #[derive(Debug, Default)]
 pub struct LogStats {
+    /// Commit records (transactions and DDL).
     pub records: AtomicU64,
+    /// Transactions that streamed parts ahead of their commit, and their part records.
+    pub streams: AtomicU64,
+    pub stream_parts: AtomicU64,
     pub groups: AtomicU64,
     pub fsyncs: AtomicU64,
     pub bytes_written: AtomicU64,
@@ -156,9 +160,34 @@ pub struct Recovered {
     pub end: LogEnd,
     /// Where the bytes after a damaged record were copied before the cut, and how many.
     pub preserved: Option<(std::path::PathBuf, u64)>,
+    /// Streamed transactions whose parts the log holds but which never committed or rolled
+    /// back (the server stopped first): none of their changes were applied.
+    pub streams_discarded: usize,
 }
 
-/// Where the log was appended: the record's LSN, the LSN just past it, its sequence number.
+/// Where recovery starts, from a checkpoint: the position `lsn` it covers (records from there
+/// on are applied) and the sequence number of the record there. `read_from` is at most `lsn`:
+/// the first part of any transaction that was streaming when the checkpoint was taken, whose
+/// parts must be read back if it committed after `lsn`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Start {
+    pub lsn: Lsn,
+    pub next_seq: u64,
+    pub read_from: Lsn,
+}
+
+/// What leads a record: a commit has a sequence number and a commit time; a part or an
+/// abort of a streamed transaction has neither, and starts with its stream marker.
+#[derive(Debug, Clone, Copy)]
+enum Head {
+    Commit(u64),
+    StreamCommit(u64, Lsn),
+    Part(Option<Lsn>),
+    Abort(Lsn),
+}
+
+/// Where the log was appended: the record's LSN, the LSN just past it, its sequence number
+/// (0 for a part or an abort).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Appended {
     pub lsn: Lsn,
@@ -207,39 +236,43 @@ pub struct Log {
 }
 
 impl Log {
-    /// Opens the log in `dir`, replays it from `start` (the LSN and next sequence number a
-    /// checkpoint covers, or the beginning), calling `apply` on every intact record in order,
-    /// cuts it where it ends, and starts the writer.
+    /// Opens the log in `dir`, replays it from `start` (where a checkpoint leaves off, or
+    /// the beginning), calling `apply` on every committed transaction's changes in commit
+    /// order (a streamed transaction's parts first, each as a record of its own), cuts the log
+    /// where it ends, and starts the writer.
     ///
     /// # Errors
-    /// I/O errors, a log that does not reach back to `start`, or an error of `apply`.
+    /// I/O errors, a log that does not reach back to where recovery must read from, a stream
+    /// part whose stream is missing, or an error of `apply`.
     pub fn open<E: From<io::Error>>(
         fs: Arc<dyn Fs>,
         dir: &Path,
         config: LogConfig,
-        start: Option<(Lsn, u64)>,
+        start: Option<Start>,
         mut apply: impl FnMut(Record) -> Result<(), E>,
     ) -> Result<(Log, Recovered), E> {
         let mut segments = Segments::open(fs, dir, config.segment_bytes)?;
         if start.is_none() && segments.first_lsn().is_some_and(|first| first > 0) {
             return Err(io::Error::other("the commit log does not start at LSN 0 and there is no checkpoint before it").into());
         }
-        let (start_lsn, mut next_seq) = start.unwrap_or((0, 1));
-        if segments.first_lsn().is_some_and(|first| first > start_lsn) {
-            return Err(io::Error::other(format!("the commit log starts after LSN {start_lsn}, where recovery must begin")).into());
+        let start = start.unwrap_or(Start { lsn: 0, next_seq: 1, read_from: 0 });
+        let (start_lsn, mut next_seq) = (start.lsn, start.next_seq);
+        if segments.first_lsn().is_some_and(|first| first > start.read_from) {
+            return Err(io::Error::other(format!("the commit log starts after LSN {}, where recovery must begin", start.read_from)).into());
         }
         let mut records = 0;
-        let (end_lsn, end) = read_records(&segments, start_lsn, |record: Record| {
+        let read = read_transactions(&segments, start.read_from, start_lsn, |record: Record| {
             next_seq = record.seq + 1;
             records += 1;
             apply(record)
         })?;
+        let (end_lsn, end, streams_discarded) = read;
         let preserved = if matches!(end, LogEnd::Cut(_)) { segments.preserve_from(end_lsn)? } else { None };
         segments.cut_at(end_lsn)?;
         // Segments wholly before the checkpoint are covered by it; removing them also means the
         // writer never finds a gap between the last segment and its position.
-        segments.remove_before(start_lsn)?;
-        let recovered = Recovered { start_lsn, end_lsn, records, next_seq, end, preserved };
+        segments.remove_before(start.read_from)?;
+        let recovered = Recovered { start_lsn, end_lsn, records, next_seq, end, preserved, streams_discarded };
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 pending: Vec::new(),
@@ -286,7 +319,35 @@ impl Log {
     /// The transaction cannot be encoded (too large, no changes), or the disk has no room
     /// for it ([`EncodeError::LogFull`]; see "Space" above); nothing was appended.
     pub fn append(&self, commit_us: u64, changes: &[Change]) -> Result<Appended, EncodeError> {
-        self.append_leaving(commit_us, changes, DDL_RESERVE_BYTES)
+        self.append_leaving(Head::Commit(commit_us), changes, DDL_RESERVE_BYTES)
+    }
+
+    /// Appends a part of a transaction that has not committed yet (see `docs/log-format.md`,
+    /// "Large transactions"): `first` is the LSN of its first part, `None` for the first part
+    /// itself. The record has no sequence number; the transaction's commit record, appended
+    /// later with [`Log::append`] and led by [`Change::StreamCommit`], gets one.
+    ///
+    /// # Errors
+    /// As [`Log::append`].
+    pub fn append_part(&self, first: Option<Lsn>, changes: &[Change]) -> Result<Appended, EncodeError> {
+        self.append_leaving(Head::Part(first), changes, DDL_RESERVE_BYTES)
+    }
+
+    /// Appends the commit record of the streamed transaction whose first part is at `first`:
+    /// its parts count from here on, followed by `changes` (which may be empty).
+    ///
+    /// # Errors
+    /// As [`Log::append`].
+    pub fn append_stream_commit(&self, commit_us: u64, first: Lsn, changes: &[Change]) -> Result<Appended, EncodeError> {
+        self.append_leaving(Head::StreamCommit(commit_us, first), changes, DDL_RESERVE_BYTES)
+    }
+
+    /// Appends the record that ends the stream whose first part is at `first`, rolled back.
+    ///
+    /// # Errors
+    /// As [`Log::append`].
+    pub fn append_abort(&self, first: Lsn) -> Result<Appended, EncodeError> {
+        self.append_leaving(Head::Abort(first), &[], 0)
     }
 
     /// [`Log::append`] for a DDL record, which may use the space DML leaves it.
@@ -294,7 +355,7 @@ impl Log {
     /// # Errors
     /// As [`Log::append`].
     pub fn append_ddl(&self, commit_us: u64, changes: &[Change]) -> Result<Appended, EncodeError> {
-        self.append_leaving(commit_us, changes, 0)
+        self.append_leaving(Head::Commit(commit_us), changes, 0)
     }
 
     /// Makes sure a record of `bytes` would find room (DDL asks before it changes the
@@ -325,7 +386,7 @@ impl Log {
         self.shared.state.lock().space_error.as_ref().map(|(e, _)| e.clone())
     }
 
-    fn append_leaving(&self, commit_us: u64, changes: &[Change], keep_free: u64) -> Result<Appended, EncodeError> {
+    fn append_leaving(&self, head: Head, changes: &[Change], keep_free: u64) -> Result<Appended, EncodeError> {
         let shared = &self.shared;
         let mut state = shared.state.lock();
         let (lsn, seq, before) = loop {
@@ -335,8 +396,15 @@ impl Log {
             if state.shutdown || state.failed {
                 return Err(EncodeError::ShuttingDown);
             }
-            let (lsn, seq, before) = (state.next_lsn, state.next_seq, state.pending.len());
-            if let Err(e) = encode_record(&mut state.pending, lsn, seq, commit_us, changes) {
+            let (lsn, before) = (state.next_lsn, state.pending.len());
+            // Parts and aborts are not transactions of their own: no sequence number.
+            let (seq, commit_us, marker) = match head {
+                Head::Commit(commit_us) => (state.next_seq, commit_us, None),
+                Head::StreamCommit(commit_us, first) => (state.next_seq, commit_us, Some(Change::StreamCommit { first })),
+                Head::Part(first) => (0, 0, Some(Change::StreamPart { first: first.unwrap_or(lsn) })),
+                Head::Abort(first) => (0, 0, Some(Change::StreamAbort { first })),
+            };
+            if let Err(e) = encode_record_after(&mut state.pending, lsn, seq, commit_us, marker.as_ref(), changes) {
                 state.pending.truncate(before);
                 return Err(e);
             }
@@ -359,9 +427,20 @@ impl Log {
         };
         let end = lsn + (state.pending.len() - before) as u64;
         state.next_lsn = end;
-        state.next_seq += 1;
+        if seq > 0 {
+            state.next_seq += 1;
+        }
         state.pending_records += 1;
-        shared.stats.records.fetch_add(1, Ordering::Relaxed);
+        match head {
+            Head::Commit(_) | Head::StreamCommit(..) => shared.stats.records.fetch_add(1, Ordering::Relaxed),
+            Head::Part(first) => {
+                if first.is_none() {
+                    shared.stats.streams.fetch_add(1, Ordering::Relaxed);
+                }
+                shared.stats.stream_parts.fetch_add(1, Ordering::Relaxed)
+            }
+            Head::Abort(_) => 0,
+        };
         // In mode 0 the writer acts on its own clock: waking it for every commit would cost a
         // context switch per commit for nothing, unless the buffer is filling up.
         let wake = self.flush_mode() != FlushMode::EverySecond || state.pending.len() >= shared.config.buffer_bytes_max / 2;

@@ -5,7 +5,10 @@
 //! Consistency without stopping writers:
 //! 1. Under `Engine::commit_order`, no commit is appending, so the log's next position L and
 //!    the newest commit timestamp describe the same state. A read view at that timestamp is
-//!    registered, so purge keeps the versions it sees.
+//!    registered, so purge keeps the versions it sees. The first part of the oldest
+//!    transaction still streaming into the log (`Engine::open_streams`) is where recovery
+//!    must start reading (`read_from`): if that transaction commits after L, its parts before
+//!    L are read back then.
 //! 2. Rows are copied in chunks of [`CHUNK_ROWS`] through that view, with no lock held:
 //!    commits go on meanwhile; the view hides them, and the log after L replays them.
 //! 3. DDL waits for the checkpoint (`Engine::ddl_gate`), so the catalog snapshot the
@@ -14,7 +17,7 @@
 //!    come back identical, or the checkpoint fails: a definition that would not load must
 //!    never be found at start-up.
 //! 5. The file becomes a checkpoint only once complete and synced ([`CheckpointWriter::finish`]).
-//!    Older checkpoints and the segments before L are removed after that.
+//!    Older checkpoints and the segments before `read_from` are removed after that.
 //!
 //! When: every `quill_checkpoint_interval_seconds`, or as soon as the log has grown by
 //! `quill_checkpoint_log_bytes` since the last checkpoint, whichever comes first, and only if
@@ -30,7 +33,7 @@ use std::time::{Duration, Instant};
 
 use quill_io::Fs;
 use quill_storage::ReadView;
-use quill_storage::checkpoint::{CheckpointWriter, remove_old_checkpoints};
+use quill_storage::checkpoint::{CheckpointPosition, CheckpointWriter, remove_old_checkpoints};
 use quill_storage::table::SharedRow;
 
 use crate::catalog::{Catalog, SYSTEM_DATABASES};
@@ -63,10 +66,12 @@ pub fn checkpoint(engine: &Engine, fs: &Arc<dyn Fs>, datadir: &Path) -> std::io:
     let _ddl = engine.ddl_gate.read();
     let view_txn = engine.txns.begin(0, "REPEATABLE-READ", true);
     let catalog = engine.catalog();
-    let (lsn, next_seq, view, databases, tables) = {
+    let (position, view, databases, tables) = {
         // The log position and the view agree: no commit falls between them.
         let order = engine.commit_order.lock();
         let (lsn, next_seq) = log.next_position();
+        // Read after the position: a stream that starts later has its parts after it.
+        let read_from = engine.open_streams.lock().keys().next().map_or(lsn, |&first| first.min(lsn));
         let view = engine.txns.read_view(view_txn, false);
         drop(order);
         let databases: Vec<String> = catalog.databases.keys().filter(|d| !SYSTEM_DATABASES.contains(&d.as_str())).cloned().collect();
@@ -77,16 +82,17 @@ pub fn checkpoint(engine: &Engine, fs: &Arc<dyn Fs>, datadir: &Path) -> std::io:
                 tables.push((db.name.clone(), t.name.clone(), definition, t.data.auto_increment()));
             }
         }
-        (lsn, next_seq, view, databases, tables)
+        (CheckpointPosition { lsn, next_seq, read_from }, view, databases, tables)
     };
     let verified = tables.iter().try_for_each(|(db, name, definition, _)| verify_definition(engine, db, name, definition));
-    let result = verified.and_then(|()| write_file(&catalog, fs, datadir, lsn, next_seq, view, &databases, &tables));
+    let result = verified.and_then(|()| write_file(&catalog, fs, datadir, position, view, &databases, &tables));
     engine.txns.release_view(&view);
     engine.txns.end(view_txn);
     let (path, bytes, rows) = result?;
-    remove_old_checkpoints(fs.as_ref(), datadir, lsn)?;
-    let segments_removed = log.remove_segments_before(lsn)?;
-    Ok(CheckpointReport { lsn, path, tables: tables.len(), rows, bytes, segments_removed, elapsed: started.elapsed() })
+    remove_old_checkpoints(fs.as_ref(), datadir, position.lsn)?;
+    // Recovery reads from `read_from`: the segments of open streams stay.
+    let segments_removed = log.remove_segments_before(position.read_from)?;
+    Ok(CheckpointReport { lsn: position.lsn, path, tables: tables.len(), rows, bytes, segments_removed, elapsed: started.elapsed() })
 }
 
 /// Runs `definition` in a scratch engine and checks that it defines the same table again.
@@ -106,18 +112,16 @@ fn verify_definition(engine: &Engine, db: &str, name: &str, definition: &str) ->
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 fn write_file(
     catalog: &Catalog,
     fs: &Arc<dyn Fs>,
     datadir: &Path,
-    lsn: u64,
-    next_seq: u64,
+    position: CheckpointPosition,
     view: ReadView,
     databases: &[String],
     tables: &[(String, String, String, u64)],
 ) -> std::io::Result<(PathBuf, u64, u64)> {
-    let mut writer = CheckpointWriter::create(Arc::clone(fs), datadir, lsn, next_seq)?;
+    let mut writer = CheckpointWriter::create(Arc::clone(fs), datadir, position)?;
     for db in databases {
         writer.database(db)?;
     }

@@ -1,12 +1,13 @@
 //! Durability: what the SQL layer writes to the commit log, and how it rebuilds the engine
 //! from the log at start-up.
 //!
-//! At commit ([`commit_changes`]), a transaction's writes become one log record. It holds the
-//! final image of every row it changed, keyed by database, table and primary key, taken
-//! before the versions are stamped committed and while `Engine::commit_order` orders commits. A DDL
-//! statement becomes a record holding its text ([`ddl_change`]).
+//! At commit (`session::commit`), a transaction's writes become log changes ([`row_change`]):
+//! the final image of every row it changed, keyed by database, table and primary key, taken
+//! before the versions are stamped committed. A DDL statement becomes a record holding its
+//! text ([`ddl_changes`]).
 //!
-//! At start-up ([`Engine::open`]) the log is replayed in order through [`Replayer`]:
+//! At start-up ([`Engine::open`]) the log is replayed in commit order through [`Replayer`]
+//! (the log hands over a streamed transaction's parts at its commit, as records of their own):
 //! - row changes are installed as committed versions, with indexes, hidden row ids and
 //!   AUTO_INCREMENT counters kept in step;
 //! - DDL is executed again through a session, which rebuilds the catalog as it was at that
@@ -27,7 +28,7 @@ use std::time::Duration;
 
 use quill_io::Fs;
 use quill_log::{Change, FlushMode, Log, LogConfig, Record, Recovered};
-use quill_storage::checkpoint::{CheckpointEntry, CheckpointError, find_checkpoints, read_checkpoint};
+use quill_storage::checkpoint::{CheckpointEntry, CheckpointError, CheckpointPosition, find_checkpoints, read_checkpoint};
 use quill_storage::{ReadView, TxnId, Value, decode_row, row_bytes};
 
 use crate::catalog::Catalog;
@@ -85,21 +86,20 @@ impl Engine {
             tracing::info!(files = unfinished, "removed unfinished checkpoint files");
         }
         let checkpoint = replayer.load_checkpoint(fs.as_ref(), datadir)?;
-        let start = checkpoint.map(|c| (c.lsn, c.next_seq));
+        let start = checkpoint.map(|c| quill_log::Start { lsn: c.position.lsn, next_seq: c.position.next_seq, read_from: c.position.read_from });
         let (log, recovered) = Log::open(fs, &datadir.join(LOG_DIR), config, start, |record| replayer.apply(record))?;
         drop(replayer);
         if let Some(c) = checkpoint {
-            engine.status.checkpoint_lsn.store(c.lsn, std::sync::atomic::Ordering::Relaxed);
+            engine.status.checkpoint_lsn.store(c.position.lsn, std::sync::atomic::Ordering::Relaxed);
         }
         assert!(engine.log.set(log).is_ok(), "the log is attached once");
-        Ok((engine, OpenReport { checkpoint: checkpoint.map(|c| (c.lsn, c.rows)), log: recovered }))
+        Ok((engine, OpenReport { checkpoint: checkpoint.map(|c| (c.position.lsn, c.rows)), log: recovered }))
     }
 }
 
 #[derive(Debug, Clone, Copy)]
 struct LoadedCheckpoint {
-    lsn: u64,
-    next_seq: u64,
+    position: CheckpointPosition,
     rows: u64,
 }
 
@@ -141,22 +141,17 @@ pub fn apply_global(engine: &Engine, name: &str, value: &str) -> Result<()> {
     Ok(())
 }
 
-/// The log changes of a committing transaction: the pending image of each row it wrote
-/// (`rows`: table id and primary key, each once, in the order first written). Rows of tables
-/// dropped since are left out.
+/// The log change for a row `txn` wrote: the pending image of the row with primary key `pk`
+/// in the table with id `table_id` (a PUT, or a DELETE). `None` when the row has no pending
+/// version of `txn` (a failed statement undid it) or its table was dropped since.
 #[must_use]
-pub fn commit_changes(catalog: &Catalog, txn: TxnId, rows: &[(u64, &[u8])]) -> Vec<Change> {
-    let mut changes = Vec::with_capacity(rows.len());
-    for &(table_id, pk) in rows {
-        let Some(table) = catalog.table_by_id(table_id) else { continue };
-        let (db, name, key) = (table.db.clone(), table.name.clone(), pk.to_vec());
-        match table.data.pending_image(txn, pk) {
-            Some(Some(row)) => changes.push(Change::Put { db, table: name, key, row }),
-            Some(None) => changes.push(Change::Delete { db, table: name, key }),
-            None => {}
-        }
-    }
-    changes
+pub fn row_change(catalog: &Catalog, txn: TxnId, table_id: u64, pk: &[u8]) -> Option<Change> {
+    let table = catalog.table_by_id(table_id)?;
+    let (db, name, key) = (table.db.clone(), table.name.clone(), pk.to_vec());
+    Some(match table.data.pending_image(txn, pk)? {
+        Some(row) => Change::Put { db, table: name, key, row },
+        None => Change::Delete { db, table: name, key },
+    })
 }
 
 /// The log changes of a DDL statement with text `sql`, run with default database `db`.
@@ -212,7 +207,7 @@ pub fn disk_full(table: &str) -> SqlError {
 pub fn change_table(change: &Change) -> &str {
     match change {
         Change::Put { table, .. } | Change::Delete { table, .. } => table,
-        Change::Ddl { .. } => "",
+        _ => "",
     }
 }
 
@@ -236,7 +231,7 @@ impl Replayer {
         let ts = self.engine.txns.next_commit_ts();
         let mut table: Option<(String, String)> = None;
         let mut rows = 0;
-        let (lsn, next_seq) = read_checkpoint(fs, &path, |entry| {
+        let position = read_checkpoint(fs, &path, |entry| {
             match entry {
                 CheckpointEntry::Database(name) => {
                     let sql = format!("CREATE DATABASE IF NOT EXISTS `{}`", name.replace('`', "``"));
@@ -255,7 +250,7 @@ impl Replayer {
             }
             Ok::<(), OpenError>(())
         })?;
-        Ok(Some(LoadedCheckpoint { lsn, next_seq, rows }))
+        Ok(Some(LoadedCheckpoint { position, rows }))
     }
 
     fn apply(&mut self, record: Record) -> std::result::Result<(), OpenError> {
@@ -281,6 +276,10 @@ impl Replayer {
                 }
                 Change::Delete { db, table, key } => {
                     self.engine.catalog().table(&db, &table).map_err(|e| fail(e.to_string()))?.data.apply_committed(key, None, ts);
+                }
+                // The log hands over a streamed transaction's changes without their markers.
+                Change::StreamPart { .. } | Change::StreamCommit { .. } | Change::StreamAbort { .. } => {
+                    return Err(fail("a stream marker where changes belong".into()));
                 }
             }
         }

@@ -6,8 +6,9 @@
 //! it (a per-session cache keeps parsed text); `query::plan_query` binds names
 //! (`bind`) and chooses access paths; `query::run_select` reads rows through a
 //! `quill_storage::ReadView`; writes go through `dml`, which records every
-//! version it pushes so a failed statement is undone alone; COMMIT stamps the
-//! transaction's versions with a commit timestamp from `quill_txn`.
+//! version it pushes so a failed statement is undone alone; COMMIT
+//! (`session::commit`) logs the transaction's changes, streaming a large one ahead,
+//! and stamps its versions with a commit timestamp from `quill_txn`.
 
 pub mod bind;
 pub mod catalog;

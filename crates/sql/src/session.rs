@@ -34,6 +34,10 @@ use crate::text::{self, Charset, LexOptions, StatementText};
 use crate::vars::{self, VarSet};
 use crate::{cost, ddl, show};
 
+mod commit;
+
+pub use commit::{STREAM_PART_BYTES, STREAM_ROWS};
+
 /// Server-wide counters shown by SHOW GLOBAL STATUS.
 #[derive(Default)]
 pub struct Status {
@@ -98,6 +102,9 @@ pub struct Engine {
     /// The log position just past the newest commit record: a statement that read waits
     /// until the log is durable to here, so it never answers with data a crash could lose.
     pub last_commit_end: AtomicU64,
+    /// Transactions streaming into the log (see `session::commit`): the LSN of each one's
+    /// first part record, and its id. A checkpoint reads the log back from the oldest.
+    pub open_streams: Mutex<std::collections::BTreeMap<quill_log::Lsn, TxnId>>,
 }
 
 impl Engine {
@@ -115,6 +122,7 @@ impl Engine {
             log: std::sync::OnceLock::new(),
             ddl_gate: RwLock::new(()),
             last_commit_end: AtomicU64::new(0),
+            open_streams: Mutex::new(std::collections::BTreeMap::new()),
         })
     }
 
@@ -223,7 +231,14 @@ impl Outcome {
 struct Txn {
     id: TxnId,
     view: Option<ReadView>,
+    /// Every row write, as (table id, primary key), in order; a row written again is there
+    /// again.
     writes: Vec<(u64, Vec<u8>)>,
+    /// `writes[..logged]` are in the log already, in part records of this transaction's
+    /// stream (see `commit`).
+    logged: usize,
+    /// The LSN of this transaction's first part record, once it streams.
+    stream: Option<quill_log::Lsn>,
     explicit: bool,
     /// Isolation level, fixed when the transaction starts (`quill_txn::ISOLATION_LEVELS`).
     isolation: &'static str,
@@ -746,7 +761,7 @@ impl Session {
         let next = self.next_read_only.take();
         let read_only = read_only.or(next).unwrap_or_else(|| self.info.var("transaction_read_only") == "ON");
         let id = self.info.engine.txns.begin(self.info.connection_id, isolation, read_only);
-        Txn { id, view: None, writes: Vec::new(), explicit, isolation, read_only }
+        Txn { id, view: None, writes: Vec::new(), logged: 0, stream: None, explicit, isolation, read_only }
     }
 
     fn read_view(&mut self) -> ReadView {
@@ -778,79 +793,6 @@ impl Session {
         Ok(())
     }
 
-    /// Commit the open transaction, if any. With a commit log, its changes become one log
-    /// record, appended while `Engine::commit_order` orders commits; the statement's reply
-    /// then waits for it ([`Session::wait_until_durable`]).
-    ///
-    /// # Errors
-    /// 1197 when the transaction is too large for one log record; it is rolled back.
-    pub fn commit(&mut self) -> Result<()> {
-        let Some(t) = self.txn.take() else { return Ok(()) };
-        let engine = self.engine();
-        if !t.writes.is_empty() {
-            let catalog = engine.catalog();
-            // Each row once, in the order first written: for the log record and the stamping.
-            let mut seen = std::collections::HashSet::with_capacity(t.writes.len());
-            let rows: Vec<(u64, &[u8])> = t.writes.iter().map(|(tid, pk)| (*tid, pk.as_slice())).filter(|w| seen.insert(*w)).collect();
-            // The commit's critical section: log order is commit order, and readers see
-            // all of the commit (once its timestamp is published) or none of it.
-            let order = engine.commit_order.lock();
-            if let Some(log) = engine.log.get() {
-                let changes = crate::durability::commit_changes(&catalog, t.id, &rows);
-                if !changes.is_empty() {
-                    match log.append(unix_micros(), &changes) {
-                        Ok(at) => {
-                            engine.last_commit_end.fetch_max(at.end, Ordering::AcqRel);
-                            self.wait_for_log(at.end, log.flush_mode());
-                        }
-                        Err(e) => {
-                            drop(order);
-                            let error = crate::durability::log_error(&e, changes.first().map_or("", crate::durability::change_table));
-                            drop(rows);
-                            self.txn = Some(t);
-                            self.rollback();
-                            return Err(error);
-                        }
-                    }
-                }
-            }
-            let ts = engine.txns.commit_ts_to_assign();
-            if let Some(v) = &t.view {
-                engine.txns.release_view(v);
-            }
-            let horizon = engine.txns.purge_horizon();
-            for &(tid, pk) in &rows {
-                if let Some(table) = catalog.table_by_id(tid) {
-                    table.data.commit_row(t.id, pk, ts, horizon);
-                }
-            }
-            engine.txns.publish_commit(ts);
-            drop(order);
-            engine.status.com_commit.fetch_add(1, Ordering::Relaxed);
-        } else if let Some(v) = &t.view {
-            engine.txns.release_view(v);
-        }
-        engine.txns.end(t.id);
-        engine.mdl.release_all(self.info.connection_id);
-        Ok(())
-    }
-
-    /// The reply to this statement must wait until the log is at `end` (as `mode` promises).
-    fn wait_for_log(&mut self, end: quill_log::Lsn, mode: quill_log::FlushMode) {
-        let (end, mode) = self.durable_wait.map_or((end, mode), |(e, m)| (e.max(end), m.stronger(mode)));
-        self.durable_wait = Some((end, mode));
-    }
-
-    /// Waits until every commit this session made since the last call is as durable as the
-    /// flush mode promises; called before a statement's reply is sent.
-    pub async fn wait_until_durable(&mut self) {
-        let Some((end, mode)) = self.durable_wait.take() else { return };
-        let engine = self.engine();
-        if let Some(log) = engine.log.get() {
-            log.wait(end, mode).await;
-        }
-    }
-
     /// Replays one logged DDL statement (recovery), with `db` as the default database.
     ///
     /// # Errors
@@ -863,26 +805,6 @@ impl Session {
             self.ddl(statement, &[], sql)?;
         }
         Ok(())
-    }
-
-    /// Roll back the open transaction, if any.
-    pub fn rollback(&mut self) {
-        let Some(t) = self.txn.take() else { return };
-        let engine = self.engine();
-        if !t.writes.is_empty() {
-            let catalog = engine.catalog();
-            for (tid, pk) in t.writes.iter().rev() {
-                if let Some(table) = catalog.table_by_id(*tid) {
-                    table.data.rollback_row(t.id, pk);
-                }
-            }
-        }
-        if let Some(v) = &t.view {
-            engine.txns.release_view(v);
-        }
-        engine.status.com_rollback.fetch_add(1, Ordering::Relaxed);
-        engine.txns.end(t.id);
-        engine.mdl.release_all(self.info.connection_id);
     }
 
     fn select(&mut self, q: &ast::Query, params: &[Value]) -> Result<Outcome> {
@@ -1032,6 +954,7 @@ impl Session {
                 if let Some(t) = self.txn.as_mut() {
                     t.writes.extend(undo);
                 }
+                self.stream_if_large()?;
                 if let Some(id) = r.last_insert_id {
                     self.info.last_insert_id.set(id);
                 }
@@ -1810,6 +1733,7 @@ impl Session {
         let items: Vec<(&str, String)> = vec![
             ("Aborted_clients", get(&s.aborted_clients)),
             ("Aborted_connects", get(&s.aborted_connects)),
+            ("Binlog_cache_disk_use", log_stat(|l| &l.streams)),
             ("Binlog_commits", log_stat(|l| &l.records)),
             ("Binlog_group_commits", log_stat(|l| &l.groups)),
             ("Com_commit", get(&s.com_commit)),
@@ -1835,6 +1759,7 @@ impl Session {
             ("Quill_log_fsyncs", log_stat(|l| &l.fsyncs)),
             ("Quill_log_groups", log_stat(|l| &l.groups)),
             ("Quill_log_records", log_stat(|l| &l.records)),
+            ("Quill_log_stream_parts", log_stat(|l| &l.stream_parts)),
             ("Queries", get(&s.questions)),
             ("Questions", get(&s.questions)),
             ("Ssl_cipher", self.tls_cipher.clone()),

@@ -25,14 +25,18 @@ use crate::row::{decode_row, encode_row};
 use crate::value::Row;
 
 pub const MAGIC: &[u8; 8] = b"QUILLCKP";
-pub const VERSION: u32 = 1;
+/// The version written. Version 1 (no `read_from`, a 32-byte header) is still read.
+pub const VERSION: u32 = 2;
 pub const MAGIC_OFFSET: usize = 0;
 pub const VERSION_OFFSET: usize = MAGIC_OFFSET + 8;
 pub const LSN_OFFSET: usize = VERSION_OFFSET + 8; // 4 bytes of version, 4 reserved
 pub const NEXT_SEQ_OFFSET: usize = LSN_OFFSET + 8;
-pub const HEADER_BYTES: usize = NEXT_SEQ_OFFSET + 8;
+pub const READ_FROM_OFFSET: usize = NEXT_SEQ_OFFSET + 8;
+pub const HEADER_BYTES: usize = READ_FROM_OFFSET + 8;
+/// The header of a version 1 checkpoint, which ends before `read_from`.
+pub const HEADER_BYTES_V1: usize = READ_FROM_OFFSET;
 pub const TRAILER_BYTES: usize = 4;
-const _: () = assert!(HEADER_BYTES == 32, "docs/checkpoint-format.md specifies a 32-byte header");
+const _: () = assert!(HEADER_BYTES == 40, "docs/checkpoint-format.md specifies a 40-byte header");
 
 pub const ENTRY_DATABASE: u8 = 1;
 pub const ENTRY_TABLE: u8 = 2;
@@ -143,11 +147,13 @@ impl Drop for CheckpointWriter {
 }
 
 impl CheckpointWriter {
-    /// Starts the checkpoint of the log position `lsn` (whose next record has `next_seq`).
+    /// Starts the checkpoint of `position`.
     ///
     /// # Errors
     /// I/O errors.
-    pub fn create(fs: Arc<dyn Fs>, dir: &Path, lsn: u64, next_seq: u64) -> io::Result<CheckpointWriter> {
+    pub fn create(fs: Arc<dyn Fs>, dir: &Path, position: CheckpointPosition) -> io::Result<CheckpointWriter> {
+        let CheckpointPosition { lsn, next_seq, read_from } = position;
+        assert!(read_from <= lsn, "recovery reads from at or before the checkpoint's position");
         let final_path = dir.join(checkpoint_name(lsn));
         let tmp_path = dir.join(format!("{}{TMP_SUFFIX}", checkpoint_name(lsn)));
         if fs.exists(&tmp_path) {
@@ -160,6 +166,7 @@ impl CheckpointWriter {
         buffer.extend_from_slice(&0_u32.to_le_bytes());
         buffer.extend_from_slice(&lsn.to_le_bytes());
         buffer.extend_from_slice(&next_seq.to_le_bytes());
+        buffer.extend_from_slice(&read_from.to_le_bytes());
         debug_assert_eq!(buffer.len(), HEADER_BYTES);
         Ok(CheckpointWriter { fs, file, tmp_path, final_path, buffer, written: 0, crc: 0, entries: 0, finished: false })
     }
@@ -248,27 +255,51 @@ pub enum CheckpointError {
     Damaged { path: String, what: &'static str },
 }
 
+/// Where a checkpoint stands in the log: the position `lsn` it is a snapshot of, the sequence
+/// number of the record there, and `read_from` (at most `lsn`), where recovery must start
+/// reading to find the parts of transactions that were streaming into the log at `lsn`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CheckpointPosition {
+    pub lsn: u64,
+    pub next_seq: u64,
+    pub read_from: u64,
+}
+
 /// Reads and verifies the checkpoint at `path`, then calls `apply` on each entry in order.
-/// Returns its log position and next sequence number.
+/// Returns its position.
 ///
 /// # Errors
 /// I/O errors, a damaged file, or an error of `apply`.
-pub fn read_checkpoint<E: From<CheckpointError>>(fs: &dyn Fs, path: &Path, mut apply: impl FnMut(CheckpointEntry) -> Result<(), E>) -> Result<(u64, u64), E> {
+pub fn read_checkpoint<E: From<CheckpointError>>(
+    fs: &dyn Fs,
+    path: &Path,
+    mut apply: impl FnMut(CheckpointEntry) -> Result<(), E>,
+) -> Result<CheckpointPosition, E> {
     let damaged = |what| CheckpointError::Damaged { path: path.display().to_string(), what };
     let bytes = fs.open(path, false).and_then(|f| f.read_all()).map_err(CheckpointError::from)?;
-    if bytes.len() < HEADER_BYTES + 9 + TRAILER_BYTES {
+    if bytes.len() < HEADER_BYTES_V1 + 9 + TRAILER_BYTES {
         return Err(damaged("too short").into());
     }
     let (body, trailer) = bytes.split_at(bytes.len() - TRAILER_BYTES);
     if crc32c::crc32c(body) != u32::from_le_bytes(trailer.try_into().expect("4 bytes")) {
         return Err(damaged("bad checksum").into());
     }
-    if &body[..8] != MAGIC || u32::from_le_bytes(body[VERSION_OFFSET..VERSION_OFFSET + 4].try_into().expect("4 bytes")) != VERSION {
-        return Err(damaged("not a version 1 checkpoint").into());
+    let version = u32::from_le_bytes(body[VERSION_OFFSET..VERSION_OFFSET + 4].try_into().expect("4 bytes"));
+    let header = match version {
+        1 => HEADER_BYTES_V1,
+        VERSION if body.len() >= HEADER_BYTES + 9 => HEADER_BYTES,
+        _ => return Err(damaged("not a version 1 or 2 checkpoint").into()),
+    };
+    if &body[..8] != MAGIC {
+        return Err(damaged("not a checkpoint").into());
     }
     let u64_at = |o: usize| u64::from_le_bytes(body[o..o + 8].try_into().expect("8 bytes"));
     let (lsn, next_seq) = (u64_at(LSN_OFFSET), u64_at(NEXT_SEQ_OFFSET));
-    let mut rest = &body[HEADER_BYTES..];
+    let read_from = if version == 1 { lsn } else { u64_at(READ_FROM_OFFSET) };
+    if read_from > lsn {
+        return Err(damaged("reads the log from after its own position").into());
+    }
+    let mut rest = &body[header..];
     let mut entries = 0_u64;
     loop {
         let Some((&kind, tail)) = rest.split_first() else { return Err(damaged("no END entry").into()) };
@@ -294,7 +325,7 @@ pub fn read_checkpoint<E: From<CheckpointError>>(fs: &dyn Fs, path: &Path, mut a
                 if count != Some(entries) || !rest.is_empty() {
                     return Err(damaged("END does not match the entries").into());
                 }
-                return Ok((lsn, next_seq));
+                return Ok(CheckpointPosition { lsn, next_seq, read_from });
             }
             _ => return Err(damaged("unknown entry kind").into()),
         };
@@ -315,7 +346,7 @@ mod tests {
 
     fn write_sample(fs: &SimFs, lsn: u64) -> PathBuf {
         fs.create_dir_all(&dir()).unwrap();
-        let mut w = CheckpointWriter::create(Arc::new(fs.clone()), &dir(), lsn, 42).unwrap();
+        let mut w = CheckpointWriter::create(Arc::new(fs.clone()), &dir(), CheckpointPosition { lsn, next_seq: 42, read_from: lsn / 2 }).unwrap();
         w.database("app").unwrap();
         w.table("app", "t", "CREATE TABLE `t` (`id` int NOT NULL, PRIMARY KEY (`id`))", 7).unwrap();
         for i in 0..1000 {
@@ -324,13 +355,13 @@ mod tests {
         w.finish().unwrap().0
     }
 
-    fn read(fs: &SimFs, path: &Path) -> Result<(u64, u64, Vec<CheckpointEntry>), CheckpointError> {
+    fn read(fs: &SimFs, path: &Path) -> Result<(CheckpointPosition, Vec<CheckpointEntry>), CheckpointError> {
         let mut entries = Vec::new();
-        let (lsn, seq) = read_checkpoint::<CheckpointError>(fs, path, |e| {
+        let position = read_checkpoint::<CheckpointError>(fs, path, |e| {
             entries.push(e);
             Ok(())
         })?;
-        Ok((lsn, seq, entries))
+        Ok((position, entries))
     }
 
     #[test]
@@ -338,8 +369,8 @@ mod tests {
         let fs = SimFs::new();
         let path = write_sample(&fs, 4096);
         assert_eq!(find_checkpoints(&fs, &dir()).unwrap(), vec![(4096, path.clone())]);
-        let (lsn, seq, entries) = read(&fs, &path).unwrap();
-        assert_eq!((lsn, seq, entries.len()), (4096, 42, 1002));
+        let (position, entries) = read(&fs, &path).unwrap();
+        assert_eq!((position, entries.len()), (CheckpointPosition { lsn: 4096, next_seq: 42, read_from: 2048 }, 1002));
         assert_eq!(
             entries[1],
             CheckpointEntry::Table {
@@ -350,6 +381,24 @@ mod tests {
             }
         );
         assert_eq!(entries[1001], CheckpointEntry::Row { key: vec![1, 231], row: vec![Value::Int(999), Value::Str("row 999".into())] });
+    }
+
+    #[test]
+    fn a_version_1_checkpoint_reads_from_its_own_position() {
+        let fs = SimFs::new();
+        let path = write_sample(&fs, 4096);
+        let v2 = fs.contents(&path).unwrap();
+        // The same checkpoint as version 1 wrote it: no read_from, its own checksum.
+        let mut v1 = v2[..HEADER_BYTES_V1].to_vec();
+        v1[VERSION_OFFSET..VERSION_OFFSET + 4].copy_from_slice(&1_u32.to_le_bytes());
+        v1.extend_from_slice(&v2[HEADER_BYTES..v2.len() - TRAILER_BYTES]);
+        let crc = crc32c::crc32c(&v1);
+        v1.extend_from_slice(&crc.to_le_bytes());
+        let file = fs.open(&path, false).unwrap();
+        file.set_len(0).unwrap();
+        file.write_at(&v1, 0).unwrap();
+        let (position, entries) = read(&fs, &path).unwrap();
+        assert_eq!((position, entries.len()), (CheckpointPosition { lsn: 4096, next_seq: 42, read_from: 4096 }, 1002));
     }
 
     #[test]
@@ -377,7 +426,7 @@ mod tests {
     fn a_checkpoint_exists_only_once_finished_and_survives_any_crash_after() {
         let fs = SimFs::new();
         fs.create_dir_all(&dir()).unwrap();
-        let mut w = CheckpointWriter::create(Arc::new(fs.clone()), &dir(), 9, 1).unwrap();
+        let mut w = CheckpointWriter::create(Arc::new(fs.clone()), &dir(), CheckpointPosition { lsn: 9, next_seq: 1, read_from: 9 }).unwrap();
         w.database("app").unwrap();
         for seed in 0..20 {
             assert!(find_checkpoints(&fs.crash(seed).0, &dir()).unwrap().is_empty(), "unfinished: no checkpoint");

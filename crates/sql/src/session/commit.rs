@@ -1,0 +1,236 @@
+//! The commit path: how a transaction's changes reach the commit log and become visible,
+//! when its client is answered, and how it rolls back. Where it sits: inside `session` (it
+//! works on a session's transaction), above `durability` (which builds log changes from row
+//! images) and the log itself.
+//!
+//! Commit ([`Session::commit`]):
+//! 1. The changes not yet logged (the final image of each row written since the transaction's
+//!    last part record, see "Streaming") are built from the rows' pending versions. The
+//!    transaction holds every one of those rows' exclusive locks, and the tables' metadata
+//!    locks, so the images hold still with no further lock.
+//! 2. Under `Engine::commit_order`: the commit record is appended (the log gives it its LSN
+//!    and sequence number), the commit timestamp is taken, the versions are stamped with it
+//!    and the timestamp is published. Readers see all of the commit or none of it, and log
+//!    order is commit order.
+//! 3. Row and metadata locks are released; the reply waits until the record is as durable as
+//!    the flush mode promises ([`Session::wait_until_durable`]).
+//!
+//! Streaming (`docs/log-format.md`, "Large transactions"): a statement that ends with more
+//! than [`STREAM_ROWS`] row writes not yet logged sends them to the log at once, as part
+//! records of at most [`STREAM_PART_BYTES`] of changes each (a single larger row is a part
+//! of its own). At commit, a remainder larger than a part is split the same way and the commit
+//! record carries the last of it. So no record, and no buffer built at commit, is much larger
+//! than a part, and a transaction of any size commits. Parts are appended outside
+//! `commit_order`, between other transactions' commits; only the commit record makes them
+//! count, and recovery reads them back at it. A stream that rolls back gets an abort record.
+//! Only statements that succeeded are streamed, so a failed statement's undo never has to
+//! reach the log; a row written again after its part is logged again, later, and replay in
+//! log order leaves its final image.
+//!
+//! `Engine::open_streams` holds where each open stream starts, so a checkpoint can tell
+//! recovery to read the log from the oldest of them (and keep those segments).
+
+use std::collections::HashSet;
+use std::sync::atomic::Ordering;
+
+use quill_log::{Change, Log, Lsn};
+
+use super::{Engine, Session, Txn, unix_micros};
+use crate::catalog::Catalog;
+use crate::durability::{change_table, log_error, row_change};
+use crate::error::Result;
+
+/// A statement that leaves more row writes than this not yet logged streams them into the
+/// log when it ends.
+pub const STREAM_ROWS: usize = 8192;
+/// The most bytes of changes in one part record (and in a commit record's changes, but for a
+/// single row larger than this).
+pub const STREAM_PART_BYTES: usize = 8 << 20;
+
+impl Session {
+    /// Commit the open transaction, if any. With a commit log, its changes (those not
+    /// streamed yet) become its commit record, appended while `Engine::commit_order` orders
+    /// commits; the statement's reply then waits for it ([`Session::wait_until_durable`]).
+    ///
+    /// # Errors
+    /// The log cannot take the transaction (no room: 1114; shutting down: 1053; a single row
+    /// image larger than a log record: 1197); it is rolled back.
+    pub fn commit(&mut self) -> Result<()> {
+        let Some(mut t) = self.txn.take() else { return Ok(()) };
+        let engine = self.engine();
+        if !t.writes.is_empty() {
+            let catalog = engine.catalog();
+            let log = engine.log.get();
+            let last = match log.map(|log| stream_writes(&engine, log, &catalog, &mut t, true)).transpose() {
+                Ok(last) => last.unwrap_or_default(),
+                Err(e) => {
+                    self.txn = Some(t);
+                    self.rollback();
+                    return Err(e);
+                }
+            };
+            // The commit's critical section: log order is commit order, and readers see
+            // all of the commit (once its timestamp is published) or none of it.
+            let order = engine.commit_order.lock();
+            if let Some(log) = log
+                && (t.stream.is_some() || !last.is_empty())
+            {
+                let appended = match t.stream {
+                    Some(first) => log.append_stream_commit(unix_micros(), first, &last),
+                    None => log.append(unix_micros(), &last),
+                };
+                match appended {
+                    Ok(at) => {
+                        engine.last_commit_end.fetch_max(at.end, Ordering::AcqRel);
+                        if let Some(first) = t.stream.take() {
+                            engine.open_streams.lock().remove(&first);
+                        }
+                        self.wait_for_log(at.end, log.flush_mode());
+                    }
+                    Err(e) => {
+                        drop(order);
+                        let error = log_error(&e, last.first().map_or("", change_table));
+                        self.txn = Some(t);
+                        self.rollback();
+                        return Err(error);
+                    }
+                }
+            }
+            let ts = engine.txns.commit_ts_to_assign();
+            if let Some(v) = &t.view {
+                engine.txns.release_view(v);
+            }
+            let horizon = engine.txns.purge_horizon();
+            // A row written twice is stamped once: the second call finds nothing pending.
+            for (tid, pk) in &t.writes {
+                if let Some(table) = catalog.table_by_id(*tid) {
+                    table.data.commit_row(t.id, pk, ts, horizon);
+                }
+            }
+            engine.txns.publish_commit(ts);
+            drop(order);
+            engine.status.com_commit.fetch_add(1, Ordering::Relaxed);
+        } else if let Some(v) = &t.view {
+            engine.txns.release_view(v);
+        }
+        engine.txns.end(t.id);
+        engine.mdl.release_all(self.info.connection_id);
+        Ok(())
+    }
+
+    /// After a statement succeeded: if it leaves more than [`STREAM_ROWS`] row writes not
+    /// yet logged, stream them into the log now.
+    ///
+    /// # Errors
+    /// The log cannot take them (as [`Session::commit`]); the transaction is rolled back.
+    pub(super) fn stream_if_large(&mut self) -> Result<()> {
+        if self.txn.as_ref().is_none_or(|t| t.writes.len() - t.logged <= STREAM_ROWS) {
+            return Ok(());
+        }
+        let engine = self.engine();
+        let Some(log) = engine.log.get() else { return Ok(()) };
+        let catalog = engine.catalog();
+        let t = self.txn.as_mut().expect("checked above");
+        if let Err(e) = stream_writes(&engine, log, &catalog, t, false) {
+            self.rollback();
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// The reply to this statement must wait until the log is at `end` (as `mode` promises).
+    pub(super) fn wait_for_log(&mut self, end: quill_log::Lsn, mode: quill_log::FlushMode) {
+        let (end, mode) = self.durable_wait.map_or((end, mode), |(e, m)| (e.max(end), m.stronger(mode)));
+        self.durable_wait = Some((end, mode));
+    }
+
+    /// Waits until every commit this session made since the last call is as durable as the
+    /// flush mode promises; called before a statement's reply is sent.
+    pub async fn wait_until_durable(&mut self) {
+        let Some((end, mode)) = self.durable_wait.take() else { return };
+        let engine = self.engine();
+        if let Some(log) = engine.log.get() {
+            log.wait(end, mode).await;
+        }
+    }
+
+    /// Roll back the open transaction, if any. A transaction that streamed parts ends its
+    /// stream with an abort record, so recovery and log readers can forget its parts.
+    pub fn rollback(&mut self) {
+        let Some(t) = self.txn.take() else { return };
+        let engine = self.engine();
+        if !t.writes.is_empty() {
+            let catalog = engine.catalog();
+            for (tid, pk) in t.writes.iter().rev() {
+                if let Some(table) = catalog.table_by_id(*tid) {
+                    table.data.rollback_row(t.id, pk);
+                }
+            }
+        }
+        if let Some(first) = t.stream {
+            if let Some(log) = engine.log.get() {
+                // Without it (the log full or shutting down) recovery finds a stream that never
+                // ended, and drops it the same way.
+                let _ = log.append_abort(first);
+            }
+            engine.open_streams.lock().remove(&first);
+        }
+        if let Some(v) = &t.view {
+            engine.txns.release_view(v);
+        }
+        engine.status.com_rollback.fetch_add(1, Ordering::Relaxed);
+        engine.txns.end(t.id);
+        engine.mdl.release_all(self.info.connection_id);
+    }
+}
+
+/// Appends `t`'s writes not yet logged (`writes[logged..]`) as part records of at most
+/// [`STREAM_PART_BYTES`] of changes each. With `keep_last`, the last chunk (at most a part)
+/// is returned rather than appended, for the commit record. A row written twice within one
+/// chunk is logged once.
+fn stream_writes(engine: &Engine, log: &Log, catalog: &Catalog, t: &mut Txn, keep_last: bool) -> Result<Vec<Change>> {
+    let Txn { id, writes, logged, stream, .. } = t;
+    let mut chunk = Vec::new();
+    let mut bytes = 0;
+    let mut seen = HashSet::new();
+    for (tid, pk) in &writes[*logged..] {
+        if !seen.insert((*tid, pk.as_slice())) {
+            continue;
+        }
+        let Some(change) = row_change(catalog, *id, *tid, pk) else { continue };
+        bytes += quill_log::body_len(std::slice::from_ref(&change));
+        chunk.push(change);
+        if bytes >= STREAM_PART_BYTES {
+            append_part(engine, log, *id, stream, &chunk)?;
+            chunk.clear();
+            seen.clear();
+            bytes = 0;
+        }
+    }
+    if !keep_last && !chunk.is_empty() {
+        append_part(engine, log, *id, stream, &chunk)?;
+        chunk.clear();
+    }
+    *logged = writes.len();
+    Ok(chunk)
+}
+
+/// Appends one part of `txn`'s stream, starting the stream (and registering it in
+/// `Engine::open_streams`) with the first.
+fn append_part(engine: &Engine, log: &Log, txn: quill_storage::TxnId, stream: &mut Option<Lsn>, changes: &[Change]) -> Result<()> {
+    let error = |e: &quill_log::EncodeError| log_error(e, changes.first().map_or("", change_table));
+    match *stream {
+        Some(first) => {
+            log.append_part(Some(first), changes).map_err(|e| error(&e))?;
+        }
+        None => {
+            // Registered under the same lock as the append: a checkpoint that reads the
+            // registry either sees this stream or took its position before the part.
+            let mut open = engine.open_streams.lock();
+            let at = log.append_part(None, changes).map_err(|e| error(&e))?;
+            open.insert(at.lsn, txn);
+            *stream = Some(at.lsn);
+        }
+    }
+    Ok(())
+}
