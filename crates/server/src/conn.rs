@@ -33,6 +33,10 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
 
+mod result_sink;
+
+use result_sink::SocketSink;
+
 /// Bytes read from the socket per read call.
 pub const READ_BUFFER_BYTES: usize = 64 * 1024;
 
@@ -134,14 +138,28 @@ impl Conn {
     /// when the client is gone or stalled.
     async fn send(&mut self, w: &mut PacketWriter) -> bool {
         let bytes = w.take();
-        let mut sent = 0;
-        while sent < bytes.len() {
-            match tokio::time::timeout(self.write_timeout, self.stream.write(&bytes[sent..])).await {
-                Ok(Ok(n)) if n > 0 => sent += n,
-                _ => return false,
-            }
-        }
-        matches!(tokio::time::timeout(self.write_timeout, self.stream.flush()).await, Ok(Ok(())))
+        write_all_timed(&mut self.stream, &bytes, self.write_timeout).await
+    }
+
+    /// Lends the stream and the reply buffer `w` to the session for one command, so that a
+    /// result can stream to the client (see `result_sink`).
+    fn lend_sink(&mut self, session: &mut Session, w: &mut PacketWriter, binary: bool) {
+        let stream = std::mem::replace(&mut self.stream, Stream::Detached);
+        let w = std::mem::replace(w, PacketWriter::new(0));
+        let engine = Arc::clone(&session.info.engine);
+        let sink = SocketSink::new(stream, w, self.caps, binary, session.results_conversion(), status(session, 0), self.write_timeout, engine);
+        session.row_sink = Some(Box::new(sink));
+    }
+
+    /// Takes the stream and the reply buffer back from the session; true when a write
+    /// failed (the client is gone, and the connection closes).
+    fn reclaim_sink(&mut self, session: &mut Session, w: &mut PacketWriter) -> bool {
+        let sink = session.row_sink.take().expect("the sink is lent for the whole command");
+        let sink = sink.into_any().downcast::<SocketSink>().expect("the connection lends a SocketSink");
+        let SocketSink { stream, w: buffer, failed, .. } = *sink;
+        self.stream = stream;
+        *w = buffer;
+        failed
     }
 
     /// Send what `w` holds and read the client's next packet of this exchange.
@@ -529,8 +547,14 @@ async fn command_loop(conn: &mut Conn, session: &mut Session) {
                     panic = %what,
                     "a command failed unexpectedly; its transaction was rolled back and the connection closed"
                 );
-                session.close();
                 let mut w = PacketWriter::new(reply_seq);
+                if session.row_sink.is_some() {
+                    // The statement panicked while it held the stream: take it back (what it
+                    // had buffered is dropped).
+                    conn.reclaim_sink(session, &mut w);
+                    w = PacketWriter::new(reply_seq);
+                }
+                session.close();
                 response::write_err(
                     &mut w,
                     conn.caps,
@@ -543,6 +567,20 @@ async fn command_loop(conn: &mut Conn, session: &mut Session) {
             }
         }
     }
+}
+
+/// Writes all of `bytes`, each write bounded by `timeout` (`net_write_timeout`: a large
+/// reply to a slow reader goes on while it makes progress). False when the client is gone
+/// or stalled.
+async fn write_all_timed(stream: &mut Stream, bytes: &[u8], timeout: Duration) -> bool {
+    let mut sent = 0;
+    while sent < bytes.len() {
+        match tokio::time::timeout(timeout, stream.write(&bytes[sent..])).await {
+            Ok(Ok(n)) if n > 0 => sent += n,
+            _ => return false,
+        }
+    }
+    matches!(tokio::time::timeout(timeout, stream.flush()).await, Ok(Ok(())))
 }
 
 /// Testing seam: a COM_QUERY whose text is exactly `$QUILL_TEST_PANIC_QUERY` panics in its
@@ -594,7 +632,12 @@ async fn handle_command(conn: &mut Conn, session: &mut Session, statements: &mut
             if PANIC_QUERY.as_deref() == Some(sql.as_slice()) {
                 panic!("QUILL_TEST_PANIC_QUERY: the test asked this statement to fail unexpectedly");
             }
+            conn.lend_sink(session, &mut w, false);
             let results = session.run(&sql).await;
+            let failed = conn.reclaim_sink(session, &mut w);
+            if failed {
+                return Flow::Close;
+            }
             let n = results.len();
             for (i, r) in results.into_iter().enumerate() {
                 let more = if i + 1 < n { SERVER_MORE_RESULTS_EXISTS } else { 0 };
@@ -693,7 +736,13 @@ async fn handle_command(conn: &mut Conn, session: &mut Session, statements: &mut
                     let types = st.params.bound_types().unwrap_or_default();
                     let client = session.client_charset();
                     let values: Vec<Value> = values.into_iter().enumerate().map(|(i, v)| from_binary(v, types.get(i).map(|t| t.column_type), client)).collect();
-                    match session.execute_prepared(stmt_id, values).await {
+                    conn.lend_sink(session, &mut w, true);
+                    let outcome = session.execute_prepared(stmt_id, values).await;
+                    let failed = conn.reclaim_sink(session, &mut w);
+                    if failed {
+                        return Flow::Close;
+                    }
+                    match outcome {
                         Ok(outcome) => write_outcome(&mut w, caps, session, outcome, 0, true),
                         Err(e) => send_error(&mut w, caps, &e),
                     }
@@ -766,6 +815,8 @@ fn write_outcome(w: &mut PacketWriter, caps: u32, session: &Session, outcome: Ou
                 },
             );
         }
+        // The columns and rows went out through the session's sink: only the end is left.
+        Outcome::Streamed { .. } => response::write_result_set_end(w, caps, status(session, more), session.warning_count()),
         Outcome::Rows(rs) => {
             let defs: Vec<ColumnDefinition> = rs.columns.iter().map(|c| column_def(c, results)).collect();
             let st = status(session, more);

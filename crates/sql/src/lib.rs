@@ -30,6 +30,7 @@ pub mod parse;
 pub mod query;
 pub mod session;
 pub mod show;
+pub mod sink;
 pub mod text;
 pub mod types;
 pub mod vars;

@@ -848,8 +848,24 @@ pub(crate) fn choose_access(table: &crate::catalog::TableMeta, conds: &[Expr], o
 /// # Errors
 /// Evaluation errors; lock errors in a locking read.
 pub fn run_select(plan: &SelectPlan, env: &Env<'_>, parent: Option<&RowCtx<'_>>) -> Result<ResultSet> {
-    let rows = match &plan.kind {
-        PlanKind::Block(b) => run_block(b, env, parent)?,
+    let mut rows = Vec::new();
+    run_select_into(plan, env, parent, &mut |row| {
+        rows.push(row);
+        Ok(())
+    })?;
+    Ok(ResultSet { columns: plan.columns.clone(), rows })
+}
+
+/// Runs a SELECT, handing each result row to `emit` in order. A block without grouping,
+/// DISTINCT or a sort (other than one the scan's order already gives) hands rows over as the
+/// join produces them, so its memory does not grow with its result; others build their
+/// result first. An error from `emit` stops the statement.
+///
+/// # Errors
+/// The statement's error, or `emit`'s.
+pub fn run_select_into(plan: &SelectPlan, env: &Env<'_>, parent: Option<&RowCtx<'_>>, emit: &mut dyn FnMut(Row) -> Result<()>) -> Result<()> {
+    match &plan.kind {
+        PlanKind::Block(b) => run_block(b, env, parent, emit),
         PlanKind::Union { left, right, all, order_by, limit, offset } => {
             let mut rows = run_select(left, env, parent)?.rows;
             rows.extend(run_select(right, env, parent)?.rows);
@@ -867,10 +883,9 @@ pub fn run_select(plan: &SelectPlan, env: &Env<'_>, parent: Option<&RowCtx<'_>>)
                     Ordering::Equal
                 });
             }
-            apply_limit(rows, limit.as_ref(), offset.as_ref(), env)?
+            apply_limit(rows, limit.as_ref(), offset.as_ref(), env)?.into_iter().try_for_each(emit)
         }
-    };
-    Ok(ResultSet { columns: plan.columns.clone(), rows })
+    }
 }
 
 fn dedupe(rows: Vec<Row>) -> Vec<Row> {
@@ -899,7 +914,7 @@ fn apply_limit(rows: Vec<Row>, limit: Option<&Expr>, offset: Option<&Expr>, env:
     Ok(rows.into_iter().skip(off).take(lim.unwrap_or(usize::MAX)).collect())
 }
 
-fn run_block(b: &Block, env: &Env<'_>, parent: Option<&RowCtx<'_>>) -> Result<Vec<Row>> {
+fn run_block(b: &Block, env: &Env<'_>, parent: Option<&RowCtx<'_>>, emit: &mut dyn FnMut(Row) -> Result<()>) -> Result<()> {
     // Materialize derived tables.
     for s in &b.sources {
         if let SourceData::Rows(cell, Some(plan)) = &s.data {
@@ -907,19 +922,17 @@ fn run_block(b: &Block, env: &Env<'_>, parent: Option<&RowCtx<'_>>) -> Result<Ve
             *cell.borrow_mut() = Some(rows);
         }
     }
-    let early_stop = if !b.grouped && !b.distinct && (b.order_by.is_empty() || order_follows_scan(b, env)) {
-        match eval_count(b.limit.as_ref(), env)? {
-            Some(l) => Some(l + eval_count(b.offset.as_ref(), env)?.unwrap_or(0)),
-            None => None,
-        }
-    } else {
-        None
-    };
-    // Joined rows stream into the grouping or the projection as the join produces them:
-    // an aggregate over a large join holds its groups, never the joined rows.
+    // Rows come out in their final order as the join produces them: hand them straight on,
+    // skipping the OFFSET and stopping the join at the LIMIT.
+    let streams = !b.grouped && !b.distinct && (b.order_by.is_empty() || order_follows_scan(b, env));
+    let (offset, limit) = if streams { (eval_count(b.offset.as_ref(), env)?.unwrap_or(0), eval_count(b.limit.as_ref(), env)?) } else { (0, None) };
+    let early_stop = limit.map(|l| l.saturating_add(offset));
+    // Otherwise joined rows stream into the grouping or the projection as the join produces
+    // them: an aggregate over a large join holds its groups, never the joined rows.
     let mut out: Vec<(Row, Vec<Value>)> = Vec::new();
     let mut groups: Vec<(Row, Vec<Accumulator>)> = Vec::new();
     let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
+    let mut skipped = 0;
     {
         let mut sink = |row: &Row| -> Result<()> {
             let cx = ctx(row, &[], parent);
@@ -932,6 +945,14 @@ fn run_block(b: &Block, env: &Env<'_>, parent: Option<&RowCtx<'_>>) -> Result<Ve
                 for (acc, spec) in groups[gi].1.iter_mut().zip(&b.aggs) {
                     acc.add(spec, env, &cx)?;
                 }
+            } else if streams {
+                // The join stops at the limit (`early_stop`), so every row here is wanted
+                // unless it falls in the OFFSET.
+                if skipped < offset {
+                    skipped += 1;
+                } else {
+                    emit(project_only(b, env, &cx)?)?;
+                }
             } else {
                 out.push(project(b, env, &cx)?);
             }
@@ -939,7 +960,7 @@ fn run_block(b: &Block, env: &Env<'_>, parent: Option<&RowCtx<'_>>) -> Result<Ve
         };
         if b.sources.is_empty() {
             let row: Row = Vec::new();
-            if pass(b.filter.as_ref(), &row, env, parent)? {
+            if pass(b.filter.as_ref(), &row, env, parent)? && early_stop != Some(0) {
                 sink(&row)?;
             }
         } else {
@@ -947,6 +968,9 @@ fn run_block(b: &Block, env: &Env<'_>, parent: Option<&RowCtx<'_>>) -> Result<Ve
             let mut emitted = 0;
             join_level(b, 0, &mut row, env, parent, &mut sink, &mut emitted, early_stop)?;
         }
+    }
+    if streams {
+        return Ok(());
     }
     if b.grouped {
         if groups.is_empty() && b.group_by.is_empty() {
@@ -979,7 +1003,7 @@ fn run_block(b: &Block, env: &Env<'_>, parent: Option<&RowCtx<'_>>) -> Result<Ve
         });
     }
     let rows: Vec<Row> = out.into_iter().map(|(r, _)| r).collect();
-    apply_limit(rows, b.limit.as_ref(), b.offset.as_ref(), env)
+    apply_limit(rows, b.limit.as_ref(), b.offset.as_ref(), env)?.into_iter().try_for_each(emit)
 }
 
 /// Whether the block's ORDER BY is a leading part of its only table's primary key,
@@ -1009,6 +1033,11 @@ fn pass(cond: Option<&Expr>, row: &[Value], env: &Env<'_>, parent: Option<&RowCt
         None => Ok(true),
         Some(c) => Ok(ops::truth(&c.eval(env, &ctx(row, &[], parent))?) == Some(true)),
     }
+}
+
+/// A result row of `b` for the row `cx`, when no sort needs its ORDER BY keys.
+fn project_only(b: &Block, env: &Env<'_>, cx: &RowCtx<'_>) -> Result<Row> {
+    b.projection.iter().map(|p| p.eval(env, cx)).collect()
 }
 
 /// A result row of `b` for the row (or group) `cx`, and its ORDER BY keys.
@@ -1064,7 +1093,7 @@ fn join_level(
             let Access::Hash(keys) = &s.access else { unreachable!("matched above") };
             Box::new(crate::hash_join::probe(s, keys, &s.hash_table, env, &ctx(row, &[], parent))?.into_iter().map(|r| Ok((r, None))))
         }
-        _ => Box::new(read_source(s, row, env, parent)?.into_iter().map(|r| Ok((r, None)))),
+        _ => Box::new(read_source(s, row, env, parent)?.map(|r| Ok((r, None)))),
     };
     let mut matched = false;
     for candidate in candidates {
@@ -1112,17 +1141,21 @@ pub(crate) fn key_value(v: &Value, ty: &SqlType) -> Option<Value> {
 
 /// The rows of a source its access path finds, read through `env.view`, with their
 /// primary keys (empty for derived tables).
-pub(crate) fn read_source(s: &Source, row: &Row, env: &Env<'_>, parent: Option<&RowCtx<'_>>) -> Result<Vec<SharedRow>> {
+/// The rows a non-locking read of source `s` finds, for the outer row `row`. A scan of the
+/// whole table is a cursor over it, so a large table is never copied; a range or a key
+/// list is read first.
+pub(crate) fn read_source<'a>(s: &Source, row: &Row, env: &Env<'a>, parent: Option<&RowCtx<'_>>) -> Result<Box<dyn Iterator<Item = SharedRow> + 'a>> {
     let (db, name) = match &s.data {
-        SourceData::Rows(cell, _) => return Ok(cell.borrow().iter().flatten().map(|r| SharedRow::new(r.clone())).collect()),
+        SourceData::Rows(cell, _) => return Ok(Box::new(cell.borrow().iter().flatten().map(|r| SharedRow::new(r.clone())).collect::<Vec<_>>().into_iter())),
         SourceData::Table { db, name, .. } => (db, name),
     };
-    let t = env.catalog.table(db, name)?.data.as_ref();
+    let catalog: &'a crate::catalog::Catalog = env.catalog;
+    let t = catalog.table(db, name)?.data.as_ref();
     let found = access_keys(s, row, env, parent, false)?;
     Ok(match (found.rows, found.keys) {
-        (Some(rows), _) => rows,
-        (None, Some(keys)) => keys.iter().filter_map(|k| t.get(k, &env.view)).collect(),
-        (None, None) => t.scan(Bound::Unbounded, Bound::Unbounded, env.view).map(|(_, r)| r).collect(),
+        (Some(rows), _) => Box::new(rows.into_iter()),
+        (None, Some(keys)) => Box::new(keys.iter().filter_map(|k| t.get(k, &env.view)).collect::<Vec<_>>().into_iter()),
+        (None, None) => Box::new(t.scan(Bound::Unbounded, Bound::Unbounded, env.view).map(|(_, r)| r)),
     })
 }
 

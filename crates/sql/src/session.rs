@@ -219,12 +219,30 @@ impl SessionInfo {
 #[derive(Debug)]
 pub enum Outcome {
     Rows(ResultSet),
-    Done { affected: u64, last_insert_id: u64, info: String },
+    /// The rows went to the session's [`crate::sink::RowSink`] as they were produced: the
+    /// result set's columns and rows are sent, its end is not.
+    Streamed {
+        rows: u64,
+    },
+    Done {
+        affected: u64,
+        last_insert_id: u64,
+        info: String,
+    },
 }
 
 impl Outcome {
     fn ok() -> Outcome {
         Outcome::Done { affected: 0, last_insert_id: 0, info: String::new() }
+    }
+
+    /// Rows of the result (`FOUND_ROWS()`).
+    fn result_rows(&self) -> u64 {
+        match self {
+            Outcome::Rows(rs) => rs.rows.len() as u64,
+            Outcome::Streamed { rows } => *rows,
+            Outcome::Done { .. } => 0,
+        }
     }
 }
 
@@ -287,6 +305,10 @@ pub struct Session {
     durable_wait: Option<(quill_log::Lsn, quill_log::FlushMode)>,
     /// Set by [`Session::close`].
     closed: bool,
+    /// Lent by the connection for one command: where a streamed result goes (see `sink`).
+    pub row_sink: Option<Box<dyn crate::sink::RowSink>>,
+    /// Whether the statement running now may stream its result: it is its command's first.
+    may_stream: bool,
 }
 
 impl Session {
@@ -338,6 +360,8 @@ impl Session {
             tls_version: String::new(),
             durable_wait: None,
             closed: false,
+            row_sink: None,
+            may_stream: false,
         }
     }
 
@@ -425,6 +449,7 @@ impl Session {
     pub async fn run(&mut self, sql: impl AsRef<[u8]>) -> Vec<Result<Outcome>> {
         let mut out = Vec::new();
         for piece in text::split(sql.as_ref(), self.lex_options()) {
+            self.may_stream = out.is_empty();
             let r = match piece {
                 Ok(statement) => self.run_one(&statement).await,
                 Err(e) => {
@@ -433,6 +458,7 @@ impl Session {
                     Err(e)
                 }
             };
+            self.may_stream = false;
             let failed = r.is_err();
             out.push(r);
             if failed {
@@ -519,7 +545,9 @@ impl Session {
             .ok_or_else(|| SqlError::new((1243, "HY000"), format!("Unknown prepared statement handler ({id}) given to mysqld_stmt_execute")))?;
         self.info.engine.status.questions.fetch_add(1, Ordering::Relaxed);
         self.warnings.clear();
+        self.may_stream = true;
         let outcome = self.execute(&stmt, &params, &text).await;
+        self.may_stream = false;
         self.wait_until_durable().await;
         outcome
     }
@@ -833,30 +861,61 @@ impl Session {
             None => (self.read_view(), None),
         };
         let engine = self.engine();
+        let mut sink = if spec.is_none() { self.lend_sink() } else { None };
         let result = {
             let catalog = engine.catalog();
             let env = Env { lock: spec, ..Env::new(&catalog, view, params, self.info.now_us(), &self.info) };
-            self.plan_and_run(&env, q)
+            self.plan_and_run(&env, q, sink.as_deref_mut())
         };
+        if sink.is_some() {
+            self.row_sink = sink;
+        }
         if result.as_ref().is_err_and(|e| e.lock_wait || e.rolls_back_transaction) {
-            return result.map(Outcome::Rows);
+            return result;
         }
         self.after_read();
         self.statement_end()?;
-        let rs = result?;
+        let outcome = result?;
         self.info.row_count = -1;
-        self.info.found_rows = rs.rows.len() as u64;
-        Ok(Outcome::Rows(rs))
+        self.info.found_rows = outcome.result_rows();
+        Ok(outcome)
+    }
+
+    /// The connection's row sink, when this statement may stream its result.
+    fn lend_sink(&mut self) -> Option<Box<dyn crate::sink::RowSink>> {
+        if self.may_stream { self.row_sink.take() } else { None }
     }
 
     /// Plans and runs a SELECT: a heavy plan off the runtime's worker ([`cost::run_heavy`]),
-    /// and a plain (non-locking) one within `max_execution_time` (3024), as in MySQL.
-    fn plan_and_run(&self, env: &Env<'_>, q: &ast::Query) -> Result<ResultSet> {
+    /// and a plain (non-locking) one within `max_execution_time` (3024), as in MySQL. With a
+    /// `sink`, rows go to it as they are produced (see `sink`).
+    fn plan_and_run(&self, env: &Env<'_>, q: &ast::Query, sink: Option<&mut (dyn crate::sink::RowSink + 'static)>) -> Result<Outcome> {
         let (plan, _) = query::plan_query(env, q, &[])?;
         let limit_ms = if env.lock.is_none() { vars::int_value(&self.info.vars, "max_execution_time") } else { 0 };
         self.info.interrupt.set_deadline((limit_ms > 0).then(|| Instant::now() + Duration::from_millis(limit_ms)));
         let heavy = cost::is_heavy(&plan, env.catalog);
-        let result = cost::run_heavy(heavy, || query::run_select(&plan, env, None));
+        let result = match sink {
+            None => cost::run_heavy(heavy, || query::run_select(&plan, env, None)).map(Outcome::Rows),
+            Some(sink) => {
+                // Nothing reaches the client before the newest commit it could see is durable.
+                let engine = &self.info.engine;
+                let durable = engine.log.get().and_then(|log| {
+                    let end = engine.last_commit_end.load(Ordering::Acquire);
+                    (end > log.durable_lsn()).then(|| (end, log.flush_mode()))
+                });
+                let mut rows = 0;
+                sink.begin(&plan.columns, durable)
+                    .and_then(|()| {
+                        cost::run_heavy(heavy, || {
+                            query::run_select_into(&plan, env, None, &mut |row| {
+                                rows += 1;
+                                sink.row(&row)
+                            })
+                        })
+                    })
+                    .map(|()| Outcome::Streamed { rows })
+            }
+        };
         self.info.interrupt.set_deadline(None);
         result
     }
@@ -888,14 +947,18 @@ impl Session {
         let engine = self.engine();
         let catalog = engine.catalog();
         let view = engine.txns.read_view(0, self.isolation() == "READ-UNCOMMITTED");
+        let mut sink = self.lend_sink();
         let env = Env::new(&catalog, view, params, self.info.now_us(), &self.info);
-        let rs = self.plan_and_run(&env, q);
+        let outcome = self.plan_and_run(&env, q, sink.as_deref_mut());
+        if sink.is_some() {
+            self.row_sink = sink;
+        }
         engine.txns.release_view(&view);
-        let rs = rs?;
+        let outcome = outcome?;
         self.after_read();
         self.info.row_count = -1;
-        self.info.found_rows = rs.rows.len() as u64;
-        Ok(Outcome::Rows(rs))
+        self.info.found_rows = outcome.result_rows();
+        Ok(outcome)
     }
 
     fn write(&mut self, stmt: &Statement, params: &[Value]) -> Result<Outcome> {

@@ -36,6 +36,7 @@ async fn run(session: &mut Session, sql: &str) -> Vec<Vec<Value>> {
     match session.run(sql).await.pop().expect("one result") {
         Ok(Outcome::Rows(rs)) => rs.rows,
         Ok(Outcome::Done { .. }) => Vec::new(),
+        Ok(Outcome::Streamed { .. }) => unreachable!("no row sink was lent"),
         Err(e) => panic!("{sql}: {e}"),
     }
 }

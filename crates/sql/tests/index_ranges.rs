@@ -82,6 +82,7 @@ async fn rows(session: &mut Session, sql: &str) -> Result<Vec<String>, String> {
     match session.run(sql).await.pop().expect("one result") {
         Ok(Outcome::Rows(rs)) => Ok(rs.rows.iter().map(|r| format!("{r:?}")).collect()),
         Ok(Outcome::Done { affected, .. }) => Ok(vec![affected.to_string()]),
+        Ok(Outcome::Streamed { .. }) => unreachable!("no row sink was lent"),
         Err(e) => Err(format!("{} {}", e.code, e.message)),
     }
 }

@@ -1,0 +1,159 @@
+//! [`SocketSink`]: the connection's side of a streamed result (`quill_sql::sink`). The
+//! session encodes each row into the reply's packet buffer as the executor produces it; once
+//! the buffer holds [`SINK_FLUSH_BYTES`], it is written to the socket, so a result of any size
+//! costs one buffer of memory. The connection lends its stream to the sink for one command
+//! and takes it back after, together with the buffer, to which it adds the end of the
+//! result set.
+//!
+//! Writing happens inside the statement, which runs synchronously on a runtime worker: a
+//! flush leaves the worker (`tokio::task::block_in_place`) and drives the write there, each
+//! write bounded by `net_write_timeout` as in MySQL. On a runtime without spare workers
+//! (a current-thread runtime) the buffer simply grows, as a result built whole would.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use quill_log::{FlushMode, Lsn};
+use quill_protocol::PacketWriter;
+use quill_protocol::binary::BinaryValue;
+use quill_protocol::constants::ColumnType;
+use quill_protocol::response;
+use quill_sql::query::OutColumn;
+use quill_sql::sink::RowSink;
+use quill_sql::text::Charset;
+use quill_sql::types::SqlType;
+use quill_sql::{Engine, SqlError};
+use quill_storage::Value;
+
+use super::{Stream, column_def, to_binary, write_all_timed};
+
+/// The reply buffer is written to the socket once it holds this many bytes.
+pub const SINK_FLUSH_BYTES: usize = 256 << 10;
+
+/// A streamed result on its way to one client.
+pub struct SocketSink {
+    /// The connection's stream, lent for the command.
+    pub stream: Stream,
+    /// The reply: what is not yet written.
+    pub w: PacketWriter,
+    caps: u32,
+    binary: bool,
+    /// `character_set_results`.
+    results: Option<Charset>,
+    /// The status flags of the metadata's EOF packet.
+    status_flags: u16,
+    write_timeout: Duration,
+    engine: Arc<Engine>,
+    types: Vec<SqlType>,
+    column_types: Vec<ColumnType>,
+    /// The log position to wait for before the first write (see `quill_sql::sink`).
+    durable: Option<(Lsn, FlushMode)>,
+    begun: bool,
+    /// A write failed: the client is gone, and the connection closes.
+    pub failed: bool,
+}
+
+impl SocketSink {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        stream: Stream,
+        w: PacketWriter,
+        caps: u32,
+        binary: bool,
+        results: Option<Charset>,
+        status_flags: u16,
+        write_timeout: Duration,
+        engine: Arc<Engine>,
+    ) -> SocketSink {
+        SocketSink {
+            stream,
+            w,
+            caps,
+            binary,
+            results,
+            status_flags,
+            write_timeout,
+            engine,
+            types: Vec::new(),
+            column_types: Vec::new(),
+            durable: None,
+            begun: false,
+            failed: false,
+        }
+    }
+
+    /// Writes the buffer to the socket, after the durability the reply owes.
+    fn flush(&mut self) -> Result<(), SqlError> {
+        let multi_thread = tokio::runtime::Handle::try_current().is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        if !multi_thread {
+            return Ok(());
+        }
+        let bytes = self.w.take();
+        let durable = self.durable.take();
+        let (engine, stream, timeout) = (&self.engine, &mut self.stream, self.write_timeout);
+        let written = tokio::task::block_in_place(|| {
+            tokio::runtime::Handle::current().block_on(async {
+                if let (Some((end, mode)), Some(log)) = (durable, engine.log.get()) {
+                    log.wait(end, mode).await;
+                }
+                write_all_timed(stream, &bytes, timeout).await
+            })
+        });
+        if written {
+            Ok(())
+        } else {
+            self.failed = true;
+            Err(SqlError::new((1160, "08S01"), "Got an error writing communication packets"))
+        }
+    }
+}
+
+impl RowSink for SocketSink {
+    fn begin(&mut self, columns: &[OutColumn], durable: Option<(Lsn, FlushMode)>) -> Result<(), SqlError> {
+        let defs: Vec<_> = columns.iter().map(|c| column_def(c, self.results)).collect();
+        self.column_types = defs.iter().map(|d| d.column_type).collect();
+        self.types = columns.iter().map(|c| c.ty.clone()).collect();
+        response::write_result_set_metadata(&mut self.w, self.caps, &defs, self.status_flags);
+        self.durable = durable;
+        self.begun = true;
+        Ok(())
+    }
+
+    fn row(&mut self, row: &[Value]) -> Result<(), SqlError> {
+        let results = self.results;
+        if self.binary {
+            let cells: Vec<BinaryValue> = row
+                .iter()
+                .zip(&self.types)
+                .map(|(v, ty)| match (v, results) {
+                    (Value::Str(s), Some(cs)) => BinaryValue::Bytes(cs.encode(s).into_owned()),
+                    _ => to_binary(v, ty),
+                })
+                .collect();
+            let mut encoded = Ok(());
+            let types = &self.column_types;
+            self.w.write_packet_with(|out| encoded = quill_protocol::binary::encode_binary_row(out, types, &cells));
+            encoded.map_err(|_| SqlError::new((1105, "HY000"), "internal error encoding a binary row"))?;
+        } else {
+            let cells: Vec<Option<Vec<u8>>> = row
+                .iter()
+                .zip(&self.types)
+                .map(|(v, ty)| match (v, results) {
+                    (Value::Str(s), Some(cs)) => Some(cs.encode(s).into_owned()),
+                    _ => quill_sql::types::to_text(v, ty),
+                })
+                .collect();
+            let refs: Vec<Option<&[u8]>> = cells.iter().map(Option::as_deref).collect();
+            response::write_text_row(&mut self.w, &refs);
+        }
+        if self.w.buf.len() >= SINK_FLUSH_BYTES { self.flush() } else { Ok(()) }
+    }
+
+    fn begun(&self) -> bool {
+        self.begun
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        self
+    }
+}

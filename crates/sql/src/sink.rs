@@ -1,0 +1,46 @@
+//! Result rows sent as they are produced: the seam between the executor and a client
+//! connection, so a large result never sits whole in the server's memory.
+//!
+//! A connection lends its session a [`RowSink`] for one command (`Session::row_sink`). A
+//! plain (non-locking) SELECT that is its command's first statement then hands its columns
+//! and each row to the sink as the executor produces them, and answers
+//! `Outcome::Streamed`; the connection writes the end of the result set after it. The sink
+//! encodes rows into its packet buffer and writes the buffer to the socket whenever it
+//! passes its bound, so a result's memory is one buffer, whatever its size.
+//!
+//! Locking reads are not streamed: a lock wait re-runs the statement from its start, which
+//! must not send rows twice. Nor are later statements of a multi-statement command, whose
+//! replies must follow the earlier ones. Those build their result as before.
+//!
+//! Durability: a reader is never answered with data a crash could still lose. The sink is
+//! told, at `begin`, the log position the newest commit the statement could see ends at; it
+//! waits for that before its first write to the socket.
+
+use quill_log::{FlushMode, Lsn};
+use quill_storage::Value;
+
+use crate::error::Result;
+use crate::query::OutColumn;
+
+/// Where a streamed result goes.
+pub trait RowSink: Send {
+    /// The result's columns, before any row; `durable` is the log position (and flush
+    /// mode) to wait for before anything reaches the client.
+    ///
+    /// # Errors
+    /// The client cannot be written to; the statement stops.
+    fn begin(&mut self, columns: &[OutColumn], durable: Option<(Lsn, FlushMode)>) -> Result<()>;
+
+    /// One row, in the columns' order.
+    ///
+    /// # Errors
+    /// The client cannot be written to (gone, or not reading within `net_write_timeout`);
+    /// the statement stops.
+    fn row(&mut self, row: &[Value]) -> Result<()>;
+
+    /// Whether `begin` was called since the sink was lent: the reply has started.
+    fn begun(&self) -> bool;
+
+    /// Back to the connection's own type, once the command is done.
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any>;
+}
