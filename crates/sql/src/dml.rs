@@ -48,7 +48,7 @@ pub struct DmlResult {
     pub info: String,
 }
 
-fn env<'a>(catalog: &'a Catalog, cx: &'a DmlCx<'_>) -> Env<'a> {
+fn env<'a>(catalog: &'a Catalog, cx: &DmlCx<'a>) -> Env<'a> {
     Env {
         catalog,
         view: ReadView::current(cx.txn),
@@ -236,21 +236,8 @@ pub fn insert(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Insert) -> Resu
                     proposed.push(vals);
                 }
             }
-            Some(_) => {
-                let q = stmt.source.as_deref().expect("checked");
-                let e = if cx.read_uncommitted { Env { view: ReadView { uncommitted: true, ..e.view }, ..env(catalog, cx) } } else { env(catalog, cx) };
-                let (plan, _) = query::plan_query(&e, q, &[])?;
-                if plan.columns.len() != targets.len() {
-                    return Err(SqlError::new(codes::ER_WRONG_VALUE_COUNT_ON_ROW, "Column count doesn't match value count at row 1"));
-                }
-                for r in query::run_select(&plan, &e, None)?.rows {
-                    let mut vals: Vec<Option<Value>> = vec![None; t.columns.len()];
-                    for (&col, v) in targets.iter().zip(r) {
-                        vals[col] = Some(v);
-                    }
-                    proposed.push(vals);
-                }
-            }
+            // INSERT ... SELECT: its rows are inserted as the query produces them (below).
+            Some(_) => {}
             None if !stmt.assignments.is_empty() => {
                 let mut vals: Vec<Option<Value>> = vec![None; t.columns.len()];
                 for a in &stmt.assignments {
@@ -282,12 +269,14 @@ pub fn insert(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Insert) -> Resu
     let replace = stmt.replace_into;
     let ignore = stmt.ignore;
     let now_us = cx.now_us;
-    let count = proposed.len();
+    let select = stmt.source.as_deref().filter(|q| !matches!(q.body.as_ref(), ast::SetExpr::Values(_)));
     with_table(catalog, &db, &tname, |catalog, t, data| {
         let mut res = DmlResult::default();
         let mut generated: Option<u64> = None;
         let mut duplicates = 0u64;
-        for (n, vals) in proposed.into_iter().enumerate() {
+        let mut count = 0u64;
+        let mut insert_one = |cx: &mut DmlCx<'_>, vals: ProposedRow| -> Result<()> {
+            count += 1;
             let mut row: Row = Vec::with_capacity(vals.len());
             for (i, v) in vals.into_iter().enumerate() {
                 row.push(match v {
@@ -295,87 +284,155 @@ pub fn insert(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Insert) -> Resu
                     None => default_value(t, i, now_us)?,
                 });
             }
-            let row_no = n as u64 + 1;
+            let row_no = count;
             let row = match finish_row(t, row, row_no, cx, data, &mut generated) {
                 Ok(r) => r,
                 Err(e) if ignore && !e.lock_wait && !e.rolls_back_transaction => {
                     cx.warnings.push(Warning { level: "Warning", code: e.code, message: e.message });
-                    continue;
+                    return Ok(());
                 }
                 Err(e) => return Err(e),
             };
-            let mut attempts = 0;
-            loop {
-                attempts += 1;
-                let inserted = {
-                    let latch = data.write_latch();
-                    lock_for_insert(cx, t, data, &row)?;
-                    data.write_row(&latch, cx.txn, row.clone())
+            insert_row(catalog, cx, t, data, row, row_no, replace, ignore, on_dup.as_deref(), &mut res, &mut duplicates)
+        };
+        match select {
+            None => {
+                for vals in proposed {
+                    insert_one(cx, vals)?;
+                }
+            }
+            Some(q) => {
+                let e = if cx.read_uncommitted {
+                    Env { view: ReadView { uncommitted: true, ..env(catalog, cx).view }, ..env(catalog, cx) }
+                } else {
+                    env(catalog, cx)
                 };
-                match inserted {
-                    Ok(pk) => {
-                        cx.undo.push((t.id, pk));
-                        res.affected += 1;
-                        break;
+                let (plan, _) = query::plan_query(&e, q, &[])?;
+                if plan.columns.len() != targets.len() {
+                    return Err(SqlError::new(codes::ER_WRONG_VALUE_COUNT_ON_ROW, "Column count doesn't match value count at row 1"));
+                }
+                let proposal = |r: Row| -> ProposedRow {
+                    let mut vals: ProposedRow = vec![None; t.columns.len()];
+                    for (&col, v) in targets.iter().zip(r) {
+                        vals[col] = Some(v);
                     }
-                    Err(WriteError::Duplicate { existing_pk, .. }) if replace && attempts < 64 => {
-                        locking::lock_for_write(&cx.info.engine.txns.locks, cx.txn, t.id, &existing_pk)?;
-                        data.delete_row(cx.txn, &existing_pk).map_err(|e| write_error(e, t, &row, cx))?;
-                        cx.undo.push((t.id, existing_pk));
-                        res.affected += 1;
-                        duplicates += 1;
+                    vals
+                };
+                if query_reads_table(q, cx.info, &db, &tname) {
+                    // The query reads the table it fills: read it whole first, so it never
+                    // sees the rows this statement inserts (MySQL uses a temporary table).
+                    for r in query::run_select(&plan, &e, None)?.rows {
+                        insert_one(cx, proposal(r))?;
                     }
-                    Err(WriteError::Duplicate { existing_pk, .. }) if on_dup.is_some() => {
-                        let assigns = on_dup.as_ref().expect("checked");
-                        locking::lock_for_write(&cx.info.engine.txns.locks, cx.txn, t.id, &existing_pk)?;
-                        let old = Row::clone(&data.get(&existing_pk, &ReadView::current(cx.txn)).expect("duplicate row is visible"));
-                        let mut combined = old.clone();
-                        combined.extend(row.iter().cloned());
-                        let e = env(catalog, cx);
-                        let mut new = old.clone();
-                        for (col, ex) in assigns {
-                            let v = ex.eval(&e, &RowCtx::new(&combined))?;
-                            new[*col] = v.clone();
-                            combined[*col] = v;
-                        }
-                        let mut none = None;
-                        let new = finish_row(t, new, row_no, cx, data, &mut none)?;
-                        if rows_equal(&new, &old) {
-                            if cx.found_rows {
-                                res.affected += 1;
-                            }
-                        } else {
-                            let latch = data.write_latch();
-                            lock_for_update(cx, t, data, &existing_pk, &old, &new)?;
-                            let pk = data.update_row(&latch, cx.txn, &existing_pk, new.clone()).map_err(|e| write_error(e, t, &new, cx))?;
-                            drop(latch);
-                            if pk != existing_pk {
-                                cx.undo.push((t.id, pk));
-                            }
-                            cx.undo.push((t.id, existing_pk));
-                            res.affected += 2;
-                        }
-                        break;
-                    }
-                    Err(WriteError::Duplicate { .. }) if ignore => {
-                        cx.warnings.push(Warning {
-                            level: "Warning",
-                            code: 1062,
-                            message: write_error(WriteError::Duplicate { index: None, existing_pk: vec![] }, t, &row, cx).message,
-                        });
-                        duplicates += 1;
-                        break;
-                    }
-                    Err(e) => return Err(write_error(e, t, &row, cx)),
+                } else {
+                    query::run_select_into(&plan, &e, None, &mut |r| insert_one(cx, proposal(r)))?;
                 }
             }
         }
         res.last_insert_id = generated;
-        if count > 1 || stmt.source.as_deref().is_some_and(|q| !matches!(q.body.as_ref(), ast::SetExpr::Values(_))) {
+        if count > 1 || select.is_some() {
             res.info = format!("Records: {count}  Duplicates: {duplicates}  Warnings: {}", cx.warnings.len());
         }
         Ok(res)
     })
+}
+
+/// Whether `q` reads the table `db.name` anywhere (a join, a subquery, a derived table).
+fn query_reads_table(q: &ast::Query, info: &SessionInfo, db: &str, name: &str) -> bool {
+    let mut reads = false;
+    let _ = ast::visit_relations(q, |relation| {
+        if let Ok((d, n)) = query::resolve_table_name(info, relation)
+            && d.eq_ignore_ascii_case(db)
+            && n.eq_ignore_ascii_case(name)
+        {
+            reads = true;
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    reads
+}
+
+/// Inserts one finished row: waits for the insert-intention lock, writes it, and on a
+/// duplicate key applies REPLACE, ON DUPLICATE KEY UPDATE (`on_dup`) or IGNORE.
+#[allow(clippy::too_many_arguments)]
+fn insert_row(
+    catalog: &Catalog,
+    cx: &mut DmlCx<'_>,
+    t: &TableMeta,
+    data: &dyn Handler,
+    row: Row,
+    row_no: u64,
+    replace: bool,
+    ignore: bool,
+    on_dup: Option<&[(usize, Expr)]>,
+    res: &mut DmlResult,
+    duplicates: &mut u64,
+) -> Result<()> {
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        let inserted = {
+            let latch = data.write_latch();
+            lock_for_insert(cx, t, data, &row)?;
+            data.write_row(&latch, cx.txn, row.clone())
+        };
+        match inserted {
+            Ok(pk) => {
+                cx.undo.push((t.id, pk));
+                res.affected += 1;
+                return Ok(());
+            }
+            Err(WriteError::Duplicate { existing_pk, .. }) if replace && attempts < 64 => {
+                locking::lock_for_write(&cx.info.engine.txns.locks, cx.txn, t.id, &existing_pk)?;
+                data.delete_row(cx.txn, &existing_pk).map_err(|e| write_error(e, t, &row, cx))?;
+                cx.undo.push((t.id, existing_pk));
+                res.affected += 1;
+                *duplicates += 1;
+            }
+            Err(WriteError::Duplicate { existing_pk, .. }) if on_dup.is_some() => {
+                let assigns = on_dup.expect("checked");
+                locking::lock_for_write(&cx.info.engine.txns.locks, cx.txn, t.id, &existing_pk)?;
+                let old = Row::clone(&data.get(&existing_pk, &ReadView::current(cx.txn)).expect("duplicate row is visible"));
+                let mut combined = old.clone();
+                combined.extend(row.iter().cloned());
+                let e = env(catalog, cx);
+                let mut new = old.clone();
+                for (col, ex) in assigns {
+                    let v = ex.eval(&e, &RowCtx::new(&combined))?;
+                    new[*col] = v.clone();
+                    combined[*col] = v;
+                }
+                let mut none = None;
+                let new = finish_row(t, new, row_no, cx, data, &mut none)?;
+                if rows_equal(&new, &old) {
+                    if cx.found_rows {
+                        res.affected += 1;
+                    }
+                } else {
+                    let latch = data.write_latch();
+                    lock_for_update(cx, t, data, &existing_pk, &old, &new)?;
+                    let pk = data.update_row(&latch, cx.txn, &existing_pk, new.clone()).map_err(|e| write_error(e, t, &new, cx))?;
+                    drop(latch);
+                    if pk != existing_pk {
+                        cx.undo.push((t.id, pk));
+                    }
+                    cx.undo.push((t.id, existing_pk));
+                    res.affected += 2;
+                }
+                return Ok(());
+            }
+            Err(WriteError::Duplicate { .. }) if ignore => {
+                cx.warnings.push(Warning {
+                    level: "Warning",
+                    code: 1062,
+                    message: write_error(WriteError::Duplicate { index: None, existing_pk: vec![] }, t, &row, cx).message,
+                });
+                *duplicates += 1;
+                return Ok(());
+            }
+            Err(e) => return Err(write_error(e, t, &row, cx)),
+        }
+    }
 }
 
 fn rows_equal(a: &Row, b: &Row) -> bool {
