@@ -38,6 +38,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crossbeam_skiplist::SkipMap;
 use parking_lot::{Mutex, MutexGuard};
+use smallvec::SmallVec;
 
 use crate::handler::{Handler, RowCursor, Statistics};
 use crate::key::{encode_key, prefix_successor, range_is_empty};
@@ -107,8 +108,8 @@ fn decode(bytes: &[u8]) -> Row {
 
 #[derive(Debug, Default)]
 struct Chain {
-    /// Oldest first.
-    versions: Vec<Version>,
+    /// Oldest first. Most rows have one version, kept inline: no allocation of its own.
+    versions: SmallVec<[Version; 1]>,
     /// Removed from the primary index: a writer that still holds this chain must look
     /// the key up again.
     unlinked: bool,
@@ -609,7 +610,7 @@ impl Handler for Table {
             }
             let dead = chain.versions.len() == 1 && chain.versions[0].row.is_none() && chain.versions[0].commit_ts.is_some_and(|t| t <= purge_horizon);
             if dead {
-                removed.append(&mut chain.versions);
+                removed.extend(chain.versions.drain(..));
             }
             self.after_removal(chain, pk, &removed);
             Some(())

@@ -33,7 +33,7 @@
 //! `waiting` names it. The manager sits below the SQL layer and knows nothing of tables
 //! beyond their ids.
 
-use std::collections::VecDeque;
+use smallvec::SmallVec;
 
 /// The lock tables' maps: keyed by primary keys clients choose, so seeded per map (no
 /// hash flooding), and fast (the default SipHash was a fifth of a bulk insert's time).
@@ -131,6 +131,10 @@ pub enum Wanted {
     },
 }
 
+/// A record's requests, granted first, in arrival order. Most records have one request (the
+/// holder): it is kept inline, with no allocation of its own.
+type Queue = SmallVec<[Request; 1]>;
+
 #[derive(Debug)]
 struct Request {
     txn: TxnId,
@@ -196,7 +200,7 @@ impl TxnLocks {
 
 #[derive(Default)]
 struct State {
-    queues: HashMap<(u64, Vec<u8>), VecDeque<Request>>,
+    queues: HashMap<(u64, Vec<u8>), Queue>,
     gaps: HashMap<u64, Vec<Gap>>,
     txns: HashMap<TxnId, TxnLocks>,
 }
@@ -280,7 +284,7 @@ impl LockManager {
         if !conflict {
             match queue.iter_mut().find(|r| r.txn == txn) {
                 Some(r) => r.mode = mode,
-                None => queue.push_back(Request { txn, mode, granted: true }),
+                None => queue.push(Request { txn, mode, granted: true }),
             }
             if !first {
                 return Acquire::Held;
@@ -291,7 +295,7 @@ impl LockManager {
         if policy != WaitPolicy::Wait {
             return Acquire::Conflict;
         }
-        queue.push_back(Request { txn, mode, granted: false });
+        queue.push(Request { txn, mode, granted: false });
         let wanted = Wanted::Record { table, key: key.to_vec(), mode };
         if first {
             st.txns.entry(txn).or_insert_with(TxnLocks::new).records.push((table, key.to_vec()));
