@@ -34,6 +34,13 @@ def datadir(tmp_path):
     yield path
 
 
+def after_sigkill(server):
+    """Kills the server with SIGKILL, starts it again on its data directory, and connects."""
+    server.kill()
+    server.start()
+    return server.connect()
+
+
 def setup(server):
     conn = server.connect(database=None)
     with conn.cursor() as cur:
@@ -54,9 +61,7 @@ def test_a_transaction_larger_than_a_log_record_commits_and_survives_a_crash(dat
             assert cur.rowcount == 300
             assert status(cur, "Quill_log_stream_parts") - parts_before >= 30, "the changes went to the log in parts"
             assert status(cur, "Binlog_cache_disk_use") >= 1
-        server.kill()
-        server.start()
-        conn = server.connect()
+        conn = after_sigkill(server)
         with conn.cursor() as cur:
             cur.execute("SELECT COUNT(*), SUM(LENGTH(b)), SUM(LEFT(b, 1) = SUBSTRING('ABCDEFGHIJKLMNOPQRSTUVWXYZ', id % 26 + 1, 1)) FROM big")
             assert cur.fetchone() == (300, 300 * MIB, 300)
@@ -83,9 +88,7 @@ def test_a_stream_killed_before_its_commit_leaves_nothing_and_others_commits_sta
                 for i in range(50):
                     cur2.execute("INSERT INTO other VALUES (%s)", (i,))
             cur.execute("INSERT INTO copy SELECT n + 100000, 'more' FROM nums WHERE n < 20000")
-        server.kill()
-        server.start()
-        conn = server.connect()
+        conn = after_sigkill(server)
         with conn.cursor() as cur:
             cur.execute("SELECT n, s FROM copy")
             assert cur.fetchall() == ((-1, "committed before"),), "nothing of the uncommitted stream"
@@ -115,9 +118,7 @@ def test_a_rolled_back_stream_leaves_nothing_and_a_committed_one_everything(data
             cur.execute("COMMIT")
             cur.execute("SELECT COUNT(*), SUM(v) FROM t")
             expected = cur.fetchone()
-        server.kill()
-        server.start()
-        conn = server.connect()
+        conn = after_sigkill(server)
         with conn.cursor() as cur:
             cur.execute("SELECT COUNT(*), SUM(v) FROM t")
             assert cur.fetchone() == expected
@@ -145,9 +146,7 @@ def test_a_checkpoint_during_a_stream_keeps_its_parts_for_recovery(datadir):
                     i += 1
                     assert i < 100_000, "no checkpoint ran"
             cur.execute("COMMIT")
-        server.kill()
-        server.start()
-        conn = server.connect()
+        conn = after_sigkill(server)
         with conn.cursor() as cur:
             cur.execute("SELECT COUNT(*), MIN(s), MAX(n) FROM t")
             assert cur.fetchone() == (30_000, "row 0", 29_999)
