@@ -19,7 +19,7 @@ from conftest import PrivateQuill, test_target
 pytestmark = pytest.mark.skipif(test_target() != "quill", reason="measures the quill process")
 
 ROWS = 200_000
-ROW_TEXT = 200
+ROW_TEXT = 1000
 
 
 def rss_bytes(pid):
@@ -39,7 +39,7 @@ def quill(tmp_path_factory):
             cur.execute("USE r")
             cur.execute("CREATE TABLE nums (n INT PRIMARY KEY)")
             cur.executemany("INSERT INTO nums VALUES (%s)", [(n,) for n in range(1000)])
-            cur.execute("CREATE TABLE big (id INT PRIMARY KEY, s VARCHAR(255))")
+            cur.execute("CREATE TABLE big (id INT PRIMARY KEY, s VARCHAR(1000))")
             cur.execute(f"INSERT INTO big SELECT a.n * 1000 + b.n, REPEAT('x', {ROW_TEXT}) FROM nums a, nums b WHERE a.n < {ROWS // 1000}")
         conn.close()
         yield server
