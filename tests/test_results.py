@@ -106,3 +106,18 @@ def test_an_error_after_rows_were_sent_follows_them(quill):
     with conn.cursor() as cur:
         cur.execute("SELECT 1")
         assert cur.fetchone() == (1,)
+
+
+def test_a_large_prepared_result_streams_in_the_binary_protocol(quill):
+    import mysql.connector
+
+    conn = mysql.connector.connect(host=quill.host, port=quill.port, user="root", password="", database="r")
+    cur = conn.cursor(prepared=True)
+    # Many flushes of the binary row encoding, a parameter, and every value back intact.
+    cur.execute("SELECT id, s, id * 2 FROM big WHERE id >= ?", (1000,))
+    count = 0
+    for id_, s, double in cur:
+        assert (len(s), double) == (ROW_TEXT, id_ * 2)
+        count += 1
+    assert count == ROWS - 1000
+    conn.close()

@@ -1,7 +1,9 @@
 //! One client connection: handshake, authentication and the command loop.
 //!
 //! Bytes are read from the socket into a [`PacketDecoder`]; every reply to one
-//! command is built in one [`PacketWriter`] buffer and written with one call.
+//! command is built in one [`PacketWriter`] buffer and written with one call, except a
+//! result streamed through the session's row sink (`result_sink`), whose buffer is written
+//! each time it fills.
 //! Pipelined commands are answered in order. A protocol error that leaves the
 //! stream unreliable (oversized packet, sequence mismatch) ends the connection
 //! after an ERR packet, as MySQL does; SQL errors never do.
@@ -837,19 +839,25 @@ fn write_outcome(w: &mut PacketWriter, caps: u32, session: &Session, outcome: Ou
     }
 }
 
-/// Every cell of `rs` encoded by `cell`; strings are first converted into `results`
-/// (`character_set_results`) and wrapped by `converted`.
+/// Every cell of `rs` encoded by `cell` (see [`row_cells`]).
 fn cells<T>(rs: &ResultSet, results: Option<Charset>, converted: impl Fn(Vec<u8>) -> T, cell: impl Fn(&Value, &SqlType) -> T) -> Vec<Vec<T>> {
-    rs.rows
-        .iter()
-        .map(|r| {
-            r.iter()
-                .zip(&rs.columns)
-                .map(|(v, c)| match (v, results) {
-                    (Value::Str(s), Some(cs)) => converted(cs.encode(s).into_owned()),
-                    _ => cell(v, &c.ty),
-                })
-                .collect()
+    rs.rows.iter().map(|r| row_cells(r, rs.columns.iter().map(|c| &c.ty), results, &converted, &cell)).collect()
+}
+
+/// The cells of one row, of column types `types`, encoded by `cell`; strings are first
+/// converted into `results` (`character_set_results`) and wrapped by `converted`.
+fn row_cells<'t, T>(
+    row: &[Value],
+    types: impl Iterator<Item = &'t SqlType>,
+    results: Option<Charset>,
+    converted: impl Fn(Vec<u8>) -> T,
+    cell: impl Fn(&Value, &SqlType) -> T,
+) -> Vec<T> {
+    row.iter()
+        .zip(types)
+        .map(|(v, ty)| match (v, results) {
+            (Value::Str(s), Some(cs)) => converted(cs.encode(s).into_owned()),
+            _ => cell(v, ty),
         })
         .collect()
 }

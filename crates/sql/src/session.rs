@@ -898,13 +898,8 @@ impl Session {
             None => cost::run_heavy(heavy, || query::run_select(&plan, env, None)).map(Outcome::Rows),
             Some(sink) => {
                 // Nothing reaches the client before the newest commit it could see is durable.
-                let engine = &self.info.engine;
-                let durable = engine.log.get().and_then(|log| {
-                    let end = engine.last_commit_end.load(Ordering::Acquire);
-                    (end > log.durable_lsn()).then(|| (end, log.flush_mode()))
-                });
                 let mut rows = 0;
-                sink.begin(&plan.columns, durable)
+                sink.begin(&plan.columns, self.read_durability())
                     .and_then(|()| {
                         cost::run_heavy(heavy, || {
                             query::run_select_into(&plan, env, None, &mut |row| {
@@ -932,13 +927,17 @@ impl Session {
     /// The statement read rows: its reply waits until the newest commit it could have seen
     /// is as durable as the flush mode promises (locks are released before that).
     fn after_read(&mut self) {
-        let engine = self.engine();
-        let end = engine.last_commit_end.load(Ordering::Acquire);
-        if let Some(log) = engine.log.get()
-            && end > log.durable_lsn()
-        {
-            self.wait_for_log(end, log.flush_mode());
+        if let Some((end, mode)) = self.read_durability() {
+            self.wait_for_log(end, mode);
         }
+    }
+
+    /// The log position (and flush mode) a reader's reply must wait for: the end of the
+    /// newest commit it could have seen, when that is not yet durable.
+    fn read_durability(&self) -> Option<(quill_log::Lsn, quill_log::FlushMode)> {
+        let engine = &self.info.engine;
+        let end = engine.last_commit_end.load(Ordering::Acquire);
+        engine.log.get().filter(|log| end > log.durable_lsn()).map(|log| (end, log.flush_mode()))
     }
 
     /// An autocommit, non-locking SELECT outside any transaction: no transaction is

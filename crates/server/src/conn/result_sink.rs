@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use quill_log::{FlushMode, Lsn};
 use quill_protocol::PacketWriter;
-use quill_protocol::binary::BinaryValue;
+use quill_protocol::binary::{BinaryValue, write_binary_row};
 use quill_protocol::constants::ColumnType;
 use quill_protocol::response;
 use quill_sql::query::OutColumn;
@@ -25,7 +25,7 @@ use quill_sql::types::SqlType;
 use quill_sql::{Engine, SqlError};
 use quill_storage::Value;
 
-use super::{Stream, column_def, to_binary, write_all_timed};
+use super::{Stream, column_def, row_cells, to_binary, write_all_timed};
 
 /// The reply buffer is written to the socket once it holds this many bytes.
 pub const SINK_FLUSH_BYTES: usize = 256 << 10;
@@ -120,29 +120,12 @@ impl RowSink for SocketSink {
     }
 
     fn row(&mut self, row: &[Value]) -> Result<(), SqlError> {
-        let results = self.results;
+        let types = self.types.iter();
         if self.binary {
-            let cells: Vec<BinaryValue> = row
-                .iter()
-                .zip(&self.types)
-                .map(|(v, ty)| match (v, results) {
-                    (Value::Str(s), Some(cs)) => BinaryValue::Bytes(cs.encode(s).into_owned()),
-                    _ => to_binary(v, ty),
-                })
-                .collect();
-            let mut encoded = Ok(());
-            let types = &self.column_types;
-            self.w.write_packet_with(|out| encoded = quill_protocol::binary::encode_binary_row(out, types, &cells));
-            encoded.map_err(|_| SqlError::new((1105, "HY000"), "internal error encoding a binary row"))?;
+            let cells = row_cells(row, types, self.results, BinaryValue::Bytes, to_binary);
+            write_binary_row(&mut self.w, &self.column_types, &cells).map_err(|_| SqlError::new((1105, "HY000"), "internal error encoding a binary row"))?;
         } else {
-            let cells: Vec<Option<Vec<u8>>> = row
-                .iter()
-                .zip(&self.types)
-                .map(|(v, ty)| match (v, results) {
-                    (Value::Str(s), Some(cs)) => Some(cs.encode(s).into_owned()),
-                    _ => quill_sql::types::to_text(v, ty),
-                })
-                .collect();
+            let cells = row_cells(row, types, self.results, Some, quill_sql::types::to_text);
             let refs: Vec<Option<&[u8]>> = cells.iter().map(Option::as_deref).collect();
             response::write_text_row(&mut self.w, &refs);
         }
