@@ -85,10 +85,11 @@ pub fn table_scope(t: &TableMeta, alias: &str) -> Scope {
 
 fn write_error(e: WriteError, t: &TableMeta, row: &Row, cx: &DmlCx<'_>) -> SqlError {
     match e {
-        // Another transaction is writing a row with the same key: queue behind its lock.
-        WriteError::Locked { pk, .. } => match locking::lock_for_write(&cx.info.engine.txns.locks, cx.txn, t.id, &pk) {
+        // Another transaction is writing a row with the same key: queue behind its lock. If it
+        // ended in between, the lock is ours at once: the statement runs again, as after a wait.
+        WriteError::Locked { pk, .. } => match locking::lock_for_write(&cx.info.engine.txns.locks, cx.txn, t.id, t.data.as_ref(), &pk) {
             Err(e) => e,
-            Ok(()) => SqlError::internal("a row with an uncommitted version had no lock holder"),
+            Ok(()) => SqlError::lock_wait(),
         },
         WriteError::Duplicate { index, .. } => {
             let (name, cols) = match index {
@@ -101,11 +102,13 @@ fn write_error(e: WriteError, t: &TableMeta, row: &Row, cx: &DmlCx<'_>) -> SqlEr
     }
 }
 
-/// Lock what an insert of `row` into `t` needs: no other transaction's gap lock over any of
-/// its index entries (insert intention), then the row's key, exclusively. REQUIRES: the
-/// table's write latch, held on to the insert, so no gap lock is granted in between.
-fn lock_for_insert(cx: &DmlCx<'_>, t: &TableMeta, data: &dyn Handler, row: &Row) -> Result<()> {
+/// Insert `row` into `t` with the locks it needs: no other transaction's gap lock over any
+/// of its index entries (insert intention), then the row's key, implicitly when no one else
+/// asked for it ([`locking::insert_locked`]). The table's write latch is held from the
+/// intention check to the write, so no gap lock is granted in between.
+fn write_locked(cx: &DmlCx<'_>, t: &TableMeta, data: &dyn Handler, row: &Row) -> Result<std::result::Result<Vec<u8>, WriteError>> {
     let locks = &cx.info.engine.txns.locks;
+    let latch = data.write_latch();
     let pk = data.insert_key(row);
     // Insert intention first, as InnoDB: a transaction held back by a gap holds nothing yet.
     locking::check_insert(locks, cx.txn, t.id, || {
@@ -113,7 +116,7 @@ fn lock_for_insert(cx: &DmlCx<'_>, t: &TableMeta, data: &dyn Handler, row: &Row)
         keys.push((0, pk.clone()));
         keys
     })?;
-    locking::lock_for_write(locks, cx.txn, t.id, &pk)
+    locking::insert_locked(locks, cx.txn, t.id, data, &pk, || data.write_row(&latch, cx.txn, row.clone()))
 }
 
 /// Run `f` on a table's definition and storage.
@@ -371,11 +374,7 @@ fn insert_row(
     let mut attempts = 0;
     loop {
         attempts += 1;
-        let inserted = {
-            let latch = data.write_latch();
-            lock_for_insert(cx, t, data, &row)?;
-            data.write_row(&latch, cx.txn, row.clone())
-        };
+        let inserted = write_locked(cx, t, data, &row)?;
         match inserted {
             Ok(pk) => {
                 cx.undo.push((t.id, pk));
@@ -383,7 +382,7 @@ fn insert_row(
                 return Ok(());
             }
             Err(WriteError::Duplicate { existing_pk, .. }) if replace && attempts < 64 => {
-                locking::lock_for_write(&cx.info.engine.txns.locks, cx.txn, t.id, &existing_pk)?;
+                locking::lock_for_write(&cx.info.engine.txns.locks, cx.txn, t.id, data, &existing_pk)?;
                 data.delete_row(cx.txn, &existing_pk).map_err(|e| write_error(e, t, &row, cx))?;
                 cx.undo.push((t.id, existing_pk));
                 res.affected += 1;
@@ -391,7 +390,7 @@ fn insert_row(
             }
             Err(WriteError::Duplicate { existing_pk, .. }) if on_dup.is_some() => {
                 let assigns = on_dup.expect("checked");
-                locking::lock_for_write(&cx.info.engine.txns.locks, cx.txn, t.id, &existing_pk)?;
+                locking::lock_for_write(&cx.info.engine.txns.locks, cx.txn, t.id, data, &existing_pk)?;
                 let old = Row::clone(&data.get(&existing_pk, &ReadView::current(cx.txn)).expect("duplicate row is visible"));
                 let mut combined = old.clone();
                 combined.extend(row.iter().cloned());
@@ -503,7 +502,7 @@ fn lock_for_update(cx: &DmlCx<'_>, t: &TableMeta, data: &dyn Handler, pk: &[u8],
     let new_pk = if data.has_primary_key() { data.primary_key(new) } else { pk.to_vec() };
     let moved = new_pk != pk;
     if moved {
-        locking::lock_for_write(locks, cx.txn, t.id, &new_pk)?;
+        locking::lock_for_write(locks, cx.txn, t.id, data, &new_pk)?;
     }
     locking::check_insert(locks, cx.txn, t.id, || {
         let old_entries = data.index_entries(old, pk);
@@ -653,7 +652,7 @@ pub fn delete(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Delete) -> Resu
             if data.get(&pk, &ReadView::current(cx.txn)).is_none() {
                 continue;
             }
-            locking::lock_for_write(&cx.info.engine.txns.locks, cx.txn, t.id, &pk)?;
+            locking::lock_for_write(&cx.info.engine.txns.locks, cx.txn, t.id, t.data.as_ref(), &pk)?;
             data.delete_row(cx.txn, &pk).map_err(|e| write_error(e, t, &row, cx))?;
             cx.undo.push((t.id, pk));
             affected += 1;

@@ -69,7 +69,7 @@ impl LockSpec {
     /// [`SqlError::lock_wait`] (queued), 3572 (`NOWAIT`), 1213 (deadlock victim), 1020
     /// (changed since the snapshot).
     pub fn lock_row(&self, locks: &LockManager, table_id: u64, table_name: &str, data: &dyn Handler, pk: &[u8]) -> Result<Option<bool>> {
-        let fresh = match locks.lock_record(self.txn, table_id, pk, self.mode, self.policy) {
+        let fresh = match locks.lock_written_record(self.txn, table_id, pk, self.mode, self.policy, || data.pending_writer(pk)) {
             Acquire::Granted => true,
             Acquire::Held => false,
             Acquire::Conflict if self.policy == WaitPolicy::SkipLocked => return Ok(None),
@@ -119,6 +119,21 @@ impl LockSpec {
     }
 }
 
+/// Insert a new row at `pk` of `data` with `write`: under an implicit lock when no
+/// transaction has a request on `pk` (InnoDB's, see `quill_txn::locks`), else after an
+/// explicit exclusive lock. REQUIRES: the table's write latch, as for [`check_insert`].
+///
+/// # Errors
+/// As [`lock_for_write`].
+pub fn insert_locked<R>(locks: &LockManager, txn: TxnId, table_id: u64, data: &dyn Handler, pk: &[u8], write: impl FnOnce() -> R) -> Result<R> {
+    let mut write = Some(write);
+    if let Some(done) = locks.insert_implicit(table_id, pk, || (write.take().expect("called once"))()) {
+        return Ok(done);
+    }
+    lock_for_write(locks, txn, table_id, data, pk)?;
+    Ok((write.take().expect("not called: the key had requests"))())
+}
+
 /// An insert (or an update that moves a row to a new key or index entry) of the entries
 /// `keys` lists into `table` by `txn`: waits while another transaction's gap lock covers
 /// one of them. `keys` is called only when the table has gap locks at all. REQUIRES: the
@@ -141,12 +156,12 @@ pub fn check_insert(locks: &LockManager, txn: TxnId, table_id: u64, keys: impl F
     Ok(())
 }
 
-/// An exclusive lock for a write to the row at `pk` (always waits; no gap).
+/// An exclusive lock for a write to the row at `pk` of `data` (always waits; no gap).
 ///
 /// # Errors
 /// As [`LockSpec::lock_row`].
-pub fn lock_for_write(locks: &LockManager, txn: TxnId, table_id: u64, pk: &[u8]) -> Result<()> {
-    match locks.lock_record(txn, table_id, pk, LockMode::Exclusive, WaitPolicy::Wait) {
+pub fn lock_for_write(locks: &LockManager, txn: TxnId, table_id: u64, data: &dyn Handler, pk: &[u8]) -> Result<()> {
+    match locks.lock_written_record(txn, table_id, pk, LockMode::Exclusive, WaitPolicy::Wait, || data.pending_writer(pk)) {
         Acquire::Granted | Acquire::Held | Acquire::Conflict => Ok(()),
         Acquire::Waiting => Err(SqlError::lock_wait()),
         Acquire::Deadlock => Err(SqlError::deadlock()),

@@ -125,6 +125,9 @@ pub trait Handler: Send + Sync + std::fmt::Debug {
 
     // ---- transaction outcome -----------------------------------------------------------
 
+    /// The transaction whose uncommitted version is the newest at `pk`, if any: the holder
+    /// of the row's implicit lock when it has no explicit one (`quill_txn::locks`).
+    fn pending_writer(&self, pk: &[u8]) -> Option<TxnId>;
     /// Undo the newest version `txn` wrote on `pk` (a failed statement).
     fn undo_last(&self, txn: TxnId, pk: &[u8]);
     /// Make `txn`'s writes to `pk` committed at `ts`, purging versions no reader at or

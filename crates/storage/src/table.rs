@@ -529,6 +529,12 @@ impl Handler for Table {
     }
 
     /// The commit timestamp of the newest committed version of the row at `pk`.
+    fn pending_writer(&self, pk: &[u8]) -> Option<TxnId> {
+        let entry = self.rows.get(pk)?;
+        let chain = entry.value().lock();
+        chain.versions.last().filter(|v| v.commit_ts.is_none()).map(|v| v.txn)
+    }
+
     fn newest_commit_ts(&self, pk: &[u8]) -> Option<Timestamp> {
         self.rows.get(pk).and_then(|e| e.value().lock().versions.iter().rev().find_map(|v| v.commit_ts))
     }

@@ -9,6 +9,11 @@
 //! one is granted when it conflicts with no granted request and no request ahead of it
 //! (so a stream of shared requests cannot starve an exclusive one). This is InnoDB's rule.
 //!
+//! A row a transaction inserts takes no request of its own: its uncommitted version is an
+//! *implicit* lock, as InnoDB's ([`LockManager::insert_implicit`]), so a bulk insert records
+//! nothing per row here. Another transaction's request on that key makes it explicit first
+//! ([`LockManager::lock_written_record`]), and from then on it queues like any other.
+//!
 //! A *gap lock* covers a range of one index's key space (index 0 is the primary key,
 //! `i + 1` the table's secondary index `i`), taken by a locking scan at REPEATABLE READ or
 //! SERIALIZABLE over the range it read, widened to the neighbouring keys as InnoDB's
@@ -218,6 +223,8 @@ pub struct LockStats {
     pub current_waits: AtomicU64,
     /// Deadlocks found (`Innodb_deadlocks`).
     pub deadlocks: AtomicU64,
+    /// Implicit locks of inserted rows made explicit by another transaction's request.
+    pub implicit_converted: AtomicU64,
 }
 
 /// One lock as `performance_schema.data_locks` shows it.
@@ -256,10 +263,41 @@ pub struct LockManager {
 }
 
 impl LockManager {
-    /// Ask for a record lock on `key` of `table`.
+    /// Ask for a record lock on `key` of `table`, a key no transaction holds implicitly.
     pub fn lock_record(&self, txn: TxnId, table: u64, key: &[u8], mode: LockMode, policy: WaitPolicy) -> Acquire {
+        self.lock_written_record(txn, table, key, mode, policy, || None)
+    }
+
+    /// Ask for a record lock on `key` of `table`, where `writer` names the transaction whose
+    /// uncommitted version is the newest at `key`, if any. A writer other than `txn` with no
+    /// request on `key` holds an *implicit* lock there (its insert took none, see
+    /// [`LockManager::insert_implicit`]): it is made explicit first, an exclusive lock
+    /// granted to the writer, and the request queues behind it. `writer` is called under the
+    /// manager's mutex: a writer that ends stamps or removes its versions before
+    /// [`LockManager::release_all`], which waits for that mutex, so a lock made explicit for
+    /// it is always released.
+    pub fn lock_written_record(
+        &self,
+        txn: TxnId,
+        table: u64,
+        key: &[u8],
+        mode: LockMode,
+        policy: WaitPolicy,
+        writer: impl FnOnce() -> Option<TxnId>,
+    ) -> Acquire {
         let mut guard = self.state.lock();
         let st = &mut *guard;
+        if let Some(owner) = writer()
+            && owner != txn
+        {
+            let queue = st.queues.entry((table, key.to_vec())).or_default();
+            if !queue.iter().any(|r| r.txn == owner) {
+                debug_assert!(queue.iter().all(|r| !r.granted || !r.mode.conflicts(LockMode::Exclusive)), "an implicit lock beside a granted one");
+                queue.insert(0, Request { txn: owner, mode: LockMode::Exclusive, granted: true });
+                st.txns.entry(owner).or_insert_with(TxnLocks::new).records.push((table, key.to_vec()));
+                self.stats.implicit_converted.fetch_add(1, Ordering::Relaxed);
+            }
+        }
         self.withdraw_other_wait(st, txn, |w| matches!(w, Wanted::Record { table: t, key: k, .. } if *t == table && k.as_slice() == key));
         let queue_key = (table, key.to_vec());
         let queue = st.queues.entry(queue_key).or_default();
@@ -322,6 +360,21 @@ impl LockManager {
         self.stats.waits.fetch_add(1, Ordering::Relaxed);
         self.stats.current_waits.fetch_add(1, Ordering::Relaxed);
         Acquire::Waiting
+    }
+
+    /// Run `write`, the insert of a new row at `key` of `table`, under an *implicit* lock
+    /// (InnoDB's): no lock is recorded, the inserted row's uncommitted version is the lock,
+    /// and a later request on `key` by another transaction makes it explicit first (see
+    /// [`LockManager::lock_written_record`]). `None`, with `write` not run, when some
+    /// transaction has a request on `key`: the caller then locks explicitly. `write` runs
+    /// under the manager's mutex, so no request on `key` can be granted between the look
+    /// and the write; it must be short and must not call the manager.
+    pub fn insert_implicit<R>(&self, table: u64, key: &[u8], write: impl FnOnce() -> R) -> Option<R> {
+        let st = self.state.lock();
+        if st.queues.contains_key(&(table, key.to_vec())) {
+            return None;
+        }
+        Some(write())
     }
 
     /// Take a gap lock on `(lo, hi)` of index `index` of `table`. Never waits; `mode` is
