@@ -489,6 +489,11 @@ impl<'a, 'e> Binder<'a, 'e> {
                 return Err(SqlError::new(codes::ER_INVALID_GROUP_FUNC_USE, "Invalid use of group function"));
             };
             let star = matches!(args.first(), Some(FunctionArgExpr::Wildcard));
+            if args.len() > 1 {
+                // COUNT(DISTINCT a, b) and GROUP_CONCAT(a, b): refused rather than answered
+                // from the first argument alone.
+                return Err(SqlError::unsupported(format!("{name} with more than one argument")));
+            }
             let (func, arg) = if agg == AggFunc::Count && star {
                 (AggFunc::CountStar, None)
             } else {

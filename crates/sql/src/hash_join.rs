@@ -28,7 +28,12 @@ use quill_storage::{Collation, Row, Value};
 use crate::error::Result;
 use crate::expr::{CmpOp, Expr, RowCtx};
 use crate::query::{Env, Source, SourceData};
+use crate::tmp_memory;
 use crate::types::SqlType;
+
+/// What one built row costs beyond its values and key: its shared handle and its place in
+/// the map (estimated, for `tmp_memory`).
+const BUILD_ENTRY_OVERHEAD_BYTES: usize = 48;
 
 /// Most rows a table may have to be built into a hash table.
 pub const HASH_JOIN_BUILD_ROWS_MAX: u64 = 4_000_000;
@@ -123,6 +128,7 @@ fn build(source: &Source, keys: &[HashKey], env: &Env<'_>) -> Result<HashMap<Vec
     for (_, row) in meta.data.scan(Bound::Unbounded, Bound::Unbounded, env.view) {
         env.info.interrupt.check()?;
         if let Some(key) = row_key(keys, &row, &source.types) {
+            env.info.tmp_memory.hold_for_statement(tmp_memory::row_bytes(&row) + key.len() + BUILD_ENTRY_OVERHEAD_BYTES)?;
             map.entry(key).or_default().push(row);
         }
     }

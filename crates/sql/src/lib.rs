@@ -32,6 +32,7 @@ pub mod session;
 pub mod show;
 pub mod sink;
 pub mod text;
+pub mod tmp_memory;
 pub mod types;
 pub mod vars;
 

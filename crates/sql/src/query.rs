@@ -29,6 +29,7 @@ use crate::expr::{AggFunc, AggSpec, CmpOp, Expr, RowCtx};
 use crate::locking::{LockSpec, ScannedRange};
 use crate::ops;
 use crate::session::SessionInfo;
+use crate::tmp_memory;
 use crate::types::{SqlType, WriteContext, coerce_to_column};
 
 /// Column flags as the protocol sends them.
@@ -44,6 +45,16 @@ pub mod flags {
     pub const TIMESTAMP: u16 = 1024;
     pub const NUM: u16 = 32768;
 }
+
+/// What one group of a GROUP BY costs beyond its first row and key, per accumulator and for
+/// its index entry (estimated, for `tmp_memory`).
+const GROUP_OVERHEAD_BYTES: usize = 64;
+
+/// Rows a sort with a LIMIT gathers, at least, before it lets go of those past the limit.
+const TOP_ROWS_MIN: usize = 1024;
+
+/// What one value of an aggregate's DISTINCT set costs beyond the value and its key.
+const DISTINCT_ENTRY_OVERHEAD_BYTES: usize = 32;
 
 /// Rows the executor handles between two looks at the clock for `max_execution_time`.
 pub const INTERRUPT_CLOCK_ROWS: u32 = 1024;
@@ -849,7 +860,9 @@ pub(crate) fn choose_access(table: &crate::catalog::TableMeta, conds: &[Expr], o
 /// Evaluation errors; lock errors in a locking read.
 pub fn run_select(plan: &SelectPlan, env: &Env<'_>, parent: Option<&RowCtx<'_>>) -> Result<ResultSet> {
     let mut rows = Vec::new();
+    let mut held = env.info.tmp_memory.hold();
     run_select_into(plan, env, parent, &mut |row| {
+        held.add_row(&row)?;
         rows.push(row);
         Ok(())
     })?;
@@ -867,8 +880,12 @@ pub fn run_select_into(plan: &SelectPlan, env: &Env<'_>, parent: Option<&RowCtx<
     match &plan.kind {
         PlanKind::Block(b) => run_block(b, env, parent, emit),
         PlanKind::Union { left, right, all, order_by, limit, offset } => {
+            let mut held = env.info.tmp_memory.hold();
             let mut rows = run_select(left, env, parent)?.rows;
-            rows.extend(run_select(right, env, parent)?.rows);
+            held.add(rows.iter().map(|r| tmp_memory::row_bytes(r)).sum())?;
+            let right = run_select(right, env, parent)?.rows;
+            held.add(right.iter().map(|r| tmp_memory::row_bytes(r)).sum())?;
+            rows.extend(right);
             if !all {
                 rows = dedupe(rows);
             }
@@ -915,10 +932,14 @@ fn apply_limit(rows: Vec<Row>, limit: Option<&Expr>, offset: Option<&Expr>, env:
 }
 
 fn run_block(b: &Block, env: &Env<'_>, parent: Option<&RowCtx<'_>>, emit: &mut dyn FnMut(Row) -> Result<()>) -> Result<()> {
+    // What the block keeps (derived tables, groups, rows to sort or dedupe) counts against
+    // the statement's bound (`tmp_memory`) until the block ends.
+    let mut held = env.info.tmp_memory.hold();
     // Materialize derived tables.
     for s in &b.sources {
         if let SourceData::Rows(cell, Some(plan)) = &s.data {
             let rows = run_select(plan, env, parent)?.rows;
+            held.add(rows.iter().map(|r| tmp_memory::row_bytes(r)).sum())?;
             *cell.borrow_mut() = Some(rows);
         }
     }
@@ -927,6 +948,14 @@ fn run_block(b: &Block, env: &Env<'_>, parent: Option<&RowCtx<'_>>, emit: &mut d
     let streams = !b.grouped && !b.distinct && (b.order_by.is_empty() || order_follows_scan(b, env));
     let (offset, limit) = if streams { (eval_count(b.offset.as_ref(), env)?.unwrap_or(0), eval_count(b.limit.as_ref(), env)?) } else { (0, None) };
     let early_stop = limit.map(|l| l.saturating_add(offset));
+    // A sort with a LIMIT keeps only the rows that can still make it (MySQL's priority
+    // queue): past twice that many, the rows are sorted and the rest let go.
+    let top = if !streams && !b.grouped && !b.distinct && !b.order_by.is_empty() {
+        let skip = eval_count(b.offset.as_ref(), env)?.unwrap_or(0);
+        eval_count(b.limit.as_ref(), env)?.map(|l| l.saturating_add(skip))
+    } else {
+        None
+    };
     // Otherwise joined rows stream into the grouping or the projection as the join produces
     // them: an aggregate over a large join holds its groups, never the joined rows.
     let mut out: Vec<(Row, Vec<Value>)> = Vec::new();
@@ -938,12 +967,19 @@ fn run_block(b: &Block, env: &Env<'_>, parent: Option<&RowCtx<'_>>, emit: &mut d
             let cx = ctx(row, &[], parent);
             if b.grouped {
                 let key_vals: Vec<Value> = b.group_by.iter().map(|g| g.eval(env, &cx)).collect::<Result<_>>()?;
-                let gi = *index.entry(group_key(&key_vals)).or_insert_with(|| {
-                    groups.push((row.clone(), b.aggs.iter().map(Accumulator::new).collect()));
-                    groups.len() - 1
-                });
+                let key = group_key(&key_vals);
+                let gi = match index.get(&key) {
+                    Some(&gi) => gi,
+                    None => {
+                        held.add(tmp_memory::row_bytes(row) + key.len() + GROUP_OVERHEAD_BYTES * (1 + b.aggs.len()))?;
+                        groups.push((row.clone(), b.aggs.iter().map(Accumulator::new).collect()));
+                        index.insert(key, groups.len() - 1);
+                        groups.len() - 1
+                    }
+                };
                 for (acc, spec) in groups[gi].1.iter_mut().zip(&b.aggs) {
-                    acc.add(spec, env, &cx)?;
+                    let kept = acc.add(spec, env, &cx)?;
+                    held.add(kept)?;
                 }
             } else if streams {
                 // The join stops at the limit (`early_stop`), so every row here is wanted
@@ -954,7 +990,16 @@ fn run_block(b: &Block, env: &Env<'_>, parent: Option<&RowCtx<'_>>, emit: &mut d
                     emit(project_only(b, env, &cx)?)?;
                 }
             } else {
-                out.push(project(b, env, &cx)?);
+                let (r, keys) = project(b, env, &cx)?;
+                held.add(tmp_memory::row_bytes(&r) + tmp_memory::row_bytes(&keys))?;
+                out.push((r, keys));
+                if let Some(keep) = top
+                    && out.len() >= keep.saturating_mul(2).max(TOP_ROWS_MIN)
+                {
+                    out.sort_by(|(_, a), (_, c)| order_cmp(b, a, c));
+                    let dropped: usize = out.drain(keep..).map(|(r, k)| tmp_memory::row_bytes(&r) + tmp_memory::row_bytes(&k)).sum();
+                    held.release(dropped);
+                }
             }
             Ok(())
         };
@@ -992,18 +1037,21 @@ fn run_block(b: &Block, env: &Env<'_>, parent: Option<&RowCtx<'_>>, emit: &mut d
         out.retain(|(r, _)| seen.insert(group_key(r)));
     }
     if !b.order_by.is_empty() {
-        out.sort_by(|(_, a), (_, c)| {
-            for (i, (_, asc, coll)) in b.order_by.iter().enumerate() {
-                let o = ops::sort_cmp(&a[i], &c[i], *coll);
-                if o != Ordering::Equal {
-                    return if *asc { o } else { o.reverse() };
-                }
-            }
-            Ordering::Equal
-        });
+        out.sort_by(|(_, a), (_, c)| order_cmp(b, a, c));
     }
     let rows: Vec<Row> = out.into_iter().map(|(r, _)| r).collect();
     apply_limit(rows, b.limit.as_ref(), b.offset.as_ref(), env)?.into_iter().try_for_each(emit)
+}
+
+/// The block's ORDER BY on two rows' sort keys. Stable sorts keep ties in join order.
+fn order_cmp(b: &Block, a: &[Value], c: &[Value]) -> Ordering {
+    for (i, (_, asc, coll)) in b.order_by.iter().enumerate() {
+        let o = ops::sort_cmp(&a[i], &c[i], *coll);
+        if o != Ordering::Equal {
+            return if *asc { o } else { o.reverse() };
+        }
+    }
+    Ordering::Equal
 }
 
 /// Whether the block's ORDER BY is a leading part of its only table's primary key,
@@ -1377,7 +1425,9 @@ impl Accumulator {
         }
     }
 
-    fn add(&mut self, spec: &AggSpec, env: &Env<'_>, cx: &RowCtx<'_>) -> Result<()> {
+    /// Add one row's value; returns the bytes the accumulator keeps for it (a DISTINCT
+    /// set's entry, a GROUP_CONCAT part), for `tmp_memory`.
+    fn add(&mut self, spec: &AggSpec, env: &Env<'_>, cx: &RowCtx<'_>) -> Result<usize> {
         let v = match &spec.arg {
             Some(a) => a.eval(env, cx)?,
             None => Value::Int(1),
@@ -1385,10 +1435,11 @@ impl Accumulator {
         self.add_value(spec, v)
     }
 
-    fn add_value(&mut self, spec: &AggSpec, v: Value) -> Result<()> {
+    fn add_value(&mut self, spec: &AggSpec, v: Value) -> Result<usize> {
         if v.is_null() {
-            return Ok(());
+            return Ok(0);
         }
+        let mut kept = 0;
         match self {
             Accumulator::Count(n) => *n += 1,
             Accumulator::Sum(total, n) => {
@@ -1415,7 +1466,11 @@ impl Accumulator {
                     *best = Some(v);
                 }
             }
-            Accumulator::Concat(parts) => parts.push(ops::to_string_lossy(&v)),
+            Accumulator::Concat(parts) => {
+                let part = ops::to_string_lossy(&v);
+                kept = part.len() + std::mem::size_of::<String>();
+                parts.push(part);
+            }
             Accumulator::Bits(acc) => {
                 let x = ops::to_i128(&v) as u64;
                 *acc = Some(match (*acc, spec.func) {
@@ -1425,12 +1480,15 @@ impl Accumulator {
                 });
             }
             Accumulator::Distinct(vals, seen) => {
-                if seen.insert(quill_storage::key::encode_key([(&v, spec.collation)])) {
+                let key = quill_storage::key::encode_key([(&v, spec.collation)]);
+                let bytes = key.len() + tmp_memory::row_bytes(std::slice::from_ref(&v)) + DISTINCT_ENTRY_OVERHEAD_BYTES;
+                if seen.insert(key) {
+                    kept = bytes;
                     vals.push(v);
                 }
             }
         }
-        Ok(())
+        Ok(kept)
     }
 
     fn finish(self, spec: &AggSpec) -> Value {

@@ -161,6 +161,8 @@ pub struct SessionInfo {
     pub user_vars: HashMap<String, Value>,
     /// KILL and `max_execution_time`: checked by the executor as it goes.
     pub interrupt: query::Interrupt,
+    /// The running statement's intermediate memory, bounded by `temptable_max_ram`.
+    pub tmp_memory: crate::tmp_memory::TmpMemory,
 }
 
 impl SessionInfo {
@@ -345,6 +347,7 @@ impl Session {
                 vars,
                 user_vars: HashMap::new(),
                 interrupt: query::Interrupt::new(interrupt),
+                tmp_memory: crate::tmp_memory::TmpMemory::default(),
             },
             txn: None,
             warnings: Vec::new(),
@@ -728,6 +731,8 @@ impl Session {
 
     /// One attempt at a statement: sync, under the engine lock.
     fn execute_once(&mut self, stmt: &Statement, params: &[Value], text: &str) -> Result<Outcome> {
+        let bound = self.info.engine.global("temptable_max_ram").and_then(|v| v.parse().ok()).unwrap_or(usize::MAX);
+        self.info.tmp_memory.start_statement(bound);
         match stmt {
             Statement::Query(q) => self.select(q, params),
             Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => self.write(stmt, params),

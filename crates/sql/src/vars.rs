@@ -118,6 +118,8 @@ pub const VARIABLES: &[VarDef] = &[
     v("lower_case_table_names", Global, int(0, 2), ReadOnly, "0"),
     v("max_allowed_packet", Both, int_blocks(MAX_ALLOWED_PACKET_MIN, MAX_ALLOWED_PACKET_MAX, 1024), Live, "67108864"),
     v("max_connections", Global, int(1, 100_000), Live, "151"),
+    // MEMORY tables do not exist apart from the one engine; see tmp_table_size.
+    v("max_heap_table_size", Both, int_blocks(16_384, u64::MAX, 1024), Inert, "16777216"),
     v("net_buffer_length", Both, int_blocks(1024, 1_048_576, 1024), Inert, "16384"),
     v("net_read_timeout", Both, int(1, TIMEOUT_SECONDS_MAX), Live, "30"),
     v("net_write_timeout", Both, int(1, TIMEOUT_SECONDS_MAX), Live, "60"),
@@ -141,13 +143,21 @@ pub const VARIABLES: &[VarDef] = &[
     v("skip_networking", Global, Bool, ReadOnly, "OFF"),
     // Quill listens on TCP only; clients that look for a Unix socket find none.
     v("socket", Global, Str, ReadOnly, ""),
+    // Sorts are held whole in memory, within temptable_max_ram (`tmp_memory`).
+    v("sort_buffer_size", Both, int(32_768, u64::MAX), Inert, "262144"),
     v("sql_auto_is_null", Both, Bool, Inert, "OFF"),
     v("sql_mode", Both, Str, Live, "ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION"),
     v("sql_notes", Both, Bool, Inert, "ON"),
     v("sql_safe_updates", Both, Bool, Inert, "OFF"),
     v("sql_select_limit", Both, int(0, u64::MAX), Inert, "18446744073709551615"),
     v("system_time_zone", Global, Str, ReadOnly, "UTC"),
+    // The memory one statement's intermediate results may hold (`tmp_memory`): past it,
+    // 1114. MySQL's variable is global; so is this one.
+    v("temptable_max_ram", Global, int(2_097_152, u64::MAX), Live, "1073741824"),
     v("time_zone", Both, Str, Live, "SYSTEM"),
+    // MySQL's in-memory bound before a temporary table moves to disk. Quill has no on-disk
+    // temporary tables: its bound is temptable_max_ram.
+    v("tmp_table_size", Both, int(1024, u64::MAX), Inert, "16777216"),
     v("transaction_isolation", Both, Str, Live, "REPEATABLE-READ"),
     v("transaction_read_only", Both, Bool, Live, "OFF"),
     v("tx_isolation", Both, Str, Live, "REPEATABLE-READ"),
