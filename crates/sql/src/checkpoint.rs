@@ -32,9 +32,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use quill_io::Fs;
-use quill_storage::ReadView;
 use quill_storage::checkpoint::{CheckpointPosition, CheckpointWriter, remove_old_checkpoints};
 use quill_storage::table::SharedRow;
+use quill_storage::{ReadView, ScanOrder};
 
 use crate::catalog::{Catalog, SYSTEM_DATABASES};
 use crate::session::{Engine, Session};
@@ -133,7 +133,7 @@ fn write_file(
             let chunk: Vec<(Vec<u8>, SharedRow)> = {
                 let Ok(table) = catalog.table(db, name) else { break };
                 let lower = after.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
-                table.data.scan(lower, Bound::Unbounded, view).take(CHUNK_ROWS).collect()
+                table.data.scan(lower, Bound::Unbounded, view, ScanOrder::Ascending).take(CHUNK_ROWS).collect()
             };
             for (key, row) in &chunk {
                 writer.row(key, row)?;

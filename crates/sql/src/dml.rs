@@ -464,6 +464,7 @@ fn matching_rows(e: &Env<'_>, spec: &LockSpec, t: &TableMeta, filter: Option<&Ex
         types: t.columns.iter().map(|c| c.ty.clone()).collect(),
         key_name: None,
         hash_table: Default::default(),
+        order: quill_storage::ScanOrder::Ascending,
     };
     let locks = &e.info.engine.txns.locks;
     let matches = |r: &Row| -> Result<bool> {

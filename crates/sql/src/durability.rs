@@ -29,7 +29,7 @@ use std::time::Duration;
 use quill_io::Fs;
 use quill_log::{Change, FlushMode, Log, LogConfig, Record, Recovered};
 use quill_storage::checkpoint::{CheckpointEntry, CheckpointError, CheckpointPosition, find_checkpoints, read_checkpoint};
-use quill_storage::{ReadView, TxnId, Value, decode_row, row_bytes};
+use quill_storage::{ReadView, ScanOrder, TxnId, Value, decode_row, row_bytes};
 
 use crate::catalog::Catalog;
 use crate::error::{Result, SqlError};
@@ -165,7 +165,7 @@ pub fn ddl_changes(catalog: &Catalog, db: Option<&str>, sql: String, created_by_
     let Some((table_db, name)) = created_by_select else { return vec![Change::Ddl { db: db.unwrap_or_default().to_owned(), sql }] };
     let Ok(table) = catalog.table(table_db, name) else { return vec![Change::Ddl { db: db.unwrap_or_default().to_owned(), sql }] };
     let mut changes = vec![Change::Ddl { db: table_db.clone(), sql: table_definition(catalog, table_db, name) }];
-    for (key, row) in table.data.scan(Bound::Unbounded, Bound::Unbounded, ReadView::current(quill_storage::table::RECOVERY_TXN)) {
+    for (key, row) in table.data.scan(Bound::Unbounded, Bound::Unbounded, ReadView::current(quill_storage::table::RECOVERY_TXN), ScanOrder::Ascending) {
         changes.push(Change::Put { db: table_db.clone(), table: name.clone(), key, row: row_bytes(&row) });
     }
     changes

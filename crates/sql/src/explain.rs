@@ -51,6 +51,8 @@ fn describe(plan: &SelectPlan, id: i64, rows: &mut Vec<Vec<Value>>) {
                     Access::PkPoint(_) => ("const", src.key_name.clone().map_or(Value::Null, Value::Str)),
                     Access::PkIn(_) | Access::PkRange { .. } => ("range", src.key_name.clone().map_or(Value::Null, Value::Str)),
                     Access::IndexEq { .. } => ("ref", src.key_name.clone().map_or(Value::Null, Value::Str)),
+                    // The whole index, read in its order for ORDER BY ... LIMIT.
+                    Access::IndexRange { low: None, high: None, .. } => ("index", src.key_name.clone().map_or(Value::Null, Value::Str)),
                     Access::IndexRange { .. } => ("range", src.key_name.clone().map_or(Value::Null, Value::Str)),
                 };
                 let extra = match (b.filter.is_some(), matches!(src.access, Access::Hash(_))) {

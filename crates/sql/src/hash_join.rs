@@ -23,7 +23,7 @@ use std::ops::Bound;
 
 use quill_storage::key::encode_key;
 use quill_storage::table::SharedRow;
-use quill_storage::{Collation, Row, Value};
+use quill_storage::{Collation, Row, ScanOrder, Value};
 
 use crate::error::Result;
 use crate::expr::{CmpOp, Expr, RowCtx};
@@ -125,7 +125,7 @@ fn build(source: &Source, keys: &[HashKey], env: &Env<'_>) -> Result<HashMap<Vec
     let SourceData::Table { db, name, .. } = &source.data else { unreachable!("hash joins are chosen for tables only") };
     let meta = env.catalog.table(db, name)?;
     let mut map: HashMap<Vec<u8>, Vec<SharedRow>> = HashMap::new();
-    for (_, row) in meta.data.scan(Bound::Unbounded, Bound::Unbounded, env.view) {
+    for (_, row) in meta.data.scan(Bound::Unbounded, Bound::Unbounded, env.view, ScanOrder::Ascending) {
         env.info.interrupt.check()?;
         if let Some(key) = row_key(keys, &row, &source.types) {
             env.info.tmp_memory.hold_for_statement(tmp_memory::row_bytes(&row) + key.len() + BUILD_ENTRY_OVERHEAD_BYTES)?;

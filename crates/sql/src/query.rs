@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use std::time::Instant;
 
 use quill_storage::table::SharedRow;
-use quill_storage::{Collation, ReadView, Row, Value};
+use quill_storage::{Collation, ReadView, Row, ScanOrder, Value};
 use sqlparser::ast::{self, GroupByExpr, JoinConstraint, JoinOperator, SelectItem, SetExpr, SetOperator, SetQuantifier, TableFactor};
 
 use crate::bind::{Binder, Scope, ScopeColumn};
@@ -214,6 +214,9 @@ pub struct Source {
     pub key_name: Option<String>,
     /// The built side of an [`Access::Hash`] source.
     pub hash_table: crate::hash_join::HashTable,
+    /// Which way a plain read walks the access path's key: descending when ORDER BY ...
+    /// DESC follows it (`order_follows_scan`).
+    pub order: ScanOrder,
 }
 
 #[derive(Debug)]
@@ -483,6 +486,7 @@ fn plan_block(
             types,
             key_name: None,
             hash_table: Default::default(),
+            order: ScanOrder::Ascending,
         });
         for j in &twj.joins {
             let offset = scope.columns.len();
@@ -500,7 +504,18 @@ fn plan_block(
                 Some(JoinConstraint::Natural) => return Err(SqlError::unsupported("NATURAL JOIN")),
                 _ => (None, vec![]),
             };
-            sources.push(Source { data, offset, width, kind, on: None, access: Access::Full, types, key_name: None, hash_table: Default::default() });
+            sources.push(Source {
+                data,
+                offset,
+                width,
+                kind,
+                on: None,
+                access: Access::Full,
+                types,
+                key_name: None,
+                hash_table: Default::default(),
+                order: ScanOrder::Ascending,
+            });
             pending_on.push((sources.len() - 1, kind, on, using));
         }
     }
@@ -648,6 +663,20 @@ fn plan_block(
             && let Some(keys) = crate::hash_join::choose(&sources, i, &conds, table.data.statistics().rows)
         {
             access = Access::Hash(keys);
+        }
+        // A single table read in the order of a secondary index that ORDER BY ... LIMIT
+        // follows: the scan stops after the rows it returns, instead of sorting the table.
+        if matches!(access, Access::Full)
+            && sources.len() == 1
+            && !grouped
+            && !distinct
+            && limit.is_some()
+            && let Some(index) = table.indexes.iter().position(|ix| order_matches(&order_by, &sources[i], &ix.columns).is_some())
+        {
+            access = Access::IndexRange { index, low: None, high: None };
+        }
+        if sources.len() == 1 && !grouped && !distinct {
+            sources[i].order = key_order(&order_by, &sources[i], &access, table).unwrap_or(ScanOrder::Ascending);
         }
         sources[i].access = access;
         sources[i].key_name = match &sources[i].access {
@@ -1054,22 +1083,53 @@ fn order_cmp(b: &Block, a: &[Value], c: &[Value]) -> Ordering {
     Ordering::Equal
 }
 
-/// Whether the block's ORDER BY is a leading part of its only table's primary key,
-/// ascending, read through the primary key: then rows come out of the scan already in
-/// order, and a LIMIT may stop the scan early (so a locking read locks only what it
-/// returns, as InnoDB's index-ordered scan does).
+/// Whether the block's ORDER BY follows the order its only table is scanned in: then
+/// rows come out of the scan already in order, and a LIMIT may stop the scan early (so a
+/// locking read locks only what it returns, as InnoDB's index-ordered scan does).
+///
+/// ORDER BY a leading part of the primary key, ascending, follows any read through the
+/// primary key. A plain read through a secondary index yields rows in that index's order,
+/// and a plain read of a key range can walk it backwards (`Source::order`, chosen by the
+/// planner). A locking read follows neither: it reads each row's newest version, which may
+/// have left the index entry it was found by, and takes its locks in ascending order.
 fn order_follows_scan(b: &Block, env: &Env<'_>) -> bool {
     let [s] = b.sources.as_slice() else { return false };
     let SourceData::Table { db, name, .. } = &s.data else { return false };
-    if !matches!(s.access, Access::Full | Access::PkRange { .. } | Access::PkPoint(_) | Access::PkIn(_)) {
-        return false;
-    }
     let Ok(meta) = env.catalog.table(db, name) else { return false };
-    b.order_by.len() <= meta.primary.len()
-        && b.order_by
+    match key_order(&b.order_by, s, &s.access, meta) {
+        Some(ScanOrder::Ascending) => env.lock.is_none() || matches!(s.access, Access::Full | Access::PkRange { .. } | Access::PkPoint(_) | Access::PkIn(_)),
+        Some(ScanOrder::Descending) => env.lock.is_none() && s.order == ScanOrder::Descending,
+        None => false,
+    }
+}
+
+/// The direction `access` must scan source `s` in for its rows to come in `order_by`'s
+/// order, if one does. Key lists (`PkIn`, `PkPoint`) are read ascending only.
+fn key_order(order_by: &[(Expr, bool, Collation)], s: &Source, access: &Access, meta: &crate::catalog::TableMeta) -> Option<ScanOrder> {
+    let order = match access {
+        Access::Full | Access::PkRange { .. } => order_matches(order_by, s, &meta.primary),
+        Access::PkPoint(_) | Access::PkIn(_) => order_matches(order_by, s, &meta.primary).filter(|o| *o == ScanOrder::Ascending),
+        Access::IndexRange { index, .. } => order_matches(order_by, s, &meta.indexes[*index].columns),
+        Access::IndexEq { index, values } => {
+            let columns = &meta.indexes[*index].columns;
+            order_matches(order_by, s, columns).or_else(|| order_matches(order_by, s, &columns[values.len()..]))
+        }
+        Access::Hash(_) => None,
+    }?;
+    Some(order)
+}
+
+/// The direction in which `order_by` is a leading part of the key `columns` of source `s`,
+/// in the columns' own collations and all one way (so a scan of that key, that way, yields
+/// rows in its order).
+fn order_matches(order_by: &[(Expr, bool, Collation)], s: &Source, columns: &[usize]) -> Option<ScanOrder> {
+    let asc = order_by.first()?.1;
+    let fits = order_by.len() <= columns.len()
+        && order_by
             .iter()
-            .zip(&meta.primary)
-            .all(|((e, asc, coll), &col)| *asc && matches!(e, Expr::Column(c) if *c == s.offset + col) && *coll == s.types[col].collation())
+            .zip(columns)
+            .all(|((e, a, coll), &col)| *a == asc && matches!(e, Expr::Column(c) if *c == s.offset + col) && *coll == s.types[col].collation());
+    fits.then_some(if asc { ScanOrder::Ascending } else { ScanOrder::Descending })
 }
 
 fn ctx<'a>(row: &'a [Value], aggs: &'a [Value], parent: Option<&'a RowCtx<'a>>) -> RowCtx<'a> {
@@ -1200,10 +1260,12 @@ pub(crate) fn read_source<'a>(s: &Source, row: &Row, env: &Env<'a>, parent: Opti
     let catalog: &'a crate::catalog::Catalog = env.catalog;
     let t = catalog.table(db, name)?.data.as_ref();
     let found = access_keys(s, row, env, parent, false)?;
-    Ok(match (found.rows, found.keys) {
-        (Some(rows), _) => Box::new(rows.into_iter()),
+    let view = env.view;
+    Ok(match (found.cursor, found.keys) {
+        (Some(KeyRange::Primary(lo, hi)), _) => Box::new(t.scan(as_ref_bound(&lo), as_ref_bound(&hi), view, s.order).map(|(_, r)| r)),
+        (Some(KeyRange::Index(index, lo, hi)), _) => Box::new(t.index_scan(index, as_ref_bound(&lo), as_ref_bound(&hi), view, s.order).map(|(_, r)| r)),
         (None, Some(keys)) => Box::new(keys.iter().filter_map(|k| t.get(k, &env.view)).collect::<Vec<_>>().into_iter()),
-        (None, None) => Box::new(t.scan(Bound::Unbounded, Bound::Unbounded, env.view).map(|(_, r)| r)),
+        (None, None) => Box::new(t.scan(Bound::Unbounded, Bound::Unbounded, view, s.order).map(|(_, r)| r)),
     })
 }
 
@@ -1229,22 +1291,28 @@ pub(crate) fn locking_candidates(s: &Source, row: &Row, env: &Env<'_>, parent: O
 struct AccessKeys {
     keys: Option<Vec<Vec<u8>>>,
     gaps: Vec<ScannedRange>,
-    /// The rows of `keys`, when the access path read them on the way (a plain range).
-    rows: Option<Vec<SharedRow>>,
+    /// For a plain read of a range: the range to read as a cursor (`keys` is then `None`).
+    cursor: Option<KeyRange>,
+}
+
+/// A range of a table's primary key or of one of its secondary indexes (encoded bounds).
+enum KeyRange {
+    Primary(Bound<Vec<u8>>, Bound<Vec<u8>>),
+    Index(usize, Bound<Vec<u8>>, Bound<Vec<u8>>),
 }
 
 /// The primary keys a source's access path finds (`None`: the whole table), and, for a
 /// locking scan (`all_versions`), the ranges it read. A locking scan lists every row in
 /// range whatever its versions; a plain one only rows `env.view` sees.
 fn access_keys(s: &Source, row: &Row, env: &Env<'_>, parent: Option<&RowCtx<'_>>, all_versions: bool) -> Result<AccessKeys> {
-    let SourceData::Table { db, name, .. } = &s.data else { return Ok(AccessKeys { keys: Some(Vec::new()), gaps: Vec::new(), rows: None }) };
+    let SourceData::Table { db, name, .. } = &s.data else { return Ok(AccessKeys { keys: Some(Vec::new()), gaps: Vec::new(), cursor: None }) };
     let meta = env.catalog.table(db, name)?;
     let t = meta.data.as_ref();
     let cx = ctx(row, &[], parent);
     let view = env.view;
     let mut gaps = Vec::new();
     let mut pks: Option<Vec<Vec<u8>>> = None;
-    let mut rows: Option<Vec<SharedRow>> = None;
+    let mut cursor = None;
     match &s.access {
         // A locking read of a hash-joined table scans it, locking rows as it goes.
         Access::Full | Access::Hash(_) => {
@@ -1315,20 +1383,14 @@ fn access_keys(s: &Source, row: &Row, env: &Env<'_>, parent: Option<&RowCtx<'_>>
                     }
                     _ => false,
                 };
-                let keys: Vec<Vec<u8>> = if empty {
-                    vec![]
+                if empty {
+                    pks = Some(Vec::new());
                 } else if all_versions {
-                    t.keys_in_range(as_ref_bound(&lo), as_ref_bound(&hi))
-                } else {
-                    // A plain range read has its rows already: no second lookup per key.
-                    let (keys, found): (Vec<Vec<u8>>, Vec<SharedRow>) = t.scan(as_ref_bound(&lo), as_ref_bound(&hi), view).unzip();
-                    rows = Some(found);
-                    keys
-                };
-                if all_versions && !empty {
+                    pks = Some(t.keys_in_range(as_ref_bound(&lo), as_ref_bound(&hi)));
                     gaps.push(ScannedRange { index: 0, lo, hi, next_record: true });
+                } else {
+                    cursor = Some(KeyRange::Primary(lo, hi));
                 }
-                pks = Some(keys);
             }
         }
         Access::IndexRange { index, low, high } => {
@@ -1347,7 +1409,7 @@ fn access_keys(s: &Source, row: &Row, env: &Env<'_>, parent: Option<&RowCtx<'_>>
                     pks = Some(t.index_keys_in_range(*index, as_ref_bound(&lo), as_ref_bound(&hi)));
                     gaps.push(ScannedRange { index: index_number(*index), lo, hi, next_record: true });
                 } else {
-                    pks = Some(t.index_scan(*index, as_ref_bound(&lo), as_ref_bound(&hi), &view));
+                    cursor = Some(KeyRange::Index(*index, lo, hi));
                 }
             }
         }
@@ -1376,16 +1438,25 @@ fn access_keys(s: &Source, row: &Row, env: &Env<'_>, parent: Option<&RowCtx<'_>>
                     }
                     pks = Some(keys);
                 } else {
-                    pks = Some(t.index_scan(*index, Bound::Included(&key), Bound::Included(&key), &view));
+                    cursor = Some(KeyRange::Index(*index, Bound::Included(key.clone()), Bound::Included(key)));
                 }
             }
         }
+    }
+    if !all_versions
+        && pks.is_none()
+        && cursor.is_none()
+        && let Access::IndexEq { index, .. } | Access::IndexRange { index, .. } = &s.access
+    {
+        // A value that is not exact for the key reads the whole index, still in its order
+        // (ORDER BY may rely on it: `order_follows_scan`).
+        cursor = Some(KeyRange::Index(*index, Bound::Unbounded, Bound::Unbounded));
     }
     if all_versions && pks.is_none() && !matches!(s.access, Access::Full | Access::Hash(_)) {
         // A value that is not exact for the key falls back to a scan of the whole table.
         gaps.push(ScannedRange { index: 0, lo: Bound::Unbounded, hi: Bound::Unbounded, next_record: false });
     }
-    Ok(AccessKeys { keys: pks, gaps, rows })
+    Ok(AccessKeys { keys: pks, gaps, cursor })
 }
 
 /// Gap locks number the primary key 0 and secondary index `i` as `i + 1`.

@@ -24,8 +24,15 @@ use std::ops::Bound;
 use crate::table::{GapAround, ReadView, SharedRow, Timestamp, TxnId, WriteError, WriteLatch};
 use crate::value::{Row, Value};
 
-/// A scan's cursor: `(primary key, row version)` pairs in primary-key order.
+/// A scan's cursor: `(primary key, row version)` pairs in the order of the key scanned.
 pub type RowCursor<'a> = Box<dyn Iterator<Item = (Vec<u8>, SharedRow)> + 'a>;
+
+/// Which way a scan walks its key: ORDER BY ... DESC LIMIT reads an index backwards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScanOrder {
+    Ascending,
+    Descending,
+}
 
 /// What the planner may ask a table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,10 +79,11 @@ pub trait Handler: Send + Sync + std::fmt::Debug {
     /// The newest version of the row at `pk`, committed or not.
     fn newest(&self, pk: &[u8]) -> Option<SharedRow>;
     /// Range or full scan of the primary key through `view`.
-    fn scan<'a>(&'a self, lower: Bound<&[u8]>, upper: Bound<&[u8]>, view: ReadView) -> RowCursor<'a>;
-    /// Primary keys of rows `view` sees whose key in secondary index `index` lies in the
-    /// range (bounds are encoded index-key prefixes), in index order.
-    fn index_scan(&self, index: usize, lower: Bound<&[u8]>, upper: Bound<&[u8]>, view: &ReadView) -> Vec<Vec<u8>>;
+    fn scan<'a>(&'a self, lower: Bound<&[u8]>, upper: Bound<&[u8]>, view: ReadView, order: ScanOrder) -> RowCursor<'a>;
+    /// The rows `view` sees whose key in secondary index `index` lies in the range (bounds
+    /// are encoded index-key prefixes), with their primary keys, in index order: a cursor,
+    /// so a reader that stops early (ORDER BY ... LIMIT) reads no further.
+    fn index_scan<'a>(&'a self, index: usize, lower: Bound<&[u8]>, upper: Bound<&[u8]>, view: ReadView, order: ScanOrder) -> RowCursor<'a>;
     /// Every row in the primary-key range whatever its versions (for locking reads).
     fn keys_in_range(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> Vec<Vec<u8>>;
     /// Every entry of secondary index `index` in the range, whatever its versions.
@@ -92,7 +100,7 @@ pub trait Handler: Send + Sync + std::fmt::Debug {
     fn newest_commit_ts(&self, pk: &[u8]) -> Option<Timestamp>;
     /// Every row `view` sees, in primary-key order (copies and checkpoints).
     fn snapshot_rows(&self, view: ReadView) -> Vec<Row> {
-        self.scan(Bound::Unbounded, Bound::Unbounded, view).map(|(_, r)| Row::clone(&r)).collect()
+        self.scan(Bound::Unbounded, Bound::Unbounded, view, ScanOrder::Ascending).map(|(_, r)| Row::clone(&r)).collect()
     }
 
     // ---- writes ----------------------------------------------------------------------

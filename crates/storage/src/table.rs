@@ -40,7 +40,7 @@ use crossbeam_skiplist::SkipMap;
 use parking_lot::{Mutex, MutexGuard};
 use smallvec::SmallVec;
 
-use crate::handler::{Handler, RowCursor, Statistics};
+use crate::handler::{Handler, RowCursor, ScanOrder, Statistics};
 use crate::key::{encode_key, prefix_successor, range_is_empty};
 use crate::row::{decode_row, row_bytes};
 use crate::value::{Collation, Row, Value};
@@ -417,37 +417,44 @@ impl Handler for Table {
     /// Rows visible to `view` with primary keys in the range, in key order. The scan
     /// holds no lock between rows: rows written while it runs may or may not be met,
     /// and the view decides which versions it sees.
-    fn scan<'a>(&'a self, lower: Bound<&[u8]>, upper: Bound<&[u8]>, view: ReadView) -> RowCursor<'a> {
+    fn scan<'a>(&'a self, lower: Bound<&[u8]>, upper: Bound<&[u8]>, view: ReadView, order: ScanOrder) -> RowCursor<'a> {
         // An inverted range is empty; `[x, x)` is the skip list's empty range.
         let (lower, upper) = if range_is_empty(lower, upper) {
             (Bound::Included(Vec::new()), Bound::Excluded(Vec::new()))
         } else {
             (lower.map(<[u8]>::to_vec), upper.map(<[u8]>::to_vec))
         };
-        Box::new(self.rows.range::<Vec<u8>, _>((lower, upper)).filter_map(move |e| {
+        let range = self.rows.range::<Vec<u8>, _>((lower, upper));
+        let visible = move |e: crossbeam_skiplist::map::Entry<'a, Vec<u8>, Mutex<Chain>>| {
             let row = decode(e.value().lock().visible(&view)?);
             Some((e.key().clone(), SharedRow::new(row)))
-        }))
+        };
+        match order {
+            ScanOrder::Ascending => Box::new(range.filter_map(visible)),
+            ScanOrder::Descending => Box::new(range.rev().filter_map(visible)),
+        }
     }
 
-    /// Primary keys of rows visible to `view` whose key in secondary index `index`
-    /// lies in the range (bounds are encoded index-key prefixes), in index order.
-    fn index_scan(&self, index: usize, lower: Bound<&[u8]>, upper: Bound<&[u8]>, view: &ReadView) -> Vec<Vec<u8>> {
+    /// Rows visible to `view` whose key in secondary index `index` lies in the range
+    /// (bounds are encoded index-key prefixes), in index order, read as the cursor advances.
+    fn index_scan<'a>(&'a self, index: usize, lower: Bound<&[u8]>, upper: Bound<&[u8]>, view: ReadView, order: ScanOrder) -> RowCursor<'a> {
         let idx = &self.indexes[index];
         // Entries are `index key ++ pk`, so an inclusive prefix bound becomes
         // "from the prefix" / "to the prefix's successor".
-        let Some((lo, hi)) = Self::entry_range(lower, upper) else { return Vec::new() };
-        let mut out: Vec<Vec<u8>> = Vec::new();
-        for e in idx.entries.range((lo, hi)) {
+        let Some(range) = Self::entry_range(lower, upper) else { return Box::new(std::iter::empty()) };
+        let range = idx.entries.range(range);
+        let visible = move |e: crossbeam_skiplist::map::Entry<'a, Vec<u8>, Vec<u8>>| {
             let (entry, pk) = (e.key(), e.value());
-            let Some(row) = self.get(pk, view) else { continue };
+            let row = self.get(pk, &view)?;
+            // The entry may belong to an older or newer version of the row: only the entry
+            // of the version `view` sees yields it (so each row comes once).
             let key = Self::index_key(&idx.def, &row);
-            // The entry may belong to an older or newer version of the row.
-            if entry.len() == key.len() + pk.len() && entry.starts_with(&key) && out.last().is_none_or(|p| p != pk) {
-                out.push(pk.clone());
-            }
+            (entry.len() == key.len() + pk.len() && entry.starts_with(&key)).then(|| (pk.clone(), row))
+        };
+        match order {
+            ScanOrder::Ascending => Box::new(range.filter_map(visible)),
+            ScanOrder::Descending => Box::new(range.rev().filter_map(visible)),
         }
-        out
     }
 
     /// Whether the row at `pk` has any version, committed or not, live or deleted.
@@ -713,16 +720,17 @@ mod tests {
                 0,
                 Bound::Included(&t.encode_index(0, &[Value::Str("b".into())])),
                 Bound::Included(&t.encode_index(0, &[Value::Str("b".into())])),
-                &ReadView::current(2)
+                ReadView::current(2),
+                ScanOrder::Ascending
             )
-            .len(),
+            .count(),
             1
         );
         t.undo_last(2, &pk);
         let b = t.encode_index(0, &[Value::Str("b".into())]);
-        assert!(t.index_scan(0, Bound::Included(&b), Bound::Included(&b), &ReadView::current(2)).is_empty());
+        assert_eq!(t.index_scan(0, Bound::Included(&b), Bound::Included(&b), ReadView::current(2), ScanOrder::Ascending).count(), 0);
         let a = t.encode_index(0, &[Value::Str("A".into())]);
-        assert_eq!(t.index_scan(0, Bound::Included(&a), Bound::Included(&a), &v).len(), 1);
+        assert_eq!(t.index_scan(0, Bound::Included(&a), Bound::Included(&a), v, ScanOrder::Ascending).count(), 1);
     }
 
     #[test]
@@ -774,14 +782,14 @@ mod tests {
             }
             scope.spawn(|| {
                 for _ in 0..50 {
-                    let seen: Vec<_> = t.scan(Bound::Unbounded, Bound::Unbounded, view(99, 1)).collect();
+                    let seen: Vec<_> = t.scan(Bound::Unbounded, Bound::Unbounded, view(99, 1), ScanOrder::Ascending).collect();
                     assert_eq!(seen.len(), 100, "a view at timestamp 1 sees exactly the base rows");
                     assert!(seen.iter().all(|(_, r)| matches!(&r[1], Value::Str(s) if s.starts_with("base"))));
                 }
             });
         });
         assert_eq!(unique_winners.into_inner(), 1, "one writer takes the contended unique key");
-        let all = t.scan(Bound::Unbounded, Bound::Unbounded, ReadView::current(99)).count();
+        let all = t.scan(Bound::Unbounded, Bound::Unbounded, ReadView::current(99), ScanOrder::Ascending).count();
         assert_eq!(all as u64, 100 + WRITERS * ROWS_PER_WRITER + 1);
     }
 }
