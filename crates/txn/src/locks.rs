@@ -25,8 +25,9 @@
 //! gets [`Acquire::Waiting`]; it then awaits [`LockManager::wait`], which returns when the
 //! request was granted or when the timeout passed (the request is withdrawn then). Before a
 //! request waits, the wait-for graph (derived from the queues, never stored apart from
-//! them) is searched from it. If it leads back to the requester, one transaction of the
-//! cycle is the victim: the lightest by InnoDB's weight (rows modified plus locks held or
+//! them) is searched from it, breadth-first. If it leads back to the requester, one
+//! transaction of the shortest such cycle (each of whose members the deadlock needs) is
+//! the victim: the lightest by InnoDB's weight (rows modified plus locks held or
 //! awaited, the request being made included, plus one per table it locks in), the
 //! requester on a tie, as InnoDB chooses. A requester
 //! victim gets [`Acquire::Deadlock`] and nothing is queued; another victim has its waiting
@@ -779,33 +780,43 @@ impl State {
         out
     }
 
-    /// The other transactions of the cycle `txn` waiting for `wanted` would close, if any.
-    /// A search longer than [`DEADLOCK_SEARCH_STEPS_MAX`] counts as a cycle of `txn` alone.
+    /// The other transactions of a shortest cycle `txn` waiting for `wanted` would close,
+    /// if any. A search longer than [`DEADLOCK_SEARCH_STEPS_MAX`] counts as a cycle of `txn`
+    /// alone.
+    ///
+    /// Breadth-first, so every member of the cycle found is needed for it: ending any of
+    /// them breaks the deadlock. A longer cycle may pass through a transaction that only
+    /// waits behind another waiter of the same row; choosing it as the victim (it is the
+    /// lightest, holding nothing) would leave the deadlock in place and cost a second victim.
     fn find_cycle(&self, txn: TxnId, wanted: &Wanted) -> Option<Vec<TxnId>> {
-        // Depth-first, remembering how each transaction was reached to recover the cycle.
+        // How each transaction was first reached, to recover the cycle.
         let mut parent: HashMap<TxnId, TxnId> = HashMap::default();
-        let mut stack: Vec<(TxnId, TxnId)> = self.blockers(txn, wanted).into_iter().map(|b| (b, txn)).collect();
+        let mut frontier: std::collections::VecDeque<TxnId> = std::collections::VecDeque::new();
+        for b in self.blockers(txn, wanted) {
+            parent.insert(b, txn);
+            frontier.push_back(b);
+        }
         let mut steps = 0usize;
-        while let Some((b, from)) = stack.pop() {
-            if b == txn {
-                let mut cycle = Vec::new();
-                let mut at = from;
-                while at != txn {
-                    cycle.push(at);
-                    at = parent[&at];
-                }
-                return Some(cycle);
-            }
-            if parent.contains_key(&b) {
-                continue;
-            }
-            parent.insert(b, from);
+        while let Some(at) = frontier.pop_front() {
             steps += 1;
             if steps > DEADLOCK_SEARCH_STEPS_MAX {
                 return Some(Vec::new());
             }
-            if let Some((w, _)) = self.txns.get(&b).and_then(|t| t.waiting.as_ref()) {
-                stack.extend(self.blockers(b, w).into_iter().map(|n| (n, b)));
+            let Some((w, _)) = self.txns.get(&at).and_then(|t| t.waiting.as_ref()) else { continue };
+            for next in self.blockers(at, w) {
+                if next == txn {
+                    let mut cycle = Vec::new();
+                    let mut member = at;
+                    while member != txn {
+                        cycle.push(member);
+                        member = parent[&member];
+                    }
+                    return Some(cycle);
+                }
+                if let std::collections::hash_map::Entry::Vacant(e) = parent.entry(next) {
+                    e.insert(at);
+                    frontier.push_back(next);
+                }
             }
         }
         None
@@ -867,6 +878,22 @@ mod tests {
         assert_eq!(m.lock_record(2, 1, b"c", X, Wait), Acquire::Waiting);
         assert_eq!(m.lock_record(3, 1, b"a", X, Wait), Acquire::Deadlock);
         assert_eq!(m.waits().len(), 2);
+    }
+
+    #[test]
+    fn a_waiter_behind_the_deadlock_is_not_its_victim() {
+        let m = LockManager::default();
+        assert_eq!(m.lock_record(1, 1, b"a", X, Wait), Acquire::Granted);
+        assert_eq!(m.lock_record(2, 1, b"b", X, Wait), Acquire::Granted);
+        // 3 holds nothing and waits for a behind 1; then 1 and 2 deadlock over a and b.
+        assert_eq!(m.lock_record(3, 1, b"a", X, Wait), Acquire::Waiting);
+        assert_eq!(m.lock_record(1, 1, b"b", X, Wait), Acquire::Waiting);
+        let second = m.lock_record(2, 1, b"a", X, Wait);
+        assert!(!m.is_victim(3), "3 is in no cycle that ending it would break");
+        assert!(m.is_waiting(3));
+        // One victim, 1 or 2, and one only.
+        assert_eq!(u64::from(second == Acquire::Deadlock) + u64::from(m.is_victim(1)), 1);
+        assert_eq!(m.stats.deadlocks.load(Ordering::Relaxed), 1);
     }
 
     #[test]
