@@ -278,6 +278,11 @@ pub struct Prepared {
 
 /// Most distinct statement texts a session keeps parsed.
 pub const PLAN_CACHE_ENTRIES_MAX: usize = 256;
+/// Longest statement text a session keeps parsed. Statements worth keeping are short and
+/// repeated; one that carries its data (a 1,000-row INSERT) is rarely sent twice, and its
+/// tree is many times its text: a bulk load through 256 such entries held over a gigabyte.
+/// With this bound a session's cache holds at most 1 MiB of text.
+pub const PLAN_CACHE_TEXT_BYTES_MAX: usize = 4096;
 /// Most prepared statements one session may hold (MySQL's max_prepared_stmt_count default is per server; this bounds one session).
 pub const PREPARED_STATEMENTS_MAX: usize = 16_382;
 
@@ -420,6 +425,9 @@ impl Session {
             return Ok(s.clone());
         }
         let stmts = Arc::new(crate::parse::parse(sql, operators, div_operators)?);
+        if sql.len() > PLAN_CACHE_TEXT_BYTES_MAX {
+            return Ok(stmts);
+        }
         if self.cache.len() >= PLAN_CACHE_ENTRIES_MAX {
             self.cache.clear();
         }
