@@ -7,7 +7,6 @@ client after them, as MySQL sends it. Each test runs its own server so its memor
 measured.
 """
 
-import socket
 import time
 
 import pymysql
@@ -75,7 +74,11 @@ def test_a_client_that_leaves_mid_result_ends_only_its_own_connection(quill):
     cur.execute("SELECT id, s FROM big")
     assert len(cur.fetchmany(10)) == 10
     thread_id = conn.thread_id()
-    conn._sock.shutdown(socket.SHUT_RDWR)  # gone, without reading the rest or saying goodbye
+    # Gone, as a process that exits is, without reading the rest or saying goodbye: its
+    # socket is closed for real (PyMySQL's reader holds the descriptor open until it too
+    # is closed), so the kernel resets the connection. A shutdown() alone leaves a socket
+    # whose full receive window stalls the server's write until net_write_timeout.
+    conn._rfile.close()
     conn._sock.close()
     conn._result.unbuffered_active = False  # nothing left for PyMySQL to drain
     other = quill.connect("r")

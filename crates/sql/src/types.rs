@@ -797,6 +797,16 @@ fn int_value(n: i128, unsigned: bool) -> Value {
 }
 
 fn coerce_decimal(v: Value, precision: u8, scale: u8, unsigned: bool, cx: &mut WriteContext<'_>) -> Result<Value> {
+    // Already of the column's type (a copy between DECIMAL columns alike): kept as it is.
+    // With the column's scale, at most `precision` digits leave at most `precision - scale`
+    // before the point.
+    if let Value::Decimal(d) = &v
+        && d.scale() == u32::from(scale)
+        && d.digits() <= u64::from(precision)
+        && !(unsigned && d.is_sign_negative() && !d.is_zero())
+    {
+        return Ok(v);
+    }
     let d = match &v {
         Value::Str(s) => {
             let t = s.trim();
