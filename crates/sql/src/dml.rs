@@ -454,18 +454,8 @@ fn assignment_column(t: &TableMeta, a: &ast::Assignment) -> Result<usize> {
 fn matching_rows(e: &Env<'_>, spec: &LockSpec, t: &TableMeta, filter: Option<&Expr>) -> Result<Vec<(Vec<u8>, Row)>> {
     let conds: Vec<Expr> = filter.map(|f| f.conjuncts().into_iter().cloned().collect()).unwrap_or_default();
     let access = query::choose_access(t, &conds, 0);
-    let source = Source {
-        data: SourceData::Table { db: t.db.clone(), name: t.name.clone(), id: t.id },
-        offset: 0,
-        width: t.columns.len(),
-        kind: JoinKind::Inner,
-        on: None,
-        access,
-        types: t.columns.iter().map(|c| c.ty.clone()).collect(),
-        key_name: None,
-        hash_table: Default::default(),
-        order: quill_storage::ScanOrder::Ascending,
-    };
+    let data = SourceData::Table { db: t.db.clone(), name: t.name.clone(), id: t.id };
+    let source = Source { access, ..Source::new(data, 0, t.columns.len(), JoinKind::Inner, t.columns.iter().map(|c| c.ty.clone()).collect()) };
     let locks = &e.info.engine.txns.locks;
     let matches = |r: &Row| -> Result<bool> {
         match filter {

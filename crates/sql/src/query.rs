@@ -219,6 +219,14 @@ pub struct Source {
     pub order: ScanOrder,
 }
 
+impl Source {
+    /// A source read whole (`Access::Full`) until the planner chooses its access path.
+    #[must_use]
+    pub fn new(data: SourceData, offset: usize, width: usize, kind: JoinKind, types: Vec<SqlType>) -> Source {
+        Source { data, offset, width, kind, on: None, access: Access::Full, types, key_name: None, hash_table: Default::default(), order: ScanOrder::Ascending }
+    }
+}
+
 #[derive(Debug)]
 pub struct Block {
     pub sources: Vec<Source>,
@@ -476,18 +484,7 @@ fn plan_block(
         let offset = scope.columns.len();
         let (data, types) = plan_factor(env, &twj.relation, &mut scope, outer)?;
         let width = scope.columns.len() - offset;
-        sources.push(Source {
-            data,
-            offset,
-            width,
-            kind: JoinKind::Inner,
-            on: None,
-            access: Access::Full,
-            types,
-            key_name: None,
-            hash_table: Default::default(),
-            order: ScanOrder::Ascending,
-        });
+        sources.push(Source::new(data, offset, width, JoinKind::Inner, types));
         for j in &twj.joins {
             let offset = scope.columns.len();
             let (data, types) = plan_factor(env, &j.relation, &mut scope, outer)?;
@@ -504,18 +501,7 @@ fn plan_block(
                 Some(JoinConstraint::Natural) => return Err(SqlError::unsupported("NATURAL JOIN")),
                 _ => (None, vec![]),
             };
-            sources.push(Source {
-                data,
-                offset,
-                width,
-                kind,
-                on: None,
-                access: Access::Full,
-                types,
-                key_name: None,
-                hash_table: Default::default(),
-                order: ScanOrder::Ascending,
-            });
+            sources.push(Source::new(data, offset, width, kind, types));
             pending_on.push((sources.len() - 1, kind, on, using));
         }
     }
