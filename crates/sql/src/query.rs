@@ -1194,7 +1194,16 @@ fn join_level(
         env.info.interrupt.check()?;
         let (r, fresh_lock) = candidate?;
         let returned_before = *emitted;
-        row[s.offset..s.offset + s.width].clone_from_slice(&r);
+        // A row version decoded for this read is this reader's alone: its values move into
+        // the joined row instead of being copied (strings would be allocated again).
+        match SharedRow::try_unwrap(r) {
+            Ok(owned) => {
+                for (slot, v) in row[s.offset..s.offset + s.width].iter_mut().zip(owned) {
+                    *slot = v;
+                }
+            }
+            Err(shared) => row[s.offset..s.offset + s.width].clone_from_slice(&shared),
+        }
         if pass(s.on.as_ref(), row, env, parent)? {
             matched = true;
             join_level(b, level + 1, row, env, parent, sink, emitted, stop)?;
