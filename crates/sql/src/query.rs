@@ -897,9 +897,9 @@ pub fn run_select_into(plan: &SelectPlan, env: &Env<'_>, parent: Option<&RowCtx<
         PlanKind::Union { left, right, all, order_by, limit, offset } => {
             let mut held = env.info.tmp_memory.hold();
             let mut rows = run_select(left, env, parent)?.rows;
-            held.add(rows.iter().map(|r| tmp_memory::row_bytes(r)).sum())?;
+            held.add_rows(&rows)?;
             let right = run_select(right, env, parent)?.rows;
-            held.add(right.iter().map(|r| tmp_memory::row_bytes(r)).sum())?;
+            held.add_rows(&right)?;
             rows.extend(right);
             if !all {
                 rows = dedupe(rows);
@@ -954,7 +954,7 @@ fn run_block(b: &Block, env: &Env<'_>, parent: Option<&RowCtx<'_>>, emit: &mut d
     for s in &b.sources {
         if let SourceData::Rows(cell, Some(plan)) = &s.data {
             let rows = run_select(plan, env, parent)?.rows;
-            held.add(rows.iter().map(|r| tmp_memory::row_bytes(r)).sum())?;
+            held.add_rows(&rows)?;
             *cell.borrow_mut() = Some(rows);
         }
     }
@@ -1547,9 +1547,9 @@ impl Accumulator {
             }
             Accumulator::Distinct(vals, seen) => {
                 let key = quill_storage::key::encode_key([(&v, spec.collation)]);
-                let bytes = key.len() + tmp_memory::row_bytes(std::slice::from_ref(&v)) + DISTINCT_ENTRY_OVERHEAD_BYTES;
+                let key_bytes = key.len();
                 if seen.insert(key) {
-                    kept = bytes;
+                    kept = key_bytes + tmp_memory::row_bytes(std::slice::from_ref(&v)) + DISTINCT_ENTRY_OVERHEAD_BYTES;
                     vals.push(v);
                 }
             }

@@ -75,10 +75,21 @@ impl TmpMemory {
     /// # Errors
     /// As [`Held::add`].
     pub fn hold_for_statement(&self, bytes: usize) -> Result<()> {
-        let mut held = self.hold();
-        let added = held.add(bytes);
-        held.bytes = 0;
-        added
+        self.charge(bytes)
+    }
+
+    /// Count `bytes` more against the bound (given back by their holder, or at the next
+    /// statement's start).
+    fn charge(&self, bytes: usize) -> Result<()> {
+        let used = self.used.get() + bytes;
+        self.used.set(used);
+        let limit = self.limit.get();
+        if limit > 0 && used > limit {
+            let n = self.tables.get().wrapping_add(1);
+            self.tables.set(n);
+            return Err(SqlError::new(codes::ER_RECORD_FILE_FULL, format!("The table '/tmp/#sql{:x}_{n}' is full", std::process::id())));
+        }
+        Ok(())
     }
 
     /// The bytes held now.
@@ -101,16 +112,8 @@ impl Held<'_> {
     /// # Errors
     /// 1114 when the statement would hold more than its bound (`temptable_max_ram`).
     pub fn add(&mut self, bytes: usize) -> Result<()> {
-        let used = self.memory.used.get() + bytes;
-        self.memory.used.set(used);
         self.bytes += bytes;
-        let limit = self.memory.limit.get();
-        if limit > 0 && used > limit {
-            let n = self.memory.tables.get().wrapping_add(1);
-            self.memory.tables.set(n);
-            return Err(SqlError::new(codes::ER_RECORD_FILE_FULL, format!("The table '/tmp/#sql{:x}_{n}' is full", std::process::id())));
-        }
-        Ok(())
+        self.memory.charge(bytes)
     }
 
     /// Give back `bytes` of what this place accounted (rows it let go of).
@@ -126,6 +129,14 @@ impl Held<'_> {
     /// As [`Held::add`].
     pub fn add_row(&mut self, row: &[Value]) -> Result<()> {
         self.add(row_bytes(row))
+    }
+
+    /// Account rows kept.
+    ///
+    /// # Errors
+    /// As [`Held::add`].
+    pub fn add_rows(&mut self, rows: &[Vec<Value>]) -> Result<()> {
+        self.add(rows.iter().map(|r| row_bytes(r)).sum())
     }
 }
 

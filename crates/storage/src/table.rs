@@ -90,6 +90,18 @@ pub struct IndexDef {
     pub unique: bool,
 }
 
+/// The rows `visible` makes of a skip-list range's entries, walked in `order`.
+fn in_order<'a, E: 'a>(
+    range: impl DoubleEndedIterator<Item = E> + 'a,
+    order: ScanOrder,
+    visible: impl FnMut(E) -> Option<(Vec<u8>, SharedRow)> + 'a,
+) -> RowCursor<'a> {
+    match order {
+        ScanOrder::Ascending => Box::new(range.filter_map(visible)),
+        ScanOrder::Descending => Box::new(range.rev().filter_map(visible)),
+    }
+}
+
 /// A row image as a version holds it: the row encoding of `docs/log-format.md`
 /// ([`crate::row::encode_row`]), one allocation, decoded when read.
 type EncodedRow = Box<[u8]>;
@@ -429,10 +441,7 @@ impl Handler for Table {
             let row = decode(e.value().lock().visible(&view)?);
             Some((e.key().clone(), SharedRow::new(row)))
         };
-        match order {
-            ScanOrder::Ascending => Box::new(range.filter_map(visible)),
-            ScanOrder::Descending => Box::new(range.rev().filter_map(visible)),
-        }
+        in_order(range, order, visible)
     }
 
     /// Rows visible to `view` whose key in secondary index `index` lies in the range
@@ -451,10 +460,7 @@ impl Handler for Table {
             let key = Self::index_key(&idx.def, &row);
             (entry.len() == key.len() + pk.len() && entry.starts_with(&key)).then(|| (pk.clone(), row))
         };
-        match order {
-            ScanOrder::Ascending => Box::new(range.filter_map(visible)),
-            ScanOrder::Descending => Box::new(range.rev().filter_map(visible)),
-        }
+        in_order(range, order, visible)
     }
 
     /// Whether the row at `pk` has any version, committed or not, live or deleted.
