@@ -349,6 +349,36 @@ def test_deadlock_rolls_back_the_victim_whole_and_counts(server, fresh_db, rows)
     assert status(monitor, "Innodb_deadlocks") == deadlocks + 1
 
 
+def test_a_transaction_waiting_behind_a_deadlock_is_not_its_victim(server, fresh_db, rows):
+    """c waits for row 1 behind a; then a and b deadlock over rows 1 and 2. One victim
+    (b, the requester, on a tie of weights) breaks it; c, which holds nothing and only
+    waits behind a, is left alone and gets row 1 once a commits."""
+    a, b, c, monitor = server.connect(fresh_db), server.connect(fresh_db), server.connect(fresh_db), server.connect()
+    deadlocks = status(monitor, "Innodb_deadlocks")
+    with a.cursor() as ca, b.cursor() as cb, c.cursor() as cc:
+        ca.execute("begin")
+        cb.execute("begin")
+        cc.execute("begin")
+        ca.execute("update t set v = 11 where id = 1")
+        cb.execute("update t set v = 22 where id = 2")
+        wc = Waiter(c, "update t set v = v + 100 where id = 1")
+        wait_until_waiting(monitor, c.thread_id())
+        wa = Waiter(a, "update t set v = 12 where id = 2")
+        wait_until_waiting(monitor, a.thread_id())
+        with pytest.raises(pymysql.err.OperationalError) as e:
+            cb.execute("update t set v = 21 where id = 1")
+        assert e.value.args[0] == 1213
+        wa.join()
+        assert wa.error is None, "a's wait ends with the lock b let go of"
+        ca.execute("commit")
+        wc.join()
+        assert wc.error is None, "c was no victim: its wait ends with a's commit"
+        cc.execute("commit")
+        cb.execute("select id, v from t order by id")
+        assert cb.fetchall() == ((1, 111), (2, 12), (3, 30))
+    assert status(monitor, "Innodb_deadlocks") == deadlocks + 1
+
+
 def test_a_client_vanishing_mid_transaction_frees_its_locks(server, fresh_db, rows):
     holder, waiter = server.connect(fresh_db), server.connect(fresh_db)
     with holder.cursor() as h:
