@@ -6,6 +6,9 @@ temporary table, so the copy doubles the table once rather than feeding on itsel
 against Quill and MariaDB alike.
 """
 
+import pymysql
+import pytest
+
 
 def test_insert_select_from_another_table_with_limit_and_offset(server, fresh_db):
     conn = server.connect(fresh_db)
@@ -35,3 +38,29 @@ def test_insert_select_reading_its_own_table_copies_it_once(server, fresh_db):
         assert cur.rowcount == 10
         cur.execute("SELECT COUNT(*), MAX(id) FROM t")
         assert cur.fetchone() == (4010, 10010)
+
+
+def test_decimals_copied_between_columns_keep_their_type_checks(server, fresh_db):
+    """A DECIMAL of the target's scale is copied as it is only when it fits the target's
+    precision and signedness; otherwise it gets MySQL's out-of-range error (strict mode)."""
+    conn = server.connect(fresh_db)
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE src (id INT PRIMARY KEY, d DECIMAL(10,2))")
+        cur.execute("INSERT INTO src VALUES (1, 123.45), (2, -0.50), (3, 12345.67), (4, 0.00)")
+        cur.execute("CREATE TABLE same (id INT PRIMARY KEY, d DECIMAL(10,2))")
+        cur.execute("INSERT INTO same SELECT * FROM src")
+        cur.execute("SELECT CAST(d AS CHAR) FROM same ORDER BY id")
+        assert [r[0] for r in cur.fetchall()] == ["123.45", "-0.50", "12345.67", "0.00"]
+        cur.execute("CREATE TABLE narrow (id INT PRIMARY KEY, d DECIMAL(5,2))")
+        with pytest.raises(pymysql.err.DataError) as e:
+            cur.execute("INSERT INTO narrow SELECT * FROM src WHERE id = 3")
+        assert e.value.args[0] == 1264
+        cur.execute("CREATE TABLE positive (id INT PRIMARY KEY, d DECIMAL(10,2) UNSIGNED)")
+        with pytest.raises(pymysql.err.DataError) as e:
+            cur.execute("INSERT INTO positive SELECT * FROM src WHERE id = 2")
+        assert e.value.args[0] == 1264
+        cur.execute("INSERT INTO positive SELECT * FROM src WHERE id IN (1, 4)")
+        cur.execute("SELECT COUNT(*) FROM narrow")
+        assert cur.fetchone() == (0,)
+        cur.execute("SELECT CAST(d AS CHAR) FROM positive ORDER BY id")
+        assert [r[0] for r in cur.fetchall()] == ["123.45", "0.00"]
