@@ -28,7 +28,7 @@ def test_commits_move_the_log_counters(server):
     with server.connect().cursor() as cur:
         cur.execute(f"CREATE DATABASE {db}")
         cur.execute(f"CREATE TABLE {db}.t (id INT PRIMARY KEY)")
-        names = ["Binlog_commits", "Binlog_group_commits", "Innodb_os_log_fsyncs", "Innodb_os_log_written", "Com_commit"]
+        names = ["Binlog_commits", "Binlog_group_commits", "Innodb_os_log_fsyncs", "Innodb_os_log_written", "Com_commit", "Quill_log_groups_led"]
         before = {n: status(cur, n) for n in names}
         for i in range(20):
             cur.execute(f"INSERT INTO {db}.t VALUES ({i})")
@@ -39,6 +39,9 @@ def test_commits_move_the_log_counters(server):
         assert after["Innodb_os_log_fsyncs"] > before["Innodb_os_log_fsyncs"]
         assert after["Binlog_group_commits"] > before["Binlog_group_commits"]
         assert after["Innodb_os_log_written"] - before["Innodb_os_log_written"] >= 20 * 32, "at least a header per record"
+        # One client committing alone: its session writes and syncs its own group.
+        assert after["Quill_log_groups_led"] > before["Quill_log_groups_led"]
+        assert after["Quill_log_groups_led"] - before["Quill_log_groups_led"] <= after["Binlog_group_commits"] - before["Binlog_group_commits"]
         cur.execute(f"DROP DATABASE {db}")
 
 

@@ -269,6 +269,46 @@ fn concurrent_commits_share_fsyncs() {
 }
 
 #[test]
+fn a_lone_commit_is_led_by_its_session_and_one_nobody_waits_for_is_written_by_the_writer() {
+    let fs = SimFs::new();
+    let (log, _, _) = open(&fs, config(1 << 20));
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    for n in 1..=3 {
+        let at = log.append(n, &change(n)).unwrap();
+        runtime.block_on(log.wait(at.end, FlushMode::AtCommit));
+        assert!(log.durable_lsn() >= at.end);
+    }
+    let stats = log.stats();
+    assert_eq!(stats.groups_led.load(Ordering::Relaxed), 3, "each lone commit led its own group");
+    assert_eq!(stats.fsyncs.load(Ordering::Relaxed), 3);
+
+    // Appended, never waited for: the writer thread takes it after LEAD_GRACE.
+    let at = log.append(4, &change(4)).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while log.durable_lsn() < at.end {
+        assert!(std::time::Instant::now() < deadline, "an append nobody waits for is never written");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(stats.groups_led.load(Ordering::Relaxed), 3);
+    drop(log);
+    let (_, records, _) = open(&fs, config(1 << 20));
+    assert_eq!(records.len(), 4);
+}
+
+#[test]
+fn with_a_group_delay_the_writer_thread_writes_every_group() {
+    let fs = SimFs::new();
+    let mut cfg = config(1 << 20);
+    cfg.group_delay = Duration::from_micros(200);
+    let (log, _, _) = open(&fs, cfg);
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let at = log.append(1, &change(1)).unwrap();
+    runtime.block_on(log.wait(at.end, FlushMode::AtCommit));
+    assert!(log.durable_lsn() >= at.end);
+    assert_eq!(log.stats().groups_led.load(Ordering::Relaxed), 0);
+}
+
+#[test]
 fn mode_0_and_2_sync_once_per_interval_and_mode_1_at_once() {
     let fs = SimFs::new();
     let mut cfg = config(1 << 20);

@@ -5,10 +5,18 @@
 //! 1. [`Log::append`] encodes the record straight into the shared pending buffer and gives it
 //!    the next LSN and sequence number. Callers append in commit order (the SQL layer appends
 //!    while it holds its commit-order lock), so log order is commit order.
-//! 2. The writer thread takes everything pending, whatever arrived while its previous write
-//!    and sync were in flight, up to [`LogConfig::group_bytes_max`]. It writes it with one
-//!    positional write and, in flush mode 1, makes it durable with one `fdatasync`. Then it
-//!    publishes the new written and durable LSNs.
+//! 2. A group is everything pending, whatever arrived while the previous write and sync were
+//!    in flight, up to [`LogConfig::group_bytes_max`]. It is written with one positional write
+//!    and, in flush mode 1, made durable with one `fdatasync`; then the new written and durable
+//!    LSNs are published. One group is in flight at a time (`State::writing`), so groups land
+//!    in LSN order. Who writes it:
+//!    - in mode 1 with no group delay, a commit appended when no group is in flight and no
+//!      other session waits is led by its own session ([`Log::wait`]): it takes the group,
+//!      writes and syncs it off the runtime's worker, and wakes the sessions it covered. A
+//!      lone commit so costs no thread hand-off, which matters most when a busy neighbour
+//!      leaves the scheduler slow to run a woken thread;
+//!    - otherwise, and for what arrives while a group is in flight, the writer thread. A
+//!      leader that finds more pending when it is done hands it to the writer.
 //! 3. The committing session awaits [`Log::wait`]. In mode 1 that waits until the durable LSN
 //!    passes its record, in mode 2 until the written LSN does, and in mode 0 not at all.
 //!
@@ -38,7 +46,7 @@
 use std::io;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -107,6 +115,10 @@ pub struct LogConfig {
     pub on_failure: FailureHook,
 }
 
+/// In mode 1, how long the writer thread leaves a pending record to the session that appended
+/// it, which leads its own group from [`Log::wait`], before it writes the record itself (a
+/// session that never waits, or an append while the log was busy).
+pub const LEAD_GRACE: Duration = Duration::from_millis(2);
 /// Default of [`LogConfig::group_bytes_max`].
 pub const GROUP_BYTES_MAX: usize = 4 << 20;
 /// Default of [`LogConfig::buffer_bytes_max`].
@@ -146,6 +158,9 @@ pub struct LogStats {
     pub streams: AtomicU64,
     pub stream_parts: AtomicU64,
     pub groups: AtomicU64,
+    /// Groups a committing session led itself (see step 2 of the module doc); the others the
+    /// writer thread wrote.
+    pub groups_led: AtomicU64,
     pub fsyncs: AtomicU64,
     pub bytes_written: AtomicU64,
 }
@@ -211,6 +226,15 @@ struct State {
     /// Why the last attempt to create a segment failed for lack of space, and when to try
     /// again; `None` while segments can be created.
     space_error: Option<(String, Instant)>,
+    /// A group is being written, by the writer thread or by a leading session: nobody else
+    /// takes one until it is published.
+    writing: bool,
+    /// Pending records that no session leads (they arrived while a group was in flight):
+    /// the writer thread takes them at once.
+    handed_off: bool,
+    /// When the writer thread stops leaving the pending records to their sessions (see
+    /// [`LEAD_GRACE`]); set when it first finds them, cleared when a group is taken.
+    lead_deadline: Option<Instant>,
     shutdown: bool,
     failed: bool,
 }
@@ -225,6 +249,9 @@ struct Shared {
     group_delay_us: AtomicU64,
     group_no_delay_count: AtomicU64,
     segments: Mutex<Segments>,
+    /// Sessions parked in [`Log::wait`]. A commit appended while others wait goes to the
+    /// writer thread with theirs, in one group, rather than being led on its own.
+    waiters: AtomicUsize,
     stats: LogStats,
     config: LogConfig,
 }
@@ -285,6 +312,9 @@ impl Log {
                 space_end: segments.end_lsn().unwrap_or(end_lsn).max(end_lsn),
                 space_wanted: end_lsn,
                 space_error: None,
+                writing: false,
+                handed_off: false,
+                lead_deadline: None,
                 shutdown: false,
                 failed: false,
             }),
@@ -296,6 +326,7 @@ impl Log {
             group_delay_us: AtomicU64::new(u64::try_from(config.group_delay.as_micros()).unwrap_or(u64::MAX)),
             group_no_delay_count: AtomicU64::new(config.group_no_delay_count),
             segments: Mutex::new(segments),
+            waiters: AtomicUsize::new(0),
             stats: LogStats::default(),
             config,
         });
@@ -442,8 +473,20 @@ impl Log {
             Head::Abort(_) => 0,
         };
         // In mode 0 the writer acts on its own clock: waking it for every commit would cost a
-        // context switch per commit for nothing, unless the buffer is filling up.
-        let wake = self.flush_mode() != FlushMode::EverySecond || state.pending.len() >= shared.config.buffer_bytes_max / 2;
+        // context switch per commit for nothing, unless the buffer is filling up. Mode 1: see
+        // step 2 of the module doc.
+        let wake = match self.flush_mode() {
+            FlushMode::EverySecond => state.pending.len() >= shared.config.buffer_bytes_max / 2,
+            // The group in flight hands the record on when it is done; with nobody else
+            // waiting, the appender leads; otherwise the writer takes it with the others.
+            FlushMode::AtCommit if state.writing => false,
+            FlushMode::AtCommit if leads(shared, &state) && shared.waiters.load(Ordering::Relaxed) == 0 => false,
+            FlushMode::AtCommit => {
+                state.handed_off = true;
+                true
+            }
+            FlushMode::WriteAtCommit => true,
+        };
         drop(state);
         if wake {
             shared.writer_wake.notify_one();
@@ -456,6 +499,9 @@ impl Log {
     /// mode 1 while the log runs in mode 0 or 2 makes the writer sync now (DDL is durable
     /// at commit in every mode).
     pub async fn wait(&self, end: Lsn, mode: FlushMode) {
+        if mode == FlushMode::AtCommit && self.flush_mode() == FlushMode::AtCommit {
+            self.lead(end);
+        }
         if mode == FlushMode::AtCommit && self.flush_mode() != FlushMode::AtCommit {
             let mut state = self.shared.state.lock();
             state.sync_requested_lsn = state.sync_requested_lsn.max(end);
@@ -467,6 +513,7 @@ impl Log {
             FlushMode::WriteAtCommit => &self.shared.written,
             FlushMode::AtCommit => &self.shared.durable,
         };
+        let _waiting = Waiting::new(&self.shared.waiters);
         // No polling: the task parks on the watch channel, and the writer's `send` after the
         // write or sync wakes every session whose record it covered.
         let mut receiver = sender.subscribe();
@@ -474,9 +521,39 @@ impl Log {
         let _ = receiver.wait_for(|&lsn| lsn >= end).await;
     }
 
+    /// Leads a group (see step 2 of the module doc) when the record ending at `end` is not
+    /// durable yet and no group is in flight: takes what is pending, writes and syncs it off
+    /// the runtime's worker (`block_in_place`), and publishes it. Does nothing otherwise: the
+    /// group in flight, or the writer thread, covers the record.
+    fn lead(&self, end: Lsn) {
+        let shared = &*self.shared;
+        let group = {
+            let mut state = shared.state.lock();
+            if state.durable_lsn >= end || !leads(shared, &state) || state.handed_off || state.pending.is_empty() {
+                return;
+            }
+            take_group(shared, &mut state, true)
+        };
+        shared.space.notify_all();
+        let multi_thread = tokio::runtime::Handle::try_current().is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        let written = if multi_thread { tokio::task::block_in_place(|| write_group(shared, &group)) } else { write_group(shared, &group) };
+        if let Err(e) = written {
+            fail(shared, &format!("{e}"));
+            return;
+        }
+        shared.stats.groups_led.fetch_add(1, Ordering::Relaxed);
+        let handoff = publish_group(shared, &group);
+        if handoff {
+            shared.writer_wake.notify_one();
+        }
+    }
+
     /// Blocks the calling thread until the record ending at `end` is durable (tests and
     /// shutdown; sessions use [`Log::wait`]).
     pub fn wait_durable_blocking(&self, end: Lsn) {
+        if self.flush_mode() == FlushMode::AtCommit {
+            self.lead(end);
+        }
         let mut receiver = self.shared.durable.subscribe();
         while *receiver.borrow_and_update() < end {
             self.shared.writer_wake.notify_one();
@@ -545,6 +622,22 @@ impl Drop for Log {
     }
 }
 
+/// Counts a session in [`Shared::waiters`] while it exists (a dropped wait counts out too).
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl<'a> Waiting<'a> {
+    fn new(waiters: &'a AtomicUsize) -> Waiting<'a> {
+        waiters.fetch_add(1, Ordering::Relaxed);
+        Waiting(waiters)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 /// One batch of work for the writer: bytes to write at `start`, and whether to sync.
 struct Group {
     bytes: Vec<u8>,
@@ -571,17 +664,52 @@ fn writer_loop(shared: &Shared) {
         if group.sync {
             last_sync = Instant::now();
         }
-        let mut state = shared.state.lock();
-        state.written_lsn = end;
-        if group.sync {
-            state.durable_lsn = end;
-        }
-        drop(state);
-        shared.written.send_replace(end);
-        if group.sync {
-            shared.durable.send_replace(end);
-        }
+        debug_assert_eq!(end, group.start + group.bytes.len() as u64);
+        publish_group(shared, &group);
     }
+}
+
+/// Whether, in mode 1, the committing session leads its group (see step 2 of the module doc):
+/// no group is in flight, no group delay is set, and the log is running.
+fn leads(shared: &Shared, state: &State) -> bool {
+    !state.writing && !state.shutdown && !state.failed && shared.group_delay_us.load(Ordering::Relaxed) == 0
+}
+
+/// Takes the next group: up to [`LogConfig::group_bytes_max`] of what is pending, written at
+/// the written LSN. Marks it in flight; [`publish_group`] ends that.
+fn take_group(shared: &Shared, state: &mut State, sync: bool) -> Group {
+    debug_assert!(!state.writing, "one group in flight at a time");
+    let take = state.pending.len().min(shared.config.group_bytes_max);
+    let bytes = if take == state.pending.len() { std::mem::take(&mut state.pending) } else { state.pending.drain(..take).collect() };
+    if state.pending.is_empty() {
+        state.pending_records = 0;
+    }
+    state.writing = true;
+    state.handed_off = false;
+    state.lead_deadline = None;
+    Group { bytes, start: state.written_lsn, sync }
+}
+
+/// Publishes a group that was written (and synced, if it says so): moves the written and
+/// durable LSNs, wakes the sessions waiting for them, and ends the group's flight. True when
+/// the writer thread has work left (more pending, segments due, or shutdown).
+fn publish_group(shared: &Shared, group: &Group) -> bool {
+    let end = group.start + group.bytes.len() as u64;
+    let mut state = shared.state.lock();
+    state.written_lsn = end;
+    if group.sync {
+        state.durable_lsn = end;
+    }
+    state.writing = false;
+    state.handed_off |= !state.pending.is_empty();
+    let handoff = state.handed_off || state.shutdown || space_due(shared, &state, Instant::now());
+    drop(state);
+    // Two groups may publish out of order once the first has left the lock: never move back.
+    shared.written.send_if_modified(|lsn| std::mem::replace(lsn, (*lsn).max(end)) < end);
+    if group.sync {
+        shared.durable.send_if_modified(|lsn| std::mem::replace(lsn, (*lsn).max(end)) < end);
+    }
+    handoff
 }
 
 /// Whether the writer should create segments now: the space left beyond what is appended
@@ -664,6 +792,14 @@ fn next_group(shared: &Shared, last_sync: Instant) -> Next {
     let interval = shared.config.sync_interval;
     let mut state = shared.state.lock();
     loop {
+        if state.failed {
+            return Next::Stop;
+        }
+        if state.writing {
+            // A leading session has a group in flight; it wakes us when it is done.
+            shared.writer_wake.wait_for(&mut state, LEAD_GRACE);
+            continue;
+        }
         let mode = FlushMode::from_value(shared.mode.load(Ordering::Relaxed)).expect("valid mode");
         let interval_over = last_sync.elapsed() >= interval;
         let has_pending = !state.pending.is_empty();
@@ -675,20 +811,24 @@ fn next_group(shared: &Shared, last_sync: Instant) -> Next {
         let sync_now = unsynced && (interval_over || forced || state.shutdown || mode == FlushMode::AtCommit);
         if write_now || sync_now {
             if write_now && mode == FlushMode::AtCommit {
+                if leads(shared, &state) && !state.handed_off && state.pending.len() < shared.config.group_bytes_max {
+                    // The session that appended leads its own group (see `Log::wait`); this
+                    // is only the fallback for one that does not, after LEAD_GRACE.
+                    let deadline = *state.lead_deadline.get_or_insert_with(|| Instant::now() + LEAD_GRACE);
+                    if Instant::now() < deadline {
+                        shared.writer_wake.wait_until(&mut state, deadline);
+                        continue;
+                    }
+                }
                 wait_for_group_delay(shared, &mut state);
             }
-            let take = state.pending.len().min(shared.config.group_bytes_max);
-            let bytes = if take == state.pending.len() { std::mem::take(&mut state.pending) } else { state.pending.drain(..take).collect() };
-            if state.pending.is_empty() {
-                state.pending_records = 0;
-            }
-            let start = state.written_lsn;
-            let all_taken = state.pending.is_empty();
+            let all_taken = state.pending.len() <= shared.config.group_bytes_max;
             // Mode 1 syncs every group; modes 0 and 2 sync when the interval is over, and at shutdown.
             let sync = mode == FlushMode::AtCommit || interval_over || forced || (state.shutdown && all_taken);
+            let group = take_group(shared, &mut state, sync);
             drop(state);
             shared.space.notify_all();
-            return Next::Group(Group { bytes, start, sync });
+            return Next::Group(group);
         }
         if state.shutdown {
             // An appender waiting for space must not wait for a writer that has stopped.

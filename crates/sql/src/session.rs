@@ -1833,6 +1833,7 @@ impl Session {
             ("Quill_log_durable_lsn", self.info.engine.log.get().map_or(0, quill_log::Log::durable_lsn).to_string()),
             ("Quill_log_fsyncs", log_stat(|l| &l.fsyncs)),
             ("Quill_log_groups", log_stat(|l| &l.groups)),
+            ("Quill_log_groups_led", log_stat(|l| &l.groups_led)),
             ("Quill_log_records", log_stat(|l| &l.records)),
             ("Quill_log_stream_parts", log_stat(|l| &l.stream_parts)),
             ("Queries", get(&s.questions)),
