@@ -10,8 +10,9 @@
 //!    and, in flush mode 1, made durable with one `fdatasync`; then the new written and durable
 //!    LSNs are published. One group is in flight at a time (`State::writing`), so groups land
 //!    in LSN order. Who writes it:
-//!    - in mode 1 with no group delay, a commit appended when no group is in flight and no
-//!      other session waits is led by its own session ([`Log::wait`]): it takes the group,
+//!    - in mode 1 with no group delay, a commit appended when no group is in flight, no
+//!      other session waits and no group of several records was taken in the last
+//!      [`BUSY_HOLD`] is led by its own session ([`Log::wait`]): it takes the group,
 //!      writes and syncs it off the runtime's worker, and wakes the sessions it covered. A
 //!      lone commit so costs no thread hand-off, which matters most when a busy neighbour
 //!      leaves the scheduler slow to run a woken thread;
@@ -119,6 +120,12 @@ pub struct LogConfig {
 /// it, which leads its own group from [`Log::wait`], before it writes the record itself (a
 /// session that never waits, or an append while the log was busy).
 pub const LEAD_GRACE: Duration = Duration::from_millis(2);
+/// After a group of more than one record, how long commits go to the writer thread rather
+/// than being led by their sessions. While commits arrive together the writer goes from one
+/// group to the next without being woken; a leader's group would leave those that arrive
+/// during its sync waiting for the writer to wake, and on a loaded machine a wake-up can
+/// wait for the scheduler's next tick.
+pub const BUSY_HOLD: Duration = Duration::from_millis(10);
 /// Default of [`LogConfig::group_bytes_max`].
 pub const GROUP_BYTES_MAX: usize = 4 << 20;
 /// Default of [`LogConfig::buffer_bytes_max`].
@@ -235,6 +242,9 @@ struct State {
     /// When the writer thread stops leaving the pending records to their sessions (see
     /// [`LEAD_GRACE`]); set when it first finds them, cleared when a group is taken.
     lead_deadline: Option<Instant>,
+    /// Until when commits count as arriving together: [`BUSY_HOLD`] after the last group that
+    /// held more than one record.
+    busy_until: Option<Instant>,
     shutdown: bool,
     failed: bool,
 }
@@ -315,6 +325,7 @@ impl Log {
                 writing: false,
                 handed_off: false,
                 lead_deadline: None,
+                busy_until: None,
                 shutdown: false,
                 failed: false,
             }),
@@ -480,7 +491,11 @@ impl Log {
             // The group in flight hands the record on when it is done; with nobody else
             // waiting, the appender leads; otherwise the writer takes it with the others.
             FlushMode::AtCommit if state.writing => false,
-            FlushMode::AtCommit if leads(shared, &state) && shared.waiters.load(Ordering::Relaxed) == 0 => false,
+            FlushMode::AtCommit
+                if leads(shared, &state) && shared.waiters.load(Ordering::Relaxed) == 0 && state.busy_until.is_none_or(|t| Instant::now() >= t) =>
+            {
+                false
+            }
             FlushMode::AtCommit => {
                 state.handed_off = true;
                 true
@@ -681,6 +696,9 @@ fn take_group(shared: &Shared, state: &mut State, sync: bool) -> Group {
     debug_assert!(!state.writing, "one group in flight at a time");
     let take = state.pending.len().min(shared.config.group_bytes_max);
     let bytes = if take == state.pending.len() { std::mem::take(&mut state.pending) } else { state.pending.drain(..take).collect() };
+    if state.pending_records > 1 {
+        state.busy_until = Some(Instant::now() + BUSY_HOLD);
+    }
     if state.pending.is_empty() {
         state.pending_records = 0;
     }
