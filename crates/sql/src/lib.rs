@@ -22,6 +22,7 @@ pub mod explain;
 pub mod expr;
 pub mod functions;
 pub mod hash_join;
+pub mod load_data;
 pub mod lock_tables;
 pub mod locking;
 pub mod mdl;
