@@ -44,9 +44,11 @@ pub mod capabilities {
     pub const CLIENT_REMEMBER_OPTIONS: u32 = 1 << 31;
 
     /// What Quill offers when TLS is not configured (the server ORs in `CLIENT_SSL` when it
-    /// is). Deliberately absent: compression, `LOCAL INFILE`, optional result-set metadata.
+    /// is). Deliberately absent: compression, optional result-set metadata. `LOCAL INFILE`
+    /// is offered, as MySQL offers it; whether a load may use it is `local_infile`'s call.
     pub const DEFAULT_SERVER_CAPABILITIES: u32 = CLIENT_LONG_PASSWORD
         | CLIENT_FOUND_ROWS
+        | CLIENT_LOCAL_FILES
         | CLIENT_LONG_FLAG
         | CLIENT_CONNECT_WITH_DB
         | CLIENT_PROTOCOL_41

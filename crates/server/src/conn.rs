@@ -149,7 +149,8 @@ impl Conn {
         let stream = std::mem::replace(&mut self.stream, Stream::Detached);
         let w = std::mem::replace(w, PacketWriter::new(0));
         let engine = Arc::clone(&session.info.engine);
-        let sink = SocketSink::new(stream, w, self.caps, binary, session.results_conversion(), status(session, 0), self.write_timeout, engine);
+        let sink =
+            SocketSink::new(stream, w, self.caps, binary, session.results_conversion(), status(session, 0), self.write_timeout, self.read_timeout, engine);
         session.row_sink = Some(Box::new(sink));
     }
 

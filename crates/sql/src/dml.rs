@@ -271,7 +271,6 @@ pub fn insert(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Insert) -> Resu
     };
     let replace = stmt.replace_into;
     let ignore = stmt.ignore;
-    let now_us = cx.now_us;
     let select = stmt.source.as_deref().filter(|q| !matches!(q.body.as_ref(), ast::SetExpr::Values(_)));
     with_table(catalog, &db, &tname, |catalog, t, data| {
         let mut res = DmlResult::default();
@@ -280,23 +279,8 @@ pub fn insert(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Insert) -> Resu
         let mut count = 0u64;
         let mut insert_one = |cx: &mut DmlCx<'_>, vals: ProposedRow| -> Result<()> {
             count += 1;
-            let mut row: Row = Vec::with_capacity(vals.len());
-            for (i, v) in vals.into_iter().enumerate() {
-                row.push(match v {
-                    Some(v) => v,
-                    None => default_value(t, i, now_us)?,
-                });
-            }
-            let row_no = count;
-            let row = match finish_row(t, row, row_no, cx, data, &mut generated) {
-                Ok(r) => r,
-                Err(e) if ignore && !e.lock_wait && !e.rolls_back_transaction => {
-                    cx.warnings.push(Warning { level: "Warning", code: e.code, message: e.message });
-                    return Ok(());
-                }
-                Err(e) => return Err(e),
-            };
-            insert_row(catalog, cx, t, data, row, row_no, replace, ignore, on_dup.as_deref(), &mut res, &mut duplicates)
+            let mode = Duplicate { replace, ignore, on_dup: on_dup.as_deref() };
+            insert_proposed(catalog, cx, t, data, vals, count, mode, &mut res, &mut duplicates, &mut generated)
         };
         match select {
             None => {
@@ -337,6 +321,123 @@ pub fn insert(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Insert) -> Resu
             res.info = format!("Records: {count}  Duplicates: {duplicates}  Warnings: {}", cx.warnings.len());
         }
         Ok(res)
+    })
+}
+
+/// What a row whose key is taken does: REPLACE the old row, update it (`on_dup`), or be
+/// skipped with a warning (IGNORE); with none of them, error 1062.
+#[derive(Clone, Copy)]
+struct Duplicate<'a> {
+    replace: bool,
+    ignore: bool,
+    on_dup: Option<&'a [(usize, Expr)]>,
+}
+
+/// Inserts one proposed row, number `row_no` of its statement: defaults for the columns it
+/// leaves out, then the column checks and conversions (`finish_row`; under IGNORE a data
+/// error is a warning and the row is skipped), then the write (`insert_row`).
+#[allow(clippy::too_many_arguments)]
+fn insert_proposed(
+    catalog: &Catalog,
+    cx: &mut DmlCx<'_>,
+    t: &TableMeta,
+    data: &dyn Handler,
+    vals: ProposedRow,
+    row_no: u64,
+    mode: Duplicate<'_>,
+    res: &mut DmlResult,
+    duplicates: &mut u64,
+    generated: &mut Option<u64>,
+) -> Result<()> {
+    let mut row: Row = Vec::with_capacity(vals.len());
+    for (i, v) in vals.into_iter().enumerate() {
+        row.push(match v {
+            Some(v) => v,
+            None => default_value(t, i, cx.now_us)?,
+        });
+    }
+    let row = match finish_row(t, row, row_no, cx, data, generated) {
+        Ok(r) => r,
+        Err(e) if mode.ignore && !e.lock_wait && !e.rolls_back_transaction => {
+            cx.warnings.push(Warning { level: "Warning", code: e.code, message: e.message });
+            return Ok(());
+        }
+        Err(e) => return Err(e),
+    };
+    insert_row(catalog, cx, t, data, row, row_no, mode.replace, mode.ignore, mode.on_dup, res, duplicates)
+}
+
+/// What [`load`] did: the `Records: Deleted: Skipped: Warnings:` of LOAD DATA.
+#[derive(Debug, Default)]
+pub struct LoadResult {
+    pub affected: u64,
+    pub records: u64,
+    pub deleted: u64,
+    pub skipped: u64,
+    pub last_insert_id: Option<u64>,
+}
+
+/// MySQL's conditions for a LOAD DATA row with fewer or more fields than its targets.
+pub const ER_WARN_TOO_FEW_RECORDS: (u16, &str) = (1261, "01000");
+pub const ER_WARN_TOO_MANY_RECORDS: (u16, &str) = (1262, "01000");
+
+/// LOAD DATA's rows into `db.name`: each row's fields go to the columns `targets` names, in
+/// order. A row with fewer fields leaves the rest to their defaults (1261 for each), one with
+/// more drops the extra (1262); both are warnings when `cx.strict` is off and errors when it
+/// is on. A row whose key is taken replaces the old one, is skipped with a warning, or is
+/// error 1062, as `duplicates` says.
+///
+/// # Errors
+/// As INSERT: data errors (under strict mode), duplicates, lock waits.
+pub fn load(
+    catalog: &Catalog,
+    cx: &mut DmlCx<'_>,
+    db: &str,
+    name: &str,
+    targets: &[usize],
+    rows: impl Iterator<Item = Vec<Value>>,
+    duplicates: crate::load_data::Duplicates,
+) -> Result<LoadResult> {
+    let replace = duplicates == crate::load_data::Duplicates::Replace;
+    let ignore = duplicates == crate::load_data::Duplicates::Ignore;
+    with_table(catalog, db, name, |catalog, t, data| {
+        let mut res = DmlResult::default();
+        let mut out = LoadResult::default();
+        let mut generated = None;
+        for fields in rows {
+            out.records += 1;
+            let row_no = out.records;
+            let mut vals: ProposedRow = vec![None; t.columns.len()];
+            let given = fields.len();
+            for (&col, v) in targets.iter().zip(fields) {
+                vals[col] = Some(v);
+            }
+            let short = targets.len().saturating_sub(given);
+            let conditions = if short > 0 {
+                vec![(ER_WARN_TOO_FEW_RECORDS, format!("Row {row_no} doesn't contain data for all columns")); short]
+            } else if given > targets.len() {
+                vec![(ER_WARN_TOO_MANY_RECORDS, format!("Row {row_no} was truncated; it contained more data than there were input columns"))]
+            } else {
+                Vec::new()
+            };
+            for ((code, _), message) in conditions {
+                if cx.strict {
+                    return Err(SqlError::new((code, "01000"), message));
+                }
+                cx.warnings.push(Warning { level: "Warning", code, message });
+            }
+            let mut skipped = 0;
+            let before = res.affected;
+            insert_proposed(catalog, cx, t, data, vals, row_no, Duplicate { replace, ignore, on_dup: None }, &mut res, &mut skipped, &mut generated)?;
+            if replace {
+                out.deleted += skipped;
+            } else if res.affected == before {
+                out.skipped += 1;
+            }
+        }
+        out.affected = res.affected;
+        out.last_insert_id = generated;
+        Ok(out)
     })
 }
 

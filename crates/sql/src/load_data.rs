@@ -323,6 +323,23 @@ impl<'a> Rows<'a> {
         Rows { data, at: 0, format }
     }
 
+    /// `IGNORE n LINES`: skips the first `n` lines, each up to and including the line
+    /// terminator, whatever they hold (MySQL counts lines here, not rows).
+    #[must_use]
+    pub fn skip_lines(mut self, n: u64) -> Rows<'a> {
+        let term = &self.format.lines_terminated;
+        for _ in 0..n {
+            if term.is_empty() || self.done() {
+                break;
+            }
+            match self.data[self.at..].windows(term.len()).position(|w| w == term.as_slice()) {
+                Some(p) => self.at += p + term.len(),
+                None => self.at = self.data.len(),
+            }
+        }
+        self
+    }
+
     fn at_field_end(&self) -> bool {
         self.data[self.at..].starts_with(&self.format.fields_terminated) && !self.format.fields_terminated.is_empty()
     }
@@ -476,6 +493,15 @@ mod tests {
     fn lines_starting_by_skips_what_comes_before_it_and_lines_without_it() {
         let f = Format { fields_terminated: b",".to_vec(), lines_starting: b"xxx".to_vec(), ..Format::default() };
         assert_eq!(rows(b"xxx\"abc\",1\nsomething xxx\"def\",2\n\"ghi\",3\n", &f), vec![vec![s("\"abc\""), s("1")], vec![s("\"def\""), s("2")]]);
+    }
+
+    #[test]
+    fn ignore_lines_counts_lines_before_any_prefix() {
+        let f = Format { fields_terminated: b",".to_vec(), lines_starting: b"xxx".to_vec(), ..Format::default() };
+        let data = b"h1,h2\nxxxa,1\nxxxb,2\n";
+        let rows: Vec<_> = Rows::new(data, &f).skip_lines(1).collect();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(Rows::new(b"a\nb\n", &Format::default()).skip_lines(5).count(), 0);
     }
 
     #[test]

@@ -35,6 +35,7 @@ use crate::vars::{self, VarSet};
 use crate::{cost, ddl, show};
 
 mod commit;
+mod load;
 
 pub use commit::{STREAM_PART_BYTES, STREAM_ROWS};
 
@@ -617,6 +618,15 @@ impl Session {
     /// commit's errors.
     async fn acquire_metadata_locks(&mut self, stmt: &Statement) -> Result<()> {
         let (names, exclusive) = self.metadata_lock_names(stmt);
+        self.acquire_table_locks(names, exclusive).await
+    }
+
+    /// Takes metadata locks on `names`, shared or `exclusive` (see
+    /// [`Session::acquire_metadata_locks`]).
+    ///
+    /// # Errors
+    /// As [`Session::acquire_metadata_locks`].
+    async fn acquire_table_locks(&mut self, names: Vec<crate::mdl::TableName>, exclusive: bool) -> Result<()> {
         if exclusive {
             self.commit()?;
         }
@@ -980,6 +990,27 @@ impl Session {
             Statement::Update(_) => status.com_update.fetch_add(1, Ordering::Relaxed),
             _ => status.com_delete.fetch_add(1, Ordering::Relaxed),
         };
+        // INSERT ... SELECT copies a whole query result: off the runtime's worker.
+        let heavy = matches!(stmt, Statement::Insert(i) if i.source.as_deref().is_some_and(|q| !matches!(q.body.as_ref(), ast::SetExpr::Values(_))));
+        self.run_dml(params, heavy, None, |catalog, cx| match stmt {
+            Statement::Insert(i) => dml::insert(catalog, cx, i),
+            Statement::Update(u) => dml::update(catalog, cx, u),
+            Statement::Delete(d) => dml::delete(catalog, cx, d),
+            _ => unreachable!("dispatched on statement kind"),
+        })
+    }
+
+    /// Runs one writing statement (`f`) in the statement's transaction, with statement
+    /// atomicity (a failed statement undoes exactly what it pushed), then the statement's end
+    /// (autocommit). `heavy` runs it off the runtime's worker; `strict` overrides the
+    /// session's strict mode (LOAD DATA LOCAL, whose data errors are warnings).
+    fn run_dml(
+        &mut self,
+        params: &[Value],
+        heavy: bool,
+        strict: Option<bool>,
+        f: impl FnOnce(&Catalog, &mut DmlCx<'_>) -> Result<dml::DmlResult>,
+    ) -> Result<Outcome> {
         let txn = self.txn_for_statement();
         if self.txn.as_ref().is_some_and(|t| t.read_only) {
             let e = SqlError::new(codes::ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION, "Cannot execute statement in a READ ONLY transaction.");
@@ -989,7 +1020,7 @@ impl Session {
         let engine = self.engine();
         let mut undo = Vec::new();
         let mut warnings = Vec::new();
-        let strict = self.info.strict();
+        let strict = strict.unwrap_or_else(|| self.info.strict());
         let result = {
             let catalog = engine.catalog();
             let mut cx = DmlCx {
@@ -1004,14 +1035,7 @@ impl Session {
                 lock,
                 read_uncommitted: self.isolation() == "READ-UNCOMMITTED",
             };
-            // INSERT ... SELECT copies a whole query result: off the runtime's worker.
-            let heavy = matches!(stmt, Statement::Insert(i) if i.source.as_deref().is_some_and(|q| !matches!(q.body.as_ref(), ast::SetExpr::Values(_))));
-            let r = cost::run_heavy(heavy, || match stmt {
-                Statement::Insert(i) => dml::insert(&catalog, &mut cx, i),
-                Statement::Update(u) => dml::update(&catalog, &mut cx, u),
-                Statement::Delete(d) => dml::delete(&catalog, &mut cx, d),
-                _ => unreachable!("dispatched on statement kind"),
-            });
+            let r = cost::run_heavy(heavy, || f(&catalog, &mut cx));
             if r.is_err() {
                 // Statement atomicity: undo exactly what this statement pushed.
                 for (tid, pk) in undo.iter().rev() {
@@ -1386,6 +1410,13 @@ impl Session {
             }
             "EXPLAIN" if up(1) != "FORMAT" => Some(self.explain(statement).await),
             "KILL" => Some(self.kill(&words)),
+            "LOAD" if up(1) == "DATA" => {
+                let r = self.load_data(sql).await;
+                if self.txn.is_none() {
+                    self.info.engine.mdl.release_all(self.info.connection_id);
+                }
+                Some(r)
+            }
             "SET" if up(1) == "TRANSACTION" || (matches!(up(1), "GLOBAL" | "SESSION" | "LOCAL") && up(2) == "TRANSACTION") => {
                 Some(self.set_transaction(&words))
             }

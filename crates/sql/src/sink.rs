@@ -22,7 +22,12 @@ use quill_storage::Value;
 use crate::error::Result;
 use crate::query::OutColumn;
 
-/// Where a streamed result goes.
+/// The largest file `LOAD DATA LOCAL` reads: the whole file is held while its rows are
+/// inserted.
+pub const LOCAL_INFILE_BYTES_MAX: usize = 1 << 30;
+
+/// Where a streamed result goes, and where `LOAD DATA LOCAL` reads the client's file from:
+/// the connection's seam for one command.
 pub trait RowSink: Send {
     /// The result's columns, before any row; `durable` is the log position (and flush
     /// mode) to wait for before anything reaches the client.
@@ -37,6 +42,14 @@ pub trait RowSink: Send {
     /// The client cannot be written to (gone, or not reading within `net_write_timeout`);
     /// the statement stops.
     fn row(&mut self, row: &[Value]) -> Result<()>;
+
+    /// `LOAD DATA LOCAL`: asks the client for the file `name` and reads what it sends, up to
+    /// [`LOCAL_INFILE_BYTES_MAX`]. `None` when the client did not enable local files.
+    ///
+    /// # Errors
+    /// The client is gone, stalls past `net_read_timeout`, or sends more than the bound (the
+    /// rest is read and dropped, so the connection stays in step).
+    fn read_local_file(&mut self, name: &str) -> Result<Option<Vec<u8>>>;
 
     /// Whether `begin` was called since the sink was lent: the reply has started.
     fn begun(&self) -> bool;

@@ -113,6 +113,7 @@ pub const VARIABLES: &[VarDef] = &[
     v("innodb_snapshot_isolation", Both, Bool, Live, "OFF"),
     v("interactive_timeout", Both, int(1, TIMEOUT_SECONDS_MAX), Live, "28800"),
     v("license", Global, Str, ReadOnly, "Apache-2.0"),
+    v("local_infile", Global, Bool, Live, "OFF"),
     v("lock_wait_timeout", Both, int(1, 31_536_000), Live, "31536000"),
     v("max_execution_time", Both, int(0, 4_294_967_295), Live, "0"),
     v("lower_case_table_names", Global, int(0, 2), ReadOnly, "0"),

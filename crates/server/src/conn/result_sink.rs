@@ -14,19 +14,24 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use quill_log::{FlushMode, Lsn};
-use quill_protocol::PacketWriter;
 use quill_protocol::binary::{BinaryValue, write_binary_row};
 use quill_protocol::constants::ColumnType;
+use quill_protocol::packet::MAX_PAYLOAD_LEN;
 use quill_protocol::response;
+use quill_protocol::{PacketDecoder, PacketWriter};
 use quill_sql::query::OutColumn;
+use quill_sql::sink::LOCAL_INFILE_BYTES_MAX;
 use quill_sql::sink::RowSink;
 use quill_sql::text::Charset;
 use quill_sql::types::SqlType;
 use quill_sql::{Engine, SqlError};
 use quill_storage::Value;
+use tokio::io::AsyncReadExt;
 
 use super::{Stream, column_def, row_cells, to_binary, write_all_timed};
 
+/// The first byte of the LOCAL INFILE request packet.
+pub const LOCAL_INFILE_HEADER: u8 = 0xFB;
 /// The reply buffer is written to the socket once it holds this many bytes.
 pub const SINK_FLUSH_BYTES: usize = 256 << 10;
 
@@ -43,6 +48,8 @@ pub struct SocketSink {
     /// The status flags of the metadata's EOF packet.
     status_flags: u16,
     write_timeout: Duration,
+    /// `net_read_timeout`: how long a LOCAL file's next packet may take.
+    read_timeout: Duration,
     engine: Arc<Engine>,
     types: Vec<SqlType>,
     column_types: Vec<ColumnType>,
@@ -63,6 +70,7 @@ impl SocketSink {
         results: Option<Charset>,
         status_flags: u16,
         write_timeout: Duration,
+        read_timeout: Duration,
         engine: Arc<Engine>,
     ) -> SocketSink {
         SocketSink {
@@ -73,6 +81,7 @@ impl SocketSink {
             results,
             status_flags,
             write_timeout,
+            read_timeout,
             engine,
             types: Vec::new(),
             column_types: Vec::new(),
@@ -130,6 +139,57 @@ impl RowSink for SocketSink {
             response::write_text_row(&mut self.w, &refs);
         }
         if self.w.buf.len() >= SINK_FLUSH_BYTES { self.flush() } else { Ok(()) }
+    }
+
+    fn read_local_file(&mut self, name: &str) -> Result<Option<Vec<u8>>, SqlError> {
+        if self.caps & quill_protocol::constants::capabilities::CLIENT_LOCAL_FILES == 0 {
+            return Ok(None);
+        }
+        let gone = || SqlError::new((1158, "08S01"), "Got an error reading communication packets");
+        // The request: 0xFB and the file name, in place of a result set.
+        let mut request = vec![LOCAL_INFILE_HEADER];
+        request.extend_from_slice(name.as_bytes());
+        self.w.write_packet(&request);
+        let seq = self.w.seq;
+        let bytes = self.w.take();
+        let (stream, write_timeout, read_timeout) = (&mut self.stream, self.write_timeout, self.read_timeout);
+        let read = tokio::task::block_in_place(|| {
+            tokio::runtime::Handle::current().block_on(async {
+                if !write_all_timed(stream, &bytes, write_timeout).await {
+                    return Err(gone());
+                }
+                let mut decoder = PacketDecoder::new(MAX_PAYLOAD_LEN);
+                decoder.set_expected_seq(seq);
+                let (mut file, mut too_big, mut buf) = (Vec::new(), false, vec![0_u8; 64 << 10]);
+                loop {
+                    while let Some((_, packet)) = decoder.next_packet().map_err(|_| gone())? {
+                        // An empty packet ends the file.
+                        if packet.is_empty() {
+                            return Ok((file, too_big, decoder.expected_seq()));
+                        }
+                        if file.len() + packet.len() > LOCAL_INFILE_BYTES_MAX {
+                            too_big = true;
+                        } else if !too_big {
+                            file.extend_from_slice(&packet);
+                        }
+                    }
+                    let n = match tokio::time::timeout(read_timeout, stream.read(&mut buf)).await {
+                        Ok(Ok(n)) if n > 0 => n,
+                        _ => return Err(gone()),
+                    };
+                    decoder.feed(&buf[..n]);
+                }
+            })
+        });
+        let (file, too_big, next_seq) = read.inspect_err(|_| self.failed = true)?;
+        self.w = PacketWriter::new(next_seq);
+        if too_big {
+            return Err(SqlError::new(
+                (1153, "08S01"),
+                format!("Got a packet bigger than 'max_allowed_packet' bytes (LOAD DATA LOCAL reads at most {LOCAL_INFILE_BYTES_MAX} bytes)"),
+            ));
+        }
+        Ok(Some(file))
     }
 
     fn begun(&self) -> bool {
