@@ -7,6 +7,8 @@ MariaDB differ (the error for local files switched off, reading server-side file
 test says which it follows.
 """
 
+import socket
+
 import pymysql
 import pytest
 
@@ -152,3 +154,27 @@ def test_server_side_files_and_local_infile_off(loader, server):
         assert e.value.args[0] == 3948
         cur.execute("SELECT COUNT(*) FROM t")
         assert cur.fetchone() == (0,)
+
+
+def test_a_client_that_goes_away_mid_load_leaves_none_of_it(loader, server, monkeypatch):
+    conn, path = loader
+    make(conn)
+    path.write_bytes(b"".join(b"%d\tx\ty\n" % i for i in range(1000)))
+
+    def send_half_then_vanish(filename, connection):
+        with open(filename, "rb") as f:
+            connection.write_packet(f.read(4000))
+        connection._sock.shutdown(socket.SHUT_RDWR)
+        connection._sock.close()
+        raise ConnectionAbortedError("the client went away mid-load")
+
+    monkeypatch.setattr(pymysql.connections, "_send_local_file", send_half_then_vanish)
+    with pytest.raises(Exception):
+        with conn.cursor() as cur:
+            cur.execute(f"LOAD DATA LOCAL INFILE '{path}' INTO TABLE t")
+    monkeypatch.undo()
+    other = server.connect(conn.db.decode())
+    with other.cursor() as cur:
+        cur.execute("SELECT COUNT(*) FROM t")
+        assert cur.fetchone() == (0,), "a load the client abandoned leaves no rows"
+    other.close()
