@@ -22,8 +22,8 @@ pub use format::{
 };
 pub use reader::{CutReason, LogEnd};
 pub use writer::{
-    Appended, BUFFER_BYTES_MAX, DDL_RESERVE_BYTES, FailureHook, FlushMode, GROUP_BYTES_MAX, Log, LogConfig, LogStats, Recovered, SPACE_RETRY_INTERVAL,
-    SYNC_INTERVAL, Start,
+    Appended, BUFFER_BYTES_MAX, BUSY_HOLD, DDL_RESERVE_BYTES, FailureHook, FlushMode, GROUP_BYTES_MAX, LEAD_GRACE, Log, LogConfig, LogStats, Recovered,
+    SPACE_RETRY_INTERVAL, SYNC_INTERVAL, Start,
 };
 
 #[cfg(test)]

@@ -272,7 +272,7 @@ fn concurrent_commits_share_fsyncs() {
 fn a_lone_commit_is_led_by_its_session_and_one_nobody_waits_for_is_written_by_the_writer() {
     let fs = SimFs::new();
     let (log, _, _) = open(&fs, config(1 << 20));
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let runtime = multi_thread_runtime();
     for n in 1..=3 {
         let at = log.append(n, &change(n)).unwrap();
         runtime.block_on(log.wait(at.end, FlushMode::AtCommit));
@@ -296,12 +296,33 @@ fn a_lone_commit_is_led_by_its_session_and_one_nobody_waits_for_is_written_by_th
 }
 
 #[test]
+fn after_a_group_of_several_commits_the_writer_thread_takes_the_next_ones() {
+    let fs = SimFs::new();
+    let (log, _, _) = open(&fs, config(1 << 20));
+    let runtime = multi_thread_runtime();
+    // Two commits pending together: the second's session leads them as one group.
+    log.append(1, &change(1)).unwrap();
+    let at = log.append(2, &change(2)).unwrap();
+    let taken = std::time::Instant::now();
+    runtime.block_on(log.wait(at.end, FlushMode::AtCommit));
+    assert_eq!(log.stats().groups_led.load(Ordering::Relaxed), 1);
+    // Within BUSY_HOLD of that group, a commit goes to the writer thread.
+    let at = log.append(3, &change(3)).unwrap();
+    let appended_within_hold = taken.elapsed() < crate::BUSY_HOLD;
+    runtime.block_on(log.wait(at.end, FlushMode::AtCommit));
+    assert!(log.durable_lsn() >= at.end);
+    if appended_within_hold {
+        assert_eq!(log.stats().groups_led.load(Ordering::Relaxed), 1, "commits arriving together are the writer's");
+    }
+}
+
+#[test]
 fn with_a_group_delay_the_writer_thread_writes_every_group() {
     let fs = SimFs::new();
     let mut cfg = config(1 << 20);
     cfg.group_delay = Duration::from_micros(200);
     let (log, _, _) = open(&fs, cfg);
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let runtime = multi_thread_runtime();
     let at = log.append(1, &change(1)).unwrap();
     runtime.block_on(log.wait(at.end, FlushMode::AtCommit));
     assert!(log.durable_lsn() >= at.end);
@@ -323,6 +344,11 @@ fn mode_0_and_2_sync_once_per_interval_and_mode_1_at_once() {
     let at = log.append(2, &change(2)).unwrap();
     futures_wait(&log, at.end, FlushMode::AtCommit);
     assert!(log.durable_lsn() >= at.end);
+}
+
+/// A runtime like the server's, where a leading session's write runs under `block_in_place`.
+fn multi_thread_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
 }
 
 /// Runs `Log::wait` to completion on a small runtime.

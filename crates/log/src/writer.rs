@@ -671,7 +671,6 @@ fn writer_loop(shared: &Shared) {
             Next::Space => continue,
             Next::Stop => return,
         };
-        let end = group.start + group.bytes.len() as u64;
         if let Err(e) = write_group(shared, &group) {
             fail(shared, &format!("{e}"));
             return;
@@ -679,7 +678,6 @@ fn writer_loop(shared: &Shared) {
         if group.sync {
             last_sync = Instant::now();
         }
-        debug_assert_eq!(end, group.start + group.bytes.len() as u64);
         publish_group(shared, &group);
     }
 }

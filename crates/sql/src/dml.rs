@@ -412,25 +412,26 @@ pub fn load(
             for (&col, v) in targets.iter().zip(fields) {
                 vals[col] = Some(v);
             }
-            let short = targets.len().saturating_sub(given);
-            let conditions = if short > 0 {
-                vec![(ER_WARN_TOO_FEW_RECORDS, format!("Row {row_no} doesn't contain data for all columns")); short]
-            } else if given > targets.len() {
-                vec![(ER_WARN_TOO_MANY_RECORDS, format!("Row {row_no} was truncated; it contained more data than there were input columns"))]
-            } else {
-                Vec::new()
-            };
-            for ((code, _), message) in conditions {
-                if cx.strict {
-                    return Err(SqlError::new((code, "01000"), message));
+            // One 1261 per column the row leaves out, as MySQL counts them.
+            let condition = match given.cmp(&targets.len()) {
+                Ordering::Less => Some((ER_WARN_TOO_FEW_RECORDS, format!("Row {row_no} doesn't contain data for all columns"), targets.len() - given)),
+                Ordering::Greater => {
+                    Some((ER_WARN_TOO_MANY_RECORDS, format!("Row {row_no} was truncated; it contained more data than there were input columns"), 1))
                 }
-                cx.warnings.push(Warning { level: "Warning", code, message });
+                Ordering::Equal => None,
+            };
+            if let Some((code, message, times)) = condition {
+                if cx.strict {
+                    return Err(SqlError::new(code, message));
+                }
+                cx.warnings.extend(std::iter::repeat_n(Warning { level: "Warning", code: code.0, message }, times));
             }
-            let mut skipped = 0;
+            // Rows REPLACE removed to make room (insert_row's count of duplicates).
+            let mut replaced = 0;
             let before = res.affected;
-            insert_proposed(catalog, cx, t, data, vals, row_no, Duplicate { replace, ignore, on_dup: None }, &mut res, &mut skipped, &mut generated)?;
+            insert_proposed(catalog, cx, t, data, vals, row_no, Duplicate { replace, ignore, on_dup: None }, &mut res, &mut replaced, &mut generated)?;
             if replace {
-                out.deleted += skipped;
+                out.deleted += replaced;
             } else if res.affected == before {
                 out.skipped += 1;
             }

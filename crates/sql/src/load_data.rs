@@ -307,6 +307,11 @@ fn decode_hex(h: &str) -> Option<Vec<u8>> {
     (0..h.len()).step_by(2).map(|i| u8::from_str_radix(h.get(i..i + 2)?, 16).ok()).collect()
 }
 
+/// Where `needle` (not empty) first occurs in `haystack`.
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
 /// One field of a row: its bytes, or `None` for NULL.
 pub type Field = Option<Vec<u8>>;
 
@@ -332,10 +337,7 @@ impl<'a> Rows<'a> {
             if term.is_empty() || self.done() {
                 break;
             }
-            match self.data[self.at..].windows(term.len()).position(|w| w == term.as_slice()) {
-                Some(p) => self.at += p + term.len(),
-                None => self.at = self.data.len(),
-            }
+            self.at = find(&self.data[self.at..], term).map_or(self.data.len(), |p| self.at + p + term.len());
         }
         self
     }
@@ -424,9 +426,7 @@ impl Iterator for Rows<'_> {
     fn next(&mut self) -> Option<Vec<Field>> {
         let f = self.format;
         if !f.lines_starting.is_empty() {
-            let rest = &self.data[self.at.min(self.data.len())..];
-            let found = rest.windows(f.lines_starting.len()).position(|w| w == f.lines_starting.as_slice())?;
-            self.at += found + f.lines_starting.len();
+            self.at += find(&self.data[self.at.min(self.data.len())..], &f.lines_starting)? + f.lines_starting.len();
         }
         if self.done() {
             return None;

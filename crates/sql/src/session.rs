@@ -1410,7 +1410,7 @@ impl Session {
             }
             "EXPLAIN" if up(1) != "FORMAT" => Some(self.explain(statement).await),
             "KILL" => Some(self.kill(&words)),
-            "LOAD" if up(1) == "DATA" => {
+            "LOAD" if crate::load_data::is_load_data(sql) => {
                 let r = self.load_data(sql).await;
                 if self.txn.is_none() {
                     self.info.engine.mdl.release_all(self.info.connection_id);

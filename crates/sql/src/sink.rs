@@ -1,5 +1,6 @@
 //! Result rows sent as they are produced: the seam between the executor and a client
-//! connection, so a large result never sits whole in the server's memory.
+//! connection, so a large result never sits whole in the server's memory. The same seam
+//! carries a `LOAD DATA LOCAL` file the other way ([`RowSink::read_local_file`]).
 //!
 //! A connection lends its session a [`RowSink`] for one command (`Session::row_sink`). A
 //! plain (non-locking) SELECT that is its command's first statement then hands its columns
