@@ -683,9 +683,11 @@ fn writer_loop(shared: &Shared) {
 }
 
 /// Whether, in mode 1, the committing session leads its group (see step 2 of the module doc):
-/// no group is in flight, no group delay is set, and the log is running.
+/// no group is in flight, no group delay is set, the log is running, and no segment is due.
+/// When one is (see "Space"), the writer thread creates it before it writes the group, so
+/// the space ahead of the appends, and a full disk, are found as early as ever.
 fn leads(shared: &Shared, state: &State) -> bool {
-    !state.writing && !state.shutdown && !state.failed && shared.group_delay_us.load(Ordering::Relaxed) == 0
+    !state.writing && !state.shutdown && !state.failed && shared.group_delay_us.load(Ordering::Relaxed) == 0 && !space_due(shared, state, Instant::now())
 }
 
 /// Takes the next group: up to [`LogConfig::group_bytes_max`] of what is pending, written at
