@@ -11,8 +11,8 @@
 //!    LSNs are published. One group is in flight at a time (`State::writing`), so groups land
 //!    in LSN order. Who writes it:
 //!    - in mode 1 with no group delay, a commit appended when no group is in flight, no
-//!      other session waits and no group of several records was taken in the last
-//!      [`BUSY_HOLD`] is led by its own session ([`Log::wait`]): it takes the group,
+//!      other session waits, no group of several records was taken in the last
+//!      [`BUSY_HOLD`], and no segment is due (see "Space") is led by its own session ([`Log::wait`]): it takes the group,
 //!      writes and syncs it off the runtime's worker, and wakes the sessions it covered. A
 //!      lone commit so costs no thread hand-off, which matters most when a busy neighbour
 //!      leaves the scheduler slow to run a woken thread;
