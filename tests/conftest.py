@@ -19,6 +19,7 @@ loopback, so that is the account every test uses.
 from __future__ import annotations
 
 import os
+import pwd
 import shutil
 import signal
 import socket
@@ -233,6 +234,41 @@ def server():
         # The work directory (data and log) is removed in pytest_unconfigure, after the
         # terminal summary had the chance to show the log of a failed run.
         stop_process(process)
+
+
+@pytest.fixture(scope="session")
+def mariadb_reference(server):
+    """A MariaDB server next to the server under test, for tests that move data between the
+    two (dumps made by one and restored into the other). Against MariaDB it is that server;
+    otherwise a private `mariadbd` (Debian's mariadb-server) on a free port and a temporary
+    data directory, started once and stopped at the end of the session."""
+    if server.target == TARGET_MARIADB:
+        yield server
+        return
+    for tool in ("mariadb-install-db", "mariadbd"):
+        if shutil.which(tool) is None:
+            raise RuntimeError(f"{tool} not found: apt-get install mariadb-server")
+    workdir = Path(tempfile.mkdtemp(prefix="quill-test-mariadb-"))
+    user = pwd.getpwuid(os.getuid()).pw_name
+    subprocess.run(
+        ["mariadb-install-db", "--no-defaults", f"--datadir={workdir}/data", f"--user={user}",
+         "--auth-root-authentication-method=normal"],
+        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    port = free_port()
+    log_path = workdir / "error.log"
+    process = subprocess.Popen(
+        ["mariadbd", "--no-defaults", f"--datadir={workdir}/data", f"--user={user}", f"--port={port}",
+         "--bind-address=127.0.0.1", f"--socket={workdir}/mariadb.sock", "--character-set-server=utf8mb4",
+         "--collation-server=utf8mb4_general_ci", f"--log-error={log_path}", f"--pid-file={workdir}/mariadb.pid"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port("127.0.0.1", port, process, log_path)
+        yield Server("127.0.0.1", port, "root", "", TARGET_MARIADB)
+    finally:
+        stop_process(process)
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

@@ -179,7 +179,7 @@ def test_a_waiting_ddl_shows_its_state_holds_new_statements_back_and_runs_at_com
                 "WHERE OBJECT_SCHEMA = %s AND OBJECT_NAME = 't' ORDER BY LOCK_STATUS",
                 (fresh_db,),
             )
-            assert cur.fetchall() == (("SHARED", "GRANTED"), ("EXCLUSIVE", "PENDING"))
+            assert cur.fetchall() == (("SHARED_WRITE", "GRANTED"), ("EXCLUSIVE", "PENDING"))
         admin.close()
 
     # A new statement on the table queues behind the waiting DDL.

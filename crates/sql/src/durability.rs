@@ -177,7 +177,7 @@ pub fn ddl_changes(catalog: &Catalog, db: Option<&str>, sql: String, created_by_
 /// If the table is not in the catalog.
 #[must_use]
 pub fn table_definition(catalog: &Catalog, db: &str, name: &str) -> String {
-    crate::show::show_create_table(catalog, db, name)
+    crate::show::show_create_table(catalog, db, name, crate::show::Quoting::Always)
         .ok()
         .and_then(|rs| rs.rows.into_iter().next())
         .and_then(|row| row.into_iter().nth(1))

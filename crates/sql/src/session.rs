@@ -34,8 +34,10 @@ use crate::text::{self, Charset, LexOptions, StatementText};
 use crate::vars::{self, VarSet};
 use crate::{cost, ddl, show};
 
+mod checksum;
 mod commit;
 mod load;
+mod table_locks;
 
 pub use commit::{STREAM_PART_BYTES, STREAM_ROWS};
 
@@ -265,6 +267,8 @@ struct Txn {
     isolation: &'static str,
     /// START TRANSACTION READ ONLY, or `transaction_read_only`: writes fail with 1792.
     read_only: bool,
+    /// Savepoints, oldest first: each name with `writes.len()` when it was set.
+    savepoints: Vec<(String, usize)>,
 }
 
 /// A prepared statement.
@@ -305,6 +309,8 @@ pub struct Session {
     next_read_only: Option<bool>,
     /// Time the current statement spent waiting for row locks (for the slow log).
     pub statement_lock_time: Duration,
+    /// The tables held with `LOCK TABLES`, while they are held.
+    locked_tables: Option<table_locks::LockedTables>,
     /// TLS cipher suite and protocol of the connection (empty without TLS).
     pub tls_cipher: String,
     pub tls_version: String,
@@ -364,6 +370,7 @@ impl Session {
             kill,
             next_isolation: None,
             next_read_only: None,
+            locked_tables: None,
             statement_lock_time: Duration::ZERO,
             tls_cipher: String::new(),
             tls_version: String::new(),
@@ -495,9 +502,25 @@ impl Session {
             self.warnings.clear();
         }
         self.warnings.extend(statement.warnings.iter().cloned());
+        let kept = self.warnings.len();
+        let result = self.run_recognised_or_parsed(statement).await;
+        // sql_notes=0: the statement's notes are not recorded (earlier ones SHOW WARNINGS
+        // keeps stay).
+        if self.info.var("sql_notes") == "OFF" {
+            let mut i = 0;
+            self.warnings.retain(|w| {
+                i += 1;
+                i <= kept || w.level != "Note"
+            });
+        }
+        result
+    }
+
+    async fn run_recognised_or_parsed(&mut self, statement: &StatementText) -> Result<Outcome> {
         if let Some(r) = self.recognise(statement).await {
             return r;
         }
+        let sql = statement.text.as_str();
         let rewritten = rewrite_lock_in_share_mode(sql);
         let stmts = self.parse(&rewritten, statement.operators, statement.div_operators)?;
         let Some(stmt) = stmts.first() else {
@@ -578,35 +601,37 @@ impl Session {
         outcome
     }
 
-    /// The tables `stmt` works on, and whether it changes their definitions (DDL, which
-    /// locks them exclusively) or uses them (shared).
-    fn metadata_lock_names(&self, stmt: &Statement) -> (Vec<crate::mdl::TableName>, bool) {
+    /// The tables `stmt` works on, each with the metadata lock it needs: exclusive for the
+    /// tables DDL changes, shared (read or write) for those a statement uses.
+    fn metadata_lock_requests(&self, stmt: &Statement) -> Vec<(crate::mdl::TableName, crate::mdl::Mode)> {
+        use crate::mdl::Mode;
         let resolve = |name: &ast::ObjectName| query::resolve_table_name(&self.info, name).ok();
-        let mut names: Vec<crate::mdl::TableName> = match stmt {
-            Statement::CreateTable(ct) => resolve(&ct.name).into_iter().collect(),
-            Statement::Drop { object_type: ast::ObjectType::Table, names, .. } => names.iter().filter_map(resolve).collect(),
-            Statement::Drop { object_type: ast::ObjectType::Index, table: Some(t), .. } => resolve(t).into_iter().collect(),
+        let exclusive = |names: Vec<crate::mdl::TableName>| names.into_iter().map(|n| (n, Mode::Exclusive)).collect::<Vec<_>>();
+        let mut requests: Vec<(crate::mdl::TableName, Mode)> = match stmt {
+            Statement::CreateTable(ct) => exclusive(resolve(&ct.name).into_iter().collect()),
+            Statement::Drop { object_type: ast::ObjectType::Table, names, .. } => exclusive(names.iter().filter_map(resolve).collect()),
+            Statement::Drop { object_type: ast::ObjectType::Index, table: Some(t), .. } => exclusive(resolve(t).into_iter().collect()),
             Statement::Drop { object_type: ast::ObjectType::Database | ast::ObjectType::Schema, names, .. } => {
                 let db = ident_of(&names[0]);
-                self.info.engine.catalog().database(&db).map(|d| d.tables.keys().map(|t| (db.clone(), t.clone())).collect()).unwrap_or_default()
+                exclusive(self.info.engine.catalog().database(&db).map(|d| d.tables.keys().map(|t| (db.clone(), t.clone())).collect()).unwrap_or_default())
             }
-            Statement::AlterTable(at) => resolve(&at.name).into_iter().collect(),
-            Statement::Truncate(t) => t.table_names.iter().filter_map(|n| resolve(&n.name)).collect(),
-            Statement::CreateIndex(ci) => resolve(&ci.table_name).into_iter().collect(),
+            Statement::AlterTable(at) => exclusive(resolve(&at.name).into_iter().collect()),
+            Statement::Truncate(t) => exclusive(t.table_names.iter().filter_map(|n| resolve(&n.name)).collect()),
+            Statement::CreateIndex(ci) => exclusive(resolve(&ci.table_name).into_iter().collect()),
             Statement::CreateDatabase { .. } | Statement::CreateSchema { .. } => Vec::new(),
-            _ => {
-                let mut names = Vec::new();
-                let _ = ast::visit_relations(stmt, |name| {
-                    names.extend(resolve(name));
-                    std::ops::ControlFlow::<()>::Continue(())
-                });
-                names
-            }
+            _ => self.table_references(stmt).into_iter().map(|r| ((r.db, r.table), if r.write { Mode::Write } else { Mode::Read })).collect(),
         };
-        names.retain(|(db, _)| !crate::catalog::SYSTEM_DATABASES.iter().any(|s| s.eq_ignore_ascii_case(db)));
-        names.sort();
-        names.dedup();
-        (names, is_ddl(stmt))
+        requests.retain(|((db, _), _)| !crate::catalog::SYSTEM_DATABASES.iter().any(|s| s.eq_ignore_ascii_case(db)));
+        requests.sort();
+        requests.dedup_by(|later, first| {
+            if later.0 == first.0 {
+                first.1 = first.1.max(later.1);
+                true
+            } else {
+                false
+            }
+        });
+        requests
     }
 
     /// Takes the metadata locks `stmt` needs, waiting (bounded by `lock_wait_timeout`) for
@@ -617,20 +642,22 @@ impl Session {
     /// 1205 when the wait times out, 1317 when the session is killed meanwhile, and the
     /// commit's errors.
     async fn acquire_metadata_locks(&mut self, stmt: &Statement) -> Result<()> {
-        let (names, exclusive) = self.metadata_lock_names(stmt);
-        self.acquire_table_locks(names, exclusive).await
+        self.check_table_locks(stmt)?;
+        let requests = self.metadata_lock_requests(stmt);
+        self.acquire_locks(requests, false).await
     }
 
-    /// Takes metadata locks on `names`, shared or `exclusive` (see
-    /// [`Session::acquire_metadata_locks`]).
+    /// Takes the metadata locks of `requests`, all at once (see
+    /// [`Session::acquire_metadata_locks`]); `explicit` for `LOCK TABLES`.
     ///
     /// # Errors
     /// As [`Session::acquire_metadata_locks`].
-    async fn acquire_table_locks(&mut self, names: Vec<crate::mdl::TableName>, exclusive: bool) -> Result<()> {
+    async fn acquire_locks(&mut self, requests: Vec<(crate::mdl::TableName, crate::mdl::Mode)>, explicit: bool) -> Result<()> {
+        let exclusive = requests.iter().any(|(_, m)| *m == crate::mdl::Mode::Exclusive);
         if exclusive {
             self.commit()?;
         }
-        if names.is_empty() {
+        if requests.is_empty() {
             return Ok(());
         }
         let engine = self.engine();
@@ -639,7 +666,7 @@ impl Session {
         let mut waiting = false;
         let result = loop {
             let released = engine.mdl.released();
-            let granted = if exclusive { engine.mdl.try_exclusive(id, &names) } else { engine.mdl.try_shared(id, &names) };
+            let granted = engine.mdl.try_acquire(id, &requests, explicit);
             if granted.is_ok() {
                 break Ok(());
             }
@@ -664,7 +691,7 @@ impl Session {
         if waiting {
             self.set_state("");
         }
-        if result.is_err() && exclusive {
+        if result.is_err() {
             engine.mdl.withdraw(id);
         }
         result
@@ -767,6 +794,18 @@ impl Session {
                 self.rollback();
                 Ok(Outcome::ok())
             }
+            Statement::Rollback { savepoint: Some(name), chain: false } => {
+                self.rollback_to_savepoint(&name.value)?;
+                Ok(Outcome::ok())
+            }
+            Statement::Savepoint { name } => {
+                self.savepoint(&name.value);
+                Ok(Outcome::ok())
+            }
+            Statement::ReleaseSavepoint { name } => {
+                self.release_savepoint(&name.value)?;
+                Ok(Outcome::ok())
+            }
             Statement::Set(set) => {
                 self.info.row_count = 0;
                 self.set(set, params)
@@ -812,7 +851,7 @@ impl Session {
         let next = self.next_read_only.take();
         let read_only = read_only.or(next).unwrap_or_else(|| self.info.var("transaction_read_only") == "ON");
         let id = self.info.engine.txns.begin(self.info.connection_id, isolation, read_only);
-        Txn { id, view: None, writes: Vec::new(), logged: 0, stream: None, explicit, isolation, read_only }
+        Txn { id, view: None, writes: Vec::new(), logged: 0, stream: None, explicit, isolation, read_only, savepoints: Vec::new() }
     }
 
     fn read_view(&mut self) -> ReadView {
@@ -1391,7 +1430,7 @@ impl Session {
         let up = |i: usize| upper.get(i).map_or("", String::as_str);
         match up(0) {
             "BEGIN" if words.len() == 1 || up(1) == "WORK" => {
-                if let Err(e) = self.commit() {
+                if let Err(e) = self.unlock_tables().and_then(|()| self.commit()) {
                     return Some(Err(e));
                 }
                 self.begin_explicit(None);
@@ -1410,6 +1449,8 @@ impl Session {
             }
             "EXPLAIN" if up(1) != "FORMAT" => Some(self.explain(statement).await),
             "KILL" => Some(self.kill(&words)),
+            "CHECKSUM" if checksum::is_checksum_table(&upper) => Some(self.checksum_table(sql).await),
+            "LOCK" | "UNLOCK" if table_locks::is_table_lock_statement(&upper) => Some(self.table_lock_statement(sql).await),
             "LOAD" if crate::load_data::is_load_data(sql) => {
                 let r = self.load_data(sql).await;
                 if self.txn.is_none() {
@@ -1452,6 +1493,7 @@ impl Session {
                 _ => return Err(SqlError::parse(rest)),
             }
         }
+        self.unlock_tables()?;
         self.commit()?;
         self.begin_explicit(read_only);
         if snapshot {
@@ -1654,7 +1696,12 @@ impl Session {
             }
             "CREATE" if upper.get(i + 1).is_some_and(|w| w == "TABLE") => {
                 let (db, t) = self.split_name(words.get(i + 2).ok_or_else(|| SqlError::parse(sql))?);
-                show::show_create_table(&catalog, &db?, &t)?
+                show::show_create_table(
+                    &catalog,
+                    &db?,
+                    &t,
+                    if self.info.var("sql_quote_show_create") == "OFF" { show::Quoting::WhereNeeded } else { show::Quoting::Always },
+                )?
             }
             "CREATE" if upper.get(i + 1).is_some_and(|w| w == "DATABASE" || w == "SCHEMA") => {
                 let db = words.get(i + 2).map(|w| w.trim_end_matches(';').trim_matches('`')).ok_or_else(|| SqlError::parse(sql))?;
@@ -1924,7 +1971,9 @@ impl Session {
             return;
         }
         self.rollback();
+        self.locked_tables = None;
         self.info.engine.mdl.release_all(self.info.connection_id);
+        self.info.engine.mdl.release_explicit(self.info.connection_id);
         self.info.engine.mdl.withdraw(self.info.connection_id);
         self.info.engine.processes.lock().remove(&self.info.connection_id);
         self.info.engine.status.threads_connected.fetch_sub(1, Ordering::Relaxed);

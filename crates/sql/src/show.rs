@@ -120,6 +120,25 @@ fn quote(name: &str) -> String {
     format!("`{}`", name.replace('`', "``"))
 }
 
+/// How SHOW CREATE TABLE writes identifiers: always in backquotes (`sql_quote_show_create=1`,
+/// the default), or only where the name needs them (`=0`: a keyword, a name of digits only,
+/// or one with characters other than letters, digits, `_` and `$`), as MySQL does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quoting {
+    Always,
+    WhereNeeded,
+}
+
+impl Quoting {
+    fn name(self, name: &str) -> String {
+        let plain = !name.is_empty()
+            && name.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '$')
+            && !name.chars().all(|c| c.is_ascii_digit())
+            && sqlparser::keywords::ALL_KEYWORDS.binary_search(&name.to_ascii_uppercase().as_str()).is_err();
+        if self == Quoting::WhereNeeded && plain { name.to_string() } else { quote(name) }
+    }
+}
+
 /// A string as a quoted SQL literal that reads back as the same string: `'` doubled and `\`
 /// escaped, as MySQL's SHOW CREATE TABLE writes them.
 fn string_literal(text: &str) -> String {
@@ -130,7 +149,8 @@ fn string_literal(text: &str) -> String {
 ///
 /// # Errors
 /// 1146.
-pub fn show_create_table(catalog: &Catalog, db: &str, table: &str) -> Result<ResultSet> {
+pub fn show_create_table(catalog: &Catalog, db: &str, table: &str, quoting: Quoting) -> Result<ResultSet> {
+    let quote = |name: &str| quoting.name(name);
     let t = catalog.table(db, table)?;
     let mut lines = Vec::new();
     for (i, c) in t.columns.iter().enumerate() {
@@ -306,14 +326,19 @@ pub fn information_schema_table(env: &Env<'_>, name: &str) -> Result<(Vec<OutCol
                 ("IS_NULLABLE", text(3)),
                 ("DATA_TYPE", text(64)),
                 ("CHARACTER_MAXIMUM_LENGTH", SqlType::bigint()),
+                ("CHARACTER_OCTET_LENGTH", SqlType::bigint()),
                 ("NUMERIC_PRECISION", SqlType::bigint()),
                 ("NUMERIC_SCALE", SqlType::bigint()),
+                ("DATETIME_PRECISION", SqlType::bigint()),
                 ("CHARACTER_SET_NAME", text(64)),
                 ("COLLATION_NAME", text(64)),
                 ("COLUMN_TYPE", text(1024)),
                 ("COLUMN_KEY", text(3)),
                 ("EXTRA", text(256)),
+                ("PRIVILEGES", text(154)),
                 ("COLUMN_COMMENT", text(1024)),
+                ("GENERATION_EXPRESSION", text(1024)),
+                ("SRS_ID", SqlType::bigint()),
             ]);
             let mut rows = Vec::new();
             for t in tables() {
@@ -349,15 +374,27 @@ pub fn information_schema_table(env: &Env<'_>, name: &str) -> Result<(Vec<OutCol
                         default_text(t, i),
                         s(if col.nullable { "YES" } else { "NO" }),
                         s(col.ty.data_type_name()),
-                        char_len,
+                        char_len.clone(),
+                        // utf8mb4: up to four bytes a character.
+                        match char_len {
+                            Value::Int(n) => Value::Int(n * 4),
+                            other => other,
+                        },
                         prec,
                         scale,
+                        match col.ty {
+                            SqlType::DateTime(f) | SqlType::Timestamp(f) | SqlType::Time(f) => Value::Int(i64::from(f)),
+                            _ => Value::Null,
+                        },
                         if col.ty.is_string() { s("utf8mb4") } else { Value::Null },
                         if col.ty.is_string() { s(col.ty.collation().name()) } else { Value::Null },
                         s(col.ty.sql_name()),
                         s(key_kind(t, i)),
                         s(extra(t, i)),
+                        s("select,insert,update,references"),
                         s(col.comment.clone()),
+                        s(""),
+                        Value::Null,
                     ]);
                 }
             }
@@ -403,6 +440,34 @@ pub fn information_schema_table(env: &Env<'_>, name: &str) -> Result<(Vec<OutCol
             }
             (c, rows)
         }
+        // Quill has no triggers: the table is empty, with MySQL 8's columns (dump tools read it).
+        "TRIGGERS" => (
+            cols(&[
+                ("TRIGGER_CATALOG", text(64)),
+                ("TRIGGER_SCHEMA", text(64)),
+                ("TRIGGER_NAME", text(64)),
+                ("EVENT_MANIPULATION", text(6)),
+                ("EVENT_OBJECT_CATALOG", text(64)),
+                ("EVENT_OBJECT_SCHEMA", text(64)),
+                ("EVENT_OBJECT_TABLE", text(64)),
+                ("ACTION_ORDER", SqlType::bigint()),
+                ("ACTION_CONDITION", text(64)),
+                ("ACTION_STATEMENT", text(1024)),
+                ("ACTION_ORIENTATION", text(3)),
+                ("ACTION_TIMING", text(6)),
+                ("ACTION_REFERENCE_OLD_TABLE", text(64)),
+                ("ACTION_REFERENCE_NEW_TABLE", text(64)),
+                ("ACTION_REFERENCE_OLD_ROW", text(3)),
+                ("ACTION_REFERENCE_NEW_ROW", text(3)),
+                ("CREATED", text(32)),
+                ("SQL_MODE", text(256)),
+                ("DEFINER", text(288)),
+                ("CHARACTER_SET_CLIENT", text(64)),
+                ("COLLATION_CONNECTION", text(64)),
+                ("DATABASE_COLLATION", text(64)),
+            ]),
+            Vec::new(),
+        ),
         "INNODB_TRX" => crate::lock_tables::innodb_trx(env)?,
         other => {
             return Err(SqlError::new(crate::error::codes::ER_UNKNOWN_TABLE, format!("Unknown table '{}' in information_schema", other.to_ascii_lowercase())));

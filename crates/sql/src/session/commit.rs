@@ -38,7 +38,7 @@ use quill_log::{Change, Log, Lsn};
 use super::{Engine, Session, Txn, unix_micros};
 use crate::catalog::Catalog;
 use crate::durability::{change_table, log_error, row_change};
-use crate::error::Result;
+use crate::error::{Result, SqlError};
 
 /// A statement that leaves more row writes than this not yet logged streams them into the
 /// log when it ends.
@@ -156,6 +156,65 @@ impl Session {
 
     /// Roll back the open transaction, if any. A transaction that streamed parts ends its
     /// stream with an abort record, so recovery and log readers can forget its parts.
+    /// `SAVEPOINT name`: marks the transaction's writes so far; a savepoint of the same
+    /// name is replaced. Outside a transaction with autocommit on there is nothing to mark
+    /// (as in MySQL, the savepoint ends with the statement's implicit commit).
+    pub(super) fn savepoint(&mut self, name: &str) {
+        if self.txn.is_none() && self.autocommit() {
+            return;
+        }
+        self.txn_for_statement();
+        let t = self.txn.as_mut().expect("txn created above");
+        t.savepoints.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+        t.savepoints.push((name.to_owned(), t.writes.len()));
+    }
+
+    /// `RELEASE SAVEPOINT name`: forgets it and every later savepoint.
+    ///
+    /// # Errors
+    /// 1305 for a savepoint the transaction does not have.
+    pub(super) fn release_savepoint(&mut self, name: &str) -> Result<()> {
+        let at = self.savepoint_index(name)?;
+        if let Some(t) = self.txn.as_mut() {
+            t.savepoints.truncate(at);
+        }
+        Ok(())
+    }
+
+    /// `ROLLBACK TO [SAVEPOINT] name`: undoes the writes made since the savepoint, newest
+    /// first, and forgets the later savepoints (this one stays). Row locks taken since stay
+    /// held, as in InnoDB.
+    ///
+    /// # Errors
+    /// 1305 for a savepoint the transaction does not have; 1235 when rows written since
+    /// the savepoint have already been streamed to the log (a transaction of more than
+    /// `STREAM_ROWS` rows whose statements after the savepoint were large).
+    pub(super) fn rollback_to_savepoint(&mut self, name: &str) -> Result<()> {
+        let at = self.savepoint_index(name)?;
+        let engine = self.engine();
+        let catalog = engine.catalog();
+        let t = self.txn.as_mut().expect("a savepoint belongs to a transaction");
+        let mark = t.savepoints[at].1;
+        if t.logged > mark {
+            return Err(SqlError::unsupported("ROLLBACK TO SAVEPOINT past rows a large transaction has already streamed to the log"));
+        }
+        for (tid, pk) in t.writes[mark..].iter().rev() {
+            if let Some(table) = catalog.table_by_id(*tid) {
+                table.data.undo_last(t.id, pk);
+            }
+        }
+        t.writes.truncate(mark);
+        t.savepoints.truncate(at + 1);
+        Ok(())
+    }
+
+    fn savepoint_index(&self, name: &str) -> Result<usize> {
+        self.txn
+            .as_ref()
+            .and_then(|t| t.savepoints.iter().position(|(n, _)| n.eq_ignore_ascii_case(name)))
+            .ok_or_else(|| SqlError::new(ER_SP_DOES_NOT_EXIST, format!("SAVEPOINT {name} does not exist")))
+    }
+
     pub fn rollback(&mut self) {
         let Some(t) = self.txn.take() else { return };
         let engine = self.engine();
@@ -183,6 +242,9 @@ impl Session {
         engine.mdl.release_all(self.info.connection_id);
     }
 }
+
+/// MySQL's error for an unknown savepoint.
+pub const ER_SP_DOES_NOT_EXIST: (u16, &str) = (1305, "42000");
 
 /// Appends `t`'s writes not yet logged (`writes[logged..]`) as part records of at most
 /// [`STREAM_PART_BYTES`] of changes each. With `keep_last`, the last chunk (at most a part)

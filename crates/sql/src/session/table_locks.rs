@@ -1,0 +1,326 @@
+//! `LOCK TABLES` and `UNLOCK TABLES` in a session, with MySQL's semantics.
+//!
+//! `LOCK TABLES t [[AS] alias] {READ [LOCAL] | [LOW_PRIORITY] WRITE}, ...` commits the open
+//! transaction, releases the session's earlier table locks, and takes explicit metadata
+//! locks (`mdl::Mode::ReadOnly` for READ, `mdl::Mode::NoReadWrite` for WRITE), waiting up
+//! to `lock_wait_timeout` for all of them at once. Until `UNLOCK TABLES`, `BEGIN` /
+//! `START TRANSACTION` or the end of the connection, the session may use only the tables it
+//! locked, by the names it locked them under (an alias replaces the table's name), and
+//! write only those locked WRITE:
+//! - a table reference not in the set: 1100 (`Table 'x' was not locked with LOCK TABLES`),
+//!   and so is `CREATE TABLE`;
+//! - a write to, or DDL on, a table locked READ: 1099;
+//! - `DROP TABLE` of a table locked WRITE drops it from the set.
+//!
+//! `READ LOCAL` is `READ`, as for InnoDB in MySQL 8. Tables of the system schemas are not
+//! checked. Where it sits: inside `session`, over `mdl`.
+
+use std::collections::BTreeMap;
+use std::ops::ControlFlow;
+
+use sqlparser::ast::{self, Statement, TableFactor, Visit, Visitor};
+use sqlparser::dialect::MySqlDialect;
+use sqlparser::keywords::Keyword;
+use sqlparser::parser::Parser;
+use sqlparser::tokenizer::Token;
+
+use super::{Outcome, Session};
+use crate::error::{Result, SqlError};
+use crate::mdl::{Mode, TableName};
+
+/// MySQL's error for a write to a table the session locked READ.
+pub const ER_TABLE_NOT_LOCKED_FOR_WRITE: (u16, &str) = (1099, "HY000");
+/// MySQL's error for a table the session did not lock while it holds `LOCK TABLES`.
+pub const ER_TABLE_NOT_LOCKED: (u16, &str) = (1100, "HY000");
+/// MySQL's error for one name (table or alias) locked twice in one statement.
+pub const ER_NONUNIQ_TABLE: (u16, &str) = (1066, "42000");
+
+/// The tables a session holds with `LOCK TABLES`: by database and the name statements use
+/// (the alias, or the table's name), the table's name and whether it was locked WRITE.
+#[derive(Debug, Default)]
+pub(super) struct LockedTables {
+    by_reference: BTreeMap<(String, String), (String, bool)>,
+}
+
+/// One table reference of a statement: database, table, the name it goes by, and whether
+/// the statement writes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct TableReference {
+    pub db: String,
+    pub table: String,
+    pub name: String,
+    pub write: bool,
+}
+
+impl LockedTables {
+    /// Checks that `refs` use only locked tables, and write only those locked WRITE.
+    fn check(&self, refs: &[TableReference]) -> Result<()> {
+        for r in refs {
+            match self.by_reference.get(&(r.db.clone(), r.name.clone())) {
+                Some((table, _)) if *table != r.table => return Err(not_locked(&r.name)),
+                Some((_, false)) if r.write => {
+                    return Err(SqlError::new(ER_TABLE_NOT_LOCKED_FOR_WRITE, format!("Table '{}' was locked with a READ lock and can't be updated", r.name)));
+                }
+                Some(_) => {}
+                None => return Err(not_locked(&r.name)),
+            }
+        }
+        Ok(())
+    }
+}
+
+fn not_locked(name: &str) -> SqlError {
+    SqlError::new(ER_TABLE_NOT_LOCKED, format!("Table '{name}' was not locked with LOCK TABLES"))
+}
+
+/// Whether `sql` is `LOCK TABLE[S]` or `UNLOCK TABLE[S]` (the parser's own forms lose a
+/// qualified table name).
+#[must_use]
+pub(super) fn is_table_lock_statement(words: &[String]) -> bool {
+    matches!(words.first().map(String::as_str), Some("LOCK" | "UNLOCK")) && words.get(1).is_some_and(|w| matches!(w.trim_end_matches(';'), "TABLE" | "TABLES"))
+}
+
+/// One entry of a `LOCK TABLES` list.
+struct LockItem {
+    name: ast::ObjectName,
+    alias: Option<String>,
+    write: bool,
+}
+
+fn parse_lock_tables(sql: &str) -> Result<Vec<LockItem>> {
+    let dialect = MySqlDialect {};
+    let syntax = |e: &dyn std::fmt::Display| SqlError::parse(&e.to_string());
+    let mut p = Parser::new(&dialect).try_with_sql(sql).map_err(|e| syntax(&e))?;
+    p.expect_keyword(Keyword::LOCK).map_err(|e| syntax(&e))?;
+    p.expect_one_of_keywords(&[Keyword::TABLE, Keyword::TABLES]).map_err(|e| syntax(&e))?;
+    let mut items = Vec::new();
+    loop {
+        let name = p.parse_object_name(false).map_err(|e| syntax(&e))?;
+        let alias = if p.parse_keyword(Keyword::AS) {
+            Some(p.parse_identifier().map_err(|e| syntax(&e))?.value)
+        } else if !matches!(p.peek_token().token, Token::Word(ref w) if matches!(w.keyword, Keyword::READ | Keyword::WRITE | Keyword::LOW_PRIORITY)) {
+            Some(p.parse_identifier().map_err(|e| syntax(&e))?.value)
+        } else {
+            None
+        };
+        let write = if p.parse_keyword(Keyword::READ) {
+            let _ = p.parse_keyword(Keyword::LOCAL);
+            false
+        } else {
+            let _ = p.parse_keyword(Keyword::LOW_PRIORITY);
+            p.expect_keyword(Keyword::WRITE).map_err(|e| syntax(&e))?;
+            true
+        };
+        items.push(LockItem { name, alias, write });
+        if !p.consume_token(&Token::Comma) {
+            break;
+        }
+    }
+    let _ = p.consume_token(&Token::SemiColon);
+    if p.peek_token().token != Token::EOF {
+        return Err(SqlError::parse(&p.peek_token().to_string()));
+    }
+    Ok(items)
+}
+
+/// Collects the tables a statement names, with the names they go by, and the names of its
+/// common table expressions (which are not tables).
+struct References<'a> {
+    session: &'a Session,
+    refs: Vec<TableReference>,
+    ctes: Vec<String>,
+}
+
+impl<'a> References<'a> {
+    fn new(session: &'a Session) -> Self {
+        References { session, refs: Vec::new(), ctes: Vec::new() }
+    }
+}
+
+impl Visitor for References<'_> {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, query: &ast::Query) -> ControlFlow<()> {
+        if let Some(with) = &query.with {
+            self.ctes.extend(with.cte_tables.iter().map(|c| c.alias.name.value.clone()));
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_table_factor(&mut self, factor: &TableFactor) -> ControlFlow<()> {
+        if let TableFactor::Table { name, alias, .. } = factor {
+            let cte = name.0.len() == 1 && name.0[0].as_ident().is_some_and(|i| self.ctes.contains(&i.value));
+            if cte {
+                return ControlFlow::Continue(());
+            }
+            if let Ok((db, table)) = crate::query::resolve_table_name(&self.session.info, name) {
+                let name = alias.as_ref().map_or_else(|| table.clone(), |a| a.name.value.clone());
+                self.refs.push(TableReference { db, table, name, write: false });
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+impl Session {
+    /// `LOCK TABLES` / `UNLOCK TABLES` (see the module doc).
+    ///
+    /// # Errors
+    /// Syntax (1064), an unknown table (1146), one name twice (1066), a wait past
+    /// `lock_wait_timeout` (1205), and the implicit commit's errors.
+    pub(super) async fn table_lock_statement(&mut self, sql: &str) -> Result<Outcome> {
+        if sql.trim_start().get(..6).is_some_and(|w| w.eq_ignore_ascii_case("UNLOCK")) {
+            self.unlock_tables()?;
+            return Ok(Outcome::ok());
+        }
+        let items = parse_lock_tables(sql)?;
+        let mut locked = LockedTables::default();
+        let mut requests: Vec<(TableName, Mode)> = Vec::new();
+        {
+            let catalog = self.info.engine.catalog();
+            for item in &items {
+                let (db, table) = crate::query::resolve_table_name(&self.info, &item.name)?;
+                catalog.table(&db, &table)?;
+                let name = item.alias.clone().unwrap_or_else(|| table.clone());
+                if locked.by_reference.insert((db.clone(), name.clone()), (table.clone(), item.write)).is_some() {
+                    return Err(SqlError::new(ER_NONUNIQ_TABLE, format!("Not unique table/alias: '{name}'")));
+                }
+                let mode = if item.write { Mode::NoReadWrite } else { Mode::ReadOnly };
+                match requests.iter_mut().find(|(n, _)| n.0 == db && n.1 == table) {
+                    Some((_, m)) => *m = (*m).max(mode),
+                    None => requests.push(((db, table), mode)),
+                }
+            }
+        }
+        self.unlock_tables()?;
+        self.commit()?;
+        self.acquire_locks(requests, true).await?;
+        self.locked_tables = Some(locked);
+        Ok(Outcome::ok())
+    }
+
+    /// `UNLOCK TABLES`, and what `BEGIN` and the end of the connection do: commits the open
+    /// transaction if the session held table locks, and releases them.
+    ///
+    /// # Errors
+    /// The commit's.
+    pub(super) fn unlock_tables(&mut self) -> Result<()> {
+        if self.locked_tables.take().is_some() {
+            let committed = self.commit();
+            self.info.engine.mdl.release_explicit(self.info.connection_id);
+            committed?;
+        }
+        Ok(())
+    }
+
+    /// Under `LOCK TABLES`, checks that `stmt` uses only the locked tables as it may (see
+    /// the module doc); `DROP TABLE` of a table locked WRITE leaves the set. Without table
+    /// locks, does nothing.
+    ///
+    /// # Errors
+    /// 1099, 1100.
+    pub(super) fn check_table_locks(&mut self, stmt: &Statement) -> Result<()> {
+        let Some(locked) = &self.locked_tables else { return Ok(()) };
+        let refs = self.table_references(stmt);
+        locked.check(&refs)?;
+        if let Statement::Drop { object_type: ast::ObjectType::Table, .. } = stmt
+            && let Some(locked) = &mut self.locked_tables
+        {
+            for r in &refs {
+                locked.by_reference.retain(|(db, _), (table, _)| !(*db == r.db && *table == r.table));
+            }
+            if locked.by_reference.is_empty() {
+                // Dropping the last locked table ends LOCK TABLES, as in MySQL.
+                self.locked_tables = None;
+                self.info.engine.mdl.release_explicit(self.info.connection_id);
+            }
+        }
+        Ok(())
+    }
+
+    /// Under `LOCK TABLES`, checks a statement the parser does not see that writes
+    /// `db.table` (LOAD DATA).
+    ///
+    /// # Errors
+    /// 1099, 1100.
+    pub(super) fn check_table_lock_for_write(&self, db: &str, table: &str) -> Result<()> {
+        self.check_table_lock(db, table, true)
+    }
+
+    /// Under `LOCK TABLES`, checks a statement the parser does not see that reads
+    /// `db.table` (CHECKSUM TABLE).
+    ///
+    /// # Errors
+    /// 1100.
+    pub(super) fn check_table_locks_for_read(&self, db: &str, table: &str) -> Result<()> {
+        self.check_table_lock(db, table, false)
+    }
+
+    fn check_table_lock(&self, db: &str, table: &str, write: bool) -> Result<()> {
+        let Some(locked) = &self.locked_tables else { return Ok(()) };
+        locked.check(&[TableReference { db: db.to_owned(), table: table.to_owned(), name: table.to_owned(), write }])
+    }
+
+    /// The tables `stmt` names outside the system schemas, with whether it writes them
+    /// (DDL counts as a write).
+    pub(super) fn table_references(&self, stmt: &Statement) -> Vec<TableReference> {
+        let resolve = |name: &ast::ObjectName| crate::query::resolve_table_name(&self.info, name).ok();
+        let whole = |(db, table): TableName| TableReference { db, name: table.clone(), table, write: true };
+        let mut refs: Vec<TableReference> = match stmt {
+            Statement::CreateTable(ct) => resolve(&ct.name).map(whole).into_iter().collect(),
+            Statement::Drop { object_type: ast::ObjectType::Table, names, .. } => names.iter().filter_map(resolve).map(whole).collect(),
+            Statement::Drop { object_type: ast::ObjectType::Index, table: Some(t), .. } => resolve(t).map(whole).into_iter().collect(),
+            Statement::AlterTable(at) => resolve(&at.name).map(whole).into_iter().collect(),
+            Statement::Truncate(t) => t.table_names.iter().filter_map(|n| resolve(&n.name)).map(whole).collect(),
+            Statement::CreateIndex(ci) => resolve(&ci.table_name).map(whole).into_iter().collect(),
+            _ => {
+                let mut v = References::new(self);
+                let _ = stmt.visit(&mut v);
+                let mut refs = v.refs;
+                match stmt {
+                    Statement::Insert(i) => {
+                        if let ast::TableObject::TableName(name) = &i.table {
+                            refs.extend(resolve(name).map(whole));
+                        }
+                    }
+                    Statement::Update(u) => {
+                        let mut targets = References::new(self);
+                        let _ = u.table.visit(&mut targets);
+                        for r in &mut refs {
+                            r.write |= targets.refs.contains(r);
+                        }
+                    }
+                    Statement::Delete(d) => {
+                        let named: Vec<String> = d.tables.iter().filter_map(|n| n.0.last().and_then(|p| p.as_ident()).map(|i| i.value.clone())).collect();
+                        let from = match &d.from {
+                            ast::FromTable::WithFromKeyword(f) | ast::FromTable::WithoutKeyword(f) => f,
+                        };
+                        let mut targets = References::new(self);
+                        let _ = from.visit(&mut targets);
+                        for r in &mut refs {
+                            r.write |= targets.refs.contains(r) && (named.is_empty() || named.contains(&r.name));
+                        }
+                    }
+                    _ => {}
+                }
+                refs
+            }
+        };
+        refs.retain(|r| !crate::catalog::SYSTEM_DATABASES.iter().any(|s| s.eq_ignore_ascii_case(&r.db)));
+        refs
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lock_lists_parse_with_qualified_names_aliases_and_modes() {
+        let items = parse_lock_tables("LOCK TABLES d.a READ LOCAL, b AS x WRITE, c y LOW_PRIORITY WRITE;").unwrap();
+        let got: Vec<(String, Option<String>, bool)> = items.iter().map(|i| (i.name.to_string(), i.alias.clone(), i.write)).collect();
+        assert_eq!(got, vec![("d.a".into(), None, false), ("b".into(), Some("x".into()), true), ("c".into(), Some("y".into()), true)]);
+        assert!(parse_lock_tables("LOCK TABLES a").is_err());
+        assert!(parse_lock_tables("LOCK TABLES a READ b").is_err());
+    }
+}
