@@ -76,7 +76,8 @@ LOAD_STATEMENT_ROWS = 1000
 def test_a_bulk_load_of_distinct_statements_does_not_pile_up_their_parses(quill):
     """A dump's multi-row INSERTs are each sent once: keeping their parse trees (many times
     their text) cost about 2.9 KB per loaded row here; without them the load grows the
-    server by about 50 bytes per row. The bound, 400, is between with room for noise."""
+    server by 300-530 bytes per row (the rows themselves, and what the allocator keeps).
+    The bound, 1000, is between with room for noise."""
     pid = quill.process.pid
     conn = quill.connect("r")
     with conn.cursor() as cur:
@@ -91,7 +92,7 @@ def test_a_bulk_load_of_distinct_statements_does_not_pile_up_their_parses(quill)
         assert cur.fetchone() == (LOAD_STATEMENTS * LOAD_STATEMENT_ROWS,)
         cur.execute("DROP TABLE wide")
     rows = LOAD_STATEMENTS * LOAD_STATEMENT_ROWS
-    assert grown / rows < 400, f"RSS grew {grown / rows:.0f} bytes per loaded row"
+    assert grown / rows < 1000, f"RSS grew {grown / rows:.0f} bytes per loaded row"
 
 
 def test_a_client_that_leaves_mid_result_ends_only_its_own_connection(quill):

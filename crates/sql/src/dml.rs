@@ -23,6 +23,9 @@ use crate::session::SessionInfo;
 use crate::types::{WriteContext, coerce_to_column};
 use quill_txn::LockMode;
 
+mod bulk;
+use bulk::BulkBuffer;
+
 /// What a DML statement runs with.
 pub struct DmlCx<'a> {
     pub txn: TxnId,
@@ -277,27 +280,29 @@ pub fn insert(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Insert) -> Resu
         let mut generated: Option<u64> = None;
         let mut duplicates = 0u64;
         let mut count = 0u64;
+        // Many rows, and no REPLACE or ON DUPLICATE KEY UPDATE: the bulk path (`dml::bulk`).
+        let many = select.is_some() || proposed.len() > 1;
+        let rows_hint = if select.is_some() { None } else { u64::try_from(proposed.len()).ok() };
+        let mut bulk = if many && !replace && on_dup.is_none() { BulkBuffer::start(cx, data, ignore, rows_hint) } else { None };
         let mut insert_one = |cx: &mut DmlCx<'_>, vals: ProposedRow| -> Result<()> {
             count += 1;
             let mode = Duplicate { replace, ignore, on_dup: on_dup.as_deref() };
-            insert_proposed(catalog, cx, t, data, vals, count, mode, &mut res, &mut duplicates, &mut generated)
-        };
-        match select {
-            None => {
-                for vals in proposed {
-                    insert_one(cx, vals)?;
-                }
+            match bulk.as_mut() {
+                Some(b) => match prepare_row(cx, t, data, vals, count, ignore, &mut generated)? {
+                    Some(row) => b.push(cx, t, data, row, &mut res, &mut duplicates),
+                    None => Ok(()),
+                },
+                None => insert_proposed(catalog, cx, t, data, vals, count, mode, &mut res, &mut duplicates, &mut generated),
             }
+        };
+        let inserted: Result<()> = match select {
+            None => proposed.into_iter().try_for_each(|vals| insert_one(cx, vals)),
             Some(q) => {
                 let e = if cx.read_uncommitted {
                     Env { view: ReadView { uncommitted: true, ..env(catalog, cx).view }, ..env(catalog, cx) }
                 } else {
                     env(catalog, cx)
                 };
-                let (plan, _) = query::plan_query(&e, q, &[])?;
-                if plan.columns.len() != targets.len() {
-                    return Err(SqlError::new(codes::ER_WRONG_VALUE_COUNT_ON_ROW, "Column count doesn't match value count at row 1"));
-                }
                 let proposal = |r: Row| -> ProposedRow {
                     let mut vals: ProposedRow = vec![None; t.columns.len()];
                     for (&col, v) in targets.iter().zip(r) {
@@ -305,17 +310,27 @@ pub fn insert(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Insert) -> Resu
                     }
                     vals
                 };
-                if query_reads_table(q, cx.info, &db, &tname) {
-                    // The query reads the table it fills: read it whole first, so it never
-                    // sees the rows this statement inserts (MySQL uses a temporary table).
-                    for r in query::run_select(&plan, &e, None)?.rows {
-                        insert_one(cx, proposal(r))?;
+                (|| {
+                    let (plan, _) = query::plan_query(&e, q, &[])?;
+                    if plan.columns.len() != targets.len() {
+                        return Err(SqlError::new(codes::ER_WRONG_VALUE_COUNT_ON_ROW, "Column count doesn't match value count at row 1"));
                     }
-                } else {
-                    query::run_select_into(&plan, &e, None, &mut |r| insert_one(cx, proposal(r)))?;
-                }
+                    if query_reads_table(q, cx.info, &db, &tname) {
+                        // The query reads the table it fills: read it whole first, so it never
+                        // sees the rows this statement inserts (MySQL uses a temporary table).
+                        query::run_select(&plan, &e, None)?.rows.into_iter().try_for_each(|r| insert_one(cx, proposal(r)))
+                    } else {
+                        query::run_select_into(&plan, &e, None, &mut |r| insert_one(cx, proposal(r)))
+                    }
+                })()
             }
+        };
+        match bulk.take() {
+            Some(b) if inserted.is_ok() => b.finish(cx, t, data, &mut res, &mut duplicates)?,
+            Some(b) => b.abandon(data),
+            None => {}
         }
+        inserted?;
         res.last_insert_id = generated;
         if count > 1 || select.is_some() {
             res.info = format!("Records: {count}  Duplicates: {duplicates}  Warnings: {}", cx.warnings.len());
@@ -349,6 +364,21 @@ fn insert_proposed(
     duplicates: &mut u64,
     generated: &mut Option<u64>,
 ) -> Result<()> {
+    let Some(row) = prepare_row(cx, t, data, vals, row_no, mode.ignore, generated)? else { return Ok(()) };
+    insert_row(catalog, cx, t, data, row, row_no, mode.replace, mode.ignore, mode.on_dup, res, duplicates)
+}
+
+/// A proposed row made whole: defaults for the columns it leaves out, then the column checks
+/// and conversions (`finish_row`). `None` when IGNORE skips it for a data error (a warning).
+fn prepare_row(
+    cx: &mut DmlCx<'_>,
+    t: &TableMeta,
+    data: &dyn Handler,
+    vals: ProposedRow,
+    row_no: u64,
+    ignore: bool,
+    generated: &mut Option<u64>,
+) -> Result<Option<Row>> {
     let mut row: Row = Vec::with_capacity(vals.len());
     for (i, v) in vals.into_iter().enumerate() {
         row.push(match v {
@@ -356,15 +386,14 @@ fn insert_proposed(
             None => default_value(t, i, cx.now_us)?,
         });
     }
-    let row = match finish_row(t, row, row_no, cx, data, generated) {
-        Ok(r) => r,
-        Err(e) if mode.ignore && !e.lock_wait && !e.rolls_back_transaction => {
+    match finish_row(t, row, row_no, cx, data, generated) {
+        Ok(r) => Ok(Some(r)),
+        Err(e) if ignore && !e.lock_wait && !e.rolls_back_transaction => {
             cx.warnings.push(Warning { level: "Warning", code: e.code, message: e.message });
-            return Ok(());
+            Ok(None)
         }
-        Err(e) => return Err(e),
-    };
-    insert_row(catalog, cx, t, data, row, row_no, mode.replace, mode.ignore, mode.on_dup, res, duplicates)
+        Err(e) => Err(e),
+    }
 }
 
 /// What [`load`] did: the `Records: Deleted: Skipped: Warnings:` of LOAD DATA.
@@ -404,7 +433,9 @@ pub fn load(
         let mut res = DmlResult::default();
         let mut out = LoadResult::default();
         let mut generated = None;
-        for fields in rows {
+        let mut bulk = if replace { None } else { BulkBuffer::start(cx, data, ignore, None) };
+        let mut skipped = 0;
+        let mut each_row = |cx: &mut DmlCx<'_>, fields: Vec<Value>| -> Result<()> {
             out.records += 1;
             let row_no = out.records;
             let mut vals: ProposedRow = vec![None; t.columns.len()];
@@ -426,15 +457,30 @@ pub fn load(
                 }
                 cx.warnings.extend(std::iter::repeat_n(Warning { level: "Warning", code: code.0, message }, times));
             }
-            // Rows REPLACE removed to make room (insert_row's count of duplicates).
-            let mut replaced = 0;
-            let before = res.affected;
-            insert_proposed(catalog, cx, t, data, vals, row_no, Duplicate { replace, ignore, on_dup: None }, &mut res, &mut replaced, &mut generated)?;
-            if replace {
-                out.deleted += replaced;
-            } else if res.affected == before {
-                out.skipped += 1;
+            match bulk.as_mut() {
+                Some(b) => match prepare_row(cx, t, data, vals, row_no, ignore, &mut generated)? {
+                    Some(row) => b.push(cx, t, data, row, &mut res, &mut skipped),
+                    None => Ok(()),
+                },
+                None => {
+                    // Rows REPLACE removed to make room (insert_row's count of duplicates).
+                    let mut replaced = 0;
+                    insert_proposed(catalog, cx, t, data, vals, row_no, Duplicate { replace, ignore, on_dup: None }, &mut res, &mut replaced, &mut generated)?;
+                    out.deleted += replaced;
+                    Ok(())
+                }
             }
+        };
+        let loaded = rows.into_iter().try_for_each(|fields| each_row(cx, fields));
+        match bulk.take() {
+            Some(b) if loaded.is_ok() => b.finish(cx, t, data, &mut res, &mut skipped)?,
+            Some(b) => b.abandon(data),
+            None => {}
+        }
+        loaded?;
+        if !replace {
+            // Each record inserts one row or is skipped (a data error or a duplicate, under IGNORE).
+            out.skipped = out.records - res.affected;
         }
         out.affected = res.affected;
         out.last_insert_id = generated;

@@ -45,6 +45,8 @@ pub use commit::{STREAM_PART_BYTES, STREAM_ROWS};
 #[derive(Default)]
 pub struct Status {
     pub questions: AtomicU64,
+    /// Write buffers of bulk statements flushed (`dml::bulk`): `Quill_bulk_buffer_flushes`.
+    pub bulk_buffer_flushes: AtomicU64,
     pub com_select: AtomicU64,
     pub com_insert: AtomicU64,
     pub com_update: AtomicU64,
@@ -1904,6 +1906,7 @@ impl Session {
             ("Innodb_row_lock_time_avg", (lock_micros / 1000).checked_div(lock_waits).unwrap_or(0).to_string()),
             ("Innodb_row_lock_time_max", (ls.max_wait_micros.load(Ordering::Relaxed) / 1000).to_string()),
             ("Innodb_row_lock_waits", lock_waits.to_string()),
+            ("Quill_bulk_buffer_flushes", get(&s.bulk_buffer_flushes)),
             ("Quill_checkpoint_lsn", get(&s.checkpoint_lsn)),
             ("Quill_checkpoints", get(&s.checkpoints)),
             ("Quill_log_bytes_written", log_stat(|l| &l.bytes_written)),

@@ -91,6 +91,9 @@ pub const VARIABLES: &[VarDef] = &[
     v("autocommit", Both, Bool, Live, "ON"),
     v("binlog_group_commit_sync_delay", Global, int(0, crate::durability::GROUP_DELAY_US_MAX), Live, "0"),
     v("binlog_group_commit_sync_no_delay_count", Global, int(0, crate::durability::GROUP_NO_DELAY_COUNT_MAX), Live, "0"),
+    // The write buffer of a bulk INSERT ... SELECT, multi-row INSERT or LOAD DATA (`dml::bulk`);
+    // 0 writes row by row. MySQL's range and default.
+    v("bulk_insert_buffer_size", Both, int(0, u64::MAX), Live, "8388608"),
     v("character_set_client", Both, Str, Live, "utf8mb4"),
     v("character_set_connection", Both, Str, Live, "utf8mb4"),
     v("character_set_database", Both, Str, Inert, "utf8mb4"),

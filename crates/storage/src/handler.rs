@@ -130,6 +130,23 @@ pub trait Handler: Send + Sync + std::fmt::Debug {
     }
     /// The bulk write begun by [`Handler::start_bulk_insert`] is over.
     fn end_bulk_insert(&self) {}
+    /// [`Handler::write_row`] for one row of a bulk write's buffer: the row's entries in
+    /// non-unique secondary indexes go to `deferred` instead of the indexes, for
+    /// [`Handler::merge_deferred`] to insert in key order once the buffer is written.
+    /// Unique indexes are written at once (later rows are checked against them). REQUIRES:
+    /// `latch` held from the first such write to the merge, so nobody sees the table with
+    /// entries held back.
+    ///
+    /// # Errors
+    /// As [`Handler::write_row`].
+    fn write_row_deferred(&self, latch: &WriteLatch<'_>, txn: TxnId, row: Row, deferred: &mut DeferredEntries) -> Result<Vec<u8>, WriteError> {
+        let _ = deferred;
+        self.write_row(latch, txn, row)
+    }
+    /// Inserts the entries [`Handler::write_row_deferred`] held back, each index's sorted.
+    fn merge_deferred(&self, latch: &WriteLatch<'_>, deferred: DeferredEntries) {
+        let _ = (latch, deferred);
+    }
 
     // ---- transaction outcome -----------------------------------------------------------
 
@@ -148,6 +165,26 @@ pub trait Handler: Send + Sync + std::fmt::Debug {
     fn pending_image(&self, txn: TxnId, pk: &[u8]) -> Option<Option<Vec<u8>>>;
     /// Install a committed image (or a delete) at `pk` as of `ts`: recovery and copies.
     fn apply_committed(&self, pk: Vec<u8>, row: Option<Row>, ts: Timestamp);
+}
+
+/// Secondary-index entries a bulk write held back ([`Handler::write_row_deferred`]): per
+/// index (by position), `(entry, primary key)` pairs in the order the rows came.
+#[derive(Debug, Default)]
+pub struct DeferredEntries {
+    pub per_index: Vec<Vec<(Vec<u8>, Vec<u8>)>>,
+}
+
+impl DeferredEntries {
+    /// How many entries are held back.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.per_index.iter().map(Vec::len).sum()
+    }
+
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// The storage engines this build has: name and comment, as `SHOW ENGINES` lists them.

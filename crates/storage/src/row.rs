@@ -79,11 +79,11 @@ fn put_bytes(out: &mut Vec<u8>, tag: u8, bytes: &[u8]) {
 /// bytes, and a wider one costs one more reallocation.
 const DECIMAL_TEXT_RESERVE_BYTES: usize = 24;
 
-/// The encoding of `row` as a new vector, allocated once for rows of the common types (the
-/// exact length, but for DECIMALs, whose text length is only known once written).
+/// The length of `row`'s encoding: exact, but for DECIMALs, whose text length is only known
+/// once written (counted as `DECIMAL_TEXT_RESERVE_BYTES`).
 #[must_use]
-pub fn row_bytes(row: &Row) -> Vec<u8> {
-    let reserve = 2 + row
+pub fn encoded_len_estimate(row: &Row) -> usize {
+    2 + row
         .iter()
         .map(|v| match v {
             Value::Null => 1,
@@ -93,7 +93,13 @@ pub fn row_bytes(row: &Row) -> Vec<u8> {
             Value::Str(s) => 5 + s.len(),
             Value::Bytes(b) => 5 + b.len(),
         })
-        .sum::<usize>();
+        .sum::<usize>()
+}
+
+/// The encoding of `row` as a new vector, allocated once for rows of the common types.
+#[must_use]
+pub fn row_bytes(row: &Row) -> Vec<u8> {
+    let reserve = encoded_len_estimate(row);
     let mut out = Vec::with_capacity(reserve);
     encode_row(&mut out, row);
     out

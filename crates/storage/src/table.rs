@@ -40,7 +40,7 @@ use crossbeam_skiplist::SkipMap;
 use parking_lot::{Mutex, MutexGuard};
 use smallvec::SmallVec;
 
-use crate::handler::{Handler, RowCursor, ScanOrder, Statistics};
+use crate::handler::{DeferredEntries, Handler, RowCursor, ScanOrder, Statistics};
 use crate::key::{encode_key, prefix_successor, range_is_empty};
 use crate::row::{decode_row, row_bytes};
 use crate::value::{Collation, Row, Value};
@@ -302,12 +302,25 @@ impl Table {
     }
 
     /// Push a version on a locked chain, adding its index entries.
-    fn push_version(&self, chain: &mut Chain, txn: TxnId, pk: &[u8], row: Option<Row>) {
+    /// Push a version; a row's entries in non-unique indexes go to `deferred` when given
+    /// (a bulk write, see [`Handler::write_row_deferred`]).
+    fn push_version(&self, chain: &mut Chain, txn: TxnId, pk: &[u8], row: Option<Row>, deferred: Option<&mut DeferredEntries>) {
         if let Some(r) = &row {
-            for idx in &self.indexes {
+            let mut deferred = deferred;
+            for (i, idx) in self.indexes.iter().enumerate() {
                 let mut entry = Self::index_key(&idx.def, r);
                 entry.extend_from_slice(pk);
-                idx.entries.insert(entry, pk.to_vec());
+                match deferred.as_deref_mut() {
+                    Some(d) if !idx.def.unique => {
+                        if d.per_index.len() <= i {
+                            d.per_index.resize_with(self.indexes.len(), Vec::new);
+                        }
+                        d.per_index[i].push((entry, pk.to_vec()));
+                    }
+                    _ => {
+                        idx.entries.insert(entry, pk.to_vec());
+                    }
+                }
             }
         }
         let row = row.map(|r| row_bytes(&r).into_boxed_slice());
@@ -316,8 +329,9 @@ impl Table {
 
     /// Push a version unless another transaction holds the row; with `fresh`, also fail
     /// when the row exists for `txn` (an insert).
-    fn push_checked(&self, txn: TxnId, pk: &[u8], row: Option<Row>, fresh: bool) -> Result<(), WriteError> {
+    fn push_checked(&self, txn: TxnId, pk: &[u8], row: Option<Row>, fresh: bool, deferred: Option<&mut DeferredEntries>) -> Result<(), WriteError> {
         let mut row = Some(row);
+        let mut deferred = deferred;
         self.with_chain(pk, |chain| {
             if let Some(holder) = chain.holder().filter(|&h| h != txn) {
                 return Err(WriteError::Locked { holder, pk: pk.to_vec() });
@@ -325,10 +339,28 @@ impl Table {
             if fresh && chain.visible(&ReadView::current(txn)).is_some() {
                 return Err(WriteError::Duplicate { index: None, existing_pk: pk.to_vec() });
             }
-            self.push_version(chain, txn, pk, row.take().expect("pushed once"));
+            self.push_version(chain, txn, pk, row.take().expect("pushed once"), deferred.take());
             Ok(())
         })
         .inspect_err(|_| self.forget_if_empty(pk))
+    }
+
+    /// Insert a new row (see [`Handler::write_row`]); its non-unique index entries go to
+    /// `deferred` when given.
+    fn insert_row(&self, latch: &WriteLatch<'_>, txn: TxnId, row: Row, deferred: Option<&mut DeferredEntries>) -> Result<Vec<u8>, WriteError> {
+        self.assert_latched(latch);
+        let pk = if self.has_primary_key() {
+            self.primary_key(&row)
+        } else {
+            let id = self.next_row_id.fetch_add(1, Ordering::AcqRel);
+            encode_key([(&Value::UInt(id), Collation::Binary)])
+        };
+        if let Some(Some(holder)) = self.with_existing_chain(&pk, |c| c.holder().filter(|&h| h != txn)) {
+            return Err(WriteError::Locked { holder, pk });
+        }
+        self.check_unique(txn, &pk, &row)?;
+        self.push_checked(txn, &pk, Some(row), true, deferred)?;
+        Ok(pk)
     }
 
     /// Unlink the chain at `pk` if it has no versions (a refused insert created it).
@@ -558,19 +590,21 @@ impl Handler for Table {
     /// `Locked` if another transaction holds the key or a conflicting unique key;
     /// `Duplicate` if a row with the same primary or unique key exists.
     fn write_row(&self, latch: &WriteLatch<'_>, txn: TxnId, row: Row) -> Result<Vec<u8>, WriteError> {
+        self.insert_row(latch, txn, row, None)
+    }
+
+    fn write_row_deferred(&self, latch: &WriteLatch<'_>, txn: TxnId, row: Row, deferred: &mut DeferredEntries) -> Result<Vec<u8>, WriteError> {
+        self.insert_row(latch, txn, row, Some(deferred))
+    }
+
+    fn merge_deferred(&self, latch: &WriteLatch<'_>, deferred: DeferredEntries) {
         self.assert_latched(latch);
-        let pk = if self.has_primary_key() {
-            self.primary_key(&row)
-        } else {
-            let id = self.next_row_id.fetch_add(1, Ordering::AcqRel);
-            encode_key([(&Value::UInt(id), Collation::Binary)])
-        };
-        if let Some(Some(holder)) = self.with_existing_chain(&pk, |c| c.holder().filter(|&h| h != txn)) {
-            return Err(WriteError::Locked { holder, pk });
+        for (idx, mut entries) in self.indexes.iter().zip(deferred.per_index) {
+            entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            for (entry, pk) in entries {
+                idx.entries.insert(entry, pk);
+            }
         }
-        self.check_unique(txn, &pk, &row)?;
-        self.push_checked(txn, &pk, Some(row), true)?;
-        Ok(pk)
     }
 
     /// Replace the row at `pk` with `row`; if its primary key changes, the old key
@@ -586,11 +620,11 @@ impl Handler for Table {
         let new_pk = if self.has_primary_key() { self.primary_key(&row) } else { pk.to_vec() };
         if new_pk != pk {
             let new_pk = self.write_row(latch, txn, row)?;
-            self.push_checked(txn, pk, None, false)?;
+            self.push_checked(txn, pk, None, false, None)?;
             return Ok(new_pk);
         }
         self.check_unique(txn, pk, &row)?;
-        self.push_checked(txn, pk, Some(row), false)?;
+        self.push_checked(txn, pk, Some(row), false, None)?;
         Ok(new_pk)
     }
 
@@ -599,7 +633,7 @@ impl Handler for Table {
     /// # Errors
     /// `Locked` if another transaction holds the row.
     fn delete_row(&self, txn: TxnId, pk: &[u8]) -> Result<(), WriteError> {
-        self.push_checked(txn, pk, None, false)
+        self.push_checked(txn, pk, None, false, None)
     }
 
     /// Pop the newest version of `pk`, which `txn` must have written: undoes one
@@ -671,7 +705,7 @@ impl Handler for Table {
             return;
         }
         let mut row = Some(row);
-        self.with_chain(&pk, |chain| self.push_version(chain, RECOVERY_TXN, &pk, row.take().expect("pushed once")));
+        self.with_chain(&pk, |chain| self.push_version(chain, RECOVERY_TXN, &pk, row.take().expect("pushed once"), None));
         self.commit_row(RECOVERY_TXN, &pk, ts, Timestamp::MAX);
     }
 }
@@ -737,6 +771,35 @@ mod tests {
         assert_eq!(t.index_scan(0, Bound::Included(&b), Bound::Included(&b), ReadView::current(2), ScanOrder::Ascending).count(), 0);
         let a = t.encode_index(0, &[Value::Str("A".into())]);
         assert_eq!(t.index_scan(0, Bound::Included(&a), Bound::Included(&a), v, ScanOrder::Ascending).count(), 1);
+    }
+
+    #[test]
+    fn a_bulk_write_holds_back_non_unique_entries_until_the_merge_and_checks_unique_ones_at_once() {
+        let t = Table::new(
+            vec![(0, Collation::Binary)],
+            vec![
+                IndexDef { name: "u".into(), parts: vec![(1, Collation::Utf8mb4Bin)], unique: true },
+                IndexDef { name: "k".into(), parts: vec![(2, Collation::Binary)], unique: false },
+            ],
+        );
+        let r = |id: i64, u: &str, k: i64| vec![Value::Int(id), Value::Str(u.into()), Value::Int(k)];
+        let latch = t.write_latch();
+        let mut deferred = DeferredEntries::default();
+        for (id, k) in [(1, 30), (2, 10), (3, 20)] {
+            t.write_row_deferred(&latch, 1, r(id, &format!("u{id}"), k), &mut deferred).unwrap();
+        }
+        assert!(matches!(t.write_row_deferred(&latch, 1, r(4, "u2", 0), &mut deferred), Err(WriteError::Duplicate { index: Some(0), .. })));
+        assert_eq!(deferred.len(), 3, "one entry of index k per row written");
+        let all = |t: &Table| {
+            t.index_scan(1, Bound::Unbounded, Bound::Unbounded, ReadView::current(1), ScanOrder::Ascending).map(|(_, row)| row[0].clone()).collect::<Vec<_>>()
+        };
+        assert!(all(&t).is_empty(), "held back until the merge");
+        t.merge_deferred(&latch, deferred);
+        assert_eq!(all(&t), vec![Value::Int(2), Value::Int(3), Value::Int(1)], "in key order of k");
+        drop(latch);
+        let pk = t.primary_key(&r(2, "", 0));
+        t.undo_last(1, &pk);
+        assert_eq!(all(&t), vec![Value::Int(3), Value::Int(1)], "undo removes a merged entry");
     }
 
     #[test]
