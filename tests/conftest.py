@@ -18,6 +18,7 @@ loopback, so that is the account every test uses.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shutil
@@ -293,15 +294,24 @@ def unique_name(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex[:10]}"
 
 
+@contextlib.contextmanager
+def scratch_database(server, prefix: str = "t"):
+    """A uniquely named, empty database on `server` for the `with` block, dropped after it."""
+    name = unique_name(prefix)
+    with server.connect() as conn, conn.cursor() as cur:
+        cur.execute(f"CREATE DATABASE `{name}`")
+    try:
+        yield name
+    finally:
+        with server.connect() as conn, conn.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+
+
 @pytest.fixture
 def fresh_db(server):
     """A uniquely named, empty database, dropped after the test."""
-    name = unique_name("t")
-    with server.connect() as conn, conn.cursor() as cur:
-        cur.execute(f"CREATE DATABASE `{name}`")
-    yield name
-    with server.connect() as conn, conn.cursor() as cur:
-        cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+    with scratch_database(server) as name:
+        yield name
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ import subprocess
 import pymysql
 import pytest
 
-from conftest import unique_name
+from conftest import scratch_database
 
 # Rows that exercise a dump's quoting and types: quotes, backslashes, newlines, NULLs,
 # non-ASCII text, binary bytes, decimals, dates.
@@ -107,12 +107,8 @@ def restore(server, db: str, script: bytes, extra_sql: str = "") -> str:
 
 @pytest.fixture
 def other_db(server):
-    name = unique_name("restore")
-    with server.connect() as c, c.cursor() as cur:
-        cur.execute(f"CREATE DATABASE `{name}`")
-    yield name
-    with server.connect() as c, c.cursor() as cur:
-        cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+    with scratch_database(server, "restore") as name:
+        yield name
 
 
 @pytest.mark.parametrize("options", [(), ("--single-transaction",), ("--skip-lock-tables",)], ids=["default", "single-transaction", "skip-lock-tables"])
@@ -152,26 +148,17 @@ def test_a_dump_of_the_server_restores_into_mariadb(server, mariadb_reference, f
     source = server.connect(fresh_db)
     fill(source)
     script = dump(server, fresh_db, "--single-transaction")
-    target_db = unique_name("from_dump")
-    with mariadb_reference.connect() as c, c.cursor() as cur:
-        cur.execute(f"CREATE DATABASE `{target_db}`")
-    try:
+    with scratch_database(mariadb_reference, "from_dump") as target_db:
         restore(mariadb_reference, target_db, script)
         copy = mariadb_reference.connect(target_db)
         for table in ("items", "blobs"):
             assert rows_of(copy, table) == rows_of(source, table)
         copy.close()
-    finally:
-        with mariadb_reference.connect() as c, c.cursor() as cur:
-            cur.execute(f"DROP DATABASE IF EXISTS `{target_db}`")
     source.close()
 
 
 def test_a_dump_made_by_mariadb_restores_into_the_server(server, mariadb_reference, fresh_db):
-    source_db = unique_name("to_dump")
-    with mariadb_reference.connect() as c, c.cursor() as cur:
-        cur.execute(f"CREATE DATABASE `{source_db}`")
-    try:
+    with scratch_database(mariadb_reference, "to_dump") as source_db:
         source = mariadb_reference.connect(source_db)
         fill(source)
         script = dump(mariadb_reference, source_db)
@@ -183,9 +170,6 @@ def test_a_dump_made_by_mariadb_restores_into_the_server(server, mariadb_referen
             assert checksum(copy, table) == checksum(copy, table) is not None
         source.close()
         copy.close()
-    finally:
-        with mariadb_reference.connect() as c, c.cursor() as cur:
-            cur.execute(f"DROP DATABASE IF EXISTS `{source_db}`")
 
 
 def test_checksum_table_depends_on_the_rows_not_their_order(conn):
