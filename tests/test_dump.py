@@ -218,3 +218,13 @@ def test_sql_notes_off_keeps_notes_out_of_show_warnings(conn):
         cur.execute("SHOW WARNINGS")
         assert cur.fetchall() == ()
         cur.execute("SET sql_notes = 1")
+
+
+def test_information_schema_columns_has_the_sizes_dump_tools_read(conn):
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE ic (d DATETIME(3), v VARCHAR(40), i INT)")
+        cur.execute(
+            "SELECT COLUMN_NAME, CHARACTER_OCTET_LENGTH, DATETIME_PRECISION FROM information_schema.COLUMNS "
+            "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'ic' ORDER BY ORDINAL_POSITION"
+        )
+        assert cur.fetchall() == (("d", None, 3), ("v", 160, None), ("i", None, None))

@@ -57,6 +57,10 @@ def test_a_read_lock_lets_everyone_read_and_nobody_write(server, fresh_db, table
         with pytest.raises(pymysql.err.OperationalError) as e:
             cur.execute("SELECT * FROM a AS other_name")
         assert error_code(e) == ER_TABLE_NOT_LOCKED, "an alias must be locked under its own name"
+        cur.execute("CHECKSUM TABLE a, b")
+        assert [row[1] is None for row in cur.fetchall()] == [False, True]
+        cur.execute("SHOW WARNINGS")
+        assert [(w[0], w[1]) for w in cur.fetchall()] == [("Error", ER_TABLE_NOT_LOCKED)]
 
     other = impatient(server, fresh_db)
     with other.cursor() as cur:
@@ -108,6 +112,30 @@ def test_a_write_lock_keeps_other_sessions_out_until_unlock(server, fresh_db, ta
     assert got == [(2,)]
     waiter.close()
     other.close()
+
+
+def test_load_data_into_a_table_locked_read_is_refused(server, fresh_db, tables, tmp_path):
+    data = tmp_path / "rows.tsv"
+    data.write_text("5\t50\n")
+    with tables.cursor() as cur:
+        cur.execute("SELECT @@GLOBAL.local_infile")
+        before = cur.fetchone()[0]
+        cur.execute("SET GLOBAL local_infile = 1")
+    loader = server.connect(fresh_db, local_infile=True)
+    try:
+        with loader.cursor() as cur:
+            cur.execute("LOCK TABLES a WRITE, b READ")
+            with pytest.raises(pymysql.err.OperationalError) as e:
+                cur.execute(f"LOAD DATA LOCAL INFILE '{data}' INTO TABLE b")
+            assert error_code(e) == ER_TABLE_NOT_LOCKED_FOR_WRITE
+            cur.execute(f"LOAD DATA LOCAL INFILE '{data}' INTO TABLE a")
+            cur.execute("UNLOCK TABLES")
+            cur.execute("SELECT COUNT(*) FROM a")
+            assert cur.fetchone() == (2,)
+    finally:
+        loader.close()
+        with tables.cursor() as cur:
+            cur.execute(f"SET GLOBAL local_infile = {int(before)}")
 
 
 def test_ddl_under_a_write_lock_and_the_errors_of_a_lock_list(tables):

@@ -326,7 +326,7 @@ pub fn create_table(catalog: &mut Catalog, info: &SessionInfo, env_params: (&[Va
             let mut cx = WriteContext { column: &c.name, row: n as u64 + 1, strict: true, warnings };
             coerced.push(coerce_to_column(v, &c.ty, &mut cx)?);
         }
-        let pk = meta.data.write_row(&meta.data.write_latch(), 0, coerced).map_err(|e| match e {
+        let pk = meta.data.write_row(&meta.data.write_latch(), 0, &coerced).map_err(|e| match e {
             quill_storage::WriteError::Duplicate { .. } => SqlError::new(codes::ER_DUP_ENTRY, format!("Duplicate entry for key '{name}.PRIMARY'")),
             quill_storage::WriteError::Locked { .. } => SqlError::internal("new table row locked"),
         })?;
@@ -478,7 +478,7 @@ fn rebuild(
             }
             new_row.push(v);
         }
-        let pk = meta.data.write_row(&meta.data.write_latch(), 0, new_row).map_err(|e| match e {
+        let pk = meta.data.write_row(&meta.data.write_latch(), 0, &new_row).map_err(|e| match e {
             quill_storage::WriteError::Duplicate { .. } => SqlError::new(codes::ER_DUP_ENTRY, format!("Duplicate entry for key while altering '{name}'")),
             quill_storage::WriteError::Locked { .. } => SqlError::internal("row locked during ALTER"),
         })?;

@@ -119,7 +119,7 @@ fn write_locked(cx: &DmlCx<'_>, t: &TableMeta, data: &dyn Handler, row: &Row) ->
         keys.push((0, pk.clone()));
         keys
     })?;
-    locking::insert_locked(locks, cx.txn, t.id, data, &pk, || data.write_row(&latch, cx.txn, row.clone()))
+    locking::insert_locked(locks, cx.txn, t.id, data, &pk, || data.write_row(&latch, cx.txn, row))
 }
 
 /// Run `f` on a table's definition and storage.
@@ -434,7 +434,8 @@ pub fn load(
         let mut out = LoadResult::default();
         let mut generated = None;
         let mut bulk = if replace { None } else { BulkBuffer::start(cx, data, ignore, None) };
-        let mut skipped = 0;
+        // The bulk path's count of skipped duplicates; `out.skipped` is derived below instead.
+        let mut duplicates = 0;
         let mut each_row = |cx: &mut DmlCx<'_>, fields: Vec<Value>| -> Result<()> {
             out.records += 1;
             let row_no = out.records;
@@ -459,7 +460,7 @@ pub fn load(
             }
             match bulk.as_mut() {
                 Some(b) => match prepare_row(cx, t, data, vals, row_no, ignore, &mut generated)? {
-                    Some(row) => b.push(cx, t, data, row, &mut res, &mut skipped),
+                    Some(row) => b.push(cx, t, data, row, &mut res, &mut duplicates),
                     None => Ok(()),
                 },
                 None => {
@@ -473,7 +474,7 @@ pub fn load(
         };
         let loaded = rows.into_iter().try_for_each(|fields| each_row(cx, fields));
         match bulk.take() {
-            Some(b) if loaded.is_ok() => b.finish(cx, t, data, &mut res, &mut skipped)?,
+            Some(b) if loaded.is_ok() => b.finish(cx, t, data, &mut res, &mut duplicates)?,
             Some(b) => b.abandon(data),
             None => {}
         }

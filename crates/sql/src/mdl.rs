@@ -165,22 +165,6 @@ impl MetadataLocks {
         Ok(())
     }
 
-    /// Take shared locks on `names` for a statement that reads them.
-    ///
-    /// # Errors
-    /// As [`MetadataLocks::try_acquire`].
-    pub fn try_shared(&self, session: u32, names: &[TableName]) -> Result<(), TableName> {
-        self.try_acquire(session, &with_mode(names, Mode::Read), false)
-    }
-
-    /// Take exclusive locks on `names` for DDL.
-    ///
-    /// # Errors
-    /// As [`MetadataLocks::try_acquire`].
-    pub fn try_exclusive(&self, session: u32, names: &[TableName]) -> Result<(), TableName> {
-        self.try_acquire(session, &with_mode(names, Mode::Exclusive), false)
-    }
-
     /// Forget `session`'s waiting requests (it timed out or was killed).
     pub fn withdraw(&self, session: u32) {
         let mut tables = self.tables.lock();
@@ -252,13 +236,23 @@ impl MetadataLocks {
     }
 }
 
-fn with_mode(names: &[TableName], mode: Mode) -> Vec<(TableName, Mode)> {
-    names.iter().map(|n| (n.clone(), mode)).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl MetadataLocks {
+        fn try_shared(&self, session: u32, names: &[TableName]) -> Result<(), TableName> {
+            self.try_acquire(session, &with_mode(names, Mode::Read), false)
+        }
+
+        fn try_exclusive(&self, session: u32, names: &[TableName]) -> Result<(), TableName> {
+            self.try_acquire(session, &with_mode(names, Mode::Exclusive), false)
+        }
+    }
+
+    fn with_mode(names: &[TableName], mode: Mode) -> Vec<(TableName, Mode)> {
+        names.iter().map(|n| (n.clone(), mode)).collect()
+    }
 
     fn t(name: &str) -> TableName {
         ("d".into(), name.into())

@@ -607,23 +607,28 @@ impl Session {
     /// tables DDL changes, shared (read or write) for those a statement uses.
     fn metadata_lock_requests(&self, stmt: &Statement) -> Vec<(crate::mdl::TableName, crate::mdl::Mode)> {
         use crate::mdl::Mode;
-        let resolve = |name: &ast::ObjectName| query::resolve_table_name(&self.info, name).ok();
-        let exclusive = |names: Vec<crate::mdl::TableName>| names.into_iter().map(|n| (n, Mode::Exclusive)).collect::<Vec<_>>();
         let mut requests: Vec<(crate::mdl::TableName, Mode)> = match stmt {
-            Statement::CreateTable(ct) => exclusive(resolve(&ct.name).into_iter().collect()),
-            Statement::Drop { object_type: ast::ObjectType::Table, names, .. } => exclusive(names.iter().filter_map(resolve).collect()),
-            Statement::Drop { object_type: ast::ObjectType::Index, table: Some(t), .. } => exclusive(resolve(t).into_iter().collect()),
             Statement::Drop { object_type: ast::ObjectType::Database | ast::ObjectType::Schema, names, .. } => {
                 let db = ident_of(&names[0]);
-                exclusive(self.info.engine.catalog().database(&db).map(|d| d.tables.keys().map(|t| (db.clone(), t.clone())).collect()).unwrap_or_default())
+                let catalog = self.info.engine.catalog();
+                let tables = catalog.database(&db).map(|d| d.tables.keys().map(|t| ((db.clone(), t.clone()), Mode::Exclusive)).collect());
+                tables.unwrap_or_default()
             }
-            Statement::AlterTable(at) => exclusive(resolve(&at.name).into_iter().collect()),
-            Statement::Truncate(t) => exclusive(t.table_names.iter().filter_map(|n| resolve(&n.name)).collect()),
-            Statement::CreateIndex(ci) => exclusive(resolve(&ci.table_name).into_iter().collect()),
             Statement::CreateDatabase { .. } | Statement::CreateSchema { .. } => Vec::new(),
-            _ => self.table_references(stmt).into_iter().map(|r| ((r.db, r.table), if r.write { Mode::Write } else { Mode::Read })).collect(),
+            _ => {
+                let ddl = is_ddl(stmt);
+                let mode = |write: bool| {
+                    if ddl {
+                        Mode::Exclusive
+                    } else if write {
+                        Mode::Write
+                    } else {
+                        Mode::Read
+                    }
+                };
+                self.table_references(stmt).into_iter().map(|r| ((r.db, r.table), mode(r.write))).collect()
+            }
         };
-        requests.retain(|((db, _), _)| !crate::catalog::SYSTEM_DATABASES.iter().any(|s| s.eq_ignore_ascii_case(db)));
         requests.sort();
         requests.dedup_by(|later, first| {
             if later.0 == first.0 {

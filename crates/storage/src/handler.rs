@@ -112,7 +112,7 @@ pub trait Handler: Send + Sync + std::fmt::Debug {
     /// # Errors
     /// `Locked` when another transaction holds the key or a conflicting unique key;
     /// `Duplicate` when a row with the same primary or unique key exists.
-    fn write_row(&self, latch: &WriteLatch<'_>, txn: TxnId, row: Row) -> Result<Vec<u8>, WriteError>;
+    fn write_row(&self, latch: &WriteLatch<'_>, txn: TxnId, row: &Row) -> Result<Vec<u8>, WriteError>;
     /// Replace the row at `pk` with `row`; returns the (possibly new) primary key.
     ///
     /// # Errors
@@ -139,7 +139,7 @@ pub trait Handler: Send + Sync + std::fmt::Debug {
     ///
     /// # Errors
     /// As [`Handler::write_row`].
-    fn write_row_deferred(&self, latch: &WriteLatch<'_>, txn: TxnId, row: Row, deferred: &mut DeferredEntries) -> Result<Vec<u8>, WriteError> {
+    fn write_row_deferred(&self, latch: &WriteLatch<'_>, txn: TxnId, row: &Row, deferred: &mut DeferredEntries) -> Result<Vec<u8>, WriteError> {
         let _ = deferred;
         self.write_row(latch, txn, row)
     }

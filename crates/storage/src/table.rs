@@ -301,12 +301,11 @@ impl Table {
         Some(f(&mut chain))
     }
 
-    /// Push a version on a locked chain, adding its index entries.
-    /// Push a version; a row's entries in non-unique indexes go to `deferred` when given
-    /// (a bulk write, see [`Handler::write_row_deferred`]).
-    fn push_version(&self, chain: &mut Chain, txn: TxnId, pk: &[u8], row: Option<Row>, deferred: Option<&mut DeferredEntries>) {
-        if let Some(r) = &row {
-            let mut deferred = deferred;
+    /// Push a version on a locked chain, adding its index entries; a row's entries in
+    /// non-unique indexes go to `deferred` when given (a bulk write, see
+    /// [`Handler::write_row_deferred`]).
+    fn push_version(&self, chain: &mut Chain, txn: TxnId, pk: &[u8], row: Option<&Row>, mut deferred: Option<&mut DeferredEntries>) {
+        if let Some(r) = row {
             for (i, idx) in self.indexes.iter().enumerate() {
                 let mut entry = Self::index_key(&idx.def, r);
                 entry.extend_from_slice(pk);
@@ -323,15 +322,13 @@ impl Table {
                 }
             }
         }
-        let row = row.map(|r| row_bytes(&r).into_boxed_slice());
+        let row = row.map(|r| row_bytes(r).into_boxed_slice());
         chain.versions.push(Version { txn, commit_ts: None, row });
     }
 
     /// Push a version unless another transaction holds the row; with `fresh`, also fail
     /// when the row exists for `txn` (an insert).
-    fn push_checked(&self, txn: TxnId, pk: &[u8], row: Option<Row>, fresh: bool, deferred: Option<&mut DeferredEntries>) -> Result<(), WriteError> {
-        let mut row = Some(row);
-        let mut deferred = deferred;
+    fn push_checked(&self, txn: TxnId, pk: &[u8], row: Option<&Row>, fresh: bool, mut deferred: Option<&mut DeferredEntries>) -> Result<(), WriteError> {
         self.with_chain(pk, |chain| {
             if let Some(holder) = chain.holder().filter(|&h| h != txn) {
                 return Err(WriteError::Locked { holder, pk: pk.to_vec() });
@@ -339,7 +336,7 @@ impl Table {
             if fresh && chain.visible(&ReadView::current(txn)).is_some() {
                 return Err(WriteError::Duplicate { index: None, existing_pk: pk.to_vec() });
             }
-            self.push_version(chain, txn, pk, row.take().expect("pushed once"), deferred.take());
+            self.push_version(chain, txn, pk, row, deferred.as_deref_mut());
             Ok(())
         })
         .inspect_err(|_| self.forget_if_empty(pk))
@@ -347,10 +344,10 @@ impl Table {
 
     /// Insert a new row (see [`Handler::write_row`]); its non-unique index entries go to
     /// `deferred` when given.
-    fn insert_row(&self, latch: &WriteLatch<'_>, txn: TxnId, row: Row, deferred: Option<&mut DeferredEntries>) -> Result<Vec<u8>, WriteError> {
+    fn insert_row(&self, latch: &WriteLatch<'_>, txn: TxnId, row: &Row, deferred: Option<&mut DeferredEntries>) -> Result<Vec<u8>, WriteError> {
         self.assert_latched(latch);
         let pk = if self.has_primary_key() {
-            self.primary_key(&row)
+            self.primary_key(row)
         } else {
             let id = self.next_row_id.fetch_add(1, Ordering::AcqRel);
             encode_key([(&Value::UInt(id), Collation::Binary)])
@@ -358,7 +355,7 @@ impl Table {
         if let Some(Some(holder)) = self.with_existing_chain(&pk, |c| c.holder().filter(|&h| h != txn)) {
             return Err(WriteError::Locked { holder, pk });
         }
-        self.check_unique(txn, &pk, &row)?;
+        self.check_unique(txn, &pk, row)?;
         self.push_checked(txn, &pk, Some(row), true, deferred)?;
         Ok(pk)
     }
@@ -589,11 +586,11 @@ impl Handler for Table {
     /// # Errors
     /// `Locked` if another transaction holds the key or a conflicting unique key;
     /// `Duplicate` if a row with the same primary or unique key exists.
-    fn write_row(&self, latch: &WriteLatch<'_>, txn: TxnId, row: Row) -> Result<Vec<u8>, WriteError> {
+    fn write_row(&self, latch: &WriteLatch<'_>, txn: TxnId, row: &Row) -> Result<Vec<u8>, WriteError> {
         self.insert_row(latch, txn, row, None)
     }
 
-    fn write_row_deferred(&self, latch: &WriteLatch<'_>, txn: TxnId, row: Row, deferred: &mut DeferredEntries) -> Result<Vec<u8>, WriteError> {
+    fn write_row_deferred(&self, latch: &WriteLatch<'_>, txn: TxnId, row: &Row, deferred: &mut DeferredEntries) -> Result<Vec<u8>, WriteError> {
         self.insert_row(latch, txn, row, Some(deferred))
     }
 
@@ -619,12 +616,12 @@ impl Handler for Table {
         }
         let new_pk = if self.has_primary_key() { self.primary_key(&row) } else { pk.to_vec() };
         if new_pk != pk {
-            let new_pk = self.write_row(latch, txn, row)?;
+            let new_pk = self.write_row(latch, txn, &row)?;
             self.push_checked(txn, pk, None, false, None)?;
             return Ok(new_pk);
         }
         self.check_unique(txn, pk, &row)?;
-        self.push_checked(txn, pk, Some(row), false, None)?;
+        self.push_checked(txn, pk, Some(&row), false, None)?;
         Ok(new_pk)
     }
 
@@ -704,8 +701,7 @@ impl Handler for Table {
         if row.is_none() && !self.rows.contains_key(&pk) {
             return;
         }
-        let mut row = Some(row);
-        self.with_chain(&pk, |chain| self.push_version(chain, RECOVERY_TXN, &pk, row.take().expect("pushed once"), None));
+        self.with_chain(&pk, |chain| self.push_version(chain, RECOVERY_TXN, &pk, row.as_ref(), None));
         self.commit_row(RECOVERY_TXN, &pk, ts, Timestamp::MAX);
     }
 }
@@ -730,7 +726,7 @@ mod tests {
     #[test]
     fn uncommitted_writes_are_private_until_commit() {
         let t = table();
-        let pk = t.write_row(&t.write_latch(), 1, row(1, "a")).unwrap();
+        let pk = t.write_row(&t.write_latch(), 1, &row(1, "a")).unwrap();
         assert!(t.get(&pk, &view(2, 100)).is_none());
         assert!(t.get(&pk, &view(1, 0)).is_some());
         t.commit_row(1, &pk, 5, 0);
@@ -741,17 +737,17 @@ mod tests {
     #[test]
     fn second_writer_sees_the_lock_and_unique_keys_fold_case() {
         let t = table();
-        let pk = t.write_row(&t.write_latch(), 1, row(1, "abc")).unwrap();
+        let pk = t.write_row(&t.write_latch(), 1, &row(1, "abc")).unwrap();
         assert_eq!(t.update_row(&t.write_latch(), 2, &pk, row(1, "x")), Err(WriteError::Locked { holder: 1, pk: pk.clone() }));
         t.commit_row(1, &pk, 1, 1);
-        assert!(matches!(t.write_row(&t.write_latch(), 2, row(2, "ABC")), Err(WriteError::Duplicate { index: Some(0), .. })));
-        assert!(matches!(t.write_row(&t.write_latch(), 2, row(1, "zzz")), Err(WriteError::Duplicate { index: None, .. })));
+        assert!(matches!(t.write_row(&t.write_latch(), 2, &row(2, "ABC")), Err(WriteError::Duplicate { index: Some(0), .. })));
+        assert!(matches!(t.write_row(&t.write_latch(), 2, &row(1, "zzz")), Err(WriteError::Duplicate { index: None, .. })));
     }
 
     #[test]
     fn undo_and_rollback_restore_the_index() {
         let t = table();
-        let pk = t.write_row(&t.write_latch(), 1, row(1, "a")).unwrap();
+        let pk = t.write_row(&t.write_latch(), 1, &row(1, "a")).unwrap();
         t.commit_row(1, &pk, 1, 1);
         t.update_row(&t.write_latch(), 2, &pk, row(1, "b")).unwrap();
         let v = ReadView::current(3);
@@ -786,9 +782,9 @@ mod tests {
         let latch = t.write_latch();
         let mut deferred = DeferredEntries::default();
         for (id, k) in [(1, 30), (2, 10), (3, 20)] {
-            t.write_row_deferred(&latch, 1, r(id, &format!("u{id}"), k), &mut deferred).unwrap();
+            t.write_row_deferred(&latch, 1, &r(id, &format!("u{id}"), k), &mut deferred).unwrap();
         }
-        assert!(matches!(t.write_row_deferred(&latch, 1, r(4, "u2", 0), &mut deferred), Err(WriteError::Duplicate { index: Some(0), .. })));
+        assert!(matches!(t.write_row_deferred(&latch, 1, &r(4, "u2", 0), &mut deferred), Err(WriteError::Duplicate { index: Some(0), .. })));
         assert_eq!(deferred.len(), 3, "one entry of index k per row written");
         let all = |t: &Table| {
             t.index_scan(1, Bound::Unbounded, Bound::Unbounded, ReadView::current(1), ScanOrder::Ascending).map(|(_, row)| row[0].clone()).collect::<Vec<_>>()
@@ -805,12 +801,12 @@ mod tests {
     #[test]
     fn committed_delete_is_purged_when_no_reader_needs_it() {
         let t = table();
-        let pk = t.write_row(&t.write_latch(), 1, row(1, "a")).unwrap();
+        let pk = t.write_row(&t.write_latch(), 1, &row(1, "a")).unwrap();
         t.commit_row(1, &pk, 1, 1);
         t.delete_row(2, &pk).unwrap();
         t.commit_row(2, &pk, 2, 2);
         assert_eq!(t.statistics().rows, 0);
-        assert!(t.write_row(&t.write_latch(), 3, row(2, "a")).is_ok(), "unique key free again");
+        assert!(t.write_row(&t.write_latch(), 3, &row(2, "a")).is_ok(), "unique key free again");
     }
 
     /// Readers scan while writers insert, update and delete other rows, and two writers
@@ -823,7 +819,7 @@ mod tests {
         let t = table();
         let latch = t.write_latch();
         for id in 0..100 {
-            let pk = t.write_row(&latch, 1, row(id, &format!("base{id}"))).unwrap();
+            let pk = t.write_row(&latch, 1, &row(id, &format!("base{id}"))).unwrap();
             t.commit_row(1, &pk, 1, 1);
         }
         drop(latch);
@@ -836,11 +832,11 @@ mod tests {
                     let txn = 10 + w;
                     for n in 0..ROWS_PER_WRITER {
                         let id = i64::try_from(1000 + w * ROWS_PER_WRITER + n).unwrap();
-                        let pk = t.write_row(&t.write_latch(), txn, row(id, &format!("w{w}n{n}"))).unwrap();
+                        let pk = t.write_row(&t.write_latch(), txn, &row(id, &format!("w{w}n{n}"))).unwrap();
                         let commit = ts.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                         t.commit_row(txn, &pk, commit, 0);
                     }
-                    match t.write_row(&t.write_latch(), txn, row(i64::try_from(9000 + w).unwrap(), "contended")) {
+                    match t.write_row(&t.write_latch(), txn, &row(i64::try_from(9000 + w).unwrap(), "contended")) {
                         Ok(pk) => {
                             unique_winners.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                             t.commit_row(txn, &pk, ts.fetch_add(1, std::sync::atomic::Ordering::SeqCst), 0);

@@ -102,7 +102,7 @@ impl BulkBuffer {
                     keys.push((0, pk.clone()));
                     keys
                 })?;
-                match locking::insert_locked(locks, cx.txn, t.id, data, &pk, || data.write_row_deferred(&latch, cx.txn, row.clone(), &mut deferred))? {
+                match locking::insert_locked(locks, cx.txn, t.id, data, &pk, || data.write_row_deferred(&latch, cx.txn, &row, &mut deferred))? {
                     Ok(pk) => {
                         cx.undo.push((t.id, pk));
                         res.affected += 1;

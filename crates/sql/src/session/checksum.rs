@@ -10,7 +10,7 @@
 //! read view sees. The order of rows does not matter, an empty table sums to 0, and the
 //! value is an unsigned 32-bit number, as MySQL's is. `QUICK` and `EXTENDED` read every row
 //! alike. A table that does not exist gets NULL and a 1146 error in `SHOW WARNINGS`, as in
-//! MySQL. Where it sits: inside `session`, above `query` (it runs `SELECT *`).
+//! MySQL, and so does one `LOCK TABLES` did not lock (1100). Where it sits: inside `session`, above `query` (it runs `SELECT *`).
 
 use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::Parser;
@@ -82,12 +82,14 @@ impl Session {
         for name in &names {
             let (db, table) = query::resolve_table_name(&self.info, name)?;
             let label = format!("{db}.{table}");
-            if let Err(e) = self.info.engine.catalog().table(&db, &table) {
+            // A table that does not exist, or one LOCK TABLES did not lock: NULL and the error
+            // as a condition, as in MySQL.
+            let usable = self.info.engine.catalog().table(&db, &table).map(|_| ()).and_then(|()| self.check_table_lock(&db, &table, false));
+            if let Err(e) = usable {
                 self.warnings.push(Warning { level: "Error", code: e.code, message: e.message.clone() });
                 rows.push(vec![Value::Str(label), Value::Null]);
                 continue;
             }
-            self.check_table_locks_for_read(&db, &table)?;
             self.acquire_locks(vec![((db.clone(), table.clone()), Mode::Read)], false).await?;
             let sum = self.table_checksum(&db, &table);
             if self.txn.is_none() {
@@ -124,8 +126,10 @@ impl Session {
         };
         if autocommit_read {
             engine.txns.release_view(&view);
-        } else {
-            self.after_read();
+        }
+        // As any read: the answer waits until what it saw is durable.
+        self.after_read();
+        if !autocommit_read {
             self.statement_end()?;
         }
         result

@@ -62,7 +62,7 @@ impl Session {
                     .collect::<Result<_>>()?
             }
         };
-        self.check_table_lock_for_write(&db, &name)?;
+        self.check_table_lock(&db, &name, true)?;
         self.acquire_locks(vec![((db.clone(), name.clone()), crate::mdl::Mode::Write)], false).await?;
         let enabled = self.info.engine.globals.read().get("local_infile").is_some_and(|v| v == "ON");
         let file = match self.row_sink.as_mut() {

@@ -238,25 +238,12 @@ impl Session {
         Ok(())
     }
 
-    /// Under `LOCK TABLES`, checks a statement the parser does not see that writes
-    /// `db.table` (LOAD DATA).
+    /// Under `LOCK TABLES`, checks a statement the parser does not see that reads or
+    /// (`write`) writes `db.table`: CHECKSUM TABLE, LOAD DATA.
     ///
     /// # Errors
     /// 1099, 1100.
-    pub(super) fn check_table_lock_for_write(&self, db: &str, table: &str) -> Result<()> {
-        self.check_table_lock(db, table, true)
-    }
-
-    /// Under `LOCK TABLES`, checks a statement the parser does not see that reads
-    /// `db.table` (CHECKSUM TABLE).
-    ///
-    /// # Errors
-    /// 1100.
-    pub(super) fn check_table_locks_for_read(&self, db: &str, table: &str) -> Result<()> {
-        self.check_table_lock(db, table, false)
-    }
-
-    fn check_table_lock(&self, db: &str, table: &str, write: bool) -> Result<()> {
+    pub(super) fn check_table_lock(&self, db: &str, table: &str, write: bool) -> Result<()> {
         let Some(locked) = &self.locked_tables else { return Ok(()) };
         locked.check(&[TableReference { db: db.to_owned(), table: table.to_owned(), name: table.to_owned(), write }])
     }
