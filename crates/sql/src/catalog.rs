@@ -59,21 +59,35 @@ pub struct TableMeta {
     pub collation: Collation,
     pub comment: String,
     pub created_at: i64,
+    /// `ROW_FORMAT` as CREATE TABLE gave it (one of [`ROW_FORMATS`]), kept for `SHOW CREATE
+    /// TABLE` and `Create_options`; `None` when not given. What the rows use is
+    /// `data.row_format()` ([`storage_row_format`]).
+    pub row_format: Option<&'static str>,
     /// The table's rows, reached only through the handler API.
     pub data: Box<dyn Handler>,
+}
+
+/// The `ROW_FORMAT` values CREATE TABLE accepts. `FIXED` lays rows out in fixed-size slots;
+/// every other value gives the dynamic format (see [`storage_row_format`]).
+pub const ROW_FORMATS: [&str; 7] = ["DEFAULT", "DYNAMIC", "FIXED", "COMPACT", "REDUNDANT", "COMPRESSED", "PAGE"];
+
+/// The storage format for `ROW_FORMAT=row_format` over `columns`: fixed slots for `FIXED`
+/// when every column has a fixed width, as MyISAM decides; otherwise dynamic.
+#[must_use]
+pub fn storage_row_format(columns: &[Column], row_format: Option<&str>) -> quill_storage::RowFormat {
+    if row_format == Some("FIXED")
+        && let Some(widths) = columns.iter().map(|c| c.ty.fixed_width()).collect::<Option<Vec<_>>>()
+    {
+        return quill_storage::RowFormat::Fixed(quill_storage::FixedLayout::new(&widths));
+    }
+    quill_storage::RowFormat::Dynamic
 }
 
 impl TableMeta {
     /// Build the metadata and an empty storage table.
     #[must_use]
     pub fn new(id: u64, db: &str, name: &str, columns: Vec<Column>, primary: Vec<usize>, indexes: Vec<IndexMeta>, collation: Collation) -> TableMeta {
-        let key_part = |c: usize| (c, columns[c].ty.collation());
-        let data = quill_storage::handler::create(
-            quill_storage::handler::DEFAULT_ENGINE,
-            primary.iter().map(|&c| key_part(c)).collect(),
-            indexes.iter().map(|i| IndexDef { name: i.name.clone(), parts: i.columns.iter().map(|&c| key_part(c)).collect(), unique: i.unique }).collect(),
-        )
-        .expect("the default engine exists");
+        let data = Self::empty_handler(&columns, &primary, &indexes, None);
         TableMeta {
             id,
             db: db.to_owned(),
@@ -84,8 +98,33 @@ impl TableMeta {
             collation,
             comment: String::new(),
             created_at: chrono::Utc::now().timestamp(),
+            row_format: None,
             data,
         }
+    }
+
+    /// An empty storage table for this shape.
+    fn empty_handler(columns: &[Column], primary: &[usize], indexes: &[IndexMeta], row_format: Option<&str>) -> Box<dyn Handler> {
+        let key_part = |c: usize| (c, columns[c].ty.collation());
+        quill_storage::handler::create(
+            quill_storage::handler::DEFAULT_ENGINE,
+            primary.iter().map(|&c| key_part(c)).collect(),
+            indexes.iter().map(|i| IndexDef { name: i.name.clone(), parts: i.columns.iter().map(|&c| key_part(c)).collect(), unique: i.unique }).collect(),
+            storage_row_format(columns, row_format),
+        )
+        .expect("the default engine exists")
+    }
+
+    /// The same new table with `ROW_FORMAT=row_format` (one of [`ROW_FORMATS`]).
+    ///
+    /// # Panics
+    /// If the table has rows already.
+    #[must_use]
+    pub fn with_row_format(mut self, row_format: Option<&'static str>) -> TableMeta {
+        assert_eq!(self.data.statistics().rows, 0, "a row format is chosen before the first row");
+        self.data = Self::empty_handler(&self.columns, &self.primary, &self.indexes, row_format);
+        self.row_format = row_format;
+        self
     }
 
     /// Position of a column, by case-insensitive name.
@@ -102,7 +141,8 @@ impl TableMeta {
     /// The same table, empty, with AUTO_INCREMENT back at 1 (TRUNCATE).
     #[must_use]
     pub fn empty_copy(&self) -> TableMeta {
-        let mut meta = TableMeta::new(self.id, &self.db, &self.name, self.columns.clone(), self.primary.clone(), self.indexes.clone(), self.collation);
+        let mut meta = TableMeta::new(self.id, &self.db, &self.name, self.columns.clone(), self.primary.clone(), self.indexes.clone(), self.collation)
+            .with_row_format(self.row_format);
         meta.comment.clone_from(&self.comment);
         meta.created_at = self.created_at;
         meta

@@ -8,7 +8,7 @@
 use quill_storage::{Collation, ReadView, Value};
 use sqlparser::ast::{self, ColumnOption, TableConstraint};
 
-use crate::catalog::{Catalog, Column, ColumnDefault, Database, IndexMeta, SYSTEM_DATABASES, TableMeta};
+use crate::catalog::{Catalog, Column, ColumnDefault, Database, IndexMeta, ROW_FORMATS, SYSTEM_DATABASES, TableMeta};
 use crate::error::{Result, SqlError, Warning, codes};
 use crate::expr::RowCtx;
 use crate::query::{self, Env};
@@ -203,12 +203,13 @@ pub fn create_table(catalog: &mut Catalog, info: &SessionInfo, env_params: (&[Va
         catalog.table(&sdb, &sname)?;
         let id = catalog.allocate_table_id();
         let src = catalog.table(&sdb, &sname)?;
-        let meta = TableMeta::new(id, &db, &name, src.columns.clone(), src.primary.clone(), src.indexes.clone(), src.collation);
+        let meta = TableMeta::new(id, &db, &name, src.columns.clone(), src.primary.clone(), src.indexes.clone(), src.collation).with_row_format(src.row_format);
         return catalog.add_table(meta);
     }
     let mut table_collation = Collation::default();
     let mut auto_increment_start = 1u64;
     let mut comment = String::new();
+    let mut row_format = None;
     let opts = match &ct.table_options {
         ast::CreateTableOptions::Plain(o)
         | ast::CreateTableOptions::With(o)
@@ -223,6 +224,9 @@ pub fn create_table(catalog: &mut Catalog, info: &SessionInfo, env_params: (&[Va
         {
             check_engine(info, &engine.value, &name, warnings)?;
         }
+        if let ast::SqlOption::Comment(ast::CommentDef::WithEq(c) | ast::CommentDef::WithoutEq(c)) = o {
+            comment.clone_from(c);
+        }
         if let ast::SqlOption::KeyValue { key, value } = o {
             let k = key.value.to_ascii_uppercase();
             let v = value.to_string().trim_matches(['\'', '"']).to_owned();
@@ -232,6 +236,14 @@ pub fn create_table(catalog: &mut Catalog, info: &SessionInfo, env_params: (&[Va
                 }
                 "AUTO_INCREMENT" => auto_increment_start = v.parse().unwrap_or(1),
                 "COMMENT" => comment = v,
+                "ROW_FORMAT" => {
+                    row_format = Some(
+                        *ROW_FORMATS
+                            .iter()
+                            .find(|f| f.eq_ignore_ascii_case(&v))
+                            .ok_or_else(|| SqlError::new(codes::ER_PARSE_ERROR, format!("You have an error in your SQL syntax near '{v}'")))?,
+                    );
+                }
                 "CHARSET" | "DEFAULT CHARSET" | "CHARACTER SET" | "DEFAULT CHARACTER SET" => {
                     if v.eq_ignore_ascii_case("binary") {
                         table_collation = Collation::Binary;
@@ -316,7 +328,8 @@ pub fn create_table(catalog: &mut Catalog, info: &SessionInfo, env_params: (&[Va
     }
     validate(&columns, &primary, &indexes)?;
     let id = catalog.allocate_table_id();
-    let mut meta = TableMeta::new(id, &db, &name, columns, primary, indexes, table_collation);
+    let mut meta = TableMeta::new(id, &db, &name, columns, primary, indexes, table_collation).with_row_format(row_format);
+    row_format_warnings(&meta, warnings);
     meta.comment = comment;
     meta.data.set_auto_increment(auto_increment_start.max(1));
     // Rows of CREATE ... SELECT are written and committed with the DDL itself.
@@ -405,6 +418,18 @@ pub fn drop_tables(catalog: &mut Catalog, info: &SessionInfo, names: &[ast::Obje
 /// them load (a documented difference: MySQL would create the table in that engine).
 const SUBSTITUTED_ENGINES: [&str; 10] = ["MyISAM", "MEMORY", "HEAP", "Aria", "ARCHIVE", "CSV", "BLACKHOLE", "MRG_MYISAM", "MERGE", "FEDERATED"];
 
+/// Warning 1478 when `meta`'s rows use another format than its `ROW_FORMAT` names: a
+/// format Quill does not have (COMPACT, REDUNDANT, COMPRESSED, PAGE), or FIXED for a table
+/// with BLOB or TEXT columns, which have no fixed size (MyISAM's rule).
+fn row_format_warnings(meta: &TableMeta, warnings: &mut Vec<Warning>) {
+    let Some(asked) = meta.row_format.filter(|f| !matches!(*f, "DEFAULT" | "DYNAMIC")) else { return };
+    if asked == "FIXED" && matches!(meta.data.row_format(), quill_storage::RowFormat::Fixed(_)) {
+        return;
+    }
+    let why = if asked == "FIXED" { " (BLOB and TEXT columns have no fixed size)" } else { "" };
+    warnings.push(Warning { level: "Warning", code: codes::ER_ILLEGAL_HA_CREATE_OPTION.0, message: format!("Quill: assuming ROW_FORMAT=DYNAMIC{why}.") });
+}
+
 /// `ENGINE=engine` of CREATE TABLE `table`: the engines of `storage::handler::ENGINES` are
 /// used; a known MySQL engine Quill lacks is replaced by the default with warning 1266; an
 /// unknown name is error 1286 under `NO_ENGINE_SUBSTITUTION` (MySQL 8's default), else
@@ -451,7 +476,8 @@ fn rebuild(
 ) -> Result<()> {
     validate(&columns, &primary, &indexes)?;
     let old = catalog.table(db, name)?;
-    let mut meta = TableMeta::new(old.id, db, name, columns, primary, indexes, old.collation);
+    let mut meta = TableMeta::new(old.id, db, name, columns, primary, indexes, old.collation).with_row_format(old.row_format);
+    row_format_warnings(&meta, warnings);
     meta.comment = old.comment.clone();
     meta.created_at = old.created_at;
     meta.data.set_auto_increment(old.data.auto_increment());

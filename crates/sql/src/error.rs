@@ -44,6 +44,7 @@ macro_rules! errors {
 errors! {
     ER_DUP_ENTRY = (1062, "23000");
     ER_PARSE_ERROR = (1064, "42000");
+    ER_ILLEGAL_HA_CREATE_OPTION = (1478, "HY000");
     ER_NO_SUCH_TABLE = (1146, "42S02");
     ER_BAD_FIELD_ERROR = (1054, "42S22");
     ER_BAD_DB_ERROR = (1049, "42000");

@@ -1810,29 +1810,9 @@ impl Session {
             "TABLE" if upper.get(i + 1).is_some_and(|w| w == "STATUS") => {
                 let db = from(i + 2).or_else(|| self.info.db.clone()).ok_or_else(SqlError::no_db)?;
                 let d = catalog.database(&db)?;
-                let text = SqlTypeHelper::text();
                 ResultSet {
-                    columns: ["Name", "Engine", "Version", "Row_format", "Rows", "Auto_increment", "Collation", "Comment"]
-                        .iter()
-                        .map(|n| OutColumn::computed(n, text.clone()))
-                        .collect(),
-                    rows: d
-                        .tables
-                        .values()
-                        .filter(|t| show::like_filter(&t.name, like.as_deref()))
-                        .map(|t| {
-                            vec![
-                                Value::Str(t.name.clone()),
-                                Value::Str("InnoDB".into()),
-                                Value::Int(10),
-                                Value::Str("Dynamic".into()),
-                                Value::Int(t.data.statistics().rows as i64),
-                                Value::Int(t.data.auto_increment() as i64),
-                                Value::Str(t.collation.name().into()),
-                                Value::Str(t.comment.clone()),
-                            ]
-                        })
-                        .collect(),
+                    columns: show::table_status_columns(),
+                    rows: d.tables.values().filter(|t| show::like_filter(&t.name, like.as_deref())).map(|t| show::table_status(t)).collect(),
                 }
             }
             _ => return Err(SqlError::parse(&words[1..].join(" "))),

@@ -150,6 +150,31 @@ impl SqlType {
         matches!(self, SqlType::Int { unsigned: true, .. } | SqlType::Decimal { unsigned: true, .. })
     }
 
+    /// The widest value a column of this type holds, for a row in fixed-size slots
+    /// (`ROW_FORMAT=FIXED`): CHAR and VARCHAR at 4 bytes a character (utf8mb4), as MyISAM
+    /// sizes them. `None` for BLOB and TEXT, which have no fixed size.
+    #[must_use]
+    pub fn fixed_width(&self) -> Option<quill_storage::ColumnWidth> {
+        use quill_storage::ColumnWidth;
+        Some(match self {
+            SqlType::Char { len, .. } | SqlType::VarChar { len, .. } => ColumnWidth::Bytes(len.saturating_mul(4)),
+            SqlType::Binary(len) | SqlType::VarBinary(len) => ColumnWidth::Bytes(*len),
+            // Sign, point and digits: the longest text of a value with more than 18 digits.
+            SqlType::Decimal { precision, .. } if *precision > 18 => ColumnWidth::DecimalText(u32::from(*precision) + 2),
+            SqlType::Text { .. } | SqlType::Blob(_) => return None,
+            SqlType::Int { .. }
+            | SqlType::Decimal { .. }
+            | SqlType::Float
+            | SqlType::Double
+            | SqlType::Date
+            | SqlType::DateTime(_)
+            | SqlType::Timestamp(_)
+            | SqlType::Time(_)
+            | SqlType::Year
+            | SqlType::Null => ColumnWidth::Number,
+        })
+    }
+
     /// The collation values of this type compare under.
     #[must_use]
     pub fn collation(&self) -> Collation {

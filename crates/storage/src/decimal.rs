@@ -251,6 +251,14 @@ impl Decimal {
         self.0.to_f64()
     }
 
+    /// The value as `unscaled` × 10^-`scale` when `unscaled` fits an `i64` (every DECIMAL of
+    /// up to 18 digits): how row formats store it without text.
+    #[must_use]
+    pub fn to_unscaled_i64(&self) -> Option<(i64, u8)> {
+        let (int, scale) = self.0.as_bigint_and_scale();
+        Some((int.to_i64()?, u8::try_from(scale).ok()?))
+    }
+
     #[must_use]
     pub fn to_i128(&self) -> Option<i128> {
         self.0.with_scale_round(0, RoundingMode::Down).to_i128()

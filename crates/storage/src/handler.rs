@@ -21,6 +21,7 @@
 
 use std::ops::Bound;
 
+use crate::format::RowFormat;
 use crate::table::{GapAround, ReadView, SharedRow, Timestamp, TxnId, WriteError, WriteLatch};
 use crate::value::{Row, Value};
 
@@ -39,6 +40,10 @@ pub enum ScanOrder {
 pub struct Statistics {
     /// Rows, live or not (an estimate).
     pub rows: u64,
+    /// Bytes of the row images the table holds, every version counted (`Data_length`).
+    pub data_bytes: u64,
+    /// Bytes of its primary keys and secondary-index entries (`Index_length`).
+    pub index_bytes: u64,
 }
 
 /// One table of a storage engine. See the module documentation.
@@ -46,8 +51,11 @@ pub trait Handler: Send + Sync + std::fmt::Debug {
     /// The engine's name, as `SHOW ENGINES` and `information_schema.TABLES` show it.
     fn engine_name(&self) -> &'static str;
 
-    /// Statistics for the planner.
+    /// Statistics for the planner and `SHOW TABLE STATUS`.
     fn statistics(&self) -> Statistics;
+
+    /// How the table lays out its rows (`ROW_FORMAT`).
+    fn row_format(&self) -> &RowFormat;
 
     // ---- keys ----------------------------------------------------------------------
 
@@ -196,9 +204,9 @@ pub const ENGINES: [(&str, &str); 1] =
 pub const DEFAULT_ENGINE: &str = ENGINES[0].0;
 
 /// A new, empty table of `engine` (a name from [`ENGINES`], any letter case), keyed by
-/// `primary` (empty: a hidden row id) with secondary indexes `indexes`; `None` for an
-/// engine this build does not have.
+/// `primary` (empty: a hidden row id) with secondary indexes `indexes`, its rows laid out in
+/// `format`; `None` for an engine this build does not have.
 #[must_use]
-pub fn create(engine: &str, primary: Vec<crate::table::KeyPart>, indexes: Vec<crate::table::IndexDef>) -> Option<Box<dyn Handler>> {
-    engine.eq_ignore_ascii_case(DEFAULT_ENGINE).then(|| Box::new(crate::table::Table::new(primary, indexes)) as Box<dyn Handler>)
+pub fn create(engine: &str, primary: Vec<crate::table::KeyPart>, indexes: Vec<crate::table::IndexDef>, format: RowFormat) -> Option<Box<dyn Handler>> {
+    engine.eq_ignore_ascii_case(DEFAULT_ENGINE).then(|| Box::new(crate::table::Table::new(primary, indexes, format)) as Box<dyn Handler>)
 }

@@ -9,6 +9,7 @@
 
 pub mod checkpoint;
 pub mod decimal;
+pub mod format;
 pub mod handler;
 pub mod key;
 pub mod row;
@@ -16,6 +17,7 @@ pub mod table;
 pub mod value;
 
 pub use decimal::{Decimal, RoundingStrategy};
+pub use format::{ColumnWidth, FixedLayout, RowFormat};
 pub use handler::{DeferredEntries, Handler, RowCursor, ScanOrder, Statistics};
 pub use row::{decode_row, encode_row, row_bytes};
 pub use table::{IndexDef, KeyPart, ReadView, Table, Timestamp, TxnId, WriteError};

@@ -40,9 +40,10 @@ use crossbeam_skiplist::SkipMap;
 use parking_lot::{Mutex, MutexGuard};
 use smallvec::SmallVec;
 
+use crate::format::RowFormat;
 use crate::handler::{DeferredEntries, Handler, RowCursor, ScanOrder, Statistics};
 use crate::key::{encode_key, prefix_successor, range_is_empty};
-use crate::row::{decode_row, row_bytes};
+use crate::row::row_bytes;
 use crate::value::{Collation, Row, Value};
 
 /// A transaction's identity, unique for the life of the server.
@@ -102,8 +103,8 @@ fn in_order<'a, E: 'a>(
     }
 }
 
-/// A row image as a version holds it: the row encoding of `docs/log-format.md`
-/// ([`crate::row::encode_row`]), one allocation, decoded when read.
+/// A row image as a version holds it: the table's [`RowFormat`], one allocation, decoded
+/// when read.
 type EncodedRow = Box<[u8]>;
 
 #[derive(Debug, Clone)]
@@ -111,11 +112,6 @@ struct Version {
     txn: TxnId,
     commit_ts: Option<Timestamp>,
     row: Option<EncodedRow>,
-}
-
-/// Decode a version's row image (encoded by this module, so it decodes).
-fn decode(bytes: &[u8]) -> Row {
-    decode_row(bytes).expect("a row version decodes: this module encoded it")
 }
 
 #[derive(Debug, Default)]
@@ -178,6 +174,12 @@ pub struct Table {
     auto_increment: AtomicU64,
     next_row_id: AtomicU64,
     latch: Mutex<()>,
+    /// How versions lay out their images.
+    format: RowFormat,
+    /// Bytes of every version's image (`Data_length`).
+    data_bytes: AtomicU64,
+    /// Bytes of every primary key and secondary-index entry (`Index_length`).
+    index_bytes: AtomicU64,
 }
 
 impl std::fmt::Debug for Table {
@@ -188,7 +190,7 @@ impl std::fmt::Debug for Table {
 
 impl Table {
     #[must_use]
-    pub fn new(primary: Vec<KeyPart>, indexes: Vec<IndexDef>) -> Table {
+    pub fn new(primary: Vec<KeyPart>, indexes: Vec<IndexDef>, format: RowFormat) -> Table {
         Table {
             primary,
             indexes: indexes.into_iter().map(|def| SecondaryIndex { def, entries: SkipMap::new() }).collect(),
@@ -196,7 +198,15 @@ impl Table {
             auto_increment: AtomicU64::new(1),
             next_row_id: AtomicU64::new(1),
             latch: Mutex::new(()),
+            format,
+            data_bytes: AtomicU64::new(0),
+            index_bytes: AtomicU64::new(0),
         }
+    }
+
+    /// Decode a version's row image (encoded by this table, so it decodes).
+    fn decode(&self, image: &[u8]) -> Row {
+        self.format.decode(image).expect("a row version decodes: this table encoded it")
     }
 
     fn assert_latched(&self, latch: &WriteLatch<'_>) {
@@ -269,7 +279,7 @@ impl Table {
                     return Err(WriteError::Locked { holder, pk: other_pk.clone() });
                 }
                 if let Some(other) = chain.visible(&ReadView::current(txn))
-                    && Self::index_key(&idx.def, &decode(other)) == key
+                    && Self::index_key(&idx.def, &self.decode(other)) == key
                 {
                     return Err(WriteError::Duplicate { index: Some(i), existing_pk: other_pk.clone() });
                 }
@@ -305,10 +315,23 @@ impl Table {
     /// non-unique indexes go to `deferred` when given (a bulk write, see
     /// [`Handler::write_row_deferred`]).
     fn push_version(&self, chain: &mut Chain, txn: TxnId, pk: &[u8], row: Option<&Row>, mut deferred: Option<&mut DeferredEntries>) {
+        if chain.versions.is_empty() {
+            self.index_bytes.fetch_add(pk.len() as u64, Ordering::Relaxed);
+        }
         if let Some(r) = row {
+            // An update's entries that an older version has already are there already.
+            let older: Vec<Row> = if self.indexes.is_empty() {
+                Vec::new()
+            } else {
+                chain.versions.iter().filter_map(|v| v.row.as_deref()).map(|image| self.decode(image)).collect()
+            };
             for (i, idx) in self.indexes.iter().enumerate() {
                 let mut entry = Self::index_key(&idx.def, r);
+                if older.iter().any(|o| Self::index_key(&idx.def, o) == entry) {
+                    continue;
+                }
                 entry.extend_from_slice(pk);
+                self.index_bytes.fetch_add((entry.len() + pk.len()) as u64, Ordering::Relaxed);
                 match deferred.as_deref_mut() {
                     Some(d) if !idx.def.unique => {
                         if d.per_index.len() <= i {
@@ -322,7 +345,8 @@ impl Table {
                 }
             }
         }
-        let row = row.map(|r| row_bytes(r).into_boxed_slice());
+        let row = row.map(|r| self.format.encode(r));
+        self.data_bytes.fetch_add(row.as_ref().map_or(0, |image| image.len() as u64), Ordering::Relaxed);
         chain.versions.push(Version { txn, commit_ts: None, row });
     }
 
@@ -368,22 +392,31 @@ impl Table {
     /// On a locked chain: drop secondary index entries that only removed versions
     /// referenced, and unlink the chain when no version is left.
     fn after_removal(&self, chain: &mut Chain, pk: &[u8], removed: &[Version]) {
-        for idx in &self.indexes {
-            for row in removed.iter().filter_map(|v| v.row.as_deref().map(decode)) {
-                let key = Self::index_key(&idx.def, &row);
-                if chain.versions.iter().filter_map(|v| v.row.as_deref()).any(|r| Self::index_key(&idx.def, &decode(r)) == key) {
-                    continue;
+        let removed_bytes: usize = removed.iter().filter_map(|v| v.row.as_ref()).map(|image| image.len()).sum();
+        self.data_bytes.fetch_sub(removed_bytes as u64, Ordering::Relaxed);
+        if !self.indexes.is_empty() {
+            let kept: Vec<Row> = chain.versions.iter().filter_map(|v| v.row.as_deref()).map(|image| self.decode(image)).collect();
+            for row in removed.iter().filter_map(|v| v.row.as_deref()).map(|image| self.decode(image)) {
+                for idx in &self.indexes {
+                    let key = Self::index_key(&idx.def, &row);
+                    if kept.iter().any(|k| Self::index_key(&idx.def, k) == key) {
+                        continue;
+                    }
+                    let mut entry = key;
+                    entry.extend_from_slice(pk);
+                    if idx.entries.remove(&entry).is_some() {
+                        self.index_bytes.fetch_sub((entry.len() + pk.len()) as u64, Ordering::Relaxed);
+                    }
                 }
-                let mut entry = key;
-                entry.extend_from_slice(pk);
-                idx.entries.remove(&entry);
             }
         }
         if chain.versions.is_empty() {
             // Entries first, then the chain: a writer that finds the key again gets a
             // fresh chain and adds its own entries after these are gone.
             chain.unlinked = true;
-            self.rows.remove(pk);
+            if self.rows.remove(pk).is_some() && !removed.is_empty() {
+                self.index_bytes.fetch_sub(pk.len() as u64, Ordering::Relaxed);
+            }
         }
     }
 }
@@ -394,7 +427,15 @@ impl Handler for Table {
     }
 
     fn statistics(&self) -> Statistics {
-        Statistics { rows: self.rows.len() as u64 }
+        Statistics {
+            rows: self.rows.len() as u64,
+            data_bytes: self.data_bytes.load(Ordering::Relaxed),
+            index_bytes: self.index_bytes.load(Ordering::Relaxed),
+        }
+    }
+
+    fn row_format(&self) -> &RowFormat {
+        &self.format
     }
 
     /// Take the table's write latch (see [`WriteLatch`]).
@@ -447,7 +488,7 @@ impl Handler for Table {
     fn get(&self, pk: &[u8], view: &ReadView) -> Option<SharedRow> {
         let entry = self.rows.get(pk)?;
         let chain = entry.value().lock();
-        chain.visible(view).map(|b| SharedRow::new(decode(b)))
+        chain.visible(view).map(|b| SharedRow::new(self.decode(b)))
     }
 
     /// The transaction holding uncommitted versions of the row at `pk`, if any.
@@ -467,7 +508,7 @@ impl Handler for Table {
         };
         let range = self.rows.range::<Vec<u8>, _>((lower, upper));
         let visible = move |e: crossbeam_skiplist::map::Entry<'a, Vec<u8>, Mutex<Chain>>| {
-            let row = decode(e.value().lock().visible(&view)?);
+            let row = self.decode(e.value().lock().visible(&view)?);
             Some((e.key().clone(), SharedRow::new(row)))
         };
         in_order(range, order, visible)
@@ -547,7 +588,7 @@ impl Handler for Table {
     fn newest(&self, pk: &[u8]) -> Option<SharedRow> {
         let entry = self.rows.get(pk)?;
         let chain = entry.value().lock();
-        chain.versions.last()?.row.as_deref().map(|b| SharedRow::new(decode(b)))
+        chain.versions.last()?.row.as_deref().map(|b| SharedRow::new(self.decode(b)))
     }
 
     /// The primary key an insert of `row` will take (stable while the caller holds the
@@ -684,7 +725,7 @@ impl Handler for Table {
     fn pending_image(&self, txn: TxnId, pk: &[u8]) -> Option<Option<Vec<u8>>> {
         self.with_existing_chain(pk, |chain| {
             let last = chain.versions.last()?;
-            (last.txn == txn && last.commit_ts.is_none()).then(|| last.row.as_deref().map(<[u8]>::to_vec))
+            (last.txn == txn && last.commit_ts.is_none()).then(|| last.row.as_deref().map(|image| row_bytes(&self.decode(image))))
         })
         .flatten()
     }
@@ -712,7 +753,7 @@ mod tests {
     use crate::handler::Handler;
 
     fn table() -> Table {
-        Table::new(vec![(0, Collation::Binary)], vec![IndexDef { name: "u".into(), parts: vec![(1, Collation::Utf8mb4AiCi)], unique: true }])
+        Table::new(vec![(0, Collation::Binary)], vec![IndexDef { name: "u".into(), parts: vec![(1, Collation::Utf8mb4AiCi)], unique: true }], RowFormat::Dynamic)
     }
 
     fn row(id: i64, name: &str) -> Row {
@@ -770,6 +811,42 @@ mod tests {
     }
 
     #[test]
+    fn data_and_index_bytes_follow_every_version_and_entry_back_to_zero() {
+        let t = table();
+        let stats = |t: &Table| (t.statistics().data_bytes, t.statistics().index_bytes);
+        let pk = t.write_row(&t.write_latch(), 1, &row(1, "a")).unwrap();
+        let (data, index) = stats(&t);
+        assert_eq!(data as usize, RowFormat::Dynamic.encode(&row(1, "a")).len());
+        let entry_a = t.encode_index(0, &[Value::Str("a".into())]).len() + 2 * pk.len();
+        assert_eq!(index as usize, pk.len() + entry_a);
+        t.commit_row(1, &pk, 1, 1);
+        // An update that keeps the key adds a version but no entry; one that changes it adds both.
+        t.update_row(&t.write_latch(), 2, &pk, row(1, "a")).unwrap();
+        assert_eq!(stats(&t), (2 * data, index));
+        t.update_row(&t.write_latch(), 2, &pk, row(1, "bb")).unwrap();
+        let entry_bb = t.encode_index(0, &[Value::Str("bb".into())]).len() + 2 * pk.len();
+        assert_eq!(stats(&t).1 as usize, pk.len() + entry_a + entry_bb);
+        // Commit purges the older versions and the entry only they had.
+        t.commit_row(2, &pk, 2, 2);
+        assert_eq!(stats(&t), (RowFormat::Dynamic.encode(&row(1, "bb")).len() as u64, (pk.len() + entry_bb) as u64));
+        t.delete_row(3, &pk).unwrap();
+        t.commit_row(3, &pk, 3, 3);
+        assert_eq!(stats(&t), (0, 0));
+    }
+
+    #[test]
+    fn a_fixed_table_stores_every_row_in_its_layouts_length() {
+        use crate::format::{ColumnWidth, FixedLayout};
+        let layout = FixedLayout::new(&[ColumnWidth::Number, ColumnWidth::Bytes(40)]);
+        let t = Table::new(vec![(0, Collation::Binary)], Vec::new(), RowFormat::Fixed(layout.clone()));
+        for (id, name) in [(1, "a"), (2, "a much longer name")] {
+            let pk = t.write_row(&t.write_latch(), 1, &row(id, name)).unwrap();
+            assert_eq!(t.get(&pk, &ReadView::current(1)).as_deref(), Some(&row(id, name)));
+        }
+        assert_eq!(t.statistics().data_bytes as usize, 2 * layout.row_len());
+    }
+
+    #[test]
     fn a_bulk_write_holds_back_non_unique_entries_until_the_merge_and_checks_unique_ones_at_once() {
         let t = Table::new(
             vec![(0, Collation::Binary)],
@@ -777,6 +854,7 @@ mod tests {
                 IndexDef { name: "u".into(), parts: vec![(1, Collation::Utf8mb4Bin)], unique: true },
                 IndexDef { name: "k".into(), parts: vec![(2, Collation::Binary)], unique: false },
             ],
+            RowFormat::Dynamic,
         );
         let r = |id: i64, u: &str, k: i64| vec![Value::Int(id), Value::Str(u.into()), Value::Int(k)];
         let latch = t.write_latch();
