@@ -192,17 +192,18 @@ fn unzigzag(v: u64) -> i64 {
 /// Bytes of a dynamic image of `row`, for one exact allocation: exact, but for DECIMALs,
 /// counted at their largest.
 fn dynamic_len_bound(row: &Row) -> usize {
-    1 + 3 + row
-        .iter()
-        .map(|v| match v {
-            Value::Null => 1,
-            Value::Int(_) | Value::UInt(_) | Value::Date(_) | Value::DateTime(_) | Value::Time(_) => 11,
-            Value::Double(_) => 9,
-            Value::Decimal(_) => 2 + 10,
-            Value::Str(s) => 6 + s.len(),
-            Value::Bytes(b) => 6 + b.len(),
-        })
-        .sum::<usize>()
+    1 + 3
+        + row
+            .iter()
+            .map(|v| match v {
+                Value::Null => 1,
+                Value::Int(_) | Value::UInt(_) | Value::Date(_) | Value::DateTime(_) | Value::Time(_) => 11,
+                Value::Double(_) => 9,
+                Value::Decimal(_) => 2 + 10,
+                Value::Str(s) => 6 + s.len(),
+                Value::Bytes(b) => 6 + b.len(),
+            })
+            .sum::<usize>()
 }
 
 fn encode_dynamic(row: &Row) -> Box<[u8]> {

@@ -427,11 +427,7 @@ impl Handler for Table {
     }
 
     fn statistics(&self) -> Statistics {
-        Statistics {
-            rows: self.rows.len() as u64,
-            data_bytes: self.data_bytes.load(Ordering::Relaxed),
-            index_bytes: self.index_bytes.load(Ordering::Relaxed),
-        }
+        Statistics { rows: self.rows.len() as u64, data_bytes: self.data_bytes.load(Ordering::Relaxed), index_bytes: self.index_bytes.load(Ordering::Relaxed) }
     }
 
     fn row_format(&self) -> &RowFormat {
@@ -753,7 +749,11 @@ mod tests {
     use crate::handler::Handler;
 
     fn table() -> Table {
-        Table::new(vec![(0, Collation::Binary)], vec![IndexDef { name: "u".into(), parts: vec![(1, Collation::Utf8mb4AiCi)], unique: true }], RowFormat::Dynamic)
+        Table::new(
+            vec![(0, Collation::Binary)],
+            vec![IndexDef { name: "u".into(), parts: vec![(1, Collation::Utf8mb4AiCi)], unique: true }],
+            RowFormat::Dynamic,
+        )
     }
 
     fn row(id: i64, name: &str) -> Row {
