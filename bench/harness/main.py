@@ -19,9 +19,11 @@ from .install import REPO
 from .servers import TARGETS, Server
 
 FULL = dict(repetitions=3, sysbench_time=10, sysbench_tables=4, sysbench_table_size=10000, hot_row_seconds=5.0,
-            long_read_rows=20000, long_read_limit=3000, insert_select_rows=1_000_000, targets="quill,mariadb,mariadb-binlog")
+            long_read_rows=20000, long_read_limit=3000, insert_select_rows=10_000_000, load_data_rows=1_000_000,
+            buffer_sweep_rows=1_000_000, targets="quill,mariadb,mariadb-binlog")
 QUICK = dict(repetitions=2, sysbench_time=2, sysbench_tables=1, sysbench_table_size=1000, hot_row_seconds=2.0,
-             long_read_rows=5000, long_read_limit=1000, insert_select_rows=50_000, targets="quill,mariadb")
+             long_read_rows=5000, long_read_limit=1000, insert_select_rows=50_000, load_data_rows=50_000,
+             buffer_sweep_rows=20_000, targets="quill,mariadb")
 
 
 def comma_list(convert):
@@ -34,7 +36,7 @@ def parse_options(argv):
         description="Benchmarks Quill side by side with MariaDB; writes Markdown, JSON and a chart under bench/results/.",
         epilog="Workloads and groups: fsync-floor, counter, counter-1, counter-2-different, counter-2-same, "
                "counter-2-for-update, insert-storm, insert-storm-16, insert-storm-1, sysbench, sysbench-<test>-<threads>, "
-               "hot-row, long-read, long-read-vs-write, join-no-index, bulk, insert-select-<rows>. See bench/README.md.",
+               "hot-row, long-read, long-read-vs-write, join-no-index, bulk, bulk-insert-select-<rows>, load-data-<rows>, bulk-buffer-sweep-<rows>. See bench/README.md.",
     )
     parser.add_argument("--quick", action="store_true", help="every workload, fewer and shorter runs (a few minutes)")
     parser.add_argument("--targets", type=comma_list(str), help=f"servers to compare, from {','.join(TARGETS)} "
@@ -55,7 +57,9 @@ def parse_options(argv):
     parser.add_argument("--hot-row-rtt-ms", type=comma_list(float), default=[0.0], help="simulated client round trips, one workload each (default 0)")
     parser.add_argument("--long-read-rows", type=int, help="rows of the table the long-read join reads (default 20000; quick 5000)")
     parser.add_argument("--long-read-limit", type=int, help="rows of the join's outer side, a.id < LIMIT (default 3000; quick 1000)")
-    parser.add_argument("--insert-select-rows", type=int, help="rows the insert-select workload copies (default 1000000; quick 50000)")
+    parser.add_argument("--insert-select-rows", type=int, help="rows the bulk-insert-select workload copies (default 10000000; quick 50000)")
+    parser.add_argument("--load-data-rows", type=int, help="rows the load-data workload loads (default 1000000; quick 50000)")
+    parser.add_argument("--buffer-sweep-rows", type=int, help="rows the bulk-buffer-sweep workload copies per size (default 1000000; quick 20000)")
     parser.add_argument("--floor-count", type=int, default=1000, help="timed write + fdatasync pairs of the floor (default 1000)")
     parser.add_argument("--floor-block-bytes", type=int, default=512, help="bytes per write of the floor (default 512)")
     parser.add_argument("--allow-volatile", action="store_true",
@@ -87,7 +91,7 @@ def parse_options(argv):
 #: Written into a work directory the harness created, so that it never empties one it did not.
 WORKDIR_MARKER = ".quill-bench-workdir"
 #: The version string each target must report, so a stray server on a reused port is caught.
-VERSION_MARKERS = {"quill": "quill", "mariadb": "MariaDB", "mariadb-binlog": "MariaDB"}
+VERSION_MARKERS = {"quill": "quill", "mariadb": "MariaDB", "mariadb-binlog": "MariaDB", "mariadb-myisam": "MariaDB"}
 
 
 def log(message):
@@ -238,6 +242,8 @@ def why_not_run(options, runs, server, refusals, sysbench_ready):
     """Why `server` cannot run this workload (it lacks what the workload needs), or None. Marks
     a run that goes ahead without the durability asked for as volatile."""
     workload = runs.workload
+    if server.name == "mariadb-myisam" and not workload.bulk:
+        return "the MyISAM target runs the bulk workloads only"
     if workload.writes:
         refusal = refusals[(server.name, runs.flush_mode)]
         if refusal and not options.allow_volatile:

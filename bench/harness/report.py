@@ -10,8 +10,9 @@ failed; its figures are not shown).
 import json
 import statistics
 
-MARIADB_TARGETS = ("mariadb", "mariadb-binlog")
-TARGET_TITLES = {"quill": "Quill", "mariadb": "MariaDB", "mariadb-binlog": "MariaDB + binlog", "machine": "machine"}
+MARIADB_TARGETS = ("mariadb", "mariadb-binlog", "mariadb-myisam")
+TARGET_TITLES = {"quill": "Quill", "mariadb": "MariaDB", "mariadb-binlog": "MariaDB + binlog", "mariadb-myisam": "MariaDB MyISAM",
+                 "machine": "machine"}
 FLOOR_WORKLOAD, FLOOR_METRIC = "fsync-floor", "fdatasync median"
 #: Derived row: one commit's cost over a read, in units of the physical floor (issue target 1.3).
 FLOOR_MULTIPLE = "commit minus round trip / fdatasync"

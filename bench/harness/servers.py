@@ -7,6 +7,9 @@ Targets:
   binary log off.
 - `mariadb-binlog`: the same with the binary log on and `sync_binlog=1`, what a MySQL 8 default
   and any replicated setup pays (two syncs per commit group: redo log and binary log).
+- `mariadb-myisam`: the `mariadb` target with MyISAM as its default storage engine, for the bulk
+  workloads (MyISAM has fixed-length rows and no transactions; its writes are not durable at
+  statement end). Workloads that need transactions are not run on it.
 
 Both MariaDB targets get a buffer pool large enough to hold every benchmark table, so that, like
 Quill, they serve reads from memory and pay for durability only in their logs.
@@ -24,7 +27,7 @@ from pathlib import Path
 
 from .install import QUILL_BINARY, find
 
-TARGETS = ("quill", "mariadb", "mariadb-binlog")
+TARGETS = ("quill", "mariadb", "mariadb-binlog", "mariadb-myisam")
 
 #: How long a server may take to accept connections after starting.
 START_TIMEOUT_S = 120
@@ -84,6 +87,8 @@ class Server:
             ]
             if self.name == "mariadb-binlog":
                 command += list(MARIADB_BINLOG_OPTIONS)
+            if self.name == "mariadb-myisam":
+                command += ["--default-storage-engine=MyISAM"]
         # Own session: Ctrl-C in the terminal reaches only the harness, which stops the servers
         # in order; die_with_parent covers a harness that is killed outright.
         self.process = subprocess.Popen(command, stdout=log, stderr=log, cwd=self.dir, start_new_session=True,

@@ -36,6 +36,9 @@ class Workload:
     headline: tuple = ()
     #: Needs the sysbench tables prepared on each server.
     sysbench: bool = False
+    #: A bulk-loading workload: the only kind the `mariadb-myisam` target runs (the others
+    #: need transactions).
+    bulk: bool = False
 
 
 def all_workloads(o):
@@ -70,10 +73,26 @@ def all_workloads(o):
                               headline=("p99 during / idle", "insert p99 during read")))
     workloads.append(Workload("join-no-index", "long-read", join_title, partial(driver_workload, long_read),
                               writes=False, headline=("join time",)))
-    workloads.append(Workload(f"insert-select-{short_count(o.insert_select_rows)}", "bulk",
-                              f"INSERT INTO dyn SELECT * FROM src, {o.insert_select_rows:,} price-list rows of about 100 bytes",
-                              partial(insert_select, o), headline=("copy time", "RSS per row")))
+    workloads.append(Workload(f"bulk-insert-select-{short_count(o.insert_select_rows)}", "bulk",
+                              f"INSERT INTO dst SELECT * FROM src, {o.insert_select_rows:,} price-list rows of about 100 bytes, "
+                              "into a DYNAMIC and a FIXED table", partial(insert_select, o, ["--formats", "dynamic,fixed"]),
+                              headline=("copy time dynamic", "copy time fixed", "peak RSS dynamic"), bulk=True))
+    workloads.append(Workload(f"load-data-{short_count(o.load_data_rows)}", "bulk",
+                              f"LOAD DATA LOCAL INFILE of {o.load_data_rows:,} price-list rows (tab-separated)",
+                              partial(driver_workload, ["load-data", "--rows", o.load_data_rows]), headline=("load time",), bulk=True))
+    sizes = ",".join(str(s) for s in BUFFER_SWEEP_BYTES)
+    workloads.append(Workload(f"bulk-buffer-sweep-{short_count(o.buffer_sweep_rows)}", "bulk",
+                              f"INSERT INTO dst SELECT * FROM src, {o.buffer_sweep_rows:,} rows, once per bulk_insert_buffer_size "
+                              "from 128 KiB to 1 GiB: time and Quill_bulk_buffer_flushes",
+                              partial(insert_select, o, ["--formats", "", "--buffer-sizes", sizes], rows=o.buffer_sweep_rows),
+                              headline=tuple(f"copy time {label}" for label in BUFFER_SWEEP_LABELS), bulk=True))
     return workloads
+
+
+#: The bulk_insert_buffer_size values of the sweep, 128 KiB to 1 GiB by factors of 4 (and 8 MiB,
+#: the default), and their labels as the driver names its metrics.
+BUFFER_SWEEP_BYTES = (128 << 10, 512 << 10, 2 << 20, 8 << 20, 32 << 20, 128 << 20, 1 << 30)
+BUFFER_SWEEP_LABELS = ("128K", "512K", "2M", "8M", "32M", "128M", "1G")
 
 
 def select(workloads, selection):
@@ -101,9 +120,9 @@ def short_count(n):
     return str(n)
 
 
-def insert_select(o, server):
+def insert_select(o, extra, server, rows=None):
     pid = server.process.pid if server.process is not None else None
-    arguments = ["insert-select", "--rows", o.insert_select_rows] + (["--server-pid", pid] if pid else [])
+    arguments = ["insert-select", "--rows", rows or o.insert_select_rows, *extra] + (["--server-pid", pid] if pid else [])
     return run_driver(server, *arguments)
 
 

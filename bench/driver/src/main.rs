@@ -15,6 +15,7 @@ mod fsync_floor;
 mod hot_row;
 mod insert_select;
 mod insert_storm;
+mod load_data;
 mod long_read;
 mod report;
 mod server;
@@ -51,8 +52,10 @@ enum Workload {
     HotRow(hot_row::Args),
     /// A long join with no usable index, alone or beside a writer on another table.
     LongRead(long_read::Args),
-    /// `INSERT INTO dyn SELECT * FROM src` of a price-list table, with server memory per row.
+    /// `INSERT INTO dst SELECT * FROM src` of a price-list table per row format or buffer size.
     InsertSelect(insert_select::Args),
+    /// `LOAD DATA LOCAL INFILE` of a price-list file.
+    LoadData(load_data::Args),
     /// Runs SQL statements and prints their rows and warnings (set-up and feature probes).
     Sql(sql::Args),
 }
@@ -67,6 +70,7 @@ fn main() -> ExitCode {
         Workload::HotRow(args) => hot_row::run(&target, &args),
         Workload::LongRead(args) => long_read::run(&target, &args),
         Workload::InsertSelect(args) => insert_select::run(&target, &args),
+        Workload::LoadData(args) => load_data::run(&target, &args),
         Workload::Sql(args) => sql::run(&target, &args),
     };
     match result {

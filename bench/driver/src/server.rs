@@ -33,7 +33,13 @@ impl Target {
     }
 
     pub fn connect_to(&self, database: Option<&str>) -> Result<Conn, String> {
+        self.connect_with(database, None)
+    }
+
+    /// A connection that answers `LOAD DATA LOCAL INFILE` requests with `handler`.
+    pub fn connect_with(&self, database: Option<&str>, handler: Option<mysql::LocalInfileHandler>) -> Result<Conn, String> {
         let opts = OptsBuilder::new()
+            .local_infile_handler(handler)
             .ip_or_hostname(Some(self.host.clone()))
             .tcp_port(self.port)
             .user(Some(self.user.clone()))
