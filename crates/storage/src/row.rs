@@ -135,7 +135,7 @@ pub fn decode_row(mut bytes: &[u8]) -> Option<Row> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -146,7 +146,8 @@ mod tests {
         assert_eq!(decode_row(&bytes), Some(row));
     }
 
-    fn every_kind() -> Row {
+    /// A row with a value of every kind, for the encodings' tests.
+    pub(crate) fn every_kind() -> Row {
         vec![
             Value::Null,
             Value::Int(-42),
