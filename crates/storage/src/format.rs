@@ -16,11 +16,13 @@
 //! - an image starts with its format byte ([`IMAGE_DYNAMIC`] or [`IMAGE_FIXED`]), so a row
 //!   that does not fit a fixed layout (a value longer than its slot, which the SQL layer's
 //!   coercion rules out) is kept, in the dynamic layout, rather than lost;
-//! - decoding is total over what [`RowFormat::encode`] produced; anything else gives `None`.
+//! - decoding is total over what [`RowFormat::encode`] produced; anything else gives `None`;
+//! - [`RowFormat::log_image`] of an image is exactly the log encoding of the row it decodes to.
 
 use quill_io::cursor::{take, take_array};
 
 use crate::decimal::Decimal;
+use crate::row::{ValueRef, put_count, put_value};
 use crate::value::{Row, Value};
 
 /// First byte of an image in the dynamic layout.
@@ -145,14 +147,65 @@ impl RowFormat {
     /// The row of an image this format encoded (`None`: not such an image).
     #[must_use]
     pub fn decode(&self, image: &[u8]) -> Option<Row> {
+        self.cells(image)?.into_iter().map(Cell::to_value).collect()
+    }
+
+    /// An image this format encoded, in the commit log's row encoding ([`crate::row`]),
+    /// written straight from the image: the same bytes as `row_bytes(&decode(image))`,
+    /// without building the row.
+    #[must_use]
+    pub fn log_image(&self, image: &[u8]) -> Option<Vec<u8>> {
+        let cells = self.cells(image)?;
+        let mut out = Vec::with_capacity(image.len() + 4 * cells.len() + 2);
+        put_count(&mut out, cells.len());
+        for cell in cells {
+            match cell {
+                Cell::Plain(value) => put_value(&mut out, value),
+                Cell::Decimal(unscaled, scale) => put_value(&mut out, ValueRef::DecimalText(&Decimal::new(unscaled, u32::from(scale)).to_string())),
+            }
+        }
+        Some(out)
+    }
+
+    fn cells<'a>(&self, image: &'a [u8]) -> Option<Vec<Cell<'a>>> {
         match image.split_first()? {
-            (&IMAGE_DYNAMIC, rest) => decode_dynamic(rest),
+            (&IMAGE_DYNAMIC, rest) => cells_dynamic(rest),
             (&IMAGE_FIXED, rest) => match self {
-                RowFormat::Fixed(layout) => decode_fixed(layout, rest),
+                RowFormat::Fixed(layout) => cells_fixed(layout, rest),
                 RowFormat::Dynamic => None,
             },
             _ => None,
         }
+    }
+}
+
+/// One value of an image, borrowed from it: what both [`RowFormat::decode`] and
+/// [`RowFormat::log_image`] read, so the two layouts are parsed in one place each.
+#[derive(Clone, Copy)]
+enum Cell<'a> {
+    /// As the log encoding has it.
+    Plain(ValueRef<'a>),
+    /// A DECIMAL as its unscaled value and scale.
+    Decimal(i64, u8),
+}
+
+impl Cell<'_> {
+    fn to_value(self) -> Option<Value> {
+        Some(match self {
+            Cell::Decimal(unscaled, scale) => Value::Decimal(Decimal::new(unscaled, u32::from(scale))),
+            Cell::Plain(value) => match value {
+                ValueRef::Null => Value::Null,
+                ValueRef::Int(i) => Value::Int(i),
+                ValueRef::UInt(u) => Value::UInt(u),
+                ValueRef::Double(f) => Value::Double(f),
+                ValueRef::DecimalText(text) => Value::Decimal(text.parse().ok()?),
+                ValueRef::Str(s) => Value::Str(s.to_owned()),
+                ValueRef::Bytes(b) => Value::Bytes(b.to_vec()),
+                ValueRef::Date(d) => Value::Date(d),
+                ValueRef::DateTime(us) => Value::DateTime(us),
+                ValueRef::Time(us) => Value::Time(us),
+            },
+        })
     }
 }
 
@@ -263,31 +316,31 @@ fn take_dynamic_bytes<'a>(bytes: &mut &'a [u8]) -> Option<&'a [u8]> {
     take(bytes, len)
 }
 
-fn decode_dynamic(mut bytes: &[u8]) -> Option<Row> {
+fn cells_dynamic(mut bytes: &[u8]) -> Option<Vec<Cell<'_>>> {
     let count = usize::try_from(take_varint(&mut bytes)?).ok()?;
-    let mut row = Vec::with_capacity(count.min(bytes.len()));
+    let mut cells = Vec::with_capacity(count.min(bytes.len()));
     for _ in 0..count {
         let [tag] = take_array::<1>(&mut bytes)?;
-        let value = match tag {
-            TAG_NULL => Value::Null,
-            TAG_INT => Value::Int(unzigzag(take_varint(&mut bytes)?)),
-            TAG_UINT => Value::UInt(take_varint(&mut bytes)?),
-            TAG_DOUBLE => Value::Double(f64::from_bits(u64::from_le_bytes(take_array(&mut bytes)?))),
+        let cell = match tag {
+            TAG_NULL => Cell::Plain(ValueRef::Null),
+            TAG_INT => Cell::Plain(ValueRef::Int(unzigzag(take_varint(&mut bytes)?))),
+            TAG_UINT => Cell::Plain(ValueRef::UInt(take_varint(&mut bytes)?)),
+            TAG_DOUBLE => Cell::Plain(ValueRef::Double(f64::from_bits(u64::from_le_bytes(take_array(&mut bytes)?)))),
             TAG_DECIMAL_I64 => {
                 let [scale] = take_array::<1>(&mut bytes)?;
-                Value::Decimal(Decimal::new(unzigzag(take_varint(&mut bytes)?), u32::from(scale)))
+                Cell::Decimal(unzigzag(take_varint(&mut bytes)?), scale)
             }
-            TAG_DECIMAL_TEXT => Value::Decimal(std::str::from_utf8(take_dynamic_bytes(&mut bytes)?).ok()?.parse().ok()?),
-            TAG_STR => Value::Str(String::from_utf8(take_dynamic_bytes(&mut bytes)?.to_vec()).ok()?),
-            TAG_BYTES => Value::Bytes(take_dynamic_bytes(&mut bytes)?.to_vec()),
-            TAG_DATE => Value::Date(i32::try_from(unzigzag(take_varint(&mut bytes)?)).ok()?),
-            TAG_DATETIME => Value::DateTime(unzigzag(take_varint(&mut bytes)?)),
-            TAG_TIME => Value::Time(unzigzag(take_varint(&mut bytes)?)),
+            TAG_DECIMAL_TEXT => Cell::Plain(ValueRef::DecimalText(std::str::from_utf8(take_dynamic_bytes(&mut bytes)?).ok()?)),
+            TAG_STR => Cell::Plain(ValueRef::Str(std::str::from_utf8(take_dynamic_bytes(&mut bytes)?).ok()?)),
+            TAG_BYTES => Cell::Plain(ValueRef::Bytes(take_dynamic_bytes(&mut bytes)?)),
+            TAG_DATE => Cell::Plain(ValueRef::Date(i32::try_from(unzigzag(take_varint(&mut bytes)?)).ok()?)),
+            TAG_DATETIME => Cell::Plain(ValueRef::DateTime(unzigzag(take_varint(&mut bytes)?))),
+            TAG_TIME => Cell::Plain(ValueRef::Time(unzigzag(take_varint(&mut bytes)?))),
             _ => return None,
         };
-        row.push(value);
+        cells.push(cell);
     }
-    bytes.is_empty().then_some(row)
+    bytes.is_empty().then_some(cells)
 }
 
 // ---- fixed ------------------------------------------------------------------------------
@@ -353,34 +406,34 @@ fn slot_bytes(payload: &[u8], len_bytes: usize) -> Option<&[u8]> {
     payload.get(len_bytes..len_bytes + u32::from_le_bytes(len) as usize)
 }
 
-fn decode_fixed(layout: &FixedLayout, bytes: &[u8]) -> Option<Row> {
+fn cells_fixed<'a>(layout: &FixedLayout, bytes: &'a [u8]) -> Option<Vec<Cell<'a>>> {
     if bytes.len() + 1 != layout.row_len {
         return None;
     }
-    let mut row = Vec::with_capacity(layout.slots.len());
+    let mut cells = Vec::with_capacity(layout.slots.len());
     let mut at = 0;
     for slot in &layout.slots {
         let tag = bytes[at];
         let payload = &bytes[at + 1..at + 1 + slot.width];
         let eight = || payload.get(..8).map(|b| <[u8; 8]>::try_from(b).expect("8 bytes"));
-        let value = match tag {
-            TAG_NULL => Value::Null,
-            TAG_INT => Value::Int(i64::from_le_bytes(eight()?)),
-            TAG_UINT => Value::UInt(u64::from_le_bytes(eight()?)),
-            TAG_DOUBLE => Value::Double(f64::from_bits(u64::from_le_bytes(eight()?))),
-            TAG_DATE => Value::Date(i32::from_le_bytes(payload.get(..4)?.try_into().ok()?)),
-            TAG_DATETIME => Value::DateTime(i64::from_le_bytes(eight()?)),
-            TAG_TIME => Value::Time(i64::from_le_bytes(eight()?)),
-            TAG_DECIMAL_I64 => Value::Decimal(Decimal::new(i64::from_le_bytes(eight()?), u32::from(*payload.get(8)?))),
-            TAG_DECIMAL_TEXT => Value::Decimal(std::str::from_utf8(slot_bytes(payload, slot.len_bytes.max(1))?).ok()?.parse().ok()?),
-            TAG_STR => Value::Str(String::from_utf8(slot_bytes(payload, slot.len_bytes)?.to_vec()).ok()?),
-            TAG_BYTES => Value::Bytes(slot_bytes(payload, slot.len_bytes)?.to_vec()),
+        let cell = match tag {
+            TAG_NULL => Cell::Plain(ValueRef::Null),
+            TAG_INT => Cell::Plain(ValueRef::Int(i64::from_le_bytes(eight()?))),
+            TAG_UINT => Cell::Plain(ValueRef::UInt(u64::from_le_bytes(eight()?))),
+            TAG_DOUBLE => Cell::Plain(ValueRef::Double(f64::from_bits(u64::from_le_bytes(eight()?)))),
+            TAG_DATE => Cell::Plain(ValueRef::Date(i32::from_le_bytes(payload.get(..4)?.try_into().ok()?))),
+            TAG_DATETIME => Cell::Plain(ValueRef::DateTime(i64::from_le_bytes(eight()?))),
+            TAG_TIME => Cell::Plain(ValueRef::Time(i64::from_le_bytes(eight()?))),
+            TAG_DECIMAL_I64 => Cell::Decimal(i64::from_le_bytes(eight()?), *payload.get(8)?),
+            TAG_DECIMAL_TEXT => Cell::Plain(ValueRef::DecimalText(std::str::from_utf8(slot_bytes(payload, slot.len_bytes.max(1))?).ok()?)),
+            TAG_STR => Cell::Plain(ValueRef::Str(std::str::from_utf8(slot_bytes(payload, slot.len_bytes)?).ok()?)),
+            TAG_BYTES => Cell::Plain(ValueRef::Bytes(slot_bytes(payload, slot.len_bytes)?)),
             _ => return None,
         };
-        row.push(value);
+        cells.push(cell);
         at += 1 + slot.width;
     }
-    Some(row)
+    Some(cells)
 }
 
 #[cfg(test)]
@@ -405,6 +458,15 @@ mod tests {
             let row = every_kind();
             let image = format.encode(&row);
             assert_eq!(format.decode(&image), Some(row), "{format:?}");
+        }
+    }
+
+    #[test]
+    fn log_images_are_the_log_encoding_of_the_decoded_row() {
+        for format in [RowFormat::Dynamic, RowFormat::Fixed(layout())] {
+            let image = format.encode(&every_kind());
+            assert_eq!(format.log_image(&image), Some(crate::row::row_bytes(&every_kind())), "{format:?}");
+            assert_eq!(format.log_image(&image[..image.len() - 1]), None);
         }
     }
 

@@ -41,25 +41,65 @@ pub const TAG_TIME: u8 = 9;
 /// If the row has more than `u16::MAX` values or a value longer than `u32::MAX` bytes; the
 /// SQL layer's limits keep rows far below both.
 pub fn encode_row(out: &mut Vec<u8>, row: &Row) {
-    out.extend_from_slice(&u16::try_from(row.len()).expect("at most 65535 columns").to_le_bytes());
+    put_count(out, row.len());
     for value in row {
         match value {
-            Value::Null => out.push(TAG_NULL),
-            Value::Int(i) => put_fixed(out, TAG_INT, &i.to_le_bytes()),
-            Value::UInt(u) => put_fixed(out, TAG_UINT, &u.to_le_bytes()),
-            Value::Double(f) => put_fixed(out, TAG_DOUBLE, &f.to_bits().to_le_bytes()),
-            Value::Decimal(d) => {
-                let text = d.to_string();
-                let len = u16::try_from(text.len()).expect("a DECIMAL has at most 65 digits");
-                put_fixed(out, TAG_DECIMAL, &len.to_le_bytes());
-                out.extend_from_slice(text.as_bytes());
-            }
-            Value::Str(s) => put_bytes(out, TAG_STR, s.as_bytes()),
-            Value::Bytes(b) => put_bytes(out, TAG_BYTES, b),
-            Value::Date(d) => put_fixed(out, TAG_DATE, &d.to_le_bytes()),
-            Value::DateTime(us) => put_fixed(out, TAG_DATETIME, &us.to_le_bytes()),
-            Value::Time(us) => put_fixed(out, TAG_TIME, &us.to_le_bytes()),
+            Value::Null => put_value(out, ValueRef::Null),
+            Value::Int(i) => put_value(out, ValueRef::Int(*i)),
+            Value::UInt(u) => put_value(out, ValueRef::UInt(*u)),
+            Value::Double(f) => put_value(out, ValueRef::Double(*f)),
+            Value::Decimal(d) => put_value(out, ValueRef::DecimalText(&d.to_string())),
+            Value::Str(s) => put_value(out, ValueRef::Str(s)),
+            Value::Bytes(b) => put_value(out, ValueRef::Bytes(b)),
+            Value::Date(d) => put_value(out, ValueRef::Date(*d)),
+            Value::DateTime(us) => put_value(out, ValueRef::DateTime(*us)),
+            Value::Time(us) => put_value(out, ValueRef::Time(*us)),
         }
+    }
+}
+
+/// A value as the encoding writes it, borrowed: from a [`Row`], or straight from a row
+/// image of the row store (`crate::format`), which so reaches the log without a `Row`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum ValueRef<'a> {
+    Null,
+    Int(i64),
+    UInt(u64),
+    Double(f64),
+    /// A DECIMAL's canonical text (`Decimal`'s `Display`).
+    DecimalText(&'a str),
+    Str(&'a str),
+    Bytes(&'a [u8]),
+    Date(i32),
+    DateTime(i64),
+    Time(i64),
+}
+
+/// The `u16` count of values that starts a row's encoding.
+///
+/// # Panics
+/// If there are more than `u16::MAX` values (the SQL layer's limits keep rows far below).
+pub(crate) fn put_count(out: &mut Vec<u8>, count: usize) {
+    out.extend_from_slice(&u16::try_from(count).expect("at most 65535 columns").to_le_bytes());
+}
+
+/// Appends one value's tag and payload.
+pub(crate) fn put_value(out: &mut Vec<u8>, value: ValueRef<'_>) {
+    match value {
+        ValueRef::Null => out.push(TAG_NULL),
+        ValueRef::Int(i) => put_fixed(out, TAG_INT, &i.to_le_bytes()),
+        ValueRef::UInt(u) => put_fixed(out, TAG_UINT, &u.to_le_bytes()),
+        ValueRef::Double(f) => put_fixed(out, TAG_DOUBLE, &f.to_bits().to_le_bytes()),
+        ValueRef::DecimalText(text) => {
+            let len = u16::try_from(text.len()).expect("a DECIMAL has at most 65 digits");
+            put_fixed(out, TAG_DECIMAL, &len.to_le_bytes());
+            out.extend_from_slice(text.as_bytes());
+        }
+        ValueRef::Str(s) => put_bytes(out, TAG_STR, s.as_bytes()),
+        ValueRef::Bytes(b) => put_bytes(out, TAG_BYTES, b),
+        ValueRef::Date(d) => put_fixed(out, TAG_DATE, &d.to_le_bytes()),
+        ValueRef::DateTime(us) => put_fixed(out, TAG_DATETIME, &us.to_le_bytes()),
+        ValueRef::Time(us) => put_fixed(out, TAG_TIME, &us.to_le_bytes()),
     }
 }
 

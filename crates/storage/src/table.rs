@@ -43,7 +43,6 @@ use smallvec::SmallVec;
 use crate::format::RowFormat;
 use crate::handler::{DeferredEntries, Handler, RowCursor, ScanOrder, Statistics};
 use crate::key::{encode_key, prefix_successor, range_is_empty};
-use crate::row::row_bytes;
 use crate::value::{Collation, Row, Value};
 
 /// A transaction's identity, unique for the life of the server.
@@ -721,7 +720,8 @@ impl Handler for Table {
     fn pending_image(&self, txn: TxnId, pk: &[u8]) -> Option<Option<Vec<u8>>> {
         self.with_existing_chain(pk, |chain| {
             let last = chain.versions.last()?;
-            (last.txn == txn && last.commit_ts.is_none()).then(|| last.row.as_deref().map(|image| row_bytes(&self.decode(image))))
+            (last.txn == txn && last.commit_ts.is_none())
+                .then(|| last.row.as_deref().map(|image| self.format.log_image(image).expect("a row version decodes: this table encoded it")))
         })
         .flatten()
     }
