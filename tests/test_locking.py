@@ -309,6 +309,42 @@ def test_gap_and_insert_intention_locks_are_shown(server, fresh_db, rows):
         assert w.error is None
 
 
+def test_a_locking_copy_holds_every_source_row_and_waits_for_held_ones(server, fresh_db, rows):
+    """INSERT ... SELECT at REPEATABLE READ locks every row it reads, and the gaps, in shared
+    mode (Quill with one record range for the whole table): it waits for a row another
+    transaction holds, then keeps writers and inserters of the source out until it ends,
+    while shared lockers and plain readers go on."""
+    holder, copier, other, monitor = (server.connect(fresh_db) for _ in range(4))
+    with holder.cursor() as h, copier.cursor() as c, other.cursor() as o:
+        c.execute("create table dst like t")
+        h.execute("begin")
+        h.execute("update t set v = 21 where id = 2")
+        c.execute("begin")
+        w = Waiter(copier, "insert into dst select * from t")
+        wait_until_waiting(monitor, copier.thread_id())
+        time.sleep(0.2)
+        h.execute("commit")
+        w.join()
+        assert w.error is None
+        c.execute("select id, v from dst order by id")
+        assert c.fetchall() == ((1, 10), (2, 21), (3, 30))
+        with monitor.cursor() as cur:
+            cur.execute("select trx_rows_locked from information_schema.innodb_trx where trx_mysql_thread_id = %s", (copier.thread_id(),))
+            assert cur.fetchone()[0] >= 3
+        o.execute("set innodb_lock_wait_timeout = 1")
+        for sql in ("update t set v = 0 where id = 3", "delete from t where id = 1", "insert into t values (4, 40)", "insert into t values (0, 0)"):
+            with pytest.raises(pymysql.err.OperationalError) as e:
+                o.execute(sql)
+            assert e.value.args[0] == 1205, sql
+        o.execute("select v from t where id = 3 lock in share mode")
+        assert o.fetchall() == ((30,),)
+        o.execute("select count(*) from t")
+        assert o.fetchone() == (3,)
+        c.execute("commit")
+        o.execute("update t set v = 0 where id = 3")
+        assert o.rowcount == 1
+
+
 def test_malformed_transaction_statements_are_refused(server, fresh_db):
     c = server.connect(fresh_db)
     with c.cursor() as cur:

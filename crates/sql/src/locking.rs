@@ -87,6 +87,29 @@ impl LockSpec {
         Ok(Some(fresh))
     }
 
+    /// Whether a scan of a whole table under this spec locks it with one record range
+    /// ([`LockSpec::lock_whole_table`]) rather than a lock per row: a shared, waiting,
+    /// gap-locking read (REPEATABLE READ and SERIALIZABLE: `INSERT ... SELECT`, `FOR SHARE`)
+    /// that reads every row (`limited`: a LIMIT may stop it early, and InnoDB locks only the
+    /// rows a scan reaches) with no snapshot check per row.
+    #[must_use]
+    pub fn ranges_whole_table(&self, limited: bool) -> bool {
+        self.mode == LockMode::Shared && self.policy == WaitPolicy::Wait && self.gaps && !self.semi_consistent && self.snapshot.is_none() && !limited
+    }
+
+    /// Lock every row of a table and every gap between them, as a locking full scan's
+    /// next-key locks do, with one record range (`quill_txn::LockManager::lock_range`). The
+    /// scan then locks explicitly only the rows
+    /// [`quill_txn::LockManager::needs_record_lock`] or their own uncommitted versions say
+    /// another transaction holds.
+    pub fn lock_whole_table(&self, locks: &LockManager, table_id: u64, data: &dyn Handler) {
+        // Under the write latch, as a gap lock: an insert came before (the scan finds it) or
+        // checks its insert intention after, and waits.
+        let _latch = data.write_latch();
+        let rows = usize::try_from(data.statistics().rows).unwrap_or(usize::MAX);
+        locks.lock_range(self.txn, table_id, Bound::Unbounded, Bound::Unbounded, rows);
+    }
+
     /// Lock the gap a scan of `(lower, upper)` on index `index` reads (0: the primary key),
     /// and, for a range scan, the record just above it, as InnoDB's next-key locks do.
     /// Nothing at READ COMMITTED and below.

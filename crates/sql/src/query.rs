@@ -1173,6 +1173,22 @@ fn join_level(
         _ => None,
     };
     let candidates: Box<dyn Iterator<Item = Candidate> + '_> = match (env.lock.as_ref(), &s.data) {
+        (Some(spec), SourceData::Table { db, name, id }) if matches!(s.access, Access::Full | Access::Hash(_)) && spec.ranges_whole_table(stop.is_some()) => {
+            // A shared scan of every row: one record range locks them all, and only rows
+            // another transaction holds are locked (and waited for) one by one.
+            let data = env.catalog.table(db, name)?.data.as_ref();
+            spec.lock_whole_table(locks, *id, data);
+            Box::new(data.scan_chains(Bound::Unbounded, Bound::Unbounded, env.view).filter_map(move |(pk, holder, row)| {
+                if holder.is_none_or(|h| h == spec.txn) && !locks.needs_record_lock(spec.txn, *id, &pk) {
+                    return row.map(|r| Ok((r, None)));
+                }
+                match spec.lock_row(locks, *id, name, data, &pk) {
+                    Ok(Some(_)) => data.get(&pk, &env.view).map(|r| Ok((r, None))),
+                    Ok(None) => None,
+                    Err(e) => Some(Err(e)),
+                }
+            }))
+        }
         (Some(spec), SourceData::Table { db, name, id }) => {
             // Locking: each row is locked when the scan reaches it, so a LIMIT that stops
             // the scan early leaves the rest unlocked.

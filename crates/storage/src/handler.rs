@@ -28,6 +28,11 @@ use crate::value::{Row, Value};
 /// A scan's cursor: `(primary key, row version)` pairs in the order of the key scanned.
 pub type RowCursor<'a> = Box<dyn Iterator<Item = (Vec<u8>, SharedRow)> + 'a>;
 
+/// A locking scan's cursor: every row chain of the range in key order, whatever its
+/// versions, as `(primary key, the transaction holding uncommitted versions of it, the
+/// version the view sees)`.
+pub type ChainCursor<'a> = Box<dyn Iterator<Item = (Vec<u8>, Option<TxnId>, Option<SharedRow>)> + 'a>;
+
 /// Which way a scan walks its key: ORDER BY ... DESC LIMIT reads an index backwards.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ScanOrder {
@@ -92,6 +97,10 @@ pub trait Handler: Send + Sync + std::fmt::Debug {
     /// are encoded index-key prefixes), with their primary keys, in index order: a cursor,
     /// so a reader that stops early (ORDER BY ... LIMIT) reads no further.
     fn index_scan<'a>(&'a self, index: usize, lower: Bound<&[u8]>, upper: Bound<&[u8]>, view: ReadView, order: ScanOrder) -> RowCursor<'a>;
+    /// Every row chain in the primary-key range, whatever its versions, with its holder and
+    /// the version `view` sees, read as the cursor advances (a locking scan under a record
+    /// range, which locks explicitly only rows another transaction holds).
+    fn scan_chains<'a>(&'a self, lower: Bound<&[u8]>, upper: Bound<&[u8]>, view: ReadView) -> ChainCursor<'a>;
     /// Every row in the primary-key range whatever its versions (for locking reads).
     fn keys_in_range(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> Vec<Vec<u8>>;
     /// Every entry of secondary index `index` in the range, whatever its versions.

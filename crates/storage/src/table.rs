@@ -41,7 +41,7 @@ use parking_lot::{Mutex, MutexGuard};
 use smallvec::SmallVec;
 
 use crate::format::RowFormat;
-use crate::handler::{DeferredEntries, Handler, RowCursor, ScanOrder, Statistics};
+use crate::handler::{ChainCursor, DeferredEntries, Handler, RowCursor, ScanOrder, Statistics};
 use crate::key::{encode_key, prefix_successor, range_is_empty};
 use crate::value::{Collation, Row, Value};
 
@@ -526,6 +526,18 @@ impl Handler for Table {
             (entry.len() == key.len() + pk.len() && entry.starts_with(&key)).then(|| (pk.clone(), row))
         };
         in_order(range, order, visible)
+    }
+
+    fn scan_chains<'a>(&'a self, lower: Bound<&[u8]>, upper: Bound<&[u8]>, view: ReadView) -> ChainCursor<'a> {
+        if range_is_empty(lower, upper) {
+            return Box::new(std::iter::empty());
+        }
+        let range = self.rows.range::<Vec<u8>, _>((lower.map(<[u8]>::to_vec), upper.map(<[u8]>::to_vec)));
+        Box::new(range.map(move |e| {
+            let chain = e.value().lock();
+            let row = chain.visible(&view).map(|image| SharedRow::new(self.decode(image)));
+            (e.key().clone(), chain.holder(), row)
+        }))
     }
 
     /// Whether the row at `pk` has any version, committed or not, live or deleted.

@@ -151,8 +151,12 @@ struct Request {
 #[derive(Debug)]
 struct Gap {
     txn: TxnId,
-    /// Shown only: gap locks of either mode conflict with inserts alone.
+    /// Shown only for a plain gap (gap locks of either mode conflict with inserts alone); a
+    /// record range holds its records in this mode.
     mode: LockMode,
+    /// A record range ([`LockManager::lock_range`]): also a record lock in `mode` on every
+    /// primary key in the range, made explicit on a key when another transaction asks for it.
+    records: bool,
     index: u32,
     lo: Bound<Vec<u8>>,
     hi: Bound<Vec<u8>>,
@@ -194,19 +198,26 @@ struct TxnLocks {
     wake: Arc<Notify>,
     /// Rows modified so far (for the deadlock victim's weight).
     modified: usize,
+    /// Rows its record ranges covered when taken (`trx_rows_locked`, and its weight).
+    range_rows: usize,
     /// Chosen as a deadlock victim; its wait ends with [`WaitOutcome::Deadlock`].
     victim: bool,
 }
 
 impl TxnLocks {
     fn new() -> TxnLocks {
-        TxnLocks { records: Vec::new(), gap_tables: Vec::new(), waiting: None, wake: Arc::new(Notify::new()), modified: 0, victim: false }
+        TxnLocks { records: Vec::new(), gap_tables: Vec::new(), waiting: None, wake: Arc::new(Notify::new()), modified: 0, range_rows: 0, victim: false }
     }
 }
 
+/// The queues of one table's locked rows, by encoded primary key.
+type TableQueues = HashMap<Vec<u8>, Queue>;
+
 #[derive(Default)]
 struct State {
-    queues: HashMap<(u64, Vec<u8>), Queue>,
+    /// By table, then key: a table with no queue has no entry, so a scan of it learns that
+    /// nothing of it is queued without hashing a key.
+    queues: HashMap<u64, TableQueues>,
     gaps: HashMap<u64, Vec<Gap>>,
     txns: HashMap<TxnId, TxnLocks>,
 }
@@ -291,7 +302,7 @@ impl LockManager {
         if let Some(owner) = writer()
             && owner != txn
         {
-            let queue = st.queues.entry((table, key.to_vec())).or_default();
+            let queue = st.queue_entry(table, key);
             if !queue.iter().any(|r| r.txn == owner) {
                 debug_assert!(queue.iter().all(|r| !r.granted || !r.mode.conflicts(LockMode::Exclusive)), "an implicit lock beside a granted one");
                 queue.insert(0, Request { txn: owner, mode: LockMode::Exclusive, granted: true });
@@ -300,8 +311,8 @@ impl LockManager {
             }
         }
         self.withdraw_other_wait(st, txn, |w| matches!(w, Wanted::Record { table: t, key: k, .. } if *t == table && k.as_slice() == key));
-        let queue_key = (table, key.to_vec());
-        let queue = st.queues.entry(queue_key).or_default();
+        st.materialize_ranges(txn, table, key);
+        let queue = st.queue_entry(table, key);
         let mut held = None;
         let mut conflict = false;
         for r in queue.iter() {
@@ -340,20 +351,19 @@ impl LockManager {
             st.txns.entry(txn).or_insert_with(TxnLocks::new).records.push((table, key.to_vec()));
         }
         if self.resolve_deadlock(st, txn, &wanted) {
-            let qk = (table, key.to_vec());
-            let queue = st.queues.get_mut(&qk).expect("queued above");
+            let queue = st.queue_mut(table, key).expect("queued above");
             let pos = queue.iter().rposition(|r| r.txn == txn && !r.granted).expect("queued above");
             queue.remove(pos);
             if queue.is_empty() {
-                st.queues.remove(&qk);
+                st.remove_queue(table, key);
             }
             if first && let Some(t) = st.txns.get_mut(&txn) {
-                t.records.retain(|r| *r != qk);
+                t.records.retain(|r| r.0 != table || r.1 != key);
             }
             return Acquire::Deadlock;
         }
         // Another victim's withdrawal may have granted the request already.
-        if !st.queues.get(&(table, key.to_vec())).is_some_and(|q| q.iter().any(|r| r.txn == txn && !r.granted)) {
+        if !st.queue(table, key).is_some_and(|q| q.iter().any(|r| r.txn == txn && !r.granted)) {
             return Acquire::Granted;
         }
         let t = st.txns.entry(txn).or_insert_with(TxnLocks::new);
@@ -372,7 +382,7 @@ impl LockManager {
     /// and the write; it must be short and must not call the manager.
     pub fn insert_implicit<R>(&self, table: u64, key: &[u8], write: impl FnOnce() -> R) -> Option<R> {
         let st = self.state.lock();
-        if st.queues.contains_key(&(table, key.to_vec())) {
+        if st.queue(table, key).is_some() {
             return None;
         }
         Some(write())
@@ -381,20 +391,56 @@ impl LockManager {
     /// Take a gap lock on `(lo, hi)` of index `index` of `table`. Never waits; `mode` is
     /// only shown (`data_locks`).
     pub fn lock_gap(&self, txn: TxnId, table: u64, index: u32, mode: LockMode, lo: Bound<Vec<u8>>, hi: Bound<Vec<u8>>) {
+        self.add_gap(table, Gap { txn, mode, index, records: false, lo, hi }, 0);
+    }
+
+    /// Take a *record range* on `(lo, hi)` of `table`'s primary key: a gap lock over the
+    /// range that also holds a record lock in `mode` (shared only) on every key in it,
+    /// `rows` of them now. One entry stands for a locking scan's next-key locks on every
+    /// row it reads, so a scan of a million rows records one lock, not a million (InnoDB
+    /// keeps a bit per record on a page for the same reason).
+    ///
+    /// The records are held lazily: another transaction's request on a key in the range
+    /// first makes this one explicit there, a granted request queued ahead of it
+    /// ([`LockManager::lock_written_record`]), so it waits as it would behind a record lock.
+    /// A row another transaction already held, or waited for, when the range was taken is
+    /// not covered until the scan locks it explicitly: the scan asks
+    /// [`LockManager::needs_record_lock`] for each row it reads and takes those with
+    /// [`LockManager::lock_written_record`]. Never waits itself.
+    pub fn lock_range(&self, txn: TxnId, table: u64, lo: Bound<Vec<u8>>, hi: Bound<Vec<u8>>, rows: usize) {
+        self.add_gap(table, Gap { txn, mode: LockMode::Shared, index: 0, records: true, lo, hi }, rows);
+    }
+
+    /// Record `gap` of `table` (a record range covering `rows` rows). The same range taken
+    /// again by the same transaction is kept once, in the stronger of its forms.
+    fn add_gap(&self, table: u64, gap: Gap, rows: usize) {
         let mut st = self.state.lock();
+        let txn = gap.txn;
         let gaps = st.gaps.entry(table).or_default();
-        let gap = Gap { txn, mode, index, lo, hi };
-        if let Some(g) = gaps.iter_mut().find(|g| g.txn == txn && g.index == index && g.lo == gap.lo && g.hi == gap.hi) {
-            if mode == LockMode::Exclusive {
-                g.mode = mode;
+        match gaps.iter_mut().find(|g| g.txn == txn && g.index == gap.index && g.lo == gap.lo && g.hi == gap.hi) {
+            Some(g) if gap.records && !g.records => {
+                g.records = true;
+                g.mode = gap.mode;
             }
-            return;
+            Some(g) if !g.records && gap.mode == LockMode::Exclusive => g.mode = gap.mode,
+            Some(_) => return,
+            None => gaps.push(gap),
         }
-        gaps.push(gap);
         let t = st.txns.entry(txn).or_insert_with(TxnLocks::new);
+        t.range_rows += rows;
         if !t.gap_tables.contains(&table) {
             t.gap_tables.push(table);
         }
+    }
+
+    /// Whether a scan holding a record range over `key` of `table` (see
+    /// [`LockManager::lock_range`]) must still lock the row explicitly: another transaction
+    /// has a request on it, granted or waiting. A row another transaction holds implicitly
+    /// (its uncommitted version) needs it too; the scan sees that in the row itself.
+    #[must_use]
+    pub fn needs_record_lock(&self, txn: TxnId, table: u64, key: &[u8]) -> bool {
+        let st = self.state.lock();
+        st.queue(table, key).is_some_and(|q| q.iter().any(|r| r.txn != txn))
     }
 
     /// An insert of `key` into index `index` of `table`: granted unless another
@@ -507,7 +553,7 @@ impl LockManager {
     /// After a queue changed, a request still waiting in it may wait for a transaction it
     /// did not wait for before (a lock granted ahead of it): search for cycles again.
     fn recheck_waiters(&self, st: &mut State, qk: &(u64, Vec<u8>)) {
-        let Some(queue) = st.queues.get(qk) else { return };
+        let Some(queue) = st.queue(qk.0, &qk.1) else { return };
         let waiting: Vec<TxnId> = queue.iter().filter(|r| !r.granted).map(|r| r.txn).collect();
         for txn in waiting {
             let Some((wanted, _)) = st.txns.get(&txn).and_then(|t| t.waiting.clone()) else { continue };
@@ -546,7 +592,7 @@ impl LockManager {
         self.end_wait_stats(since);
         if let Wanted::Record { table, key, .. } = wanted {
             let qk = (table, key);
-            if let Some(queue) = st.queues.get_mut(&qk) {
+            if let Some(queue) = st.queue_mut(qk.0, &qk.1) {
                 if let Some(pos) = queue.iter().position(|r| r.txn == txn && !r.granted) {
                     queue.remove(pos);
                 }
@@ -566,7 +612,7 @@ impl LockManager {
         let mut guard = self.state.lock();
         let st = &mut *guard;
         let qk = (table, key.to_vec());
-        let Some(queue) = st.queues.get_mut(&qk) else { return };
+        let Some(queue) = st.queue_mut(table, key) else { return };
         if queue.iter().any(|r| r.txn == txn && !r.granted) {
             return;
         }
@@ -586,7 +632,7 @@ impl LockManager {
             self.end_wait_stats(since);
         }
         for qk in &t.records {
-            if let Some(queue) = st.queues.get_mut(qk) {
+            if let Some(queue) = st.queue_mut(qk.0, &qk.1) {
                 queue.retain(|r| r.txn != txn);
                 self.grant_waiters(st, qk);
             }
@@ -604,9 +650,10 @@ impl LockManager {
 
     /// Grant the waiting requests of one queue that no longer conflict, in order.
     fn grant_waiters(&self, st: &mut State, qk: &(u64, Vec<u8>)) {
-        let Some(queue) = st.queues.get_mut(qk) else { return };
+        // The field itself, not `State::queue_mut`: `st.txns` is borrowed beside it below.
+        let Some(queue) = st.queues.get_mut(&qk.0).and_then(|q| q.get_mut(&qk.1)) else { return };
         if queue.is_empty() {
-            st.queues.remove(qk);
+            st.remove_queue(qk.0, &qk.1);
             return;
         }
         let mut granted_now = Vec::new();
@@ -669,15 +716,20 @@ impl LockManager {
     pub fn locks(&self) -> Vec<LockInfo> {
         let st = self.state.lock();
         let mut out = Vec::new();
-        for ((table, key), queue) in &st.queues {
-            for r in queue {
-                let mode = if r.granted { format!("{},REC_NOT_GAP", r.mode.name()) } else { r.mode.name().to_owned() };
-                out.push(LockInfo { txn: r.txn, table: *table, index: 0, mode, granted: r.granted, key: Some(key.clone()) });
+        for (table, queues) in &st.queues {
+            for (key, queue) in queues {
+                for r in queue {
+                    let mode = if r.granted { format!("{},REC_NOT_GAP", r.mode.name()) } else { r.mode.name().to_owned() };
+                    out.push(LockInfo { txn: r.txn, table: *table, index: 0, mode, granted: r.granted, key: Some(key.clone()) });
+                }
             }
         }
         for (table, gaps) in &st.gaps {
             for g in gaps {
-                out.push(LockInfo { txn: g.txn, table: *table, index: g.index, mode: format!("{},GAP", g.mode.name()), granted: true, key: g.upper_key() });
+                // A record range is a next-key lock over every row of its range: InnoDB's
+                // plain `S` / `X` mode, shown on the range's upper end.
+                let mode = if g.records { g.mode.name().to_owned() } else { format!("{},GAP", g.mode.name()) };
+                out.push(LockInfo { txn: g.txn, table: *table, index: g.index, mode, granted: true, key: g.upper_key() });
             }
         }
         for (&txn, t) in &st.txns {
@@ -725,11 +777,58 @@ impl LockManager {
     /// `trx_rows_locked` and `trx_rows_modified`).
     #[must_use]
     pub fn txn_counts(&self, txn: TxnId) -> (usize, usize) {
-        self.state.lock().txns.get(&txn).map_or((0, 0), |t| (t.records.len(), t.modified))
+        self.state.lock().txns.get(&txn).map_or((0, 0), |t| (t.records.len() + t.range_rows, t.modified))
     }
 }
 
 impl State {
+    fn queue(&self, table: u64, key: &[u8]) -> Option<&Queue> {
+        self.queues.get(&table)?.get(key)
+    }
+
+    fn queue_mut(&mut self, table: u64, key: &[u8]) -> Option<&mut Queue> {
+        self.queues.get_mut(&table)?.get_mut(key)
+    }
+
+    /// The queue of `key`, created empty if absent.
+    fn queue_entry(&mut self, table: u64, key: &[u8]) -> &mut Queue {
+        let queues = self.queues.entry(table).or_default();
+        if !queues.contains_key(key) {
+            queues.insert(key.to_vec(), Queue::new());
+        }
+        queues.get_mut(key).expect("inserted above")
+    }
+
+    fn remove_queue(&mut self, table: u64, key: &[u8]) {
+        if let Some(queues) = self.queues.get_mut(&table) {
+            queues.remove(key);
+            if queues.is_empty() {
+                self.queues.remove(&table);
+            }
+        }
+    }
+
+    /// Make the record ranges of other transactions that cover `key` of `table` explicit on
+    /// it (see [`LockManager::lock_range`]): each becomes a granted request of its holder,
+    /// unless the holder has a request there already or another transaction holds the row
+    /// in a conflicting mode (then the holder's scan meets that holder on its own way).
+    fn materialize_ranges(&mut self, txn: TxnId, table: u64, key: &[u8]) {
+        let Some(gaps) = self.gaps.get(&table) else { return };
+        let holders: SmallVec<[(TxnId, LockMode); 2]> =
+            gaps.iter().filter(|g| g.records && g.txn != txn && g.contains(0, key)).map(|g| (g.txn, g.mode)).collect();
+        for (holder, mode) in holders {
+            let queue = self.queue_entry(table, key);
+            if queue.iter().any(|r| r.txn == holder || (r.granted && r.mode.conflicts(mode))) {
+                if queue.is_empty() {
+                    self.remove_queue(table, key);
+                }
+                continue;
+            }
+            queue.insert(0, Request { txn: holder, mode, granted: true });
+            self.txns.entry(holder).or_insert_with(TxnLocks::new).records.push((table, key.to_vec()));
+        }
+    }
+
     /// InnoDB's weight of a transaction (`trx_weight_ge`): rows modified plus the locks it
     /// holds or awaits. As InnoDB counts lock structures: each request in a row's queue (a
     /// granted shared lock and an awaited exclusive one on the same row are two), and per
@@ -739,14 +838,14 @@ impl State {
         let mut requests = 0;
         let mut intentions: Vec<(u64, LockMode)> = t.gap_tables.iter().map(|&table| (table, LockMode::Exclusive)).collect();
         for (table, key) in &t.records {
-            for r in self.queues.get(&(*table, key.clone())).into_iter().flatten().filter(|r| r.txn == txn) {
+            for r in self.queue(*table, key).into_iter().flatten().filter(|r| r.txn == txn) {
                 requests += 1;
                 intentions.push((*table, r.mode));
             }
         }
         intentions.sort_unstable_by_key(|&(table, mode)| (table, mode == LockMode::Exclusive));
         intentions.dedup();
-        t.modified + requests + intentions.len()
+        t.modified + requests + t.range_rows + intentions.len()
     }
 
     /// The first gap lock of another transaction (of `holder`, if given) that holds back
@@ -761,7 +860,7 @@ impl State {
         let mut out = Vec::new();
         match wanted {
             Wanted::Record { table, key, mode } => {
-                let Some(queue) = self.queues.get(&(*table, key.clone())) else { return out };
+                let Some(queue) = self.queue(*table, key) else { return out };
                 let mine = queue.iter().position(|r| r.txn == txn && !r.granted).unwrap_or(queue.len());
                 for (j, r) in queue.iter().enumerate() {
                     if r.txn != txn && (r.granted || j < mine) && r.mode.conflicts(*mode) && !out.contains(&r.txn) {
@@ -853,6 +952,35 @@ mod tests {
         assert_eq!(m.lock_record(5, 7, b"a", X, Wait), Acquire::Waiting);
         m.unlock_record(4, 7, b"a");
         assert!(!m.is_waiting(5));
+    }
+
+    #[test]
+    fn a_record_range_holds_its_rows_lazily() {
+        let m = LockManager::default();
+        // Transaction 2 holds a row before the range is taken: the scan must lock it itself.
+        assert_eq!(m.lock_record(2, 7, b"a", X, Wait), Acquire::Granted);
+        m.lock_range(1, 7, Bound::Unbounded, Bound::Unbounded, 3);
+        assert_eq!(m.txn_counts(1), (3, 0));
+        assert!(m.needs_record_lock(1, 7, b"a"));
+        assert!(!m.needs_record_lock(1, 7, b"b"));
+        assert!(!m.needs_record_lock(1, 8, b"b"));
+        // A request on another row of the range meets the range's shared lock, made explicit.
+        assert_eq!(m.lock_record(3, 7, b"b", S, Wait), Acquire::Granted);
+        assert_eq!(m.lock_record(3, 7, b"c", X, Wait), Acquire::Waiting);
+        assert!(m.locks().iter().any(|l| l.txn == 1 && l.key.as_deref() == Some(b"c".as_slice()) && l.mode == "S,REC_NOT_GAP"));
+        assert!(m.needs_record_lock(1, 7, b"c"));
+        // Inserts into the range wait as behind a gap lock.
+        assert_eq!(m.check_insert(4, 7, 0, b"d"), Acquire::Waiting);
+        // The scan waits for the row held before it; the holder then asks for a row of the
+        // range: a cycle, and transaction 2 (lighter than a three-row scan) is the victim.
+        assert_eq!(m.lock_record(1, 7, b"a", S, Wait), Acquire::Waiting);
+        assert_eq!(m.lock_record(2, 7, b"e", X, Wait), Acquire::Deadlock);
+        m.release_all(2);
+        assert!(!m.is_waiting(1));
+        m.release_all(1);
+        assert!(!m.is_waiting(3));
+        assert!(!m.is_waiting(4));
+        assert!(m.locks().iter().all(|l| l.txn != 1));
     }
 
     #[test]
