@@ -142,11 +142,10 @@ pub fn apply_global(engine: &Engine, name: &str, value: &str) -> Result<()> {
 }
 
 /// The log change for a row `txn` wrote: the pending image of the row with primary key `pk`
-/// in the table with id `table_id` (a PUT, or a DELETE). `None` when the row has no pending
-/// version of `txn` (a failed statement undid it) or its table was dropped since.
+/// in `table` (a PUT, or a DELETE). `None` when the row has no pending version of `txn` (a
+/// failed statement undid it).
 #[must_use]
-pub fn row_change(catalog: &Catalog, txn: TxnId, table_id: u64, pk: &[u8]) -> Option<Change> {
-    let table = catalog.table_by_id(table_id)?;
+pub fn row_change(table: &crate::catalog::TableMeta, txn: TxnId, pk: &[u8]) -> Option<Change> {
     let (db, name, key) = (table.db.clone(), table.name.clone(), pk.to_vec());
     Some(match table.data.pending_image(txn, pk)? {
         Some(row) => Change::Put { db, table: name, key, row },

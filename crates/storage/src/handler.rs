@@ -147,20 +147,31 @@ pub trait Handler: Send + Sync + std::fmt::Debug {
     }
     /// The bulk write begun by [`Handler::start_bulk_insert`] is over.
     fn end_bulk_insert(&self) {}
-    /// [`Handler::write_row`] for one row of a bulk write's buffer: the row's entries in
-    /// non-unique secondary indexes go to `deferred` instead of the indexes, for
-    /// [`Handler::merge_deferred`] to insert in key order once the buffer is written.
-    /// Unique indexes are written at once (later rows are checked against them). REQUIRES:
-    /// `latch` held from the first such write to the merge, so nobody sees the table with
-    /// entries held back.
+    /// [`Handler::write_row`] for one row of a bulk write's buffer, given as its image in
+    /// the table's row format (`row_format().encode`) and the primary key it goes to
+    /// (`insert_key`; `None` for a table keyed by hidden row id, which assigns it): the
+    /// buffer holds images, so a buffered row takes its stored size and is not encoded
+    /// again (the table copies the image). The row's entries in non-unique secondary indexes go to `deferred` instead of
+    /// the indexes, for [`Handler::merge_deferred`] to insert in key order once the buffer is
+    /// written. Unique indexes are written at once (later rows are checked against them).
+    /// REQUIRES: `latch` held from the first such write to the merge, so nobody sees the
+    /// table with entries held back.
     ///
     /// # Errors
     /// As [`Handler::write_row`].
-    fn write_row_deferred(&self, latch: &WriteLatch<'_>, txn: TxnId, row: &Row, deferred: &mut DeferredEntries) -> Result<Vec<u8>, WriteError> {
-        let _ = deferred;
-        self.write_row(latch, txn, row)
+    fn write_image_deferred(
+        &self,
+        latch: &WriteLatch<'_>,
+        txn: TxnId,
+        pk: Option<&[u8]>,
+        image: &[u8],
+        deferred: &mut DeferredEntries,
+    ) -> Result<Vec<u8>, WriteError> {
+        let _ = (pk, deferred);
+        let row = self.row_format().decode(image).expect("a bulk write's image was encoded in the table's format");
+        self.write_row(latch, txn, &row)
     }
-    /// Inserts the entries [`Handler::write_row_deferred`] held back, each index's sorted.
+    /// Inserts the entries [`Handler::write_image_deferred`] held back, each index's sorted.
     fn merge_deferred(&self, latch: &WriteLatch<'_>, deferred: DeferredEntries) {
         let _ = (latch, deferred);
     }
@@ -184,7 +195,7 @@ pub trait Handler: Send + Sync + std::fmt::Debug {
     fn apply_committed(&self, pk: Vec<u8>, row: Option<Row>, ts: Timestamp);
 }
 
-/// Secondary-index entries a bulk write held back ([`Handler::write_row_deferred`]): per
+/// Secondary-index entries a bulk write held back ([`Handler::write_image_deferred`]): per
 /// index (by position), `(entry, primary key)` pairs in the order the rows came.
 #[derive(Debug, Default)]
 pub struct DeferredEntries {

@@ -137,6 +137,14 @@ impl Chain {
     }
 }
 
+/// A version about to be pushed: its image in the table's format, and the row it encodes,
+/// decoded (needed for index entries and unique checks: `None` only for a table with no
+/// secondary index whose key is known).
+struct NewVersion<'r> {
+    row: Option<&'r Row>,
+    image: EncodedRow,
+}
+
 /// Why a write could not be applied.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WriteError {
@@ -310,14 +318,15 @@ impl Table {
         Some(f(&mut chain))
     }
 
-    /// Push a version on a locked chain, adding its index entries; a row's entries in
-    /// non-unique indexes go to `deferred` when given (a bulk write, see
-    /// [`Handler::write_row_deferred`]).
-    fn push_version(&self, chain: &mut Chain, txn: TxnId, pk: &[u8], row: Option<&Row>, mut deferred: Option<&mut DeferredEntries>) {
+    /// Push a version (`None`: a delete) on a locked chain, adding its index entries; a
+    /// row's entries in non-unique indexes go to `deferred` when given (a bulk write, see
+    /// [`Handler::write_image_deferred`]).
+    fn push_version(&self, chain: &mut Chain, txn: TxnId, pk: &[u8], version: Option<NewVersion<'_>>, mut deferred: Option<&mut DeferredEntries>) {
         if chain.versions.is_empty() {
             self.index_bytes.fetch_add(pk.len() as u64, Ordering::Relaxed);
         }
-        if let Some(r) = row {
+        if let Some(v) = version.as_ref().filter(|_| !self.indexes.is_empty()) {
+            let r = v.row.expect("a table with secondary indexes is given the row");
             // An update's entries that an older version has already are there already.
             let older: Vec<Row> = if self.indexes.is_empty() {
                 Vec::new()
@@ -344,14 +353,28 @@ impl Table {
                 }
             }
         }
-        let row = row.map(|r| self.format.encode(r));
+        let row = version.map(|v| v.image);
         self.data_bytes.fetch_add(row.as_ref().map_or(0, |image| image.len() as u64), Ordering::Relaxed);
         chain.versions.push(Version { txn, commit_ts: None, row });
     }
 
+    /// A version of `row` to push: its image in the table's format, and the row.
+    fn new_version<'r>(&self, row: &'r Row) -> NewVersion<'r> {
+        NewVersion { row: Some(row), image: self.format.encode(row) }
+    }
+
     /// Push a version unless another transaction holds the row; with `fresh`, also fail
     /// when the row exists for `txn` (an insert).
-    fn push_checked(&self, txn: TxnId, pk: &[u8], row: Option<&Row>, fresh: bool, mut deferred: Option<&mut DeferredEntries>) -> Result<(), WriteError> {
+    fn push_checked(
+        &self,
+        txn: TxnId,
+        pk: &[u8],
+        version: Option<NewVersion<'_>>,
+        fresh: bool,
+        mut deferred: Option<&mut DeferredEntries>,
+    ) -> Result<(), WriteError> {
+        // `with_chain` runs its closure once (it retries only before calling it).
+        let mut version = Some(version);
         self.with_chain(pk, |chain| {
             if let Some(holder) = chain.holder().filter(|&h| h != txn) {
                 return Err(WriteError::Locked { holder, pk: pk.to_vec() });
@@ -359,27 +382,40 @@ impl Table {
             if fresh && chain.visible(&ReadView::current(txn)).is_some() {
                 return Err(WriteError::Duplicate { index: None, existing_pk: pk.to_vec() });
             }
-            self.push_version(chain, txn, pk, row, deferred.as_deref_mut());
+            self.push_version(chain, txn, pk, version.take().expect("pushed once"), deferred.as_deref_mut());
             Ok(())
         })
         .inspect_err(|_| self.forget_if_empty(pk))
     }
 
-    /// Insert a new row (see [`Handler::write_row`]); its non-unique index entries go to
-    /// `deferred` when given.
-    fn insert_row(&self, latch: &WriteLatch<'_>, txn: TxnId, row: &Row, deferred: Option<&mut DeferredEntries>) -> Result<Vec<u8>, WriteError> {
+    /// Insert a new row (see [`Handler::write_row`]) at `pk` (`None`: the row's primary key,
+    /// or the next hidden row id); its non-unique index entries go to `deferred` when given.
+    fn insert_row(
+        &self,
+        latch: &WriteLatch<'_>,
+        txn: TxnId,
+        pk: Option<Vec<u8>>,
+        version: NewVersion<'_>,
+        deferred: Option<&mut DeferredEntries>,
+    ) -> Result<Vec<u8>, WriteError> {
         self.assert_latched(latch);
-        let pk = if self.has_primary_key() {
-            self.primary_key(row)
-        } else {
-            let id = self.next_row_id.fetch_add(1, Ordering::AcqRel);
-            encode_key([(&Value::UInt(id), Collation::Binary)])
+        let pk = match pk {
+            Some(pk) => pk,
+            None if self.has_primary_key() => self.primary_key(version.row.expect("a row keyed by its columns is given the row")),
+            None => {
+                let id = self.next_row_id.fetch_add(1, Ordering::AcqRel);
+                encode_key([(&Value::UInt(id), Collation::Binary)])
+            }
         };
-        if let Some(Some(holder)) = self.with_existing_chain(&pk, |c| c.holder().filter(|&h| h != txn)) {
-            return Err(WriteError::Locked { holder, pk });
+        // A row another transaction holds is reported as locked before any unique-key
+        // check; with no unique secondary index, the push below is the only look.
+        if self.indexes.iter().any(|idx| idx.def.unique) {
+            if let Some(Some(holder)) = self.with_existing_chain(&pk, |c| c.holder().filter(|&h| h != txn)) {
+                return Err(WriteError::Locked { holder, pk });
+            }
+            self.check_unique(txn, &pk, version.row.expect("a table with secondary indexes is given the row"))?;
         }
-        self.check_unique(txn, &pk, row)?;
-        self.push_checked(txn, &pk, Some(row), true, deferred)?;
+        self.push_checked(txn, &pk, Some(version), true, deferred)?;
         Ok(pk)
     }
 
@@ -393,7 +429,7 @@ impl Table {
     fn after_removal(&self, chain: &mut Chain, pk: &[u8], removed: &[Version]) {
         let removed_bytes: usize = removed.iter().filter_map(|v| v.row.as_ref()).map(|image| image.len()).sum();
         self.data_bytes.fetch_sub(removed_bytes as u64, Ordering::Relaxed);
-        if !self.indexes.is_empty() {
+        if !self.indexes.is_empty() && !removed.is_empty() {
             let kept: Vec<Row> = chain.versions.iter().filter_map(|v| v.row.as_deref()).map(|image| self.decode(image)).collect();
             for row in removed.iter().filter_map(|v| v.row.as_deref()).map(|image| self.decode(image)) {
                 for idx in &self.indexes {
@@ -635,11 +671,20 @@ impl Handler for Table {
     /// `Locked` if another transaction holds the key or a conflicting unique key;
     /// `Duplicate` if a row with the same primary or unique key exists.
     fn write_row(&self, latch: &WriteLatch<'_>, txn: TxnId, row: &Row) -> Result<Vec<u8>, WriteError> {
-        self.insert_row(latch, txn, row, None)
+        self.insert_row(latch, txn, None, self.new_version(row), None)
     }
 
-    fn write_row_deferred(&self, latch: &WriteLatch<'_>, txn: TxnId, row: &Row, deferred: &mut DeferredEntries) -> Result<Vec<u8>, WriteError> {
-        self.insert_row(latch, txn, row, Some(deferred))
+    fn write_image_deferred(
+        &self,
+        latch: &WriteLatch<'_>,
+        txn: TxnId,
+        pk: Option<&[u8]>,
+        image: &[u8],
+        deferred: &mut DeferredEntries,
+    ) -> Result<Vec<u8>, WriteError> {
+        // Decoded only where the row's values are needed: index entries, or a key not given.
+        let row = (!self.indexes.is_empty() || (pk.is_none() && self.has_primary_key())).then(|| self.decode(image));
+        self.insert_row(latch, txn, pk.map(<[u8]>::to_vec), NewVersion { row: row.as_ref(), image: image.into() }, Some(deferred))
     }
 
     fn merge_deferred(&self, latch: &WriteLatch<'_>, deferred: DeferredEntries) {
@@ -669,7 +714,7 @@ impl Handler for Table {
             return Ok(new_pk);
         }
         self.check_unique(txn, pk, &row)?;
-        self.push_checked(txn, pk, Some(&row), false, None)?;
+        self.push_checked(txn, pk, Some(self.new_version(&row)), false, None)?;
         Ok(new_pk)
     }
 
@@ -750,7 +795,8 @@ impl Handler for Table {
         if row.is_none() && !self.rows.contains_key(&pk) {
             return;
         }
-        self.with_chain(&pk, |chain| self.push_version(chain, RECOVERY_TXN, &pk, row.as_ref(), None));
+        let mut version = row.as_ref().map(|r| self.new_version(r));
+        self.with_chain(&pk, |chain| self.push_version(chain, RECOVERY_TXN, &pk, version.take(), None));
         self.commit_row(RECOVERY_TXN, &pk, ts, Timestamp::MAX);
     }
 }
@@ -872,9 +918,14 @@ mod tests {
         let latch = t.write_latch();
         let mut deferred = DeferredEntries::default();
         for (id, k) in [(1, 30), (2, 10), (3, 20)] {
-            t.write_row_deferred(&latch, 1, &r(id, &format!("u{id}"), k), &mut deferred).unwrap();
+            let row = r(id, &format!("u{id}"), k);
+            t.write_image_deferred(&latch, 1, Some(&t.primary_key(&row)), &t.row_format().encode(&row), &mut deferred).unwrap();
         }
-        assert!(matches!(t.write_row_deferred(&latch, 1, &r(4, "u2", 0), &mut deferred), Err(WriteError::Duplicate { index: Some(0), .. })));
+        let row = r(4, "u2", 0);
+        assert!(matches!(
+            t.write_image_deferred(&latch, 1, None, &t.row_format().encode(&row), &mut deferred),
+            Err(WriteError::Duplicate { index: Some(0), .. })
+        ));
         assert_eq!(deferred.len(), 3, "one entry of index k per row written");
         let all = |t: &Table| {
             t.index_scan(1, Bound::Unbounded, Bound::Unbounded, ReadView::current(1), ScanOrder::Ascending).map(|(_, row)| row[0].clone()).collect::<Vec<_>>()

@@ -1,12 +1,12 @@
 //! The bulk write path of `INSERT ... SELECT`, multi-row `INSERT` and `LOAD DATA`: rows are
-//! finished (defaults, checks, conversions, AUTO_INCREMENT) as they come and held in a
-//! write buffer of `bulk_insert_buffer_size` bytes (MySQL's variable and default, 8 MiB;
-//! counted as the rows' encoded size). When the buffer fills, and at the statement's end, it
-//! is flushed: under one hold of the table's write latch, each row gets its insert-intention
+//! finished (defaults, checks, conversions, AUTO_INCREMENT) as they come, encoded in the
+//! table's row format and held, with their primary keys, in a write buffer of
+//! `bulk_insert_buffer_size` bytes (MySQL's variable and default, 8 MiB). When the buffer
+//! fills, and at the statement's end, it is flushed: under one hold of the table's write latch, each row gets its insert-intention
 //! check and its row lock as a single-row write does (`dml::write_locked`), its primary
 //! version and unique-index entries are written in statement order, and its entries in
 //! non-unique secondary indexes are held back, then sorted and merged into each index once
-//! per buffer (`Handler::write_row_deferred`, `Handler::merge_deferred`). Each flush counts
+//! per buffer (`Handler::write_image_deferred`, `Handler::merge_deferred`). Each flush counts
 //! in `Quill_bulk_buffer_flushes` (SHOW GLOBAL STATUS): twice the buffer, half the flushes.
 //!
 //! The latch is held for a whole flush, so no gap lock is granted while entries are held
@@ -21,19 +21,32 @@
 //! Invariant: a flush merges every entry it held back before it returns, error or not, so
 //! undo and readers always find a row's index entries.
 
-use quill_storage::{DeferredEntries, Handler, Row, WriteError, row::encoded_len_estimate};
+use quill_storage::{DeferredEntries, Handler, Row, WriteError};
 
 use super::{DmlCx, DmlResult, write_error};
 use crate::catalog::TableMeta;
 use crate::error::{Result, Warning};
 use crate::locking;
 
-/// Finished rows waiting for a flush, at most about `limit` bytes of them.
+/// Where one buffered row lies in [`BulkBuffer::bytes`]: its primary key (absent for a
+/// table keyed by hidden row id, which assigns it at the write) then its image.
+struct Buffered {
+    start: usize,
+    /// Length of the primary key at `start`; `None`: no key yet (hidden row id).
+    pk_len: Option<usize>,
+    end: usize,
+    /// The length of the statement's warnings when the row came, so a duplicate's warning
+    /// takes its place in row order.
+    warning_at: usize,
+}
+
+/// Finished rows waiting for a flush, about `limit` bytes of them: each row's primary key
+/// and its image in the table's row format, one after the other in one byte buffer that is
+/// reused from flush to flush (the buffer takes what MySQL's write cache takes, and its
+/// memory is not handed back and asked for again at every flush).
 pub(super) struct BulkBuffer {
-    /// Each row with the length of the statement's warnings when it came, so a duplicate's
-    /// warning takes its place in row order.
-    rows: Vec<(Row, usize)>,
-    bytes: usize,
+    bytes: Vec<u8>,
+    rows: Vec<Buffered>,
     limit: usize,
     /// Duplicates are skipped with a warning (IGNORE) rather than failing the statement.
     ignore: bool,
@@ -48,7 +61,7 @@ impl BulkBuffer {
             return None;
         }
         data.start_bulk_insert(rows);
-        Some(BulkBuffer { rows: Vec::new(), bytes: 0, limit, ignore })
+        Some(BulkBuffer { bytes: Vec::new(), rows: Vec::new(), limit, ignore })
     }
 
     /// Adds a finished row, flushing first when it would not fit.
@@ -56,12 +69,18 @@ impl BulkBuffer {
     /// # Errors
     /// The flush's.
     pub(super) fn push(&mut self, cx: &mut DmlCx<'_>, t: &TableMeta, data: &dyn Handler, row: Row, res: &mut DmlResult, duplicates: &mut u64) -> Result<()> {
-        let len = encoded_len_estimate(&row);
-        if !self.rows.is_empty() && self.bytes + len > self.limit {
+        let pk = data.has_primary_key().then(|| data.primary_key(&row));
+        let image = data.row_format().encode(&row);
+        let len = pk.as_ref().map_or(0, Vec::len) + image.len();
+        if !self.rows.is_empty() && self.bytes.len() + len > self.limit {
             self.flush(cx, t, data, res, duplicates)?;
         }
-        self.bytes += len;
-        self.rows.push((row, cx.warnings.len()));
+        let start = self.bytes.len();
+        if let Some(pk) = &pk {
+            self.bytes.extend_from_slice(pk);
+        }
+        self.bytes.extend_from_slice(&image);
+        self.rows.push(Buffered { start, pk_len: pk.map(|k| k.len()), end: self.bytes.len(), warning_at: cx.warnings.len() });
         Ok(())
     }
 
@@ -83,44 +102,52 @@ impl BulkBuffer {
 
     /// Writes the buffered rows (see the module doc).
     fn flush(&mut self, cx: &mut DmlCx<'_>, t: &TableMeta, data: &dyn Handler, res: &mut DmlResult, duplicates: &mut u64) -> Result<()> {
-        let rows = std::mem::take(&mut self.rows);
-        self.bytes = 0;
-        if rows.is_empty() {
+        if self.rows.is_empty() {
             return Ok(());
         }
         cx.info.engine.status.bulk_buffer_flushes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let locks = &cx.info.engine.txns.locks;
         let latch = data.write_latch();
         let mut deferred = DeferredEntries::default();
-        let written = || -> Result<()> {
+        let (bytes, rows, ignore) = (&self.bytes, &self.rows, self.ignore);
+        // The row an image encodes, where its values are needed (index entries of an
+        // insert-intention check, a hidden row id's key, an error message).
+        let decode = |image: &[u8]| data.row_format().decode(image).expect("the buffer's images are the table's format");
+        let mut written = || -> Result<()> {
             // Warnings inserted so far: later rows' places move by as many.
             let mut shift = 0;
-            for (row, warning_at) in rows {
-                let pk = data.insert_key(&row);
+            for b in rows {
+                let (pk, image) = match b.pk_len {
+                    Some(n) => (Some(&bytes[b.start..b.start + n]), &bytes[b.start + n..b.end]),
+                    None => (None, &bytes[b.start..b.end]),
+                };
+                let key = pk.map_or_else(|| data.insert_key(&decode(image)), <[u8]>::to_vec);
                 locking::check_insert(locks, cx.txn, t.id, || {
-                    let mut keys = data.index_entries(&row, &pk);
-                    keys.push((0, pk.clone()));
+                    let mut keys = data.index_entries(&decode(image), &key);
+                    keys.push((0, key.clone()));
                     keys
                 })?;
-                match locking::insert_locked(locks, cx.txn, t.id, data, &pk, || data.write_row_deferred(&latch, cx.txn, &row, &mut deferred))? {
+                match locking::insert_locked(locks, cx.txn, t.id, data, &key, || data.write_image_deferred(&latch, cx.txn, pk, image, &mut deferred))? {
                     Ok(pk) => {
                         cx.undo.push((t.id, pk));
                         res.affected += 1;
                     }
-                    Err(WriteError::Duplicate { .. }) if self.ignore => {
-                        let message = write_error(WriteError::Duplicate { index: None, existing_pk: vec![] }, t, &row, cx).message;
-                        let at = (warning_at + shift).min(cx.warnings.len());
+                    Err(WriteError::Duplicate { .. }) if ignore => {
+                        let message = write_error(WriteError::Duplicate { index: None, existing_pk: vec![] }, t, &decode(image), cx).message;
+                        let at = (b.warning_at + shift).min(cx.warnings.len());
                         cx.warnings.insert(at, Warning { level: "Warning", code: 1062, message });
                         shift += 1;
                         *duplicates += 1;
                     }
-                    Err(e) => return Err(write_error(e, t, &row, cx)),
+                    Err(e) => return Err(write_error(e, t, &decode(image), cx)),
                 }
             }
             Ok(())
         };
         let result = written();
         data.merge_deferred(&latch, deferred);
+        self.bytes.clear();
+        self.rows.clear();
         result
     }
 }

@@ -102,9 +102,13 @@ impl Session {
             }
             let horizon = engine.txns.purge_horizon();
             // A row written twice is stamped once: the second call finds nothing pending.
+            let mut table: Option<&crate::catalog::TableMeta> = None;
             for (tid, pk) in &t.writes {
-                if let Some(table) = catalog.table_by_id(*tid) {
-                    table.data.commit_row(t.id, pk, ts, horizon);
+                if table.is_none_or(|m| m.id != *tid) {
+                    table = catalog.table_by_id(*tid);
+                }
+                if let Some(m) = table {
+                    m.data.commit_row(t.id, pk, ts, horizon);
                 }
             }
             engine.txns.publish_commit(ts);
@@ -254,12 +258,18 @@ fn stream_writes(engine: &Engine, log: &Log, catalog: &Catalog, t: &mut Txn, kee
     let Txn { id, writes, logged, stream, .. } = t;
     let mut chunk = Vec::new();
     let mut bytes = 0;
-    let mut seen = HashSet::new();
+    // Keyed by primary keys clients choose: seeded (no hash flooding) and fast.
+    let mut seen: HashSet<(u64, &[u8]), foldhash::fast::RandomState> = HashSet::default();
+    // Writes come in runs on one table: its definition is looked up once per run.
+    let mut table: Option<&crate::catalog::TableMeta> = None;
     for (tid, pk) in &writes[*logged..] {
         if !seen.insert((*tid, pk.as_slice())) {
             continue;
         }
-        let Some(change) = row_change(catalog, *id, *tid, pk) else { continue };
+        if table.is_none_or(|t| t.id != *tid) {
+            table = catalog.table_by_id(*tid);
+        }
+        let Some(change) = table.and_then(|t| row_change(t, *id, pk)) else { continue };
         bytes += quill_log::body_len(std::slice::from_ref(&change));
         chunk.push(change);
         if bytes >= STREAM_PART_BYTES {
