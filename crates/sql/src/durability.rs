@@ -29,7 +29,7 @@ use std::time::Duration;
 use quill_io::Fs;
 use quill_log::{Change, FlushMode, Log, LogConfig, Record, Recovered};
 use quill_storage::checkpoint::{CheckpointEntry, CheckpointError, CheckpointPosition, find_checkpoints, read_checkpoint};
-use quill_storage::{ReadView, ScanOrder, TxnId, Value, decode_row, row_bytes};
+use quill_storage::{ReadView, ScanOrder, Value, decode_row, row_bytes};
 
 use crate::catalog::Catalog;
 use crate::error::{Result, SqlError};
@@ -141,16 +141,16 @@ pub fn apply_global(engine: &Engine, name: &str, value: &str) -> Result<()> {
     Ok(())
 }
 
-/// The log change for a row `txn` wrote: the pending image of the row with primary key `pk`
-/// in `table` (a PUT, or a DELETE). `None` when the row has no pending version of `txn` (a
-/// failed statement undid it).
+/// The log change for a row a transaction wrote: its pending image `image` (in the log's
+/// row encoding, `Handler::pending_image`) at primary key `pk` of `table`, a PUT, or a
+/// DELETE when `None`.
 #[must_use]
-pub fn row_change(table: &crate::catalog::TableMeta, txn: TxnId, pk: &[u8]) -> Option<Change> {
+pub fn row_change(table: &crate::catalog::TableMeta, pk: &[u8], image: Option<Vec<u8>>) -> Change {
     let (db, name, key) = (table.db.clone(), table.name.clone(), pk.to_vec());
-    Some(match table.data.pending_image(txn, pk)? {
+    match image {
         Some(row) => Change::Put { db, table: name, key, row },
         None => Change::Delete { db, table: name, key },
-    })
+    }
 }
 
 /// The log changes of a DDL statement with text `sql`, run with default database `db`.

@@ -188,11 +188,24 @@ pub trait Handler: Send + Sync + std::fmt::Debug {
     fn commit_row(&self, txn: TxnId, pk: &[u8], ts: Timestamp, purge_horizon: Timestamp) -> bool;
     /// Remove every uncommitted version `txn` wrote on `pk`.
     fn rollback_row(&self, txn: TxnId, pk: &[u8]);
+    /// The commit path's walk over rows `txn` wrote: [`Handler::pending_image`] and
+    /// [`Handler::commit_row`] row after row, cheapest when the rows come in key order.
+    fn written_rows<'a>(&'a self, txn: TxnId) -> Box<dyn WrittenRows + 'a>;
     /// The image `txn` has pending on `pk` (`Some(None)`: a delete), for the commit log, in
     /// the log's row encoding (`docs/log-format.md`, [`crate::row::encode_row`]).
     fn pending_image(&self, txn: TxnId, pk: &[u8]) -> Option<Option<Vec<u8>>>;
     /// Install a committed image (or a delete) at `pk` as of `ts`: recovery and copies.
     fn apply_committed(&self, pk: Vec<u8>, row: Option<Row>, ts: Timestamp);
+}
+
+/// Rows one transaction wrote, visited in turn by the commit path ([`Handler::written_rows`]):
+/// an engine may keep its place between calls, so rows written in key order (a bulk
+/// insert's) are found without a search each.
+pub trait WrittenRows {
+    /// As [`Handler::pending_image`].
+    fn pending_image(&mut self, pk: &[u8]) -> Option<Option<Vec<u8>>>;
+    /// As [`Handler::commit_row`].
+    fn commit_row(&mut self, pk: &[u8], ts: Timestamp, purge_horizon: Timestamp) -> bool;
 }
 
 /// Secondary-index entries a bulk write held back ([`Handler::write_image_deferred`]): per

@@ -18,7 +18,7 @@ pub mod value;
 
 pub use decimal::{Decimal, RoundingStrategy};
 pub use format::{ColumnWidth, FixedLayout, RowFormat};
-pub use handler::{ChainCursor, DeferredEntries, Handler, RowCursor, ScanOrder, Statistics};
+pub use handler::{ChainCursor, DeferredEntries, Handler, RowCursor, ScanOrder, Statistics, WrittenRows};
 pub use row::{decode_row, encode_row, row_bytes};
 pub use table::{IndexDef, KeyPart, ReadView, Table, Timestamp, TxnId, WriteError};
 pub use value::{Collation, Row, Value};

@@ -41,7 +41,7 @@ use parking_lot::{Mutex, MutexGuard};
 use smallvec::SmallVec;
 
 use crate::format::RowFormat;
-use crate::handler::{ChainCursor, DeferredEntries, Handler, RowCursor, ScanOrder, Statistics};
+use crate::handler::{ChainCursor, DeferredEntries, Handler, RowCursor, ScanOrder, Statistics, WrittenRows};
 use crate::key::{encode_key, prefix_successor, range_is_empty};
 use crate::value::{Collation, Row, Value};
 
@@ -143,6 +143,41 @@ impl Chain {
 struct NewVersion<'r> {
     row: Option<&'r Row>,
     image: EncodedRow,
+}
+
+/// A walk over rows one transaction wrote ([`Handler::written_rows`]): it keeps the entry it
+/// found last, so a row whose key follows it (as a bulk insert's rows follow each other) is
+/// one step away rather than a search from the top of the skip list.
+struct Finger<'a> {
+    table: &'a Table,
+    txn: TxnId,
+    at: Option<crossbeam_skiplist::map::Entry<'a, Vec<u8>, Mutex<Chain>>>,
+}
+
+impl Finger<'_> {
+    /// Run `f` on the chain at `pk`, if there is one, with its mutex held.
+    fn with_chain<R>(&mut self, pk: &[u8], f: impl FnOnce(&Table, &mut Chain) -> R) -> Option<R> {
+        let near = self.at.as_ref().and_then(|e| if e.key().as_slice() == pk { Some(e.clone()) } else { e.next().filter(|n| n.key().as_slice() == pk) });
+        let entry = near.or_else(|| self.table.rows.get(pk))?;
+        let result = {
+            let mut chain = entry.value().lock();
+            (!chain.unlinked).then(|| f(self.table, &mut chain))
+        };
+        self.at = Some(entry);
+        result
+    }
+}
+
+impl WrittenRows for Finger<'_> {
+    fn pending_image(&mut self, pk: &[u8]) -> Option<Option<Vec<u8>>> {
+        let txn = self.txn;
+        self.with_chain(pk, |t, chain| t.pending_in(chain, txn)).flatten()
+    }
+
+    fn commit_row(&mut self, pk: &[u8], ts: Timestamp, purge_horizon: Timestamp) -> bool {
+        let txn = self.txn;
+        self.with_chain(pk, |t, chain| t.commit_chain(chain, txn, pk, ts, purge_horizon)).unwrap_or(false)
+    }
 }
 
 /// Why a write could not be applied.
@@ -417,6 +452,32 @@ impl Table {
         }
         self.push_checked(txn, &pk, Some(version), true, deferred)?;
         Ok(pk)
+    }
+
+    /// [`Handler::commit_row`] on a locked chain.
+    fn commit_chain(&self, chain: &mut Chain, txn: TxnId, pk: &[u8], ts: Timestamp, purge_horizon: Timestamp) -> bool {
+        let Some(own_from) = chain.versions.iter().position(|v| v.txn == txn && v.commit_ts.is_none()) else { return false };
+        let last_index = chain.versions.len() - 1;
+        let mut removed: Vec<Version> = chain.versions.drain(own_from..last_index).collect();
+        let last = chain.versions.last_mut().expect("own version present");
+        last.commit_ts = Some(ts);
+        // Keep the newest version every reader at or after the horizon can see, and all newer.
+        if let Some(keep_from) = chain.versions.iter().rposition(|v| v.commit_ts.is_some_and(|t| t <= purge_horizon)) {
+            removed.extend(chain.versions.drain(..keep_from));
+        }
+        let dead = chain.versions.len() == 1 && chain.versions[0].row.is_none() && chain.versions[0].commit_ts.is_some_and(|t| t <= purge_horizon);
+        if dead {
+            removed.extend(chain.versions.drain(..));
+        }
+        self.after_removal(chain, pk, &removed);
+        true
+    }
+
+    /// [`Handler::pending_image`] of a locked chain.
+    fn pending_in(&self, chain: &Chain, txn: TxnId) -> Option<Option<Vec<u8>>> {
+        let last = chain.versions.last()?;
+        (last.txn == txn && last.commit_ts.is_none())
+            .then(|| last.row.as_deref().map(|image| self.format.log_image(image).expect("a row version decodes: this table encoded it")))
     }
 
     /// Unlink the chain at `pk` if it has no versions (a refused insert created it).
@@ -738,28 +799,14 @@ impl Handler for Table {
     }
 
     /// Make `txn`'s writes to `pk` committed at `ts` (keeping only its last version),
-    /// then drop versions no reader at or after `purge_horizon` can see.
-    /// Returns the committed row image (`None` for a delete).
+    /// then drop versions no reader at or after `purge_horizon` can see. `false` when `txn`
+    /// had no pending version there.
     fn commit_row(&self, txn: TxnId, pk: &[u8], ts: Timestamp, purge_horizon: Timestamp) -> bool {
-        self.with_existing_chain(pk, |chain| {
-            let own_from = chain.versions.iter().position(|v| v.txn == txn && v.commit_ts.is_none())?;
-            let last_index = chain.versions.len() - 1;
-            let mut removed: Vec<Version> = chain.versions.drain(own_from..last_index).collect();
-            let last = chain.versions.last_mut().expect("own version present");
-            last.commit_ts = Some(ts);
-            // Keep the newest version every reader at or after the horizon can see, and all newer.
-            if let Some(keep_from) = chain.versions.iter().rposition(|v| v.commit_ts.is_some_and(|t| t <= purge_horizon)) {
-                removed.extend(chain.versions.drain(..keep_from));
-            }
-            let dead = chain.versions.len() == 1 && chain.versions[0].row.is_none() && chain.versions[0].commit_ts.is_some_and(|t| t <= purge_horizon);
-            if dead {
-                removed.extend(chain.versions.drain(..));
-            }
-            self.after_removal(chain, pk, &removed);
-            Some(())
-        })
-        .flatten()
-        .is_some()
+        self.with_existing_chain(pk, |chain| self.commit_chain(chain, txn, pk, ts, purge_horizon)).unwrap_or(false)
+    }
+
+    fn written_rows<'a>(&'a self, txn: TxnId) -> Box<dyn WrittenRows + 'a> {
+        Box::new(Finger { table: self, txn, at: None })
     }
 
     /// Remove every uncommitted version `txn` wrote on `pk`.
@@ -775,12 +822,7 @@ impl Handler for Table {
     /// for a delete, `None` when `txn` has no pending version there. The commit log records
     /// this image before the version is stamped committed.
     fn pending_image(&self, txn: TxnId, pk: &[u8]) -> Option<Option<Vec<u8>>> {
-        self.with_existing_chain(pk, |chain| {
-            let last = chain.versions.last()?;
-            (last.txn == txn && last.commit_ts.is_none())
-                .then(|| last.row.as_deref().map(|image| self.format.log_image(image).expect("a row version decodes: this table encoded it")))
-        })
-        .flatten()
+        self.with_existing_chain(pk, |chain| self.pending_in(chain, txn)).flatten()
     }
 
     /// Installs a committed row image (or a delete, `None`) at `pk`, as of `ts`, replacing
@@ -831,6 +873,27 @@ mod tests {
         t.commit_row(1, &pk, 5, 0);
         assert!(t.get(&pk, &view(2, 4)).is_none(), "snapshot before the commit");
         assert!(t.get(&pk, &view(2, 5)).is_some());
+    }
+
+    #[test]
+    fn a_walk_over_written_rows_finds_them_in_any_order() {
+        let t = table();
+        let pks: Vec<Vec<u8>> = (1..=6).map(|id| t.write_row(&t.write_latch(), 1, &row(id, &format!("n{id}"))).unwrap()).collect();
+        // Row 3 is undone (a failed statement): no pending image, nothing to commit.
+        t.undo_last(1, &pks[2]);
+        let mut walk = t.written_rows(1);
+        let order = [0, 1, 2, 3, 5, 4, 0];
+        let images: Vec<bool> = order.iter().map(|&i| walk.pending_image(&pks[i]).is_some()).collect();
+        assert_eq!(images, [true, true, false, true, true, true, true]);
+        for &i in &order {
+            assert_eq!(walk.pending_image(&pks[i]), t.pending_image(1, &pks[i]));
+        }
+        assert_eq!(t.written_rows(2).pending_image(&pks[0]), None, "another transaction's rows");
+        let committed: Vec<bool> = order.iter().map(|&i| walk.commit_row(&pks[i], 9, 0)).collect();
+        assert_eq!(committed, [true, true, false, true, true, true, false], "a row committed once");
+        drop(walk);
+        let seen: Vec<Value> = t.scan(Bound::Unbounded, Bound::Unbounded, view(2, 9), ScanOrder::Ascending).map(|(_, r)| r[0].clone()).collect();
+        assert_eq!(seen, [1, 2, 4, 5, 6].map(Value::Int));
     }
 
     #[test]

@@ -34,6 +34,7 @@ use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 
 use quill_log::{Change, Log, Lsn};
+use quill_storage::WrittenRows;
 
 use super::{Engine, Session, Txn, unix_micros};
 use crate::catalog::Catalog;
@@ -102,13 +103,13 @@ impl Session {
             }
             let horizon = engine.txns.purge_horizon();
             // A row written twice is stamped once: the second call finds nothing pending.
-            let mut table: Option<&crate::catalog::TableMeta> = None;
+            let mut walk: Option<(u64, Option<Box<dyn WrittenRows + '_>>)> = None;
             for (tid, pk) in &t.writes {
-                if table.is_none_or(|m| m.id != *tid) {
-                    table = catalog.table_by_id(*tid);
+                if walk.as_ref().is_none_or(|(id, _)| id != tid) {
+                    walk = Some((*tid, catalog.table_by_id(*tid).map(|m| m.data.written_rows(t.id))));
                 }
-                if let Some(m) = table {
-                    m.data.commit_row(t.id, pk, ts, horizon);
+                if let Some((_, Some(rows))) = walk.as_mut() {
+                    rows.commit_row(pk, ts, horizon);
                 }
             }
             engine.txns.publish_commit(ts);
@@ -260,16 +261,20 @@ fn stream_writes(engine: &Engine, log: &Log, catalog: &Catalog, t: &mut Txn, kee
     let mut bytes = 0;
     // Keyed by primary keys clients choose: seeded (no hash flooding) and fast.
     let mut seen: HashSet<(u64, &[u8]), foldhash::fast::RandomState> = HashSet::default();
-    // Writes come in runs on one table: its definition is looked up once per run.
-    let mut table: Option<&crate::catalog::TableMeta> = None;
+    // Writes come in runs on one table: its definition is looked up once per run, and its
+    // rows are walked from one to the next (`Handler::written_rows`).
+    let mut walk: Option<(&crate::catalog::TableMeta, Box<dyn WrittenRows + '_>)> = None;
     for (tid, pk) in &writes[*logged..] {
         if !seen.insert((*tid, pk.as_slice())) {
             continue;
         }
-        if table.is_none_or(|t| t.id != *tid) {
-            table = catalog.table_by_id(*tid);
+        if walk.as_ref().is_none_or(|(t, _)| t.id != *tid) {
+            walk = catalog.table_by_id(*tid).map(|t| (t, t.data.written_rows(*id)));
         }
-        let Some(change) = table.and_then(|t| row_change(t, *id, pk)) else { continue };
+        // No table (dropped since) or no pending version (a failed statement undid it).
+        let Some((table, rows)) = walk.as_mut() else { continue };
+        let Some(image) = rows.pending_image(pk) else { continue };
+        let change = row_change(table, pk, image);
         bytes += quill_log::body_len(std::slice::from_ref(&change));
         chunk.push(change);
         if bytes >= STREAM_PART_BYTES {
