@@ -219,6 +219,11 @@ pub struct Appended {
 
 struct State {
     pending: Vec<u8>,
+    /// The buffer of the last group written, emptied, kept to become the pending buffer when
+    /// the next group takes it (at most [`LogConfig::buffer_bytes_max`] of capacity, else it is
+    /// let go): appends then fill memory already in use instead of growing a new buffer from
+    /// nothing, page fault by page fault, for every group.
+    spare: Vec<u8>,
     pending_records: u64,
     next_lsn: Lsn,
     next_seq: u64,
@@ -313,6 +318,7 @@ impl Log {
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 pending: Vec::new(),
+                spare: Vec::new(),
                 pending_records: 0,
                 next_lsn: end_lsn,
                 next_seq,
@@ -557,7 +563,7 @@ impl Log {
             return;
         }
         shared.stats.groups_led.fetch_add(1, Ordering::Relaxed);
-        let handoff = publish_group(shared, &group);
+        let handoff = publish_group(shared, group);
         if handoff {
             shared.writer_wake.notify_one();
         }
@@ -678,7 +684,7 @@ fn writer_loop(shared: &Shared) {
         if group.sync {
             last_sync = Instant::now();
         }
-        publish_group(shared, &group);
+        publish_group(shared, group);
     }
 }
 
@@ -695,7 +701,12 @@ fn leads(shared: &Shared, state: &State) -> bool {
 fn take_group(shared: &Shared, state: &mut State, sync: bool) -> Group {
     debug_assert!(!state.writing, "one group in flight at a time");
     let take = state.pending.len().min(shared.config.group_bytes_max);
-    let bytes = if take == state.pending.len() { std::mem::take(&mut state.pending) } else { state.pending.drain(..take).collect() };
+    let bytes = if take == state.pending.len() {
+        let spare = std::mem::take(&mut state.spare);
+        std::mem::replace(&mut state.pending, spare)
+    } else {
+        state.pending.drain(..take).collect()
+    };
     if state.pending_records > 1 {
         state.busy_until = Some(Instant::now() + BUSY_HOLD);
     }
@@ -711,9 +722,14 @@ fn take_group(shared: &Shared, state: &mut State, sync: bool) -> Group {
 /// Publishes a group that was written (and synced, if it says so): moves the written and
 /// durable LSNs, wakes the sessions waiting for them, and ends the group's flight. True when
 /// the writer thread has work left (more pending, segments due, or shutdown).
-fn publish_group(shared: &Shared, group: &Group) -> bool {
+fn publish_group(shared: &Shared, group: Group) -> bool {
     let end = group.start + group.bytes.len() as u64;
+    let mut bytes = group.bytes;
+    bytes.clear();
     let mut state = shared.state.lock();
+    if bytes.capacity() <= shared.config.buffer_bytes_max && bytes.capacity() > state.spare.capacity() {
+        state.spare = bytes;
+    }
     state.written_lsn = end;
     if group.sync {
         state.durable_lsn = end;
