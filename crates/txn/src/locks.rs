@@ -21,6 +21,15 @@
 //! make an *insert* of a key inside the range, by another transaction, wait until every
 //! such holder has ended.
 //!
+//! A *record range* ([`LockManager::lock_range`]) is a gap lock over a range of the primary
+//! key that also holds a shared record lock on every key in it: a locking scan of a whole
+//! table takes one instead of one request per row. Its records are held lazily: another
+//! transaction's request on a key in the range first makes the range's lock explicit there,
+//! a granted request queued ahead of it, as an implicit lock is. A row another transaction
+//! held or waited for when the range was taken is not covered until the scan locks it
+//! explicitly ([`LockManager::needs_record_lock`] tells the scan which rows those are), so
+//! two conflicting requests are never both granted.
+//!
 //! Waiting is cooperative: a request that cannot be granted stays queued and the caller
 //! gets [`Acquire::Waiting`]; it then awaits [`LockManager::wait`], which returns when the
 //! request was granted or when the timeout passed (the request is withdrawn then). Before a
