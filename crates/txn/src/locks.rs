@@ -1150,6 +1150,107 @@ mod tests {
         }
     }
 
+    /// Random record requests beside scans under record ranges (as `query::join_level` runs
+    /// them: the range, then an explicit shared lock on each row someone else has a request
+    /// on): no two conflicting requests are ever granted, and once a scan has passed a row no
+    /// other transaction holds it exclusively.
+    #[test]
+    fn record_ranges_never_grant_a_conflict() {
+        const KEYS: [&[u8]; 3] = [b"a", b"b", b"c"];
+        for seed in 0..300u64 {
+            let m = LockManager::default();
+            let mut rng = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let mut next = || {
+                rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                rng >> 33
+            };
+            let mut next_txn = 100;
+            let mut live: Vec<TxnId> = (1..=4).collect();
+            // Per transaction: how many rows its scan has passed (`None`: no scan).
+            let mut scans: HashMap<TxnId, usize> = HashMap::default();
+            let mut log = Vec::new();
+            for _ in 0..300 {
+                let i = (next() % live.len() as u64) as usize;
+                let txn = live[i];
+                let victim = m.wait_state(txn) == Some(WaitOutcome::Deadlock);
+                if victim || next() % 8 == 0 {
+                    log.push(format!("end {txn}"));
+                    m.release_all(txn);
+                    scans.remove(&txn);
+                    live[i] = next_txn;
+                    next_txn += 1;
+                    continue;
+                }
+                if m.is_waiting(txn) {
+                    continue;
+                }
+                let r = match scans.get(&txn).copied() {
+                    Some(passed) if passed < KEYS.len() => {
+                        let key = KEYS[passed];
+                        if m.needs_record_lock(txn, 1, key) {
+                            let r = m.lock_record(txn, 1, key, S, Wait);
+                            log.push(format!("{txn} scan S {} -> {r:?}", key[0] as char));
+                            if matches!(r, Acquire::Granted | Acquire::Held) {
+                                scans.insert(txn, passed + 1);
+                            }
+                            r
+                        } else {
+                            log.push(format!("{txn} scan passes {}", key[0] as char));
+                            scans.insert(txn, passed + 1);
+                            Acquire::Held
+                        }
+                    }
+                    Some(_) => Acquire::Held,
+                    None if next() % 4 == 0 => {
+                        log.push(format!("{txn} range"));
+                        m.lock_range(txn, 1, Bound::Unbounded, Bound::Unbounded, KEYS.len());
+                        scans.insert(txn, 0);
+                        Acquire::Granted
+                    }
+                    None => {
+                        let key = KEYS[(next() % 3) as usize];
+                        let mode = if next() % 3 == 0 { S } else { X };
+                        let r = m.lock_record(txn, 1, key, mode, Wait);
+                        log.push(format!("{txn} {mode:?} {} -> {r:?}", key[0] as char));
+                        r
+                    }
+                };
+                if r == Acquire::Deadlock {
+                    m.release_all(txn);
+                    scans.remove(&txn);
+                    live[i] = next_txn;
+                    next_txn += 1;
+                }
+                let locks = m.locks();
+                for (n, key) in KEYS.iter().enumerate() {
+                    let granted: Vec<&LockInfo> = locks.iter().filter(|l| l.granted && l.key.as_deref() == Some(*key)).collect();
+                    for a in &granted {
+                        for b in &granted {
+                            let exclusive = a.mode.starts_with('X') || b.mode.starts_with('X');
+                            assert!(
+                                a.txn == b.txn || !exclusive,
+                                "seed {seed}: {} and {} both granted on {}:\n{}",
+                                a.txn,
+                                b.txn,
+                                key[0] as char,
+                                log.join("\n")
+                            );
+                        }
+                        let passed = scans.iter().find(|&(&t, &p)| t != a.txn && p > n);
+                        assert!(
+                            !a.mode.starts_with('X') || passed.is_none(),
+                            "seed {seed}: {} holds {} exclusively after scan {:?} passed it:\n{}",
+                            a.txn,
+                            key[0] as char,
+                            passed,
+                            log.join("\n")
+                        );
+                    }
+                }
+            }
+        }
+    }
+
     #[tokio::test]
     async fn a_wait_times_out_and_withdraws() {
         let m = Arc::new(LockManager::default());
