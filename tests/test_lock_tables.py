@@ -22,8 +22,11 @@ ER_SP_DOES_NOT_EXIST = 1305
 SHORT_LOCK_WAIT_S = 1
 
 
-def error_code(excinfo) -> int:
-    return excinfo.value.args[0]
+def refused(cur, sql) -> int:
+    """Runs `sql`, which must fail, and returns the MySQL error code it failed with."""
+    with pytest.raises(pymysql.err.MySQLError) as e:
+        cur.execute(sql)
+    return e.value.args[0]
 
 
 @pytest.fixture
@@ -48,15 +51,9 @@ def test_a_read_lock_lets_everyone_read_and_nobody_write(server, fresh_db, table
         cur.execute("LOCK TABLES a READ")
         cur.execute("SELECT v FROM a")
         assert cur.fetchall() == ((10,),)
-        with pytest.raises(pymysql.err.OperationalError) as e:
-            cur.execute("UPDATE a SET v = 11")
-        assert error_code(e) == ER_TABLE_NOT_LOCKED_FOR_WRITE
-        with pytest.raises(pymysql.err.OperationalError) as e:
-            cur.execute("SELECT * FROM b")
-        assert error_code(e) == ER_TABLE_NOT_LOCKED
-        with pytest.raises(pymysql.err.OperationalError) as e:
-            cur.execute("SELECT * FROM a AS other_name")
-        assert error_code(e) == ER_TABLE_NOT_LOCKED, "an alias must be locked under its own name"
+        assert refused(cur, "UPDATE a SET v = 11") == ER_TABLE_NOT_LOCKED_FOR_WRITE
+        assert refused(cur, "SELECT * FROM b") == ER_TABLE_NOT_LOCKED
+        assert refused(cur, "SELECT * FROM a AS other_name") == ER_TABLE_NOT_LOCKED, "an alias must be locked under its own name"
         cur.execute("CHECKSUM TABLE a, b")
         assert [row[1] is None for row in cur.fetchall()] == [False, True]
         cur.execute("SHOW WARNINGS")
@@ -66,9 +63,7 @@ def test_a_read_lock_lets_everyone_read_and_nobody_write(server, fresh_db, table
     with other.cursor() as cur:
         cur.execute("SELECT v FROM a")
         assert cur.fetchall() == ((10,),)
-        with pytest.raises(pymysql.err.OperationalError) as e:
-            cur.execute("INSERT INTO a VALUES (2, 20)")
-        assert error_code(e) == ER_LOCK_WAIT_TIMEOUT
+        assert refused(cur, "INSERT INTO a VALUES (2, 20)") == ER_LOCK_WAIT_TIMEOUT
         cur.execute("INSERT INTO b VALUES (2, 20)")
 
     with tables.cursor() as cur:
@@ -89,9 +84,7 @@ def test_a_write_lock_keeps_other_sessions_out_until_unlock(server, fresh_db, ta
 
     other = impatient(server, fresh_db)
     with other.cursor() as cur:
-        with pytest.raises(pymysql.err.OperationalError) as e:
-            cur.execute("SELECT * FROM a")
-        assert error_code(e) == ER_LOCK_WAIT_TIMEOUT
+        assert refused(cur, "SELECT * FROM a") == ER_LOCK_WAIT_TIMEOUT
 
     # A reader that waits goes on as soon as the lock is released.
     got: list = []
@@ -125,9 +118,7 @@ def test_load_data_into_a_table_locked_read_is_refused(server, fresh_db, tables,
     try:
         with loader.cursor() as cur:
             cur.execute("LOCK TABLES a WRITE, b READ")
-            with pytest.raises(pymysql.err.OperationalError) as e:
-                cur.execute(f"LOAD DATA LOCAL INFILE '{data}' INTO TABLE b")
-            assert error_code(e) == ER_TABLE_NOT_LOCKED_FOR_WRITE
+            assert refused(cur, f"LOAD DATA LOCAL INFILE '{data}' INTO TABLE b") == ER_TABLE_NOT_LOCKED_FOR_WRITE
             cur.execute(f"LOAD DATA LOCAL INFILE '{data}' INTO TABLE a")
             cur.execute("UNLOCK TABLES")
             cur.execute("SELECT COUNT(*) FROM a")
@@ -140,24 +131,16 @@ def test_load_data_into_a_table_locked_read_is_refused(server, fresh_db, tables,
 
 def test_ddl_under_a_write_lock_and_the_errors_of_a_lock_list(tables):
     with tables.cursor() as cur:
-        with pytest.raises(pymysql.err.ProgrammingError) as e:
-            cur.execute("LOCK TABLES no_such_table READ")
-        assert error_code(e) == ER_NO_SUCH_TABLE
-        with pytest.raises(pymysql.err.OperationalError) as e:
-            cur.execute("LOCK TABLES a READ, a WRITE")
-        assert error_code(e) == ER_NONUNIQ_TABLE
+        assert refused(cur, "LOCK TABLES no_such_table READ") == ER_NO_SUCH_TABLE
+        assert refused(cur, "LOCK TABLES a READ, a WRITE") == ER_NONUNIQ_TABLE
         cur.execute("LOCK TABLES a WRITE, b READ")
         # The dump's restore: DISABLE/ENABLE KEYS and inserts under a WRITE lock.
         cur.execute("ALTER TABLE a DISABLE KEYS")
         cur.execute("INSERT INTO a VALUES (3, 30)")
         cur.execute("ALTER TABLE a ENABLE KEYS")
         cur.execute("ALTER TABLE a ADD COLUMN w INT")
-        with pytest.raises(pymysql.err.OperationalError) as e:
-            cur.execute("ALTER TABLE b ADD COLUMN w INT")
-        assert error_code(e) == ER_TABLE_NOT_LOCKED_FOR_WRITE
-        with pytest.raises(pymysql.err.OperationalError) as e:
-            cur.execute("CREATE TABLE c (id INT)")
-        assert error_code(e) == ER_TABLE_NOT_LOCKED
+        assert refused(cur, "ALTER TABLE b ADD COLUMN w INT") == ER_TABLE_NOT_LOCKED_FOR_WRITE
+        assert refused(cur, "CREATE TABLE c (id INT)") == ER_TABLE_NOT_LOCKED
         cur.execute("UNLOCK TABLES")
         cur.execute("SELECT COUNT(*), MAX(w) FROM a")
         assert cur.fetchone() == (2, None)
@@ -235,14 +218,10 @@ def test_rollback_to_savepoint_undoes_only_what_came_after_it(server, fresh_db, 
         cur.execute("ROLLBACK TO s1")
         cur.execute("SELECT id, v FROM a ORDER BY id")
         assert cur.fetchall() == ((1, 10), (2, 20))
-        with pytest.raises(pymysql.err.OperationalError) as e:
-            cur.execute("ROLLBACK TO SAVEPOINT s2")
-        assert error_code(e) == ER_SP_DOES_NOT_EXIST, "a later savepoint goes with the rollback"
+        assert refused(cur, "ROLLBACK TO SAVEPOINT s2") == ER_SP_DOES_NOT_EXIST, "a later savepoint goes with the rollback"
         cur.execute("ROLLBACK TO SAVEPOINT s1")
         cur.execute("RELEASE SAVEPOINT s1")
-        with pytest.raises(pymysql.err.OperationalError) as e:
-            cur.execute("RELEASE SAVEPOINT s1")
-        assert error_code(e) == ER_SP_DOES_NOT_EXIST
+        assert refused(cur, "RELEASE SAVEPOINT s1") == ER_SP_DOES_NOT_EXIST
         cur.execute("COMMIT")
     with server.connect(fresh_db) as c, c.cursor() as cur:
         cur.execute("SELECT id, v FROM a ORDER BY id")

@@ -826,14 +826,10 @@ impl State {
         let holders: SmallVec<[(TxnId, LockMode); 2]> =
             gaps.iter().filter(|g| g.records && g.txn != txn && g.contains(0, key)).map(|g| (g.txn, g.mode)).collect();
         for (holder, mode) in holders {
-            let queue = self.queue_entry(table, key);
-            if queue.iter().any(|r| r.txn == holder || (r.granted && r.mode.conflicts(mode))) {
-                if queue.is_empty() {
-                    self.remove_queue(table, key);
-                }
+            if self.queue(table, key).is_some_and(|q| q.iter().any(|r| r.txn == holder || (r.granted && r.mode.conflicts(mode)))) {
                 continue;
             }
-            queue.insert(0, Request { txn: holder, mode, granted: true });
+            self.queue_entry(table, key).insert(0, Request { txn: holder, mode, granted: true });
             self.txns.entry(holder).or_insert_with(TxnLocks::new).records.push((table, key.to_vec()));
         }
     }
@@ -936,6 +932,15 @@ mod tests {
     use super::*;
     use LockMode::{Exclusive as X, Shared as S};
     use WaitPolicy::{NoWait, SkipLocked, Wait};
+
+    /// A small deterministic generator (a linear congruential one) for the randomized tests.
+    fn random(seed: u64) -> impl FnMut() -> u64 {
+        let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        move || {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            state >> 33
+        }
+    }
 
     #[test]
     fn shared_locks_share_and_exclusive_ones_queue() {
@@ -1086,11 +1091,7 @@ mod tests {
     fn no_cycle_of_waits_survives_random_requests() {
         for seed in 0..300u64 {
             let m = LockManager::default();
-            let mut rng = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            let mut next = || {
-                rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                rng >> 33
-            };
+            let mut next = random(seed);
             let mut next_txn = 100;
             let mut live: Vec<TxnId> = (0..5).map(|i| i + 1).collect();
             let mut log = Vec::new();
@@ -1098,7 +1099,7 @@ mod tests {
                 let i = (next() % live.len() as u64) as usize;
                 let txn = live[i];
                 let victim = m.wait_state(txn) == Some(WaitOutcome::Deadlock);
-                if victim || next() % 6 == 0 {
+                if victim || next().is_multiple_of(6) {
                     log.push(format!("end {txn}"));
                     m.release_all(txn);
                     live[i] = next_txn;
@@ -1106,15 +1107,15 @@ mod tests {
                     continue;
                 }
                 if m.is_waiting(txn) {
-                    if next() % 8 == 0 {
+                    if next().is_multiple_of(8) {
                         log.push(format!("timeout {txn}"));
                         m.cancel_wait(txn);
                     }
                     continue;
                 }
                 let key = [b'a' + (next() % 3) as u8];
-                let mode = if next() % 2 == 0 { S } else { X };
-                if next() % 4 == 0 {
+                let mode = if next().is_multiple_of(2) { S } else { X };
+                if next().is_multiple_of(4) {
                     m.add_modified(txn, 1);
                 }
                 let r = m.lock_record(txn, 1, &key, mode, Wait);
@@ -1159,11 +1160,7 @@ mod tests {
         const KEYS: [&[u8]; 3] = [b"a", b"b", b"c"];
         for seed in 0..300u64 {
             let m = LockManager::default();
-            let mut rng = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            let mut next = || {
-                rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                rng >> 33
-            };
+            let mut next = random(seed);
             let mut next_txn = 100;
             let mut live: Vec<TxnId> = (1..=4).collect();
             // Per transaction: how many rows its scan has passed (`None`: no scan).
@@ -1173,7 +1170,7 @@ mod tests {
                 let i = (next() % live.len() as u64) as usize;
                 let txn = live[i];
                 let victim = m.wait_state(txn) == Some(WaitOutcome::Deadlock);
-                if victim || next() % 8 == 0 {
+                if victim || next().is_multiple_of(8) {
                     log.push(format!("end {txn}"));
                     m.release_all(txn);
                     scans.remove(&txn);
@@ -1201,7 +1198,7 @@ mod tests {
                         }
                     }
                     Some(_) => Acquire::Held,
-                    None if next() % 4 == 0 => {
+                    None if next().is_multiple_of(4) => {
                         log.push(format!("{txn} range"));
                         m.lock_range(txn, 1, Bound::Unbounded, Bound::Unbounded, KEYS.len());
                         scans.insert(txn, 0);
@@ -1209,7 +1206,7 @@ mod tests {
                     }
                     None => {
                         let key = KEYS[(next() % 3) as usize];
-                        let mode = if next() % 3 == 0 { S } else { X };
+                        let mode = if next().is_multiple_of(3) { S } else { X };
                         let r = m.lock_record(txn, 1, key, mode, Wait);
                         log.push(format!("{txn} {mode:?} {} -> {r:?}", key[0] as char));
                         r
