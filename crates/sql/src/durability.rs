@@ -142,7 +142,7 @@ pub fn apply_global(engine: &Engine, name: &str, value: &str) -> Result<()> {
 }
 
 /// The log change for a row a transaction wrote: its pending image `image` (in the log's
-/// row encoding, `Handler::pending_image`) at primary key `pk` of `table`, a PUT, or a
+/// row encoding, `WrittenRows::pending_image`) at primary key `pk` of `table`, a PUT, or a
 /// DELETE when `None`.
 #[must_use]
 pub fn row_change(table: &crate::catalog::TableMeta, pk: &[u8], image: Option<Vec<u8>>) -> Change {

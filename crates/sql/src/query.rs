@@ -1172,6 +1172,15 @@ fn join_level(
         (Some(spec), SourceData::Table { id, .. }) if spec.semi_consistent => Some((spec.txn, *id)),
         _ => None,
     };
+    // A row locked one by one: `None` when SKIP LOCKED leaves it out or it has no version
+    // the view sees; the key comes back when the lock was new (READ COMMITTED may let go).
+    let locked = |spec: &LockSpec, id: u64, name: &str, data: &dyn quill_storage::Handler, pk: Vec<u8>| -> Option<Candidate> {
+        match spec.lock_row(locks, id, name, data, &pk) {
+            Ok(Some(fresh)) => data.get(&pk, &env.view).map(|r| Ok((r, fresh.then_some(pk)))),
+            Ok(None) => None,
+            Err(e) => Some(Err(e)),
+        }
+    };
     let candidates: Box<dyn Iterator<Item = Candidate> + '_> = match (env.lock.as_ref(), &s.data) {
         (Some(spec), SourceData::Table { db, name, id }) if matches!(s.access, Access::Full | Access::Hash(_)) && spec.ranges_whole_table(stop.is_some()) => {
             // A shared scan of every row: one record range locks them all, and only rows
@@ -1182,22 +1191,14 @@ fn join_level(
                 if holder.is_none_or(|h| h == spec.txn) && !locks.needs_record_lock(spec.txn, *id, &pk) {
                     return row.map(|r| Ok((r, None)));
                 }
-                match spec.lock_row(locks, *id, name, data, &pk) {
-                    Ok(Some(_)) => data.get(&pk, &env.view).map(|r| Ok((r, None))),
-                    Ok(None) => None,
-                    Err(e) => Some(Err(e)),
-                }
+                locked(spec, *id, name, data, pk)
             }))
         }
         (Some(spec), SourceData::Table { db, name, id }) => {
             // Locking: each row is locked when the scan reaches it, so a LIMIT that stops
             // the scan early leaves the rest unlocked.
             let data = env.catalog.table(db, name)?.data.as_ref();
-            Box::new(locking_candidates(s, row, env, parent, spec)?.into_iter().filter_map(move |pk| match spec.lock_row(locks, *id, name, data, &pk) {
-                Ok(Some(fresh)) => data.get(&pk, &env.view).map(|r| Ok((r, fresh.then_some(pk)))),
-                Ok(None) => None,
-                Err(e) => Some(Err(e)),
-            }))
+            Box::new(locking_candidates(s, row, env, parent, spec)?.into_iter().filter_map(move |pk| locked(spec, *id, name, data, pk)))
         }
         (None, SourceData::Table { .. }) if matches!(s.access, Access::Hash(_)) => {
             let Access::Hash(keys) = &s.access else { unreachable!("matched above") };

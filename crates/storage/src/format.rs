@@ -136,12 +136,22 @@ impl RowFormat {
     /// The image of `row` in this format.
     #[must_use]
     pub fn encode(&self, row: &Row) -> Box<[u8]> {
+        let mut out = Vec::with_capacity(match self {
+            RowFormat::Fixed(layout) => layout.row_len,
+            RowFormat::Dynamic => dynamic_len_bound(row),
+        });
+        self.encode_into(row, &mut out);
+        out.into_boxed_slice()
+    }
+
+    /// Appends the image of `row` in this format to `out` (a bulk write's buffer).
+    pub fn encode_into(&self, row: &Row, out: &mut Vec<u8>) {
         if let RowFormat::Fixed(layout) = self
-            && let Some(image) = encode_fixed(layout, row)
+            && encode_fixed(layout, row, out)
         {
-            return image;
+            return;
         }
-        encode_dynamic(row)
+        encode_dynamic(row, out);
     }
 
     /// The row of an image this format encoded (`None`: not such an image).
@@ -259,20 +269,19 @@ fn dynamic_len_bound(row: &Row) -> usize {
             .sum::<usize>()
 }
 
-fn encode_dynamic(row: &Row) -> Box<[u8]> {
-    let mut out = Vec::with_capacity(dynamic_len_bound(row));
+fn encode_dynamic(row: &Row, out: &mut Vec<u8>) {
     out.push(IMAGE_DYNAMIC);
-    put_varint(&mut out, row.len() as u64);
+    put_varint(out, row.len() as u64);
     for value in row {
         match value {
             Value::Null => out.push(TAG_NULL),
             Value::Int(i) => {
                 out.push(TAG_INT);
-                put_varint(&mut out, zigzag(*i));
+                put_varint(out, zigzag(*i));
             }
             Value::UInt(u) => {
                 out.push(TAG_UINT);
-                put_varint(&mut out, *u);
+                put_varint(out, *u);
             }
             Value::Double(f) => {
                 out.push(TAG_DOUBLE);
@@ -282,27 +291,26 @@ fn encode_dynamic(row: &Row) -> Box<[u8]> {
                 Some((unscaled, scale)) => {
                     out.push(TAG_DECIMAL_I64);
                     out.push(scale);
-                    put_varint(&mut out, zigzag(unscaled));
+                    put_varint(out, zigzag(unscaled));
                 }
-                None => put_dynamic_bytes(&mut out, TAG_DECIMAL_TEXT, d.to_string().as_bytes()),
+                None => put_dynamic_bytes(out, TAG_DECIMAL_TEXT, d.to_string().as_bytes()),
             },
-            Value::Str(s) => put_dynamic_bytes(&mut out, TAG_STR, s.as_bytes()),
-            Value::Bytes(b) => put_dynamic_bytes(&mut out, TAG_BYTES, b),
+            Value::Str(s) => put_dynamic_bytes(out, TAG_STR, s.as_bytes()),
+            Value::Bytes(b) => put_dynamic_bytes(out, TAG_BYTES, b),
             Value::Date(d) => {
                 out.push(TAG_DATE);
-                put_varint(&mut out, zigzag(i64::from(*d)));
+                put_varint(out, zigzag(i64::from(*d)));
             }
             Value::DateTime(us) => {
                 out.push(TAG_DATETIME);
-                put_varint(&mut out, zigzag(*us));
+                put_varint(out, zigzag(*us));
             }
             Value::Time(us) => {
                 out.push(TAG_TIME);
-                put_varint(&mut out, zigzag(*us));
+                put_varint(out, zigzag(*us));
             }
         }
     }
-    out.into_boxed_slice()
 }
 
 fn put_dynamic_bytes(out: &mut Vec<u8>, tag: u8, bytes: &[u8]) {
@@ -345,13 +353,22 @@ fn cells_dynamic(mut bytes: &[u8]) -> Option<Vec<Cell<'_>>> {
 
 // ---- fixed ------------------------------------------------------------------------------
 
-/// The fixed image of `row`, or `None` when a value does not fit its slot (or the row has
-/// another number of columns).
-fn encode_fixed(layout: &FixedLayout, row: &Row) -> Option<Box<[u8]>> {
-    if row.len() != layout.slots.len() {
-        return None;
+/// Appends the fixed image of `row` to `out`; `false`, with `out` as it was, when a value
+/// does not fit its slot (or the row has another number of columns).
+fn encode_fixed(layout: &FixedLayout, row: &Row, out: &mut Vec<u8>) -> bool {
+    let start = out.len();
+    let fits = row.len() == layout.slots.len() && {
+        out.resize(start + layout.row_len, 0);
+        fill_fixed(layout, row, &mut out[start..]).is_some()
+    };
+    if !fits {
+        out.truncate(start);
     }
-    let mut out = vec![0u8; layout.row_len];
+    fits
+}
+
+/// Fills a zeroed fixed image of `row` (`None`: a value does not fit its slot).
+fn fill_fixed(layout: &FixedLayout, row: &Row, out: &mut [u8]) -> Option<()> {
     out[0] = IMAGE_FIXED;
     let mut at = 1;
     for (value, slot) in row.iter().zip(&layout.slots) {
@@ -378,7 +395,7 @@ fn encode_fixed(layout: &FixedLayout, row: &Row) -> Option<Box<[u8]>> {
         out[at] = tag;
         at += 1 + slot.width;
     }
-    Some(out.into_boxed_slice())
+    Some(())
 }
 
 fn put_number(payload: &mut [u8], tag: u8, bytes: &[u8]) -> Option<u8> {

@@ -188,12 +188,9 @@ pub trait Handler: Send + Sync + std::fmt::Debug {
     fn commit_row(&self, txn: TxnId, pk: &[u8], ts: Timestamp, purge_horizon: Timestamp) -> bool;
     /// Remove every uncommitted version `txn` wrote on `pk`.
     fn rollback_row(&self, txn: TxnId, pk: &[u8]);
-    /// The commit path's walk over rows `txn` wrote: [`Handler::pending_image`] and
-    /// [`Handler::commit_row`] row after row, cheapest when the rows come in key order.
+    /// The commit path's walk over rows `txn` wrote: their pending images for the log, then
+    /// [`Handler::commit_row`], row after row, cheapest when the rows come in key order.
     fn written_rows<'a>(&'a self, txn: TxnId) -> Box<dyn WrittenRows + 'a>;
-    /// The image `txn` has pending on `pk` (`Some(None)`: a delete), for the commit log, in
-    /// the log's row encoding (`docs/log-format.md`, [`crate::row::encode_row`]).
-    fn pending_image(&self, txn: TxnId, pk: &[u8]) -> Option<Option<Vec<u8>>>;
     /// Install a committed image (or a delete) at `pk` as of `ts`: recovery and copies.
     fn apply_committed(&self, pk: Vec<u8>, row: Option<Row>, ts: Timestamp);
 }
@@ -202,7 +199,10 @@ pub trait Handler: Send + Sync + std::fmt::Debug {
 /// an engine may keep its place between calls, so rows written in key order (a bulk
 /// insert's) are found without a search each.
 pub trait WrittenRows {
-    /// As [`Handler::pending_image`].
+    /// The image the transaction has pending on `pk` (its newest, uncommitted version), in
+    /// the log's row encoding (`docs/log-format.md`, [`crate::row::encode_row`]), which the
+    /// commit log records before the version is stamped committed: `Some(None)` for a
+    /// delete, `None` when the transaction has no pending version there.
     fn pending_image(&mut self, pk: &[u8]) -> Option<Option<Vec<u8>>>;
     /// As [`Handler::commit_row`].
     fn commit_row(&mut self, pk: &[u8], ts: Timestamp, purge_horizon: Timestamp) -> bool;

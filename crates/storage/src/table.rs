@@ -473,7 +473,7 @@ impl Table {
         true
     }
 
-    /// [`Handler::pending_image`] of a locked chain.
+    /// [`WrittenRows::pending_image`] of a locked chain.
     fn pending_in(&self, chain: &Chain, txn: TxnId) -> Option<Option<Vec<u8>>> {
         let last = chain.versions.last()?;
         (last.txn == txn && last.commit_ts.is_none())
@@ -818,13 +818,6 @@ impl Handler for Table {
         });
     }
 
-    /// The row image `txn` has pending on `pk` (its newest, uncommitted version): `Some(None)`
-    /// for a delete, `None` when `txn` has no pending version there. The commit log records
-    /// this image before the version is stamped committed.
-    fn pending_image(&self, txn: TxnId, pk: &[u8]) -> Option<Option<Vec<u8>>> {
-        self.with_existing_chain(pk, |chain| self.pending_in(chain, txn)).flatten()
-    }
-
     /// Installs a committed row image (or a delete, `None`) at `pk`, as of `ts`, replacing
     /// what was there and keeping indexes and the hidden row id in step. Recovery and
     /// table copies only: no transaction may have a pending version on the table.
@@ -886,7 +879,8 @@ mod tests {
         let images: Vec<bool> = order.iter().map(|&i| walk.pending_image(&pks[i]).is_some()).collect();
         assert_eq!(images, [true, true, false, true, true, true, true]);
         for &i in &order {
-            assert_eq!(walk.pending_image(&pks[i]), t.pending_image(1, &pks[i]));
+            // A walk that keeps its place answers as a fresh one, which searches.
+            assert_eq!(walk.pending_image(&pks[i]), t.written_rows(1).pending_image(&pks[i]));
         }
         assert_eq!(t.written_rows(2).pending_image(&pks[0]), None, "another transaction's rows");
         let committed: Vec<bool> = order.iter().map(|&i| walk.commit_row(&pks[i], 9, 0)).collect();

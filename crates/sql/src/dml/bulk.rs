@@ -2,8 +2,8 @@
 //! finished (defaults, checks, conversions, AUTO_INCREMENT) as they come, encoded in the
 //! table's row format and held, with their primary keys, in a write buffer of
 //! `bulk_insert_buffer_size` bytes (MySQL's variable and default, 8 MiB). When the buffer
-//! fills, and at the statement's end, it is flushed: under one hold of the table's write latch, each row gets its insert-intention
-//! check and its row lock as a single-row write does (`dml::write_locked`), its primary
+//! fills, and at the statement's end, it is flushed: under one hold of the table's write
+//! latch, each row gets its insert-intention check and its row lock as a single-row write does (`dml::write_locked`), its primary
 //! version and unique-index entries are written in statement order, and its entries in
 //! non-unique secondary indexes are held back, then sorted and merged into each index once
 //! per buffer (`Handler::write_image_deferred`, `Handler::merge_deferred`). Each flush counts
@@ -40,7 +40,8 @@ struct Buffered {
     warning_at: usize,
 }
 
-/// Finished rows waiting for a flush, about `limit` bytes of them: each row's primary key
+/// Finished rows waiting for a flush, `limit` bytes of them at most but for the last row:
+/// each row's primary key
 /// and its image in the table's row format, one after the other in one byte buffer that is
 /// reused from flush to flush (the buffer takes what MySQL's write cache takes, and its
 /// memory is not handed back and asked for again at every flush).
@@ -64,23 +65,24 @@ impl BulkBuffer {
         Some(BulkBuffer { bytes: Vec::new(), rows: Vec::new(), limit, ignore })
     }
 
-    /// Adds a finished row, flushing first when it would not fit.
+    /// Adds a finished row, flushing the buffer once it is full.
     ///
     /// # Errors
     /// The flush's.
     pub(super) fn push(&mut self, cx: &mut DmlCx<'_>, t: &TableMeta, data: &dyn Handler, row: Row, res: &mut DmlResult, duplicates: &mut u64) -> Result<()> {
-        let pk = data.has_primary_key().then(|| data.primary_key(&row));
-        let image = data.row_format().encode(&row);
-        let len = pk.as_ref().map_or(0, Vec::len) + image.len();
-        if !self.rows.is_empty() && self.bytes.len() + len > self.limit {
+        // Encoded straight into the buffer; a row that takes it past the limit is written
+        // with the rows before it (the limit bounds the buffer by one row's size at most).
+        let start = self.bytes.len();
+        let pk_len = data.has_primary_key().then(|| {
+            let pk = data.primary_key(&row);
+            self.bytes.extend_from_slice(&pk);
+            pk.len()
+        });
+        data.row_format().encode_into(&row, &mut self.bytes);
+        self.rows.push(Buffered { start, pk_len, end: self.bytes.len(), warning_at: cx.warnings.len() });
+        if self.bytes.len() >= self.limit {
             self.flush(cx, t, data, res, duplicates)?;
         }
-        let start = self.bytes.len();
-        if let Some(pk) = &pk {
-            self.bytes.extend_from_slice(pk);
-        }
-        self.bytes.extend_from_slice(&image);
-        self.rows.push(Buffered { start, pk_len: pk.map(|k| k.len()), end: self.bytes.len(), warning_at: cx.warnings.len() });
         Ok(())
     }
 

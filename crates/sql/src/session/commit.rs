@@ -34,10 +34,10 @@ use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 
 use quill_log::{Change, Log, Lsn};
-use quill_storage::WrittenRows;
+use quill_storage::{TxnId, WrittenRows};
 
 use super::{Engine, Session, Txn, unix_micros};
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, TableMeta};
 use crate::durability::{change_table, log_error, row_change};
 use crate::error::{Result, SqlError};
 
@@ -103,12 +103,9 @@ impl Session {
             }
             let horizon = engine.txns.purge_horizon();
             // A row written twice is stamped once: the second call finds nothing pending.
-            let mut walk: Option<(u64, Option<Box<dyn WrittenRows + '_>>)> = None;
+            let mut walk = TableWalk::new(&catalog, t.id);
             for (tid, pk) in &t.writes {
-                if walk.as_ref().is_none_or(|(id, _)| id != tid) {
-                    walk = Some((*tid, catalog.table_by_id(*tid).map(|m| m.data.written_rows(t.id))));
-                }
-                if let Some((_, Some(rows))) = walk.as_mut() {
+                if let Some((_, rows)) = walk.rows(*tid) {
                     rows.commit_row(pk, ts, horizon);
                 }
             }
@@ -251,6 +248,35 @@ impl Session {
 /// MySQL's error for an unknown savepoint.
 pub const ER_SP_DOES_NOT_EXIST: (u16, &str) = (1305, "42000");
 
+/// A walk over a transaction's writes in their order. Writes come in runs on one table: the
+/// table is looked up once per run, and its rows are walked from one to the next
+/// (`Handler::written_rows`, which keeps its place).
+struct TableWalk<'c> {
+    catalog: &'c Catalog,
+    txn: TxnId,
+    /// The table of the current run, by id, and its walk (`None`: dropped since).
+    at: Option<(u64, Option<TableRows<'c>>)>,
+}
+
+/// A table and the walk over the rows a transaction wrote in it.
+type TableRows<'c> = (&'c TableMeta, Box<dyn WrittenRows + 'c>);
+
+impl<'c> TableWalk<'c> {
+    fn new(catalog: &'c Catalog, txn: TxnId) -> TableWalk<'c> {
+        TableWalk { catalog, txn, at: None }
+    }
+
+    /// The table with id `tid` and the walk over its rows; `None` when it was dropped since.
+    fn rows(&mut self, tid: u64) -> Option<(&'c TableMeta, &mut (dyn WrittenRows + 'c))> {
+        if self.at.as_ref().is_none_or(|(id, _)| *id != tid) {
+            let walk = self.catalog.table_by_id(tid).map(|t| (t, t.data.written_rows(self.txn)));
+            self.at = Some((tid, walk));
+        }
+        let (table, rows) = self.at.as_mut()?.1.as_mut()?;
+        Some((*table, rows.as_mut()))
+    }
+}
+
 /// Appends `t`'s writes not yet logged (`writes[logged..]`) as part records of at most
 /// [`STREAM_PART_BYTES`] of changes each. With `keep_last`, the last chunk (at most a part)
 /// is returned rather than appended, for the commit record. A row written twice within one
@@ -261,18 +287,13 @@ fn stream_writes(engine: &Engine, log: &Log, catalog: &Catalog, t: &mut Txn, kee
     let mut bytes = 0;
     // Keyed by primary keys clients choose: seeded (no hash flooding) and fast.
     let mut seen: HashSet<(u64, &[u8]), foldhash::fast::RandomState> = HashSet::default();
-    // Writes come in runs on one table: its definition is looked up once per run, and its
-    // rows are walked from one to the next (`Handler::written_rows`).
-    let mut walk: Option<(&crate::catalog::TableMeta, Box<dyn WrittenRows + '_>)> = None;
+    let mut walk = TableWalk::new(catalog, *id);
     for (tid, pk) in &writes[*logged..] {
         if !seen.insert((*tid, pk.as_slice())) {
             continue;
         }
-        if walk.as_ref().is_none_or(|(t, _)| t.id != *tid) {
-            walk = catalog.table_by_id(*tid).map(|t| (t, t.data.written_rows(*id)));
-        }
         // No table (dropped since) or no pending version (a failed statement undid it).
-        let Some((table, rows)) = walk.as_mut() else { continue };
+        let Some((table, rows)) = walk.rows(*tid) else { continue };
         let Some(image) = rows.pending_image(pk) else { continue };
         let change = row_change(table, pk, image);
         bytes += quill_log::body_len(std::slice::from_ref(&change));
