@@ -87,6 +87,49 @@ def test_long_rows_are_truncated_with_1262(loader):
     assert (affected, codes, rows) == (1, [1262], [("1", "2", "3")])
 
 
+def test_user_variables_and_set_build_each_row(loader):
+    """Fields go to columns and `@variables` in list order; each SET assignment then runs in
+    order, seeing the row's variables, the columns assigned so far and the defaults of the
+    rest. The variables keep the last row's values after the statement."""
+    conn, path = loader
+    make(conn, "CREATE TABLE t (id INT PRIMARY KEY, a VARCHAR(10), b INT, c INT DEFAULT 7, d VARCHAR(40))")
+    data = b"1\tab\t10\n2\tcd\t20\n3\t\\N\t30\n"
+    clauses = "(id, @x, @y) SET b = @y * 2, a = UPPER(@x), d = CONCAT(c, '-', b, '-', id, '-', IFNULL(a, 'n'))"
+    affected, info, codes, rows = load(conn, path, data, clauses)
+    assert (affected, codes) == (3, [])
+    assert info == "Records: 3  Deleted: 0  Skipped: 0  Warnings: 0"
+    assert rows == [(1, "AB", 20, 7, "7-20-1-AB"), (2, "CD", 40, 7, "7-40-2-CD"), (3, None, 60, 7, "7-60-3-n")]
+    with conn.cursor() as cur:
+        cur.execute("SELECT @x, @y")
+        assert cur.fetchone() == (None, "30")
+    # A variable the row has no field for is NULL for that row, without the 1261 a column gets.
+    make(conn, "CREATE TABLE t (id INT PRIMARY KEY, d VARCHAR(40))")
+    affected, info, codes, rows = load(conn, path, b"1\tone\n2\n", "(id, @v) SET d = IFNULL(@v, 'none')")
+    assert (codes, rows) == ([], [(1, "one"), (2, "none")])
+    with conn.cursor() as cur:
+        for statement, code in [
+            (f"LOAD DATA LOCAL INFILE '{path}' INTO TABLE t (id, @v) SET no_such_column = @v", 1054),
+            (f"LOAD DATA LOCAL INFILE '{path}' INTO TABLE t (id, @v) SET d = no_such_column", 1054),
+        ]:
+            with pytest.raises(pymysql.err.MySQLError) as e:
+                cur.execute(statement)
+            assert e.value.args[0] == code, statement
+
+
+def test_the_character_set_clause_decodes_the_file(loader):
+    conn, path = loader
+    make(conn, "CREATE TABLE t (a VARCHAR(20), b VARCHAR(20))")
+    # 'Müller' and 'Straße' in latin1, then the same text in UTF-8 read as utf8mb4.
+    affected, info, codes, rows = load(conn, path, b"M\xfcller\tStra\xdfe\n", "CHARACTER SET latin1")
+    assert (codes, rows) == ([], [("Müller", "Straße")])
+    make(conn, "CREATE TABLE t (a VARCHAR(20), b VARCHAR(20))")
+    affected, info, codes, rows = load(conn, path, "Müller\tStraße\n".encode(), "CHARACTER SET utf8mb4")
+    assert (codes, rows) == ([], [("Müller", "Straße")])
+    with pytest.raises(pymysql.err.MySQLError) as e, conn.cursor() as cur:
+        cur.execute(f"LOAD DATA LOCAL INFILE '{path}' INTO TABLE t CHARACTER SET no_such_charset")
+    assert e.value.args[0] == 1115
+
+
 def test_duplicates_are_skipped_and_bad_values_warned_unless_replace(loader):
     conn, path = loader
     make(conn, "CREATE TABLE t (a INT PRIMARY KEY, b INT)")

@@ -143,6 +143,10 @@ impl<'a, 'e> Binder<'a, 'e> {
                         return Ok(Expr::Const(self.env.info.system_variable(var, None)?));
                     }
                     if let Some(var) = v.strip_prefix('@') {
+                        // A LOAD DATA row's own variables are columns of its scope (`dml::load`).
+                        if let Some(i) = self.scope.resolve(None, Some(crate::dml::USER_VARIABLES), &var.to_ascii_lowercase(), self.clause)? {
+                            return Ok(Expr::Column(i));
+                        }
                         return Ok(Expr::Const(self.env.info.user_variable(var)));
                     }
                     if id.quote_style.is_none() && v.eq_ignore_ascii_case("CURRENT_TIMESTAMP")

@@ -24,7 +24,9 @@ use crate::types::{WriteContext, coerce_to_column};
 use quill_txn::LockMode;
 
 mod bulk;
+mod load;
 use bulk::BulkBuffer;
+pub use load::{FieldTarget, LoadResult, LoadTargets, USER_VARIABLES, load};
 
 /// What a DML statement runs with.
 pub struct DmlCx<'a> {
@@ -394,99 +396,6 @@ fn prepare_row(
         }
         Err(e) => Err(e),
     }
-}
-
-/// What [`load`] did: the `Records: Deleted: Skipped: Warnings:` of LOAD DATA.
-#[derive(Debug, Default)]
-pub struct LoadResult {
-    pub affected: u64,
-    pub records: u64,
-    pub deleted: u64,
-    pub skipped: u64,
-    pub last_insert_id: Option<u64>,
-}
-
-/// MySQL's conditions for a LOAD DATA row with fewer or more fields than its targets.
-pub const ER_WARN_TOO_FEW_RECORDS: (u16, &str) = (1261, "01000");
-pub const ER_WARN_TOO_MANY_RECORDS: (u16, &str) = (1262, "01000");
-
-/// LOAD DATA's rows into `db.name`: each row's fields go to the columns `targets` names, in
-/// order. A row with fewer fields leaves the rest to their defaults (1261 for each), one with
-/// more drops the extra (1262); both are warnings when `cx.strict` is off and errors when it
-/// is on. A row whose key is taken replaces the old one, is skipped with a warning, or is
-/// error 1062, as `duplicates` says.
-///
-/// # Errors
-/// As INSERT: data errors (under strict mode), duplicates, lock waits.
-pub fn load(
-    catalog: &Catalog,
-    cx: &mut DmlCx<'_>,
-    db: &str,
-    name: &str,
-    targets: &[usize],
-    rows: impl Iterator<Item = Vec<Value>>,
-    duplicates: crate::load_data::Duplicates,
-) -> Result<LoadResult> {
-    let replace = duplicates == crate::load_data::Duplicates::Replace;
-    let ignore = duplicates == crate::load_data::Duplicates::Ignore;
-    with_table(catalog, db, name, |catalog, t, data| {
-        let mut res = DmlResult::default();
-        let mut out = LoadResult::default();
-        let mut generated = None;
-        let mut bulk = if replace { None } else { BulkBuffer::start(cx, data, ignore, None) };
-        // The bulk path's count of skipped duplicates; `out.skipped` is derived below instead.
-        let mut duplicates = 0;
-        let mut each_row = |cx: &mut DmlCx<'_>, fields: Vec<Value>| -> Result<()> {
-            out.records += 1;
-            let row_no = out.records;
-            let mut vals: ProposedRow = vec![None; t.columns.len()];
-            let given = fields.len();
-            for (&col, v) in targets.iter().zip(fields) {
-                vals[col] = Some(v);
-            }
-            // One 1261 per column the row leaves out, as MySQL counts them.
-            let condition = match given.cmp(&targets.len()) {
-                Ordering::Less => Some((ER_WARN_TOO_FEW_RECORDS, format!("Row {row_no} doesn't contain data for all columns"), targets.len() - given)),
-                Ordering::Greater => {
-                    Some((ER_WARN_TOO_MANY_RECORDS, format!("Row {row_no} was truncated; it contained more data than there were input columns"), 1))
-                }
-                Ordering::Equal => None,
-            };
-            if let Some((code, message, times)) = condition {
-                if cx.strict {
-                    return Err(SqlError::new(code, message));
-                }
-                cx.warnings.extend(std::iter::repeat_n(Warning { level: "Warning", code: code.0, message }, times));
-            }
-            match bulk.as_mut() {
-                Some(b) => match prepare_row(cx, t, data, vals, row_no, ignore, &mut generated)? {
-                    Some(row) => b.push(cx, t, data, row, &mut res, &mut duplicates),
-                    None => Ok(()),
-                },
-                None => {
-                    // Rows REPLACE removed to make room (insert_row's count of duplicates).
-                    let mut replaced = 0;
-                    insert_proposed(catalog, cx, t, data, vals, row_no, Duplicate { replace, ignore, on_dup: None }, &mut res, &mut replaced, &mut generated)?;
-                    out.deleted += replaced;
-                    Ok(())
-                }
-            }
-        };
-        let loaded = rows.into_iter().try_for_each(|fields| each_row(cx, fields));
-        match bulk.take() {
-            Some(b) if loaded.is_ok() => b.finish(cx, t, data, &mut res, &mut duplicates)?,
-            Some(b) => b.abandon(data),
-            None => {}
-        }
-        loaded?;
-        if !replace {
-            // Each record inserts one row or is skipped (a data error or a duplicate, under IGNORE).
-            out.skipped = out.records - res.affected;
-        }
-        out.affected = res.affected;
-        out.last_insert_id = generated;
-        Ok(out)
-    })
 }
 
 /// Whether `q` reads the table `db.name` anywhere (a join, a subquery, a derived table).

@@ -27,6 +27,7 @@ pub mod lock_tables;
 pub mod locking;
 pub mod mdl;
 pub mod ops;
+pub mod outfile;
 pub mod parse;
 pub mod query;
 pub mod session;

@@ -130,6 +130,55 @@ pub fn parse(sql: &str) -> Result<LoadSpec> {
     if r.word("PARTITION") {
         return Err(SqlError::unsupported("LOAD DATA ... PARTITION"));
     }
+    let (charset, format) = charset_and_format(&mut r)?;
+    let mut ignore_lines = 0;
+    if r.word("IGNORE") {
+        ignore_lines = r.number()?;
+        if !(r.word("LINES") || r.word("ROWS")) {
+            return Err(syntax("IGNORE"));
+        }
+    }
+    let mut targets = Vec::new();
+    if r.p.consume_token(&Token::LParen) {
+        loop {
+            targets.push(r.target()?);
+            if r.p.consume_token(&Token::RParen) {
+                break;
+            }
+            if !r.p.consume_token(&Token::Comma) {
+                return Err(syntax(&r.p.peek_token().to_string()));
+            }
+        }
+    }
+    let mut set = Vec::new();
+    if r.word("SET") {
+        loop {
+            let column = r.name()?;
+            if !r.p.consume_token(&Token::Eq) {
+                return Err(syntax(&column));
+            }
+            let value = r.p.parse_expr().map_err(|e| SqlError::parse(&e.to_string()))?;
+            set.push((column, value));
+            if !r.p.consume_token(&Token::Comma) {
+                break;
+            }
+        }
+    }
+    let _ = r.p.consume_token(&Token::SemiColon);
+    if r.p.peek_token().token != Token::EOF {
+        return Err(syntax(&r.p.peek_token().to_string()));
+    }
+    Ok(LoadSpec { local, file, duplicates, table, charset, format, ignore_lines, targets, set })
+}
+
+/// The `CHARACTER SET` and the `FIELDS` / `LINES` clauses, as `LOAD DATA` and `SELECT ... INTO
+/// OUTFILE` both write them.
+///
+/// # Errors
+/// 1064 for a clause with nothing in it, 1083 for an `ENCLOSED BY` or `ESCAPED BY` of more
+/// than one character, 1235 for fixed-width rows.
+pub(crate) fn charset_and_format(r: &mut Reader<'_, '_>) -> Result<(Option<String>, Format)> {
+    let syntax = |near: &str| SqlError::parse(near);
     let mut charset = None;
     if r.word("CHARACTER") {
         r.expect("SET")?;
@@ -183,46 +232,9 @@ pub fn parse(sql: &str) -> Result<LoadSpec> {
         }
     }
     if format.fields_terminated.is_empty() && format.enclosed.is_none() {
-        return Err(SqlError::unsupported("LOAD DATA with fixed-width rows (empty FIELDS TERMINATED BY and ENCLOSED BY)"));
+        return Err(SqlError::unsupported("fixed-width rows (empty FIELDS TERMINATED BY and ENCLOSED BY)"));
     }
-    let mut ignore_lines = 0;
-    if r.word("IGNORE") {
-        ignore_lines = r.number()?;
-        if !(r.word("LINES") || r.word("ROWS")) {
-            return Err(syntax("IGNORE"));
-        }
-    }
-    let mut targets = Vec::new();
-    if r.p.consume_token(&Token::LParen) {
-        loop {
-            targets.push(r.target()?);
-            if r.p.consume_token(&Token::RParen) {
-                break;
-            }
-            if !r.p.consume_token(&Token::Comma) {
-                return Err(syntax(&r.p.peek_token().to_string()));
-            }
-        }
-    }
-    let mut set = Vec::new();
-    if r.word("SET") {
-        loop {
-            let column = r.name()?;
-            if !r.p.consume_token(&Token::Eq) {
-                return Err(syntax(&column));
-            }
-            let value = r.p.parse_expr().map_err(|e| SqlError::parse(&e.to_string()))?;
-            set.push((column, value));
-            if !r.p.consume_token(&Token::Comma) {
-                break;
-            }
-        }
-    }
-    let _ = r.p.consume_token(&Token::SemiColon);
-    if r.p.peek_token().token != Token::EOF {
-        return Err(syntax(&r.p.peek_token().to_string()));
-    }
-    Ok(LoadSpec { local, file, duplicates, table, charset, format, ignore_lines, targets, set })
+    Ok((charset, format))
 }
 
 /// `ENCLOSED BY` and `ESCAPED BY` take one character, or none.
@@ -236,13 +248,13 @@ fn single(bytes: &[u8]) -> Result<Option<u8>> {
 
 /// Keyword-by-text reading on sqlparser's tokens: most of LOAD DATA's words are not
 /// sqlparser keywords.
-struct Reader<'p, 'a> {
-    p: &'p mut Parser<'a>,
+pub(crate) struct Reader<'p, 'a> {
+    pub(crate) p: &'p mut Parser<'a>,
 }
 
 impl Reader<'_, '_> {
     /// Consumes the next token when it is the unquoted word `w`.
-    fn word(&mut self, w: &str) -> bool {
+    pub(crate) fn word(&mut self, w: &str) -> bool {
         let matches = matches!(&self.p.peek_token().token, Token::Word(word) if word.quote_style.is_none() && word.value.eq_ignore_ascii_case(w));
         if matches {
             self.p.next_token();
@@ -250,12 +262,12 @@ impl Reader<'_, '_> {
         matches
     }
 
-    fn expect(&mut self, w: &str) -> Result<()> {
+    pub(crate) fn expect(&mut self, w: &str) -> Result<()> {
         if self.word(w) { Ok(()) } else { Err(SqlError::parse(&self.p.peek_token().to_string())) }
     }
 
     /// A quoted string; its escapes are already read (`'\t'` is a tab).
-    fn string(&mut self) -> Result<String> {
+    pub(crate) fn string(&mut self) -> Result<String> {
         match self.p.next_token().token {
             Token::SingleQuotedString(s) | Token::DoubleQuotedString(s) => Ok(s),
             other => Err(SqlError::parse(&other.to_string())),
@@ -326,6 +338,12 @@ impl<'a> Rows<'a> {
     #[must_use]
     pub fn new(data: &'a [u8], format: &'a Format) -> Rows<'a> {
         Rows { data, at: 0, format }
+    }
+
+    /// How many bytes of the file are behind the rows read so far (for a load's progress).
+    #[must_use]
+    pub fn position(&self) -> usize {
+        self.at
     }
 
     /// `IGNORE n LINES`: skips the first `n` lines, each up to and including the line

@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, RwLock};
@@ -37,9 +37,12 @@ use crate::{cost, ddl, show};
 mod checksum;
 mod commit;
 mod load;
+mod outfile;
+mod server_files;
 mod table_locks;
 
 pub use commit::{STREAM_PART_BYTES, STREAM_ROWS};
+pub use load::PROGRESS_DONE;
 
 /// Server-wide counters shown by SHOW GLOBAL STATUS.
 #[derive(Default)]
@@ -81,6 +84,10 @@ pub struct ProcessInfo {
     /// Set by KILL (QUERY or CONNECTION), cleared when the next command starts: a running
     /// statement stops at its next row, a lock or metadata-lock wait ends (see `Interrupt`).
     pub interrupt: Arc<std::sync::atomic::AtomicBool>,
+    /// How far the running statement is, in thousandths of a percent (0 to
+    /// `load::PROGRESS_DONE`): a `LOAD DATA` reports the share of its file read; other
+    /// statements stay at 0, as in MariaDB's PROCESSLIST.
+    pub progress: Arc<AtomicU32>,
 }
 
 /// Everything shared by the sessions of one server.
@@ -305,6 +312,8 @@ pub struct Session {
     pub client_found_rows: bool,
     /// Notified when another session KILLs this one.
     pub kill: Arc<tokio::sync::Notify>,
+    /// This session's `ProcessInfo::progress`.
+    progress: Arc<AtomicU32>,
     /// Isolation level of the next transaction only (SET TRANSACTION without a scope).
     next_isolation: Option<&'static str>,
     /// Access mode of the next transaction only (SET TRANSACTION READ ONLY / READ WRITE).
@@ -335,6 +344,7 @@ impl Session {
         engine.status.threads_connected.fetch_add(1, Ordering::Relaxed);
         let kill = Arc::new(tokio::sync::Notify::new());
         let interrupt = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let progress = Arc::new(AtomicU32::new(0));
         engine.processes.lock().insert(
             connection_id,
             ProcessInfo {
@@ -343,6 +353,7 @@ impl Session {
                 command: "Sleep".into(),
                 kill: kill.clone(),
                 interrupt: interrupt.clone(),
+                progress: progress.clone(),
                 ..ProcessInfo::default()
             },
         );
@@ -370,6 +381,7 @@ impl Session {
             cache: HashMap::new(),
             client_found_rows: false,
             kill,
+            progress,
             next_isolation: None,
             next_read_only: None,
             locked_tables: None,
@@ -1458,6 +1470,11 @@ impl Session {
             "KILL" => Some(self.kill(&words)),
             "CHECKSUM" if checksum::is_checksum_table(&upper) => Some(self.checksum_table(sql).await),
             "LOCK" | "UNLOCK" if table_locks::is_table_lock_statement(&upper) => Some(self.table_lock_statement(sql).await),
+            w if (w == "SELECT" || w == "WITH" || w.starts_with('(')) && crate::outfile::may_write_file(sql) => match crate::outfile::find(sql) {
+                Ok(Some(into)) => Some(self.select_into_file(statement, into).await),
+                Ok(None) => None,
+                Err(e) => Some(Err(e)),
+            },
             "LOAD" if crate::load_data::is_load_data(sql) => {
                 let r = self.load_data(sql).await;
                 if self.txn.is_none() {
@@ -1630,6 +1647,7 @@ impl Session {
     pub fn command_started(&self, text: Option<&str>) {
         if let Some(p) = self.info.engine.processes.lock().get_mut(&self.info.connection_id) {
             p.interrupt.store(false, Ordering::Release);
+            p.progress.store(0, Ordering::Relaxed);
             p.command = if text.is_some() { "Query".into() } else { "Sleep".into() };
             p.info = text.map(|t| t.chars().take(1024).collect());
             p.started = Some(Instant::now());
@@ -1916,39 +1934,8 @@ impl Session {
     }
 
     fn show_processlist(&self) -> ResultSet {
-        let text = SqlTypeHelper::text();
-        let procs = self.info.engine.processes.lock();
-        let mut ids: Vec<&u32> = procs.keys().collect();
-        ids.sort();
-        let rows = ids
-            .into_iter()
-            .map(|id| {
-                let p = &procs[id];
-                vec![
-                    Value::UInt(u64::from(*id)),
-                    Value::Str(p.user.clone()),
-                    Value::Str(p.host.clone()),
-                    p.db.clone().map_or(Value::Null, Value::Str),
-                    Value::Str(if *id == self.info.connection_id { "Query".into() } else { p.command.clone() }),
-                    Value::Int(p.started.map_or(0, |s| s.elapsed().as_secs() as i64)),
-                    Value::Str(p.state.to_owned()),
-                    if *id == self.info.connection_id { Value::Str("SHOW PROCESSLIST".into()) } else { p.info.clone().map_or(Value::Null, Value::Str) },
-                ]
-            })
-            .collect();
-        ResultSet {
-            columns: vec![
-                OutColumn::computed("Id", crate::types::SqlType::Int { kind: crate::types::IntKind::Big, unsigned: true, display: None }),
-                OutColumn::computed("User", text.clone()),
-                OutColumn::computed("Host", text.clone()),
-                OutColumn::computed("db", text.clone()),
-                OutColumn::computed("Command", text.clone()),
-                OutColumn::computed("Time", crate::types::SqlType::bigint()),
-                OutColumn::computed("State", text.clone()),
-                OutColumn::computed("Info", text),
-            ],
-            rows,
-        }
+        let (columns, rows) = show::processlist(&self.info, false);
+        ResultSet { columns, rows }
     }
 
     /// The client went away: roll back (releasing the transaction's locks) and give the

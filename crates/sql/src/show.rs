@@ -524,8 +524,74 @@ pub fn information_schema_table(env: &Env<'_>, name: &str) -> Result<(Vec<OutCol
             Vec::new(),
         ),
         "INNODB_TRX" => crate::lock_tables::innodb_trx(env)?,
+        "PROCESSLIST" => processlist(env.info, true),
         other => {
             return Err(SqlError::new(crate::error::codes::ER_UNKNOWN_TABLE, format!("Unknown table '{}' in information_schema", other.to_ascii_lowercase())));
         }
     })
+}
+
+/// The sessions, for `SHOW PROCESSLIST` (`schema` false: MariaDB's nine columns, `Progress`
+/// last) or `information_schema.PROCESSLIST` (MySQL 8's eight columns, then MariaDB's
+/// `TIME_MS` and `PROGRESS`). `Progress` is the running statement's, in percent with three
+/// decimals: a `LOAD DATA` reports the share of its file read, other statements 0.
+#[must_use]
+pub fn processlist(info: &crate::session::SessionInfo, schema: bool) -> (Vec<OutColumn>, Vec<Vec<Value>>) {
+    let procs = info.engine.processes.lock();
+    let mut ids: Vec<&u32> = procs.keys().collect();
+    ids.sort();
+    let progress_type = SqlType::Decimal { precision: 7, scale: 3, unsigned: false };
+    let rows = ids
+        .into_iter()
+        .map(|id| {
+            let p = &procs[id];
+            let own = *id == info.connection_id;
+            let elapsed = p.started.map(|s| s.elapsed()).unwrap_or_default();
+            let mut row = vec![
+                Value::UInt(u64::from(*id)),
+                s(p.user.clone()),
+                s(p.host.clone()),
+                p.db.clone().map_or(Value::Null, Value::Str),
+                s(if own { "Query" } else { p.command.as_str() }),
+                Value::Int(i64::try_from(elapsed.as_secs()).unwrap_or(i64::MAX)),
+                s(p.state),
+                if own && !schema { s("SHOW PROCESSLIST") } else { p.info.clone().map_or(Value::Null, Value::Str) },
+            ];
+            if schema {
+                let micros = i64::try_from(elapsed.as_micros()).unwrap_or(i64::MAX);
+                row.push(Value::Decimal(quill_storage::Decimal::new(micros, 3)));
+            }
+            let progress = p.progress.load(std::sync::atomic::Ordering::Relaxed).min(crate::session::PROGRESS_DONE);
+            row.push(Value::Decimal(quill_storage::Decimal::new(i64::from(progress), 3)));
+            row
+        })
+        .collect();
+    let id_type = SqlType::Int { kind: crate::types::IntKind::Big, unsigned: true, display: None };
+    let columns = if schema {
+        cols(&[
+            ("ID", id_type),
+            ("USER", text(32)),
+            ("HOST", text(261)),
+            ("DB", text(64)),
+            ("COMMAND", text(16)),
+            ("TIME", SqlType::bigint()),
+            ("STATE", text(64)),
+            ("INFO", text(65_535)),
+            ("TIME_MS", SqlType::Decimal { precision: 22, scale: 3, unsigned: false }),
+            ("PROGRESS", progress_type),
+        ])
+    } else {
+        cols(&[
+            ("Id", id_type),
+            ("User", text(32)),
+            ("Host", text(261)),
+            ("db", text(64)),
+            ("Command", text(16)),
+            ("Time", SqlType::bigint()),
+            ("State", text(64)),
+            ("Info", text(65_535)),
+            ("Progress", progress_type),
+        ])
+    };
+    (columns, rows)
 }

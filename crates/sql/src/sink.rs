@@ -23,8 +23,8 @@ use quill_storage::Value;
 use crate::error::Result;
 use crate::query::OutColumn;
 
-/// The largest file `LOAD DATA LOCAL` reads: the whole file is held while its rows are
-/// inserted.
+/// The largest file `LOAD DATA` reads, LOCAL or from the server's disk: the whole file is
+/// held while its rows are inserted.
 pub const LOCAL_INFILE_BYTES_MAX: usize = 1 << 30;
 
 /// Where a streamed result goes, and where `LOAD DATA LOCAL` reads the client's file from:

@@ -135,6 +135,13 @@ impl SqlType {
         matches!(self, SqlType::Int { .. } | SqlType::Year)
     }
 
+    /// A number type (MySQL's numeric result types): what `OPTIONALLY ENCLOSED BY` leaves
+    /// unenclosed.
+    #[must_use]
+    pub fn is_numeric(&self) -> bool {
+        matches!(self, SqlType::Int { .. } | SqlType::Year | SqlType::Decimal { .. } | SqlType::Float | SqlType::Double)
+    }
+
     #[must_use]
     pub fn is_string(&self) -> bool {
         matches!(self, SqlType::Char { .. } | SqlType::VarChar { .. } | SqlType::Text { .. })

@@ -139,6 +139,9 @@ pub const VARIABLES: &[VarDef] = &[
     // Their own bound, so sockets that never log in cannot take max_connections' slots.
     v("quill_max_unauthenticated_connections", Global, int(1, 100_000), Live, "512"),
     v("read_only", Global, Bool, Inert, "OFF"),
+    // Where server-side files may be read and written (`session::server_files`): NULL, the
+    // default, for nowhere; empty for anywhere; or one directory. Set at start-up only.
+    v("secure_file_priv", Global, Str, ReadOnly, SECURE_FILE_PRIV_NONE),
     v("server_id", Global, int(0, 4_294_967_295), Inert, "1"),
     v("session_track_schema", Both, Bool, Inert, "ON"),
     v("session_track_state_change", Both, Bool, Inert, "OFF"),
@@ -314,9 +317,25 @@ pub fn normalise(def: &VarDef, v: &Value) -> Result<Normalised> {
                         Err(SqlError::new(codes::ER_UNKNOWN_COLLATION, format!("Unknown collation: '{s}'")))
                     }
                 }
+                "secure_file_priv" => secure_file_priv(&s).and_then(plain),
                 _ => plain(s),
             }
         }
+    }
+}
+
+/// The `secure_file_priv` that forbids every server file: MySQL's NULL.
+pub const SECURE_FILE_PRIV_NONE: &str = "NULL";
+
+/// A `secure_file_priv` as stored: NULL, empty, or an existing directory made absolute with a
+/// trailing `/`, as MySQL shows it.
+fn secure_file_priv(s: &str) -> Result<String> {
+    if s.eq_ignore_ascii_case(SECURE_FILE_PRIV_NONE) || s.is_empty() {
+        return Ok(if s.is_empty() { String::new() } else { SECURE_FILE_PRIV_NONE.to_owned() });
+    }
+    match std::fs::canonicalize(s) {
+        Ok(dir) if dir.is_dir() => Ok(format!("{}/", dir.display().to_string().trim_end_matches('/'))),
+        _ => Err(SqlError::new(codes::ER_WRONG_VALUE_FOR_VAR, format!("secure_file_priv: '{s}' is not an existing directory"))),
     }
 }
 
@@ -341,6 +360,7 @@ pub fn as_value(def: &VarDef, s: &str) -> Value {
             s.parse::<i64>().map(Value::Int).or_else(|_| s.parse::<u64>().map(Value::UInt)).unwrap_or(Value::Str(s.to_owned()))
         }
         Kind::Bool => Value::Int(i64::from(s == "ON")),
+        Kind::Str if def.name == "secure_file_priv" && s == SECURE_FILE_PRIV_NONE => Value::Null,
         Kind::Str => Value::Str(s.to_owned()),
     }
 }
