@@ -148,3 +148,65 @@ def test_a_fixed_table_stays_fixed_across_a_crash_and_a_checkpoint(tmp_path):
             assert cur.fetchone() == (3000, Decimal("4500000.00"), "artikel 999")
     assert after["Row_format"] == "Fixed"
     assert (after["Rows"], after["Avg_row_length"], after["Data_length"]) == (before["Rows"], before["Avg_row_length"], before["Data_length"])
+
+
+def test_alter_table_takes_table_options_with_other_changes(conn):
+    """`ENGINE`, `ROW_FORMAT`, `COMMENT` and `DEFAULT CHARSET` in ALTER TABLE, alone, in a run
+    without commas, or beside column changes: the rows stay, the options show."""
+    with conn.cursor() as cur:
+        cur.execute(f"CREATE TABLE t {COLUMNS}")
+        fill(cur, "t", 20, lambda i: i)
+        cur.execute("CHECKSUM TABLE t")
+        before = cur.fetchone()[1]
+        cur.execute("ALTER TABLE t ENGINE=InnoDB")
+        cur.execute("ALTER TABLE t ENGINE = InnoDB ROW_FORMAT = DYNAMIC, ADD COLUMN note VARCHAR(10), COMMENT 'price list'")
+        cur.execute("SHOW CREATE TABLE t")
+        definition = cur.fetchone()[1]
+        assert "`note` varchar(10) DEFAULT NULL" in definition
+        assert "ROW_FORMAT=DYNAMIC" in definition and definition.endswith("COMMENT='price list'")
+        cur.execute("ALTER TABLE t DROP COLUMN note, DEFAULT CHARSET=utf8mb4")
+        cur.execute("CHECKSUM TABLE t")
+        assert cur.fetchone()[1] == before
+        with pytest.raises(pymysql.err.MySQLError) as e:
+            cur.execute("ALTER TABLE t ROW_FORMAT=SQUARE")
+        assert e.value.args[0] == 1064
+        with pytest.raises(pymysql.err.MySQLError) as e:
+            cur.execute("ALTER TABLE t ENGINE=NoSuchEngine")
+        assert e.value.args[0] == 1286
+
+
+@pytest.mark.mysql8_only  # Quill's own: InnoDB has no FIXED rows
+def test_alter_table_row_format_rewrites_the_rows(conn):
+    with conn.cursor() as cur:
+        cur.execute(f"CREATE TABLE t {COLUMNS}")
+        fill(cur, "t", 50, lambda i: i % 40)
+        cur.execute("CHECKSUM TABLE t")
+        before = cur.fetchone()[1]
+        dynamic = status(cur, "t")
+        cur.execute("ALTER TABLE t ROW_FORMAT=FIXED")
+        fixed = status(cur, "t")
+        assert (fixed["Row_format"], fixed["Create_options"]) == ("Fixed", "row_format=FIXED")
+        assert fixed["Avg_row_length"] > dynamic["Avg_row_length"], "every fixed row takes the longest row's slot"
+        cur.execute("CHECKSUM TABLE t")
+        assert cur.fetchone()[1] == before
+        cur.execute("ALTER TABLE t ROW_FORMAT=DYNAMIC")
+        assert status(cur, "t")["Data_length"] == dynamic["Data_length"]
+
+
+@pytest.mark.skipif(test_target() != "quill", reason="kills and restarts the quill binary")
+def test_an_altered_row_format_survives_a_crash(tmp_path):
+    with PrivateQuill(tmp_path / "data") as quill:
+        with quill.connect() as c, c.cursor() as cur:
+            cur.execute("CREATE DATABASE rf")
+            cur.execute(f"CREATE TABLE rf.t {COLUMNS}")
+            fill(cur, "rf.t", 100, lambda i: i % 40)
+            cur.execute("ALTER TABLE rf.t ROW_FORMAT=FIXED, COMMENT='fixed now'")
+            cur.execute("USE rf")
+            before = status(cur, "t")
+        quill.process.send_signal(signal.SIGKILL)
+        quill.process.wait()
+        quill.start()
+        with quill.connect("rf") as c, c.cursor() as cur:
+            after = status(cur, "t")
+    assert (after["Row_format"], after["Comment"]) == ("Fixed", "fixed now")
+    assert (after["Rows"], after["Data_length"]) == (before["Rows"], before["Data_length"])

@@ -236,14 +236,7 @@ pub fn create_table(catalog: &mut Catalog, info: &SessionInfo, env_params: (&[Va
                 }
                 "AUTO_INCREMENT" => auto_increment_start = v.parse().unwrap_or(1),
                 "COMMENT" => comment = v,
-                "ROW_FORMAT" => {
-                    row_format = Some(
-                        *ROW_FORMATS
-                            .iter()
-                            .find(|f| f.eq_ignore_ascii_case(&v))
-                            .ok_or_else(|| SqlError::new(codes::ER_PARSE_ERROR, format!("You have an error in your SQL syntax near '{v}'")))?,
-                    );
-                }
+                "ROW_FORMAT" => row_format = Some(self::row_format(&v)?),
                 "CHARSET" | "DEFAULT CHARSET" | "CHARACTER SET" | "DEFAULT CHARACTER SET" => {
                     if v.eq_ignore_ascii_case("binary") {
                         table_collation = Collation::Binary;
@@ -462,7 +455,22 @@ pub fn truncate(catalog: &mut Catalog, info: &SessionInfo, name: &ast::ObjectNam
     catalog.replace_table(empty)
 }
 
-/// Rebuild a table with a changed definition, copying its committed rows.
+/// The options of a table a rebuild keeps, or that ALTER TABLE changes.
+#[derive(Debug, Clone)]
+struct TableOptions {
+    row_format: Option<&'static str>,
+    comment: String,
+    collation: Collation,
+}
+
+impl TableOptions {
+    fn of(t: &TableMeta) -> TableOptions {
+        TableOptions { row_format: t.row_format, comment: t.comment.clone(), collation: t.collation }
+    }
+}
+
+/// Rebuild a table with a changed definition, copying its committed rows (into the rows of
+/// its new row format, if `options` changes it).
 #[allow(clippy::too_many_arguments)]
 fn rebuild(
     catalog: &mut Catalog,
@@ -472,13 +480,14 @@ fn rebuild(
     column_map: Vec<Option<usize>>,
     primary: Vec<usize>,
     indexes: Vec<IndexMeta>,
+    options: TableOptions,
     warnings: &mut Vec<Warning>,
 ) -> Result<()> {
     validate(&columns, &primary, &indexes)?;
     let old = catalog.table(db, name)?;
-    let mut meta = TableMeta::new(old.id, db, name, columns, primary, indexes, old.collation).with_row_format(old.row_format);
+    let mut meta = TableMeta::new(old.id, db, name, columns, primary, indexes, options.collation).with_row_format(options.row_format);
     row_format_warnings(&meta, warnings);
-    meta.comment = old.comment.clone();
+    meta.comment = options.comment;
     meta.created_at = old.created_at;
     meta.data.set_auto_increment(old.data.auto_increment());
     let rows = old.data.snapshot_rows(ReadView::current(0));
@@ -513,7 +522,8 @@ fn rebuild(
     catalog.replace_table(meta)
 }
 
-/// ALTER TABLE with ADD/DROP/MODIFY/CHANGE COLUMN and ADD/DROP INDEX.
+/// ALTER TABLE with ADD/DROP/MODIFY/CHANGE COLUMN, ADD/DROP INDEX and table options
+/// (`alter_options`).
 ///
 /// # Errors
 /// Definition errors; 1091 for a missing column or index.
@@ -532,6 +542,7 @@ pub fn alter_table(
     let mut primary = t.primary.clone();
     let mut indexes = t.indexes.clone();
     let collation = t.collation;
+    let mut options = TableOptions::of(t);
     let env = Env::new(catalog, ReadView::current(0), &[], now_us, info);
     for op in ops {
         match op {
@@ -600,10 +611,54 @@ pub fn alter_table(
                 }
             }
             ast::AlterTableOperation::DropPrimaryKey { .. } => primary.clear(),
+            ast::AlterTableOperation::SetTblProperties { table_properties } => {
+                for option in table_properties {
+                    table_option(info, &tname, option, &mut options, warnings)?;
+                }
+            }
             other => return Err(SqlError::unsupported(format!("ALTER TABLE {other}"))),
         }
     }
-    rebuild(catalog, &db, &tname, columns, map, primary, indexes, warnings)
+    rebuild(catalog, &db, &tname, columns, map, primary, indexes, options, warnings)
+}
+
+/// One table option of ALTER TABLE, as `alter_options::rewrite` passes it on: the engine is
+/// checked as CREATE TABLE checks it (the table keeps Quill's one engine), the row format,
+/// comment and default collation change.
+fn table_option(info: &SessionInfo, table: &str, option: &ast::SqlOption, options: &mut TableOptions, warnings: &mut Vec<Warning>) -> Result<()> {
+    use crate::alter_options as names;
+    let ast::SqlOption::KeyValue { key, value } = option else { return Err(SqlError::parse(&option.to_string())) };
+    let value = match value {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::SingleQuotedString(s) => s.clone(),
+            other => other.to_string(),
+        },
+        other => other.to_string(),
+    };
+    match key.value.as_str() {
+        names::ENGINE => check_engine(info, &value, table, warnings)?,
+        names::ROW_FORMAT => options.row_format = Some(row_format(&value)?),
+        names::COMMENT => options.comment = value,
+        names::CHARSET => {
+            let charset = crate::text::Charset::from_name(&value).ok_or_else(|| crate::vars::unknown_charset(&value))?;
+            options.collation = if charset == crate::text::Charset::Binary { Collation::Binary } else { Collation::default() };
+        }
+        names::COLLATE => {
+            options.collation =
+                Collation::from_name(&value).ok_or_else(|| SqlError::new(codes::ER_UNKNOWN_COLLATION, format!("Unknown collation: '{value}'")))?;
+        }
+        other => return Err(SqlError::parse(other)),
+    }
+    Ok(())
+}
+
+/// A `ROW_FORMAT` value, as one of [`ROW_FORMATS`].
+fn row_format(value: &str) -> Result<&'static str> {
+    ROW_FORMATS
+        .iter()
+        .find(|f| f.eq_ignore_ascii_case(value))
+        .copied()
+        .ok_or_else(|| SqlError::new(codes::ER_PARSE_ERROR, format!("You have an error in your SQL syntax near '{value}'")))
 }
 
 /// MODIFY / CHANGE COLUMN in place (moving a column with FIRST/AFTER is not supported).
@@ -665,7 +720,8 @@ pub fn create_index(catalog: &mut Catalog, info: &SessionInfo, ci: &ast::CreateI
     let columns = t.columns.clone();
     let map = (0..columns.len()).map(Some).collect();
     let primary = t.primary.clone();
-    rebuild(catalog, &db, &tname, columns, map, primary, indexes, warnings)
+    let options = TableOptions::of(t);
+    rebuild(catalog, &db, &tname, columns, map, primary, indexes, options, warnings)
 }
 
 /// DROP INDEX name ON table.
@@ -688,5 +744,6 @@ pub fn drop_index(catalog: &mut Catalog, info: &SessionInfo, index: &str, table:
             return Err(SqlError::new(codes::ER_CANT_DROP_FIELD_OR_KEY, format!("Can't DROP '{index}'; check that column/key exists")));
         }
     }
-    rebuild(catalog, &db, &tname, columns, map, primary, indexes, warnings)
+    let options = TableOptions::of(t);
+    rebuild(catalog, &db, &tname, columns, map, primary, indexes, options, warnings)
 }

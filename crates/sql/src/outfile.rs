@@ -27,7 +27,7 @@ use quill_log::{FlushMode, Lsn};
 use quill_storage::Value;
 use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::Parser;
-use sqlparser::tokenizer::{Location, Token, Tokenizer};
+use sqlparser::tokenizer::{Token, Tokenizer};
 
 use crate::error::{Result, SqlError};
 use crate::load_data::{self, Format};
@@ -99,29 +99,10 @@ pub fn find(sql: &str) -> Result<Option<IntoFile>> {
     let file = r.string()?;
     let (charset, format) = if kind == Kind::Outfile { load_data::charset_and_format(&mut r)? } else { (None, Format::default()) };
     let end = start + p.index();
-    let cut_from = offset(sql, tokens[start].span.start);
-    let cut_to = tokens.get(end).map_or(sql.len(), |t| offset(sql, t.span.start));
+    let cut_from = crate::parse::token_offset(sql, &tokens[start]);
+    let cut_to = tokens.get(end).map_or(sql.len(), |t| crate::parse::token_offset(sql, t));
     let query = format!("{} {}", &sql[..cut_from], &sql[cut_to..]);
     Ok(Some(IntoFile { kind, file, charset, format, query }))
-}
-
-/// The byte offset of a tokenizer location (lines and columns count from 1, columns in
-/// characters).
-fn offset(sql: &str, at: Location) -> usize {
-    let mut line = 1;
-    let mut column = 1;
-    for (i, c) in sql.char_indices() {
-        if line == at.line && column == at.column {
-            return i;
-        }
-        if c == '\n' {
-            line += 1;
-            column = 1;
-        } else {
-            column += 1;
-        }
-    }
-    sql.len()
 }
 
 /// Writes a result's rows into a file, as a row sink (see the module doc).

@@ -59,8 +59,30 @@ pub const REBALANCE_TERMS_MIN: usize = 32;
 /// expression depth limit so that the depth check, not the parser, answers first.
 const PARSER_RECURSION_LIMIT: usize = MAX_EXPRESSION_DEPTH + 64;
 
+/// The byte offset in `sql` where a token starts (the tokenizer counts lines and columns
+/// from 1, columns in characters): for the recognisers that cut a clause out of a text.
+#[must_use]
+pub fn token_offset(sql: &str, token: &sqlparser::tokenizer::TokenWithSpan) -> usize {
+    let at = token.span.start;
+    let mut line = 1;
+    let mut column = 1;
+    for (i, c) in sql.char_indices() {
+        if line == at.line && column == at.column {
+            return i;
+        }
+        if c == '\n' {
+            line += 1;
+            column = 1;
+        } else {
+            column += 1;
+        }
+    }
+    sql.len()
+}
+
 /// Parse one statement text (`operators` and `div_operators` as the lexer counted them)
-/// into shallow trees.
+/// into shallow trees. ALTER TABLE's table options are first put in a form sqlparser reads
+/// (`alter_options::rewrite`).
 ///
 /// # Errors
 /// 1064 for a syntax error; 1436 for a statement too deep or with too many operators;
@@ -72,6 +94,8 @@ pub fn parse(sql: &str, operators: usize, div_operators: usize) -> Result<Vec<St
     if div_operators > MAX_EXPRESSION_DEPTH {
         return Err(too_deep());
     }
+    let rewritten = crate::alter_options::rewrite(sql);
+    let sql = rewritten.as_deref().unwrap_or(sql);
     if operators <= INLINE_PARSE_OPERATORS_MAX {
         return parse_and_shape(sql);
     }
