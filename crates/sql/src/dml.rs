@@ -35,7 +35,7 @@ pub struct DmlCx<'a> {
     pub params: &'a [Value],
     pub now_us: i64,
     /// `(table id, primary key)` of every version this statement pushed.
-    pub undo: &'a mut Vec<(u64, Vec<u8>)>,
+    pub undo: &'a mut crate::write_log::WriteLog,
     pub warnings: &'a mut Vec<Warning>,
     pub strict: bool,
     /// Report rows matched rather than rows changed (CLIENT_FOUND_ROWS).
@@ -435,14 +435,14 @@ fn insert_row(
         let inserted = write_locked(cx, t, data, &row)?;
         match inserted {
             Ok(pk) => {
-                cx.undo.push((t.id, pk));
+                cx.undo.push(t.id, &pk);
                 res.affected += 1;
                 return Ok(());
             }
             Err(WriteError::Duplicate { existing_pk, .. }) if replace && attempts < 64 => {
                 locking::lock_for_write(&cx.info.engine.txns.locks, cx.txn, t.id, data, &existing_pk)?;
                 data.delete_row(cx.txn, &existing_pk).map_err(|e| write_error(e, t, &row, cx))?;
-                cx.undo.push((t.id, existing_pk));
+                cx.undo.push(t.id, &existing_pk);
                 res.affected += 1;
                 *duplicates += 1;
             }
@@ -471,9 +471,9 @@ fn insert_row(
                     let pk = data.update_row(&latch, cx.txn, &existing_pk, new.clone()).map_err(|e| write_error(e, t, &new, cx))?;
                     drop(latch);
                     if pk != existing_pk {
-                        cx.undo.push((t.id, pk));
+                        cx.undo.push(t.id, &pk);
                     }
-                    cx.undo.push((t.id, existing_pk));
+                    cx.undo.push(t.id, &existing_pk);
                     res.affected += 2;
                 }
                 return Ok(());
@@ -660,9 +660,9 @@ pub fn update(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Update) -> Resu
             let new_pk = data.update_row(&latch, cx.txn, &pk, new.clone()).map_err(|e| write_error(e, t, &new, cx))?;
             drop(latch);
             if new_pk != pk {
-                cx.undo.push((t.id, new_pk));
+                cx.undo.push(t.id, &new_pk);
             }
-            cx.undo.push((t.id, pk));
+            cx.undo.push(t.id, &pk);
             changed += 1;
         }
         Ok(DmlResult {
@@ -703,7 +703,7 @@ pub fn delete(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Delete) -> Resu
             }
             locking::lock_for_write(&cx.info.engine.txns.locks, cx.txn, t.id, t.data.as_ref(), &pk)?;
             data.delete_row(cx.txn, &pk).map_err(|e| write_error(e, t, &row, cx))?;
-            cx.undo.push((t.id, pk));
+            cx.undo.push(t.id, &pk);
             affected += 1;
         }
         Ok(DmlResult { affected, last_insert_id: None, info: String::new() })

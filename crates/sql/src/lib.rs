@@ -38,6 +38,7 @@ pub mod text;
 pub mod tmp_memory;
 pub mod types;
 pub mod vars;
+pub mod write_log;
 
 pub use error::{SqlError, Warning};
 pub use session::{Engine, Outcome, Session};

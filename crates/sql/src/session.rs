@@ -265,7 +265,7 @@ struct Txn {
     view: Option<ReadView>,
     /// Every row write, as (table id, primary key), in order; a row written again is there
     /// again.
-    writes: Vec<(u64, Vec<u8>)>,
+    writes: crate::write_log::WriteLog,
     /// `writes[..logged]` are in the log already, in part records of this transaction's
     /// stream (see `commit`).
     logged: usize,
@@ -870,7 +870,7 @@ impl Session {
         let next = self.next_read_only.take();
         let read_only = read_only.or(next).unwrap_or_else(|| self.info.var("transaction_read_only") == "ON");
         let id = self.info.engine.txns.begin(self.info.connection_id, isolation, read_only);
-        Txn { id, view: None, writes: Vec::new(), logged: 0, stream: None, explicit, isolation, read_only, savepoints: Vec::new() }
+        Txn { id, view: None, writes: crate::write_log::WriteLog::new(), logged: 0, stream: None, explicit, isolation, read_only, savepoints: Vec::new() }
     }
 
     fn read_view(&mut self) -> ReadView {
@@ -1076,7 +1076,7 @@ impl Session {
         }
         let lock = self.lock_spec(LockMode::Exclusive, WaitPolicy::Wait);
         let engine = self.engine();
-        let mut undo = Vec::new();
+        let mut undo = crate::write_log::WriteLog::new();
         let mut warnings = Vec::new();
         let strict = strict.unwrap_or_else(|| self.info.strict());
         let result = {
@@ -1097,7 +1097,7 @@ impl Session {
             if r.is_err() {
                 // Statement atomicity: undo exactly what this statement pushed.
                 for (tid, pk) in undo.iter().rev() {
-                    if let Some(t) = catalog.table_by_id(*tid) {
+                    if let Some(t) = catalog.table_by_id(tid) {
                         t.data.undo_last(txn, pk);
                     }
                 }
@@ -1109,7 +1109,7 @@ impl Session {
             Ok(r) => {
                 engine.txns.locks.add_modified(txn, undo.len());
                 if let Some(t) = self.txn.as_mut() {
-                    t.writes.extend(undo);
+                    t.writes.append(undo);
                 }
                 self.stream_if_large()?;
                 if let Some(id) = r.last_insert_id {

@@ -131,7 +131,7 @@ impl BulkBuffer {
                 })?;
                 match locking::insert_locked(locks, cx.txn, t.id, data, &key, || data.write_image_deferred(&latch, cx.txn, pk, image, &mut deferred))? {
                     Ok(pk) => {
-                        cx.undo.push((t.id, pk));
+                        cx.undo.push(t.id, &pk);
                         res.affected += 1;
                     }
                     Err(WriteError::Duplicate { .. }) if ignore => {

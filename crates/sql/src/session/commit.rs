@@ -104,8 +104,8 @@ impl Session {
             let horizon = engine.txns.purge_horizon();
             // A row written twice is stamped once: the second call finds nothing pending.
             let mut walk = TableWalk::new(&catalog, t.id);
-            for (tid, pk) in &t.writes {
-                if let Some((_, rows)) = walk.rows(*tid) {
+            for (tid, pk) in t.writes.iter() {
+                if let Some((_, rows)) = walk.rows(tid) {
                     rows.commit_row(pk, ts, horizon);
                 }
             }
@@ -200,8 +200,8 @@ impl Session {
         if t.logged > mark {
             return Err(SqlError::unsupported("ROLLBACK TO SAVEPOINT past rows a large transaction has already streamed to the log"));
         }
-        for (tid, pk) in t.writes[mark..].iter().rev() {
-            if let Some(table) = catalog.table_by_id(*tid) {
+        for (tid, pk) in t.writes.iter_from(mark).rev() {
+            if let Some(table) = catalog.table_by_id(tid) {
                 table.data.undo_last(t.id, pk);
             }
         }
@@ -223,7 +223,7 @@ impl Session {
         if !t.writes.is_empty() {
             let catalog = engine.catalog();
             for (tid, pk) in t.writes.iter().rev() {
-                if let Some(table) = catalog.table_by_id(*tid) {
+                if let Some(table) = catalog.table_by_id(tid) {
                     table.data.rollback_row(t.id, pk);
                 }
             }
@@ -288,12 +288,12 @@ fn stream_writes(engine: &Engine, log: &Log, catalog: &Catalog, t: &mut Txn, kee
     // Keyed by primary keys clients choose: seeded (no hash flooding) and fast.
     let mut seen: HashSet<(u64, &[u8]), foldhash::fast::RandomState> = HashSet::default();
     let mut walk = TableWalk::new(catalog, *id);
-    for (tid, pk) in &writes[*logged..] {
-        if !seen.insert((*tid, pk.as_slice())) {
+    for (tid, pk) in writes.iter_from(*logged) {
+        if !seen.insert((tid, pk)) {
             continue;
         }
         // No table (dropped since) or no pending version (a failed statement undid it).
-        let Some((table, rows)) = walk.rows(*tid) else { continue };
+        let Some((table, rows)) = walk.rows(tid) else { continue };
         let Some(image) = rows.pending_image(pk) else { continue };
         let change = row_change(table, pk, image);
         bytes += quill_log::body_len(std::slice::from_ref(&change));
