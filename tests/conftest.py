@@ -171,6 +171,11 @@ class PrivateQuill:
         if self.process is not None:
             stop_process(self.process)
 
+    def kill(self) -> None:
+        """Kills the server with SIGKILL, as a crash would, and waits for it to be gone."""
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=10)
+
     def __enter__(self) -> "PrivateQuill":
         return self.start()
 

@@ -5,7 +5,6 @@ a bulk statement stays atomic, in its errors and across a crash.
 
 from __future__ import annotations
 
-import signal
 import threading
 import time
 
@@ -132,8 +131,7 @@ def test_a_crash_in_the_middle_of_a_bulk_copy_leaves_none_of_it(quill_only, tmp_
         while flushes(setup) < started + 3:
             assert time.monotonic() < deadline and thread.is_alive(), "the copy never flushed a buffer"
             time.sleep(0.01)
-        quill.process.send_signal(signal.SIGKILL)
-        quill.process.wait(timeout=10)
+        quill.kill()
         thread.join(timeout=30)
         assert error, "the copy cannot have finished"
 

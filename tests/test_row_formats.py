@@ -9,7 +9,6 @@ Quill's own; the syntax and the status columns' names are checked on both.
 
 from __future__ import annotations
 
-import signal
 from decimal import Decimal
 
 import pymysql
@@ -144,8 +143,7 @@ def test_a_fixed_table_stays_fixed_across_a_crash_and_a_checkpoint(tmp_path):
                 cur.execute(f"INSERT INTO rf.fixed VALUES {values}")
             cur.execute("USE rf")
             before = status(cur, "fixed")
-        quill.process.send_signal(signal.SIGKILL)
-        quill.process.wait()
+        quill.kill()
         quill.start()
         with quill.connect("rf") as c, c.cursor() as cur:
             after = status(cur, "fixed")
@@ -204,8 +202,7 @@ def test_an_altered_row_format_survives_a_crash(tmp_path):
             cur.execute("ALTER TABLE rf.t ROW_FORMAT=FIXED, COMMENT='fixed now'")
             cur.execute("USE rf")
             before = status(cur, "t")
-        quill.process.send_signal(signal.SIGKILL)
-        quill.process.wait()
+        quill.kill()
         quill.start()
         with quill.connect("rf") as c, c.cursor() as cur:
             after = status(cur, "t")

@@ -207,6 +207,7 @@ pub fn create_table(catalog: &mut Catalog, info: &SessionInfo, env_params: (&[Va
         return catalog.add_table(meta);
     }
     let mut table_collation = Collation::default();
+    let mut collate = None;
     let mut auto_increment_start = 1u64;
     let mut comment = String::new();
     let mut row_format = None;
@@ -231,22 +232,18 @@ pub fn create_table(catalog: &mut Catalog, info: &SessionInfo, env_params: (&[Va
             let k = key.value.to_ascii_uppercase();
             let v = value.to_string().trim_matches(['\'', '"']).to_owned();
             match k.as_str() {
-                "COLLATE" | "DEFAULT COLLATE" => {
-                    table_collation = Collation::from_name(&v).ok_or_else(|| SqlError::new(codes::ER_UNKNOWN_COLLATION, format!("Unknown collation: '{v}'")))?
-                }
+                "COLLATE" | "DEFAULT COLLATE" => collate = Some(collation_named(&v)?),
                 "AUTO_INCREMENT" => auto_increment_start = v.parse().unwrap_or(1),
                 "COMMENT" => comment = v,
                 "ROW_FORMAT" => row_format = Some(self::row_format(&v)?),
-                "CHARSET" | "DEFAULT CHARSET" | "CHARACTER SET" | "DEFAULT CHARACTER SET" => {
-                    if v.eq_ignore_ascii_case("binary") {
-                        table_collation = Collation::Binary;
-                    } else if v.eq_ignore_ascii_case("utf8mb4") && table_collation == Collation::Binary {
-                        table_collation = Collation::default();
-                    }
-                }
+                "CHARSET" | "DEFAULT CHARSET" | "CHARACTER SET" | "DEFAULT CHARACTER SET" => table_collation = charset_collation(&v),
                 _ => {}
             }
         }
+    }
+    // An explicit COLLATE wins over the character set's default, in either order.
+    if let Some(c) = collate {
+        table_collation = c;
     }
     let params: &[Value] = env_params.0;
     let (columns, primary, indexes) = {
@@ -624,7 +621,7 @@ pub fn alter_table(
 
 /// One table option of ALTER TABLE, as `alter_options::rewrite` passes it on: the engine is
 /// checked as CREATE TABLE checks it (the table keeps Quill's one engine), the row format,
-/// comment and default collation change.
+/// comment and default collation change as CREATE TABLE sets them.
 fn table_option(info: &SessionInfo, table: &str, option: &ast::SqlOption, options: &mut TableOptions, warnings: &mut Vec<Warning>) -> Result<()> {
     use crate::alter_options as names;
     let ast::SqlOption::KeyValue { key, value } = option else { return Err(SqlError::parse(&option.to_string())) };
@@ -639,17 +636,25 @@ fn table_option(info: &SessionInfo, table: &str, option: &ast::SqlOption, option
         names::ENGINE => check_engine(info, &value, table, warnings)?,
         names::ROW_FORMAT => options.row_format = Some(row_format(&value)?),
         names::COMMENT => options.comment = value,
-        names::CHARSET => {
-            let charset = crate::text::Charset::from_name(&value).ok_or_else(|| crate::vars::unknown_charset(&value))?;
-            options.collation = if charset == crate::text::Charset::Binary { Collation::Binary } else { Collation::default() };
-        }
-        names::COLLATE => {
-            options.collation =
-                Collation::from_name(&value).ok_or_else(|| SqlError::new(codes::ER_UNKNOWN_COLLATION, format!("Unknown collation: '{value}'")))?;
-        }
+        names::CHARSET => options.collation = charset_collation(&value),
+        names::COLLATE => options.collation = collation_named(&value)?,
         other => return Err(SqlError::parse(other)),
     }
     Ok(())
+}
+
+/// A table's default collation for `[DEFAULT] CHARSET=name`: binary's, or Quill's default
+/// for a text character set (tables store text as utf8mb4).
+fn charset_collation(name: &str) -> Collation {
+    if name.eq_ignore_ascii_case("binary") { Collation::Binary } else { Collation::default() }
+}
+
+/// The collation `COLLATE=name` names.
+///
+/// # Errors
+/// 1273 for a collation Quill does not have.
+fn collation_named(name: &str) -> Result<Collation> {
+    Collation::from_name(name).ok_or_else(|| SqlError::new(codes::ER_UNKNOWN_COLLATION, format!("Unknown collation: '{name}'")))
 }
 
 /// A `ROW_FORMAT` value, as one of [`ROW_FORMATS`].

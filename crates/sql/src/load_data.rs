@@ -21,7 +21,9 @@
 //! file, opening character included, as the field.
 //!
 //! Fields are bytes here; the caller decodes them in the statement's character set.
-//! Where it sits: in `sql`, below the session, which runs the statement; no I/O happens here.
+//! `SELECT ... INTO OUTFILE` writes the same FIELDS and LINES clauses (`outfile`), read by
+//! the same [`charset_and_format`]. Where it sits: in `sql`, below the session, which runs
+//! the statement; no I/O happens here.
 
 use sqlparser::ast;
 use sqlparser::dialect::MySqlDialect;

@@ -63,8 +63,9 @@ pub struct IntoFile {
 /// Whether `sql` may hold an `INTO OUTFILE` / `DUMPFILE` clause: a cheap test before [`find`].
 #[must_use]
 pub fn may_write_file(sql: &str) -> bool {
-    let upper = sql.to_ascii_uppercase();
-    upper.contains("OUTFILE") || upper.contains("DUMPFILE")
+    // Every SELECT passes here: a scan of its bytes, no copy of its text.
+    let has = |word: &[u8]| sql.as_bytes().windows(word.len()).any(|w| w.eq_ignore_ascii_case(word));
+    has(b"OUTFILE") || has(b"DUMPFILE")
 }
 
 /// Finds the `INTO OUTFILE` / `DUMPFILE` clause of a query at its outermost level.
@@ -141,22 +142,16 @@ impl FileSink {
         Ok(())
     }
 
-    fn text(&self, v: &Value, ty: &SqlType) -> Option<Vec<u8>> {
-        match v {
-            Value::Str(s) => Some(self.charset.encode(s).into_owned()),
-            _ => crate::types::to_text(v, ty),
-        }
-    }
-
+    /// Appends one line to the buffer.
     fn outfile_row(&mut self, row: &[Value]) {
         let f = &self.format;
-        let mut line = Vec::new();
+        let line = &mut self.buffer;
         line.extend_from_slice(&f.lines_starting);
         for (i, (v, ty)) in row.iter().zip(&self.types).enumerate() {
             if i > 0 {
                 line.extend_from_slice(&f.fields_terminated);
             }
-            let Some(bytes) = self.text(v, ty) else {
+            let Some(bytes) = text(self.charset, v, ty) else {
                 match f.escaped {
                     Some(e) => line.extend_from_slice(&[e, b'N']),
                     None => line.extend_from_slice(b"NULL"),
@@ -169,7 +164,7 @@ impl FileSink {
                 Some(escape) => {
                     let special = f.enclosed.or_else(|| f.fields_terminated.first().copied());
                     let line_end = f.lines_terminated.first().copied();
-                    for b in bytes {
+                    for &b in bytes.iter() {
                         if b == escape || Some(b) == special || Some(b) == line_end || b == 0 {
                             line.push(escape);
                             line.push(if b == 0 { b'0' } else { b });
@@ -183,7 +178,14 @@ impl FileSink {
             line.extend(enclose);
         }
         line.extend_from_slice(&f.lines_terminated);
-        self.buffer.extend_from_slice(&line);
+    }
+}
+
+/// A value's bytes in the file, as the text protocol would send them; text in `charset`.
+fn text<'v>(charset: Charset, v: &'v Value, ty: &SqlType) -> Option<std::borrow::Cow<'v, [u8]>> {
+    match v {
+        Value::Str(s) => Some(charset.encode(s)),
+        _ => crate::types::to_text(v, ty).map(std::borrow::Cow::Owned),
     }
 }
 
@@ -203,7 +205,7 @@ impl RowSink for FileSink {
             Kind::Dumpfile if self.rows > 1 => return Err(SqlError::new(ER_TOO_MANY_ROWS, "Result consisted of more than one row")),
             Kind::Dumpfile => {
                 for (v, ty) in row.iter().zip(&self.types) {
-                    if let Some(bytes) = self.text(v, ty) {
+                    if let Some(bytes) = text(self.charset, v, ty) {
                         self.buffer.extend_from_slice(&bytes);
                     }
                 }
@@ -251,6 +253,13 @@ mod tests {
         let f = find("SELECT (SELECT 1) INTO OUTFILE 'o' CHARACTER SET latin1 FOR UPDATE").unwrap().unwrap();
         assert_eq!(f.charset.as_deref(), Some("latin1"));
         assert_eq!(words(&f.query), "SELECT (SELECT 1) FOR UPDATE");
+    }
+
+    #[test]
+    fn the_cheap_test_finds_either_word_in_any_case() {
+        assert!(may_write_file("select 1 into outfile 'x'"));
+        assert!(may_write_file("SELECT 1 INTO DumpFile 'x'"));
+        assert!(!may_write_file("SELECT outfil FROM t"));
     }
 
     #[test]

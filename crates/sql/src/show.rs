@@ -567,31 +567,21 @@ pub fn processlist(info: &crate::session::SessionInfo, schema: bool) -> (Vec<Out
         })
         .collect();
     let id_type = SqlType::Int { kind: crate::types::IntKind::Big, unsigned: true, display: None };
-    let columns = if schema {
-        cols(&[
-            ("ID", id_type),
-            ("USER", text(32)),
-            ("HOST", text(261)),
-            ("DB", text(64)),
-            ("COMMAND", text(16)),
-            ("TIME", SqlType::bigint()),
-            ("STATE", text(64)),
-            ("INFO", text(65_535)),
-            ("TIME_MS", SqlType::Decimal { precision: 22, scale: 3, unsigned: false }),
-            ("PROGRESS", progress_type),
-        ])
-    } else {
-        cols(&[
-            ("Id", id_type),
-            ("User", text(32)),
-            ("Host", text(261)),
-            ("db", text(64)),
-            ("Command", text(16)),
-            ("Time", SqlType::bigint()),
-            ("State", text(64)),
-            ("Info", text(65_535)),
-            ("Progress", progress_type),
-        ])
-    };
+    // SHOW's names; information_schema spells them in capitals and adds TIME_MS.
+    let mut columns = cols(&[
+        ("Id", id_type),
+        ("User", text(32)),
+        ("Host", text(261)),
+        ("db", text(64)),
+        ("Command", text(16)),
+        ("Time", SqlType::bigint()),
+        ("State", text(64)),
+        ("Info", text(65_535)),
+    ]);
+    if schema {
+        columns.iter_mut().for_each(|c| c.name = c.name.to_ascii_uppercase());
+        columns.push(OutColumn::computed("TIME_MS", SqlType::Decimal { precision: 22, scale: 3, unsigned: false }));
+    }
+    columns.push(OutColumn::computed(if schema { "PROGRESS" } else { "Progress" }, progress_type));
     (columns, rows)
 }

@@ -84,6 +84,10 @@ pub fn load(
     let ignore = duplicates == Duplicates::Ignore;
     with_table(catalog, db, name, |catalog, t, data| {
         let set = bind_set(catalog, cx, t, name, targets)?;
+        // What SET reads for a column the row has not assigned: its default, the same for
+        // every row of the statement (a column without one reads as NULL).
+        let defaults: Vec<Value> =
+            if set.is_empty() { Vec::new() } else { (0..t.columns.len()).map(|col| default_value(t, col, cx.now_us).unwrap_or(Value::Null)).collect() };
         let width = t.columns.len();
         let mut res = DmlResult::default();
         let mut out = LoadResult { variables: vec![Value::Null; targets.variables.len()], ..LoadResult::default() };
@@ -126,7 +130,7 @@ pub fn load(
                 cx.warnings.extend(std::iter::repeat_n(Warning { level: "Warning", code: code.0, message }, times));
             }
             if !set.is_empty() {
-                apply_set(catalog, cx, t, &set, &mut vals, &out.variables)?;
+                apply_set(catalog, cx, &set, &defaults, &mut vals, &out.variables)?;
             }
             match bulk.as_mut() {
                 Some(b) => match prepare_row(cx, t, data, vals, row_no, ignore, &mut generated)? {
@@ -174,21 +178,9 @@ fn bind_set(catalog: &Catalog, cx: &DmlCx<'_>, t: &crate::catalog::TableMeta, na
 }
 
 /// Runs the `SET` assignments of one row, in order, each seeing the ones before it.
-fn apply_set(
-    catalog: &Catalog,
-    cx: &mut DmlCx<'_>,
-    t: &crate::catalog::TableMeta,
-    set: &[(usize, Expr)],
-    vals: &mut ProposedRow,
-    variables: &[Value],
-) -> Result<()> {
+fn apply_set(catalog: &Catalog, cx: &DmlCx<'_>, set: &[(usize, Expr)], defaults: &[Value], vals: &mut ProposedRow, variables: &[Value]) -> Result<()> {
     let mut combined = Vec::with_capacity(vals.len() + variables.len());
-    for (col, v) in vals.iter().enumerate() {
-        combined.push(match v {
-            Some(v) => v.clone(),
-            None => default_value(t, col, cx.now_us).unwrap_or(Value::Null),
-        });
-    }
+    combined.extend(vals.iter().zip(defaults).map(|(v, default)| v.as_ref().unwrap_or(default).clone()));
     combined.extend(variables.iter().cloned());
     let e = env(catalog, cx);
     for (col, expr) in set {
