@@ -7,11 +7,13 @@
 //! write reports [`table::WriteError::Locked`]; the `sql` layer coerces values to
 //! column types before they reach a [`table::Table`].
 
+pub mod chain;
 pub mod checkpoint;
 pub mod decimal;
 pub mod format;
 pub mod handler;
 pub mod key;
+pub mod leaf_map;
 pub mod row;
 pub mod table;
 pub mod value;

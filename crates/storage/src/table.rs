@@ -1,19 +1,20 @@
 //! The in-memory MVCC row store for one table, safe to read and write from many
 //! threads at once.
 //!
-//! Rows live in a concurrent ordered primary index (a lock-free skip list from encoded
-//! primary key to a [`Chain`] of versions behind its own mutex). Each version records the
-//! transaction that wrote it and, once that transaction commits, its commit timestamp; a
-//! delete is a version with no row. Secondary indexes are skip lists of
-//! `index key ++ primary key` entries and hold an entry for every key that any live
-//! version of the row has, so a reader always re-checks the row it finds against the key
-//! it looked for.
+//! Rows live in the table's primary index, a [`LeafMap`] from encoded primary key to the
+//! row's [`Chain`] of versions: leaves of up to [`crate::leaf_map::LEAF_ENTRIES_MAX`] rows,
+//! each behind its own mutex. Each version records the transaction that wrote it until that
+//! transaction commits, then its commit timestamp; a delete is a version with no row.
+//! Secondary indexes are skip lists of `index key ++ primary key` entries and hold an entry
+//! for every key that any live version of the row has, so a reader always re-checks the
+//! row it finds against the key it looked for.
 //!
-//! Why a skip list: readers never take a lock wider than one row's chain, and never hold
+//! Why leaves and skip lists: readers never take a lock wider than one leaf, and never hold
 //! one across a scan, so a long scan runs beside writers on the same table; writers on
-//! different rows touch different chains. `crossbeam-skiplist` is the concurrent ordered
-//! map of the crossbeam project; a `BTreeMap` behind a latch would make every long scan
-//! hold that latch. See `docs/architecture.md`, "Concurrency".
+//! rows of different leaves touch different mutexes. A leaf row costs its key, four bytes
+//! and its chain, which matters at tens of millions of rows. `crossbeam-skiplist` is the
+//! concurrent ordered map of the crossbeam project; a `BTreeMap` behind a latch would make
+//! every long scan hold that latch. See `docs/architecture.md`, "Concurrency".
 //!
 //! Invariants:
 //! - at most one transaction has uncommitted versions on a row, and they are the
@@ -21,28 +22,31 @@
 //! - a transaction may stack several versions on one row (one per statement that
 //!   wrote it) so a failed statement can pop exactly what it pushed;
 //! - committed versions are in commit-timestamp order;
-//! - a row's secondary-index entries change only while its chain's mutex is held, and a
-//!   chain is unlinked from the primary index (after its entries are gone) under that
-//!   mutex, marked `unlinked` so a writer that found it a moment earlier looks again;
+//! - a row's secondary-index entries change only while its leaf's mutex is held, and a
+//!   chain left with no version leaves the primary index (after its entries are gone)
+//!   under that mutex;
 //! - inserts and updates run under the table's [`WriteLatch`], so a unique-key check and
 //!   the write it allows are one step (the SQL layer also holds it across its
-//!   insert-intention check, so no gap lock slips in between).
+//!   insert-intention check, so no gap lock slips in between);
+//! - no leaf mutex is taken while another is held (every method touches one row at a time).
 //!
 //! Locking, waiting and the choice of read view are the `txn` and `sql` layers'
 //! business; this module only answers "who holds this row" and "what does this
 //! view see".
 
+use std::collections::VecDeque;
 use std::ops::Bound;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crossbeam_skiplist::SkipMap;
 use parking_lot::{Mutex, MutexGuard};
-use smallvec::SmallVec;
 
+use crate::chain::{Chain, EncodedRow, Stamp, Version};
 use crate::format::RowFormat;
 use crate::handler::{ChainCursor, DeferredEntries, Handler, RowCursor, ScanOrder, Statistics, WrittenRows};
 use crate::key::{encode_key, prefix_successor, range_is_empty};
+use crate::leaf_map::{self, LeafMap, Walk};
 use crate::value::{Collation, Row, Value};
 
 /// A transaction's identity, unique for the life of the server.
@@ -55,6 +59,10 @@ pub type SharedRow = Arc<Row>;
 
 /// The transaction id recovery writes under; never handed to a session.
 pub const RECOVERY_TXN: TxnId = 0;
+
+/// Rows a primary-key scan reads per visit of a leaf: a cursor that stops early (LIMIT)
+/// decodes at most this many rows it does not return.
+const SCAN_BATCH_ROWS: usize = 16;
 
 /// What a reader sees: its own writes plus everything committed at or before
 /// `read_ts`, or (for READ UNCOMMITTED) the newest version of every row.
@@ -102,39 +110,19 @@ fn in_order<'a, E: 'a>(
     }
 }
 
-/// A row image as a version holds it: the table's [`RowFormat`], one allocation, decoded
-/// when read.
-type EncodedRow = Box<[u8]>;
-
-#[derive(Debug, Clone)]
-struct Version {
-    txn: TxnId,
-    commit_ts: Option<Timestamp>,
-    row: Option<EncodedRow>,
-}
-
-#[derive(Debug, Default)]
-struct Chain {
-    /// Oldest first. Most rows have one version, kept inline: no allocation of its own.
-    versions: SmallVec<[Version; 1]>,
-    /// Removed from the primary index: a writer that still holds this chain must look
-    /// the key up again.
-    unlinked: bool,
-}
-
-impl Chain {
-    fn visible(&self, view: &ReadView) -> Option<&EncodedRow> {
-        for v in self.versions.iter().rev() {
-            if view.uncommitted || v.txn == view.txn || v.commit_ts.is_some_and(|ts| ts <= view.read_ts) {
-                return v.row.as_ref();
-            }
+/// A cursor over the primary index: a [`Walk`] that reads up to [`SCAN_BATCH_ROWS`] items
+/// per step, each made by `item` from a row's key and chain under its leaf's mutex.
+fn walk_cursor<'a, T: 'a>(rows: &'a LeafMap<Chain>, mut walk: Walk, mut item: impl FnMut(&[u8], &Chain) -> Option<T> + 'a) -> Box<dyn Iterator<Item = T> + 'a> {
+    let mut batch: VecDeque<T> = VecDeque::new();
+    Box::new(std::iter::from_fn(move || {
+        while batch.is_empty() && !walk.is_done() {
+            rows.step(&mut walk, |key, chain| {
+                batch.extend(item(key, chain));
+                batch.len() < SCAN_BATCH_ROWS
+            });
         }
-        None
-    }
-
-    fn holder(&self) -> Option<TxnId> {
-        self.versions.last().filter(|v| v.commit_ts.is_none()).map(|v| v.txn)
-    }
+        batch.pop_front()
+    }))
 }
 
 /// A version about to be pushed: its image in the table's format, and the row it encodes,
@@ -145,38 +133,24 @@ struct NewVersion<'r> {
     image: EncodedRow,
 }
 
-/// A walk over rows one transaction wrote ([`Handler::written_rows`]): it keeps the entry it
-/// found last, so a row whose key follows it (as a bulk insert's rows follow each other) is
-/// one step away rather than a search from the top of the skip list.
+/// A walk over rows one transaction wrote ([`Handler::written_rows`]): it keeps the leaf it
+/// used last, so a row whose key follows it (as a bulk insert's rows follow each other) is
+/// found without a search from the top.
 struct Finger<'a> {
     table: &'a Table,
     txn: TxnId,
-    at: Option<crossbeam_skiplist::map::Entry<'a, Vec<u8>, Mutex<Chain>>>,
-}
-
-impl Finger<'_> {
-    /// Run `f` on the chain at `pk`, if there is one, with its mutex held.
-    fn with_chain<R>(&mut self, pk: &[u8], f: impl FnOnce(&Table, &mut Chain) -> R) -> Option<R> {
-        let near = self.at.as_ref().and_then(|e| if e.key().as_slice() == pk { Some(e.clone()) } else { e.next().filter(|n| n.key().as_slice() == pk) });
-        let entry = near.or_else(|| self.table.rows.get(pk))?;
-        let result = {
-            let mut chain = entry.value().lock();
-            (!chain.unlinked).then(|| f(self.table, &mut chain))
-        };
-        self.at = Some(entry);
-        result
-    }
+    at: leaf_map::Finger<Chain>,
 }
 
 impl WrittenRows for Finger<'_> {
     fn pending_image(&mut self, pk: &[u8]) -> Option<Option<Vec<u8>>> {
-        let txn = self.txn;
-        self.with_chain(pk, |t, chain| t.pending_in(chain, txn)).flatten()
+        let (table, txn) = (self.table, self.txn);
+        table.rows.with_near(&mut self.at, pk, |chain| table.pending_in(chain, txn)).flatten()
     }
 
     fn commit_row(&mut self, pk: &[u8], ts: Timestamp, purge_horizon: Timestamp) -> bool {
-        let txn = self.txn;
-        self.with_chain(pk, |t, chain| t.commit_chain(chain, txn, pk, ts, purge_horizon)).unwrap_or(false)
+        let (table, txn) = (self.table, self.txn);
+        table.rows.with_near(&mut self.at, pk, |chain| table.commit_chain(chain, txn, pk, ts, purge_horizon)).unwrap_or(false)
     }
 }
 
@@ -211,7 +185,7 @@ pub struct Table {
     /// keyed by a hidden row id, as InnoDB does.
     primary: Vec<KeyPart>,
     indexes: Vec<SecondaryIndex>,
-    rows: SkipMap<Vec<u8>, Mutex<Chain>>,
+    rows: LeafMap<Chain>,
     /// The next AUTO_INCREMENT value to hand out (not transactional, as in InnoDB).
     auto_increment: AtomicU64,
     next_row_id: AtomicU64,
@@ -236,7 +210,7 @@ impl Table {
         Table {
             primary,
             indexes: indexes.into_iter().map(|def| SecondaryIndex { def, entries: SkipMap::new() }).collect(),
-            rows: SkipMap::new(),
+            rows: LeafMap::new(),
             auto_increment: AtomicU64::new(1),
             next_row_id: AtomicU64::new(1),
             latch: Mutex::new(()),
@@ -278,7 +252,7 @@ impl Table {
     /// The key of the last entry of `index` (0: the primary key) below `below`.
     fn entry_before(&self, index: u32, below: Bound<Vec<u8>>) -> Option<Vec<u8>> {
         if index == 0 {
-            self.rows.range::<Vec<u8>, _>((Bound::Unbounded, below)).next_back().map(|e| e.key().clone())
+            self.rows.first_key(Walk::new(Bound::Unbounded, below.as_ref().map(Vec::as_slice), ScanOrder::Descending))
         } else {
             self.indexes[index as usize - 1].entries.range::<Vec<u8>, _>((Bound::Unbounded, below)).next_back().map(|e| e.key().clone())
         }
@@ -291,7 +265,7 @@ impl Table {
             Bound::Unbounded => return (lo, Bound::Unbounded, None),
         };
         let next = if index == 0 {
-            self.rows.range::<Vec<u8>, _>((above, Bound::Unbounded)).next().map(|e| (e.key().clone(), e.key().clone()))
+            self.rows.first_key(Walk::new(above.as_ref().map(Vec::as_slice), Bound::Unbounded, ScanOrder::Ascending)).map(|pk| (pk.clone(), pk))
         } else {
             self.indexes[index as usize - 1].entries.range::<Vec<u8>, _>((above, Bound::Unbounded)).next().map(|e| (e.key().clone(), e.value().clone()))
         };
@@ -315,42 +289,19 @@ impl Table {
                 if other_pk == pk || entry.len() != key.len() + other_pk.len() {
                     continue;
                 }
-                let Some(chain) = self.rows.get(other_pk) else { continue };
-                let chain = chain.value().lock();
-                if let Some(holder) = chain.holder().filter(|&h| h != txn) {
-                    return Err(WriteError::Locked { holder, pk: other_pk.clone() });
-                }
-                if let Some(other) = chain.visible(&ReadView::current(txn))
-                    && Self::index_key(&idx.def, &self.decode(other)) == key
-                {
-                    return Err(WriteError::Duplicate { index: Some(i), existing_pk: other_pk.clone() });
+                let conflict = self.rows.with(other_pk, |chain| {
+                    if let Some(holder) = chain.holder().filter(|&h| h != txn) {
+                        return Some(WriteError::Locked { holder, pk: other_pk.clone() });
+                    }
+                    let other = chain.visible(&ReadView::current(txn))?;
+                    (Self::index_key(&idx.def, &self.decode(other)) == key).then(|| WriteError::Duplicate { index: Some(i), existing_pk: other_pk.clone() })
+                });
+                if let Some(Some(conflict)) = conflict {
+                    return Err(conflict);
                 }
             }
         }
         Ok(())
-    }
-
-    /// Run `f` on the chain at `pk`, created empty if absent, with its mutex held.
-    fn with_chain<R>(&self, pk: &[u8], mut f: impl FnMut(&mut Chain) -> R) -> R {
-        loop {
-            let entry = self.rows.get_or_insert_with(pk.to_vec(), || Mutex::new(Chain::default()));
-            let mut chain = entry.value().lock();
-            if chain.unlinked {
-                // Unlinked after we found it: the key has (or will get) a fresh chain.
-                continue;
-            }
-            return f(&mut chain);
-        }
-    }
-
-    /// Run `f` on the chain at `pk`, if there is one, with its mutex held.
-    fn with_existing_chain<R>(&self, pk: &[u8], f: impl FnOnce(&mut Chain) -> R) -> Option<R> {
-        let entry = self.rows.get(pk)?;
-        let mut chain = entry.value().lock();
-        if chain.unlinked {
-            return None;
-        }
-        Some(f(&mut chain))
     }
 
     /// Push a version (`None`: a delete) on a locked chain, adding its index entries; a
@@ -390,7 +341,7 @@ impl Table {
         }
         let row = version.map(|v| v.image);
         self.data_bytes.fetch_add(row.as_ref().map_or(0, |image| image.len() as u64), Ordering::Relaxed);
-        chain.versions.push(Version { txn, commit_ts: None, row });
+        chain.versions.push(Version { stamp: Stamp::pending(txn), row });
     }
 
     /// A version of `row` to push: its image in the table's format, and the row.
@@ -406,21 +357,19 @@ impl Table {
         pk: &[u8],
         version: Option<NewVersion<'_>>,
         fresh: bool,
-        mut deferred: Option<&mut DeferredEntries>,
+        deferred: Option<&mut DeferredEntries>,
     ) -> Result<(), WriteError> {
-        // `with_chain` runs its closure once (it retries only before calling it).
-        let mut version = Some(version);
-        self.with_chain(pk, |chain| {
+        // A chain this refused write created is vacant and leaves the map with the call.
+        self.rows.with_or_insert(pk, |chain| {
             if let Some(holder) = chain.holder().filter(|&h| h != txn) {
                 return Err(WriteError::Locked { holder, pk: pk.to_vec() });
             }
             if fresh && chain.visible(&ReadView::current(txn)).is_some() {
                 return Err(WriteError::Duplicate { index: None, existing_pk: pk.to_vec() });
             }
-            self.push_version(chain, txn, pk, version.take().expect("pushed once"), deferred.as_deref_mut());
+            self.push_version(chain, txn, pk, version, deferred);
             Ok(())
         })
-        .inspect_err(|_| self.forget_if_empty(pk))
     }
 
     /// Insert a new row (see [`Handler::write_row`]) at `pk` (`None`: the row's primary key,
@@ -445,7 +394,7 @@ impl Table {
         // A row another transaction holds is reported as locked before any unique-key
         // check; with no unique secondary index, the push below is the only look.
         if self.indexes.iter().any(|idx| idx.def.unique) {
-            if let Some(Some(holder)) = self.with_existing_chain(&pk, |c| c.holder().filter(|&h| h != txn)) {
+            if let Some(Some(holder)) = self.rows.with(&pk, |c| c.holder().filter(|&h| h != txn)) {
                 return Err(WriteError::Locked { holder, pk });
             }
             self.check_unique(txn, &pk, version.row.expect("a table with secondary indexes is given the row"))?;
@@ -456,16 +405,17 @@ impl Table {
 
     /// [`Handler::commit_row`] on a locked chain.
     fn commit_chain(&self, chain: &mut Chain, txn: TxnId, pk: &[u8], ts: Timestamp, purge_horizon: Timestamp) -> bool {
-        let Some(own_from) = chain.versions.iter().position(|v| v.txn == txn && v.commit_ts.is_none()) else { return false };
+        let Some(own_from) = chain.versions.iter().position(|v| v.is_pending_for(txn)) else { return false };
         let last_index = chain.versions.len() - 1;
         let mut removed: Vec<Version> = chain.versions.drain(own_from..last_index).collect();
         let last = chain.versions.last_mut().expect("own version present");
-        last.commit_ts = Some(ts);
+        last.stamp = Stamp::committed(ts);
+        let purgeable = |v: &Version| v.stamp.commit_ts().is_some_and(|t| t <= purge_horizon);
         // Keep the newest version every reader at or after the horizon can see, and all newer.
-        if let Some(keep_from) = chain.versions.iter().rposition(|v| v.commit_ts.is_some_and(|t| t <= purge_horizon)) {
+        if let Some(keep_from) = chain.versions.iter().rposition(purgeable) {
             removed.extend(chain.versions.drain(..keep_from));
         }
-        let dead = chain.versions.len() == 1 && chain.versions[0].row.is_none() && chain.versions[0].commit_ts.is_some_and(|t| t <= purge_horizon);
+        let dead = chain.versions.len() == 1 && chain.versions[0].row.is_none() && purgeable(&chain.versions[0]);
         if dead {
             removed.extend(chain.versions.drain(..));
         }
@@ -476,17 +426,11 @@ impl Table {
     /// [`WrittenRows::pending_image`] of a locked chain.
     fn pending_in(&self, chain: &Chain, txn: TxnId) -> Option<Option<Vec<u8>>> {
         let last = chain.versions.last()?;
-        (last.txn == txn && last.commit_ts.is_none())
-            .then(|| last.row.as_deref().map(|image| self.format.log_image(image).expect("a row version decodes: this table encoded it")))
-    }
-
-    /// Unlink the chain at `pk` if it has no versions (a refused insert created it).
-    fn forget_if_empty(&self, pk: &[u8]) {
-        self.with_existing_chain(pk, |chain| self.after_removal(chain, pk, &[]));
+        last.is_pending_for(txn).then(|| last.row.as_deref().map(|image| self.format.log_image(image).expect("a row version decodes: this table encoded it")))
     }
 
     /// On a locked chain: drop secondary index entries that only removed versions
-    /// referenced, and unlink the chain when no version is left.
+    /// referenced (the map removes the chain itself when no version is left).
     fn after_removal(&self, chain: &mut Chain, pk: &[u8], removed: &[Version]) {
         let removed_bytes: usize = removed.iter().filter_map(|v| v.row.as_ref()).map(|image| image.len()).sum();
         self.data_bytes.fetch_sub(removed_bytes as u64, Ordering::Relaxed);
@@ -506,13 +450,8 @@ impl Table {
                 }
             }
         }
-        if chain.versions.is_empty() {
-            // Entries first, then the chain: a writer that finds the key again gets a
-            // fresh chain and adds its own entries after these are gone.
-            chain.unlinked = true;
-            if self.rows.remove(pk).is_some() && !removed.is_empty() {
-                self.index_bytes.fetch_sub(pk.len() as u64, Ordering::Relaxed);
-            }
+        if chain.versions.is_empty() && !removed.is_empty() {
+            self.index_bytes.fetch_sub(pk.len() as u64, Ordering::Relaxed);
         }
     }
 }
@@ -523,7 +462,7 @@ impl Handler for Table {
     }
 
     fn statistics(&self) -> Statistics {
-        Statistics { rows: self.rows.len() as u64, data_bytes: self.data_bytes.load(Ordering::Relaxed), index_bytes: self.index_bytes.load(Ordering::Relaxed) }
+        Statistics { rows: self.rows.len(), data_bytes: self.data_bytes.load(Ordering::Relaxed), index_bytes: self.index_bytes.load(Ordering::Relaxed) }
     }
 
     fn row_format(&self) -> &RowFormat {
@@ -578,32 +517,22 @@ impl Handler for Table {
 
     /// The version of the row at `pk` that `view` sees.
     fn get(&self, pk: &[u8], view: &ReadView) -> Option<SharedRow> {
-        let entry = self.rows.get(pk)?;
-        let chain = entry.value().lock();
-        chain.visible(view).map(|b| SharedRow::new(self.decode(b)))
+        self.rows.with(pk, |chain| chain.visible(view).map(|b| SharedRow::new(self.decode(b)))).flatten()
     }
 
     /// The transaction holding uncommitted versions of the row at `pk`, if any.
     fn holder(&self, pk: &[u8]) -> Option<TxnId> {
-        self.rows.get(pk).and_then(|e| e.value().lock().holder())
+        self.rows.with(pk, |chain| chain.holder()).flatten()
     }
 
     /// Rows visible to `view` with primary keys in the range, in key order. The scan
     /// holds no lock between rows: rows written while it runs may or may not be met,
     /// and the view decides which versions it sees.
     fn scan<'a>(&'a self, lower: Bound<&[u8]>, upper: Bound<&[u8]>, view: ReadView, order: ScanOrder) -> RowCursor<'a> {
-        // An inverted range is empty; `[x, x)` is the skip list's empty range.
-        let (lower, upper) = if range_is_empty(lower, upper) {
-            (Bound::Included(Vec::new()), Bound::Excluded(Vec::new()))
-        } else {
-            (lower.map(<[u8]>::to_vec), upper.map(<[u8]>::to_vec))
-        };
-        let range = self.rows.range::<Vec<u8>, _>((lower, upper));
-        let visible = move |e: crossbeam_skiplist::map::Entry<'a, Vec<u8>, Mutex<Chain>>| {
-            let row = self.decode(e.value().lock().visible(&view)?);
-            Some((e.key().clone(), SharedRow::new(row)))
-        };
-        in_order(range, order, visible)
+        walk_cursor(&self.rows, Walk::new(lower, upper, order), move |key, chain| {
+            let row = self.decode(chain.visible(&view)?);
+            Some((key.to_vec(), SharedRow::new(row)))
+        })
     }
 
     /// Rows visible to `view` whose key in secondary index `index` lies in the range
@@ -626,29 +555,29 @@ impl Handler for Table {
     }
 
     fn scan_chains<'a>(&'a self, lower: Bound<&[u8]>, upper: Bound<&[u8]>, view: ReadView) -> ChainCursor<'a> {
-        if range_is_empty(lower, upper) {
-            return Box::new(std::iter::empty());
-        }
-        let range = self.rows.range::<Vec<u8>, _>((lower.map(<[u8]>::to_vec), upper.map(<[u8]>::to_vec)));
-        Box::new(range.map(move |e| {
-            let chain = e.value().lock();
+        walk_cursor(&self.rows, Walk::new(lower, upper, ScanOrder::Ascending), move |key, chain| {
             let row = chain.visible(&view).map(|image| SharedRow::new(self.decode(image)));
-            (e.key().clone(), chain.holder(), row)
-        }))
+            Some((key.to_vec(), chain.holder(), row))
+        })
     }
 
     /// Whether the row at `pk` has any version, committed or not, live or deleted.
     fn has_chain(&self, pk: &[u8]) -> bool {
-        self.rows.contains_key(pk)
+        self.rows.with(pk, |_| ()).is_some()
     }
 
     /// Primary keys of every row chain in the range, whatever its versions (a locking
     /// read locks rows other transactions are inserting or deleting too).
     fn keys_in_range(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> Vec<Vec<u8>> {
-        if range_is_empty(lower, upper) {
-            return Vec::new();
+        let mut walk = Walk::new(lower, upper, ScanOrder::Ascending);
+        let mut keys = Vec::new();
+        while !walk.is_done() {
+            self.rows.step(&mut walk, |key, _| {
+                keys.push(key.to_vec());
+                true
+            });
         }
-        self.rows.range::<[u8], _>((lower, upper)).map(|e| e.key().clone()).collect()
+        keys
     }
 
     /// Primary keys of every entry of secondary index `index` in the range (bounds are
@@ -690,9 +619,7 @@ impl Handler for Table {
 
     /// The newest version of the row at `pk`, committed or not (`None`: no row or deleted).
     fn newest(&self, pk: &[u8]) -> Option<SharedRow> {
-        let entry = self.rows.get(pk)?;
-        let chain = entry.value().lock();
-        chain.versions.last()?.row.as_deref().map(|b| SharedRow::new(self.decode(b)))
+        self.rows.with(pk, |chain| chain.versions.last()?.row.as_deref().map(|b| SharedRow::new(self.decode(b)))).flatten()
     }
 
     /// The primary key an insert of `row` will take (stable while the caller holds the
@@ -715,15 +642,14 @@ impl Handler for Table {
             .collect()
     }
 
-    /// The commit timestamp of the newest committed version of the row at `pk`.
+    /// The transaction whose uncommitted version is the newest at `pk`.
     fn pending_writer(&self, pk: &[u8]) -> Option<TxnId> {
-        let entry = self.rows.get(pk)?;
-        let chain = entry.value().lock();
-        chain.versions.last().filter(|v| v.commit_ts.is_none()).map(|v| v.txn)
+        self.holder(pk)
     }
 
+    /// The commit timestamp of the newest committed version of the row at `pk`.
     fn newest_commit_ts(&self, pk: &[u8]) -> Option<Timestamp> {
-        self.rows.get(pk).and_then(|e| e.value().lock().versions.iter().rev().find_map(|v| v.commit_ts))
+        self.rows.with(pk, |chain| chain.newest_commit_ts()).flatten()
     }
 
     /// Insert a new row. Returns its primary key.
@@ -790,9 +716,9 @@ impl Handler for Table {
     /// Pop the newest version of `pk`, which `txn` must have written: undoes one
     /// write of a failed statement.
     fn undo_last(&self, txn: TxnId, pk: &[u8]) {
-        self.with_existing_chain(pk, |chain| {
+        self.rows.with(pk, |chain| {
             let last = chain.versions.last().expect("undo of a row with no versions");
-            assert!(last.txn == txn && last.commit_ts.is_none(), "undo of a version this transaction did not write");
+            assert!(last.is_pending_for(txn), "undo of a version this transaction did not write");
             let popped = chain.versions.pop().expect("checked above");
             self.after_removal(chain, pk, &[popped]);
         });
@@ -802,17 +728,17 @@ impl Handler for Table {
     /// then drop versions no reader at or after `purge_horizon` can see. `false` when `txn`
     /// had no pending version there.
     fn commit_row(&self, txn: TxnId, pk: &[u8], ts: Timestamp, purge_horizon: Timestamp) -> bool {
-        self.with_existing_chain(pk, |chain| self.commit_chain(chain, txn, pk, ts, purge_horizon)).unwrap_or(false)
+        self.rows.with(pk, |chain| self.commit_chain(chain, txn, pk, ts, purge_horizon)).unwrap_or(false)
     }
 
     fn written_rows<'a>(&'a self, txn: TxnId) -> Box<dyn WrittenRows + 'a> {
-        Box::new(Finger { table: self, txn, at: None })
+        Box::new(Finger { table: self, txn, at: leaf_map::Finger::default() })
     }
 
     /// Remove every uncommitted version `txn` wrote on `pk`.
     fn rollback_row(&self, txn: TxnId, pk: &[u8]) {
-        self.with_existing_chain(pk, |chain| {
-            let Some(own_from) = chain.versions.iter().position(|v| v.txn == txn && v.commit_ts.is_none()) else { return };
+        self.rows.with(pk, |chain| {
+            let Some(own_from) = chain.versions.iter().position(|v| v.is_pending_for(txn)) else { return };
             let removed: Vec<Version> = chain.versions.drain(own_from..).collect();
             self.after_removal(chain, pk, &removed);
         });
@@ -827,12 +753,14 @@ impl Handler for Table {
         {
             self.next_row_id.fetch_max(id + 1, Ordering::AcqRel);
         }
-        if row.is_none() && !self.rows.contains_key(&pk) {
+        if row.is_none() && !self.has_chain(&pk) {
             return;
         }
-        let mut version = row.as_ref().map(|r| self.new_version(r));
-        self.with_chain(&pk, |chain| self.push_version(chain, RECOVERY_TXN, &pk, version.take(), None));
-        self.commit_row(RECOVERY_TXN, &pk, ts, Timestamp::MAX);
+        let version = row.as_ref().map(|r| self.new_version(r));
+        self.rows.with_or_insert(&pk, |chain| {
+            self.push_version(chain, RECOVERY_TXN, &pk, version, None);
+            self.commit_chain(chain, RECOVERY_TXN, &pk, ts, Timestamp::MAX);
+        });
     }
 }
 
