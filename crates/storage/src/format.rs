@@ -141,7 +141,9 @@ impl RowFormat {
             RowFormat::Dynamic => dynamic_len_bound(row),
         });
         self.encode_into(row, &mut out);
-        out.into_boxed_slice()
+        // An exact allocation: shrinking in place (`into_boxed_slice`) may keep the bound's
+        // size class, and a table holds millions of these.
+        if out.len() == out.capacity() { out.into_boxed_slice() } else { Box::from(out.as_slice()) }
     }
 
     /// Appends the image of `row` in this format to `out` (a bulk write's buffer).
