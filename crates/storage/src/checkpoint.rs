@@ -9,7 +9,8 @@
 //! `.tmp` file, which is ignored and removed.
 //!
 //! Reading: [`read_checkpoint`] verifies the length, magic, version and checksum before it
-//! hands out a single entry, so recovery never builds on a damaged snapshot.
+//! hands out a single entry, so recovery never builds on a damaged snapshot. It reads the
+//! file in chunks, twice (verify, then hand out), so it never holds the whole file.
 //!
 //! What a table's definition means is the SQL layer's business: here it is an opaque
 //! statement text.
@@ -268,6 +269,11 @@ pub struct CheckpointPosition {
 /// Reads and verifies the checkpoint at `path`, then calls `apply` on each entry in order.
 /// Returns its position.
 ///
+/// The file is read twice, each time in chunks of [`READ_CHUNK_BYTES`]: once to check the
+/// length, magic, version and checksum, then again to hand out the entries. So a damaged
+/// file hands out nothing, and memory holds one chunk (or one entry, if larger), never the
+/// file: a checkpoint of tens of millions of rows is several gigabytes.
+///
 /// # Errors
 /// I/O errors, a damaged file, or an error of `apply`.
 pub fn read_checkpoint<E: From<CheckpointError>>(
@@ -276,34 +282,15 @@ pub fn read_checkpoint<E: From<CheckpointError>>(
     mut apply: impl FnMut(CheckpointEntry) -> Result<(), E>,
 ) -> Result<CheckpointPosition, E> {
     let damaged = |what| CheckpointError::Damaged { path: path.display().to_string(), what };
-    let bytes = fs.open(path, false).and_then(|f| f.read_all()).map_err(CheckpointError::from)?;
-    if bytes.len() < HEADER_BYTES_V1 + 9 + TRAILER_BYTES {
-        return Err(damaged("too short").into());
-    }
-    let (body, trailer) = bytes.split_at(bytes.len() - TRAILER_BYTES);
-    if crc32c::crc32c(body) != u32::from_le_bytes(trailer.try_into().expect("4 bytes")) {
-        return Err(damaged("bad checksum").into());
-    }
-    let version = u32::from_le_bytes(body[VERSION_OFFSET..VERSION_OFFSET + 4].try_into().expect("4 bytes"));
-    let header = match version {
-        1 => HEADER_BYTES_V1,
-        VERSION if body.len() >= HEADER_BYTES + 9 => HEADER_BYTES,
-        _ => return Err(damaged("not a version 1 or 2 checkpoint").into()),
-    };
-    if &body[..8] != MAGIC {
-        return Err(damaged("not a checkpoint").into());
-    }
-    let u64_at = |o: usize| u64::from_le_bytes(body[o..o + 8].try_into().expect("8 bytes"));
-    let (lsn, next_seq) = (u64_at(LSN_OFFSET), u64_at(NEXT_SEQ_OFFSET));
-    let read_from = if version == 1 { lsn } else { u64_at(READ_FROM_OFFSET) };
-    if read_from > lsn {
-        return Err(damaged("reads the log from after its own position").into());
-    }
-    let mut rest = &body[header..];
+    let file = fs.open(path, false).map_err(CheckpointError::from)?;
+    let (position, header, body_end) = verify(file.as_ref(), damaged)?;
+    let mut body = ChunkedBody { file: file.as_ref(), next: header, end: body_end, buf: Vec::new(), at: 0 };
     let mut entries = 0_u64;
     loop {
-        let Some((&kind, tail)) = rest.split_first() else { return Err(damaged("no END entry").into()) };
-        rest = tail;
+        let Some(len) = body.entry_len().map_err(CheckpointError::from)? else { return Err(damaged("no END entry").into()) };
+        let bytes = &body.buf[body.at..body.at + len];
+        body.at += len;
+        let (&kind, mut rest) = bytes.split_first().expect("an entry has its kind byte");
         let entry = match kind {
             ENTRY_DATABASE => CheckpointEntry::Database(take_str16(&mut rest).ok_or_else(|| damaged("bad database entry"))?),
             ENTRY_TABLE => {
@@ -322,16 +309,152 @@ pub fn read_checkpoint<E: From<CheckpointError>>(
             }
             ENTRY_END => {
                 let count = take(&mut rest, 8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
-                if count != Some(entries) || !rest.is_empty() {
+                if count != Some(entries) || !body.is_at_end() {
                     return Err(damaged("END does not match the entries").into());
                 }
-                return Ok(CheckpointPosition { lsn, next_seq, read_from });
+                return Ok(position);
             }
             _ => return Err(damaged("unknown entry kind").into()),
         };
         entries += 1;
         apply(entry)?;
     }
+}
+
+/// Reads of a checkpoint go through buffers of this size.
+pub const READ_CHUNK_BYTES: usize = 1 << 20;
+
+/// The first pass of [`read_checkpoint`]: checks the file's length, checksum, magic and
+/// version, and returns its position, where its entries start and where they end.
+fn verify(file: &dyn File, damaged: impl Fn(&'static str) -> CheckpointError) -> Result<(CheckpointPosition, u64, u64), CheckpointError> {
+    let len = file.len()?;
+    if len < (HEADER_BYTES_V1 + 9 + TRAILER_BYTES) as u64 {
+        return Err(damaged("too short"));
+    }
+    let body_end = len - TRAILER_BYTES as u64;
+    let mut chunk = vec![0_u8; READ_CHUNK_BYTES];
+    let (mut crc, mut at) = (0_u32, 0_u64);
+    while at < body_end {
+        let n = usize::try_from((body_end - at).min(READ_CHUNK_BYTES as u64)).expect("a chunk fits usize");
+        read_exact_at(file, &mut chunk[..n], at)?;
+        crc = crc32c::crc32c_append(crc, &chunk[..n]);
+        at += n as u64;
+    }
+    let mut trailer = [0_u8; TRAILER_BYTES];
+    read_exact_at(file, &mut trailer, body_end)?;
+    if crc != u32::from_le_bytes(trailer) {
+        return Err(damaged("bad checksum"));
+    }
+    let mut head = [0_u8; HEADER_BYTES];
+    let head_len = HEADER_BYTES.min(usize::try_from(body_end).unwrap_or(HEADER_BYTES));
+    read_exact_at(file, &mut head[..head_len], 0)?;
+    if &head[..8] != MAGIC {
+        return Err(damaged("not a checkpoint"));
+    }
+    let version = u32::from_le_bytes(head[VERSION_OFFSET..VERSION_OFFSET + 4].try_into().expect("4 bytes"));
+    let header = match version {
+        1 => HEADER_BYTES_V1,
+        VERSION if body_end >= (HEADER_BYTES + 9) as u64 => HEADER_BYTES,
+        _ => return Err(damaged("not a version 1 or 2 checkpoint")),
+    };
+    let u64_at = |o: usize| u64::from_le_bytes(head[o..o + 8].try_into().expect("8 bytes"));
+    let (lsn, next_seq) = (u64_at(LSN_OFFSET), u64_at(NEXT_SEQ_OFFSET));
+    let read_from = if version == 1 { lsn } else { u64_at(READ_FROM_OFFSET) };
+    if read_from > lsn {
+        return Err(damaged("reads the log from after its own position"));
+    }
+    Ok((CheckpointPosition { lsn, next_seq, read_from }, header as u64, body_end))
+}
+
+fn read_exact_at(file: &dyn File, buf: &mut [u8], offset: u64) -> io::Result<()> {
+    let mut done = 0;
+    while done < buf.len() {
+        let n = file.read_at(&mut buf[done..], offset + done as u64)?;
+        if n == 0 {
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "checkpoint shorter than its length"));
+        }
+        done += n;
+    }
+    Ok(())
+}
+
+/// The entries of a checkpoint, read a chunk at a time: `buf[at..]` is read but not yet
+/// handed out, `next` the file offset after `buf`, `end` where the entries end.
+struct ChunkedBody<'f> {
+    file: &'f dyn File,
+    next: u64,
+    end: u64,
+    buf: Vec<u8>,
+    at: usize,
+}
+
+impl ChunkedBody<'_> {
+    /// The length of the next entry, read whole into `buf[at..]`; `None` when the entries
+    /// end before it does.
+    fn entry_len(&mut self) -> io::Result<Option<usize>> {
+        loop {
+            let buffered = &self.buf[self.at..];
+            let needed = match entry_len(buffered) {
+                Some(len) if len <= buffered.len() => return Ok(Some(len)),
+                Some(len) => len,
+                None => buffered.len() + 1,
+            };
+            if !self.read_more(needed)? {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// Reads until `buf[at..]` holds `needed` bytes (at least a chunk more); `false` when
+    /// the entries end first.
+    fn read_more(&mut self, needed: usize) -> io::Result<bool> {
+        self.buf.drain(..self.at);
+        self.at = 0;
+        let left = self.end - self.next;
+        let missing = needed.saturating_sub(self.buf.len());
+        if left < missing as u64 {
+            return Ok(false);
+        }
+        let n = usize::try_from(left.min(missing.max(READ_CHUNK_BYTES) as u64)).expect("a chunk fits usize");
+        let old = self.buf.len();
+        self.buf.resize(old + n, 0);
+        read_exact_at(self.file, &mut self.buf[old..], self.next)?;
+        self.next += n as u64;
+        Ok(true)
+    }
+
+    fn is_at_end(&self) -> bool {
+        self.at == self.buf.len() && self.next == self.end
+    }
+}
+
+/// The length of the entry at the front of `bytes`, from its kind and length prefixes;
+/// `None` while the prefixes are not all in `bytes`. An unknown kind counts one byte (the
+/// reader reports it).
+fn entry_len(bytes: &[u8]) -> Option<usize> {
+    let mut at = 1;
+    let mut field = |width: usize| -> Option<()> {
+        let prefix = bytes.get(at..at + width)?;
+        let len = prefix.iter().rev().fold(0_usize, |n, &b| (n << 8) | usize::from(b));
+        at += width + len;
+        Some(())
+    };
+    match *bytes.first()? {
+        ENTRY_DATABASE => field(2)?,
+        ENTRY_TABLE => {
+            field(2)?;
+            field(2)?;
+            field(4)?;
+            at += 8;
+        }
+        ENTRY_ROW => {
+            field(4)?;
+            field(4)?;
+        }
+        ENTRY_END => at += 8,
+        _ => {}
+    }
+    Some(at)
 }
 
 #[cfg(test)]
@@ -381,6 +504,31 @@ mod tests {
             }
         );
         assert_eq!(entries[1001], CheckpointEntry::Row { key: vec![1, 231], row: vec![Value::Int(999), Value::Str("row 999".into())] });
+    }
+
+    /// The reader holds a chunk at a time: entries that straddle chunks, and one larger than
+    /// a chunk, come back whole.
+    #[test]
+    fn a_checkpoint_larger_than_a_chunk_is_read_in_chunks() {
+        let fs = SimFs::new();
+        fs.create_dir_all(&dir()).unwrap();
+        let mut w = CheckpointWriter::create(Arc::new(fs.clone()), &dir(), CheckpointPosition { lsn: 8, next_seq: 1, read_from: 8 }).unwrap();
+        w.table("app", "t", "CREATE TABLE `t` (`id` int, `b` longblob)", 1).unwrap();
+        let rows: Vec<Row> = (0..40_000_i64).map(|i| vec![Value::Int(i), Value::Bytes(vec![b'x'; usize::try_from(i % 97).unwrap()])]).collect();
+        let big = vec![Value::Int(-1), Value::Bytes(vec![7; READ_CHUNK_BYTES * 2 + 3])];
+        for (i, row) in rows.iter().enumerate() {
+            w.row(&(i as u64).to_be_bytes(), row).unwrap();
+            if i == 20_000 {
+                w.row(b"big", &big).unwrap();
+            }
+        }
+        let (path, bytes) = w.finish().unwrap();
+        assert!(bytes > 4 * READ_CHUNK_BYTES as u64);
+        let (_, entries) = read(&fs, &path).unwrap();
+        let read_rows: Vec<&Row> = entries.iter().filter_map(|e| if let CheckpointEntry::Row { row, .. } = e { Some(row) } else { None }).collect();
+        assert_eq!(read_rows.len(), rows.len() + 1);
+        assert_eq!(read_rows[20_001], &big);
+        assert_eq!(read_rows[40_000], &rows[39_999]);
     }
 
     #[test]
