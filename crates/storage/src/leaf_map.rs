@@ -128,10 +128,19 @@ impl<V> Leaf<V> {
         right.ends = self.ends.split_off(at).into_iter().map(|e| e - cut32).collect();
         right.values = self.values.split_off(at);
         self.high = Some(low);
-        self.keys.shrink_to_fit();
-        self.ends.shrink_to_fit();
-        self.values.shrink_to_fit();
+        self.fit();
         right
+    }
+
+    /// Move the vectors to allocations of exactly their length. Not `shrink_to_fit`: an
+    /// allocator may shrink in place and keep the block (mimalloc keeps it down to half its
+    /// size), which left a full leaf of ascending inserts in twice the room it uses.
+    fn fit(&mut self) {
+        self.keys = self.keys.as_slice().to_vec();
+        self.ends = self.ends.as_slice().to_vec();
+        let mut values = Vec::with_capacity(self.values.len());
+        values.append(&mut self.values);
+        self.values = values;
     }
 }
 
