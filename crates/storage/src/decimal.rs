@@ -45,6 +45,36 @@ impl fmt::Display for Decimal {
     }
 }
 
+/// Writes `unscaled / 10^scale` in plain notation, as [`Decimal`]'s `Display` does
+/// (`-0.05`, `12.30`, `7`), without building a big decimal: the commit path writes every
+/// DECIMAL of a row image this way.
+pub fn write_plain(out: &mut String, unscaled: i64, scale: u8) {
+    let mut digits = [0_u8; 20];
+    let mut n = unscaled.unsigned_abs();
+    let mut len = 0;
+    loop {
+        digits[len] = b'0' + u8::try_from(n % 10).expect("a digit");
+        n /= 10;
+        len += 1;
+        if n == 0 {
+            break;
+        }
+    }
+    if unscaled < 0 {
+        out.push('-');
+    }
+    let scale = usize::from(scale);
+    // At least one digit before the point: pad with zeros up to scale + 1 digits.
+    let total = len.max(scale + 1);
+    for i in (0..total).rev() {
+        // The point goes before the digit worth 10^-1, at position `scale - 1`.
+        if i + 1 == scale {
+            out.push('.');
+        }
+        out.push(char::from(if i < len { digits[i] } else { b'0' }));
+    }
+}
+
 impl FromStr for Decimal {
     type Err = ();
 
@@ -337,5 +367,17 @@ mod tests {
         assert_eq!(q.to_string(), "0.3333");
         assert_eq!(d("-7").checked_rem(&d("3")).unwrap().to_string(), "-1");
         assert!(d("1").checked_div(&Decimal::zero()).is_none());
+    }
+
+    #[test]
+    fn plain_text_of_an_unscaled_value_is_what_display_writes() {
+        let values = [0, 1, -1, 5, -5, 9, 10, 99, 100, 12_345, -12_345, 1_000_000, i64::MAX, i64::MIN, i64::MIN + 1];
+        for &v in &values {
+            for scale in [0_u8, 1, 2, 3, 5, 10, 18, 19, 20, 25, 30] {
+                let mut text = String::new();
+                write_plain(&mut text, v, scale);
+                assert_eq!(text, Decimal::new(v, u32::from(scale)).to_string(), "{v} scale {scale}");
+            }
+        }
     }
 }

@@ -170,10 +170,15 @@ impl RowFormat {
         let cells = self.cells(image)?;
         let mut out = Vec::with_capacity(image.len() + 4 * cells.len() + 2);
         put_count(&mut out, cells.len());
+        let mut text = String::new();
         for cell in cells {
             match cell {
                 Cell::Plain(value) => put_value(&mut out, value),
-                Cell::Decimal(unscaled, scale) => put_value(&mut out, ValueRef::DecimalText(&Decimal::new(unscaled, u32::from(scale)).to_string())),
+                Cell::Decimal(unscaled, scale) => {
+                    text.clear();
+                    crate::decimal::write_plain(&mut text, unscaled, scale);
+                    put_value(&mut out, ValueRef::DecimalText(&text));
+                }
             }
         }
         Some(out)
