@@ -126,8 +126,11 @@ pub const LEAD_GRACE: Duration = Duration::from_millis(2);
 /// during its sync waiting for the writer to wake, and on a loaded machine a wake-up can
 /// wait for the scheduler's next tick.
 pub const BUSY_HOLD: Duration = Duration::from_millis(10);
-/// Default of [`LogConfig::group_bytes_max`].
-pub const GROUP_BYTES_MAX: usize = 4 << 20;
+/// Default of [`LogConfig::group_bytes_max`]. Room for two of a large transaction's part
+/// records (8 MiB each, `quill_sql`'s `STREAM_PART_BYTES`), so a group takes what is pending
+/// whole, by swapping buffers: a smaller group copied each part out of the pending buffer
+/// into a fresh allocation and moved the rest down, page fault by page fault.
+pub const GROUP_BYTES_MAX: usize = 16 << 20;
 /// Default of [`LogConfig::buffer_bytes_max`].
 pub const BUFFER_BYTES_MAX: usize = 64 << 20;
 /// Default of [`LogConfig::sync_interval`], as InnoDB's once a second.

@@ -47,6 +47,8 @@ pub const STREAM_ROWS: usize = 8192;
 /// The most bytes of changes in one part record (and in a commit record's changes, but for a
 /// single row larger than this).
 pub const STREAM_PART_BYTES: usize = 8 << 20;
+// The log writer takes what is pending whole when it fits one group (`quill_log::GROUP_BYTES_MAX`).
+const _: () = assert!(2 * STREAM_PART_BYTES <= quill_log::GROUP_BYTES_MAX, "a group holds two stream parts");
 
 impl Session {
     /// Commit the open transaction, if any. With a commit log, its changes (those not
