@@ -692,8 +692,12 @@ pub fn coerce_to_column(v: Value, ty: &SqlType, cx: &mut WriteContext<'_>) -> Re
                 Value::Bytes(b) => character_string(b, cx)?,
                 other => crate::ops::to_string_lossy(&other),
             };
-            let s = if matches!(ty, SqlType::Char { .. }) { s.trim_end_matches(' ').to_owned() } else { s };
-            if s.chars().count() > *len as usize {
+            let mut s = s;
+            if matches!(ty, SqlType::Char { .. }) {
+                s.truncate(s.trim_end_matches(' ').len());
+            }
+            // No more bytes than the column has characters: no need to count them.
+            if s.len() > *len as usize && s.chars().count() > *len as usize {
                 let cut: String = s.chars().take(*len as usize).collect();
                 let msg = format!("Data too long for column '{}' at row {}", cx.column, cx.row);
                 return cx.fail_or_warn(codes::ER_DATA_TOO_LONG, msg, Value::Str(cut));

@@ -198,11 +198,13 @@ impl Walk {
 /// follow each other are found without a search from the top.
 pub struct Finger<V> {
     leaf: Option<LeafRef<V>>,
+    /// Where in that leaf the last key was: the next one is most often right after it.
+    at: usize,
 }
 
 impl<V> Default for Finger<V> {
     fn default() -> Self {
-        Finger { leaf: None }
+        Finger { leaf: None, at: 0 }
     }
 }
 
@@ -290,7 +292,12 @@ impl<V: Vacancy + Send + 'static> LeafMap<V> {
         let near = finger.leaf.take().map(|leaf| leaf.lock_arc()).filter(|leaf| leaf.covers(key));
         let mut leaf = near.unwrap_or_else(|| self.leaf_for(key));
         finger.leaf = Some(Arc::clone(ArcMutexGuard::mutex(&leaf)));
-        let i = leaf.search(key).ok()?;
+        let hint = [finger.at, finger.at + 1].into_iter().find(|&i| i < leaf.len() && leaf.key(i) == key);
+        let i = match hint {
+            Some(i) => i,
+            None => leaf.search(key).ok()?,
+        };
+        finger.at = i;
         Some(self.run(&mut leaf, i, f))
     }
 
