@@ -36,9 +36,17 @@ EXPORTS = [
     ("o4.txt", "SELECT s, d FROM o ORDER BY id DESC INTO OUTFILE '{path}' CHARACTER SET latin1 FIELDS ENCLOSED BY '|'"),
     ("o5.bin", "SELECT b FROM o WHERE id = 3 INTO DUMPFILE '{path}'"),
     ("o6.bin", "SELECT CONCAT(s, '/', id) FROM o WHERE id = 1 INTO DUMPFILE '{path}'"),
+    # Fixed-row format: each value padded to its column's display width, NULL as spaces.
+    ("o7.txt", "SELECT id, d, dt, s FROM o INTO OUTFILE '{path}' FIELDS TERMINATED BY '' ENCLOSED BY ''"),
 ]
 
-WRITTEN = {"o1.txt": 5, "o2.csv": 5, "o3.txt": 2, "o4.txt": 5, "o5.bin": 1, "o6.bin": 1}
+WRITTEN = {"o1.txt": 5, "o2.csv": 5, "o3.txt": 2, "o4.txt": 5, "o5.bin": 1, "o6.bin": 1, "o7.txt": 5}
+
+# A fixed-row file for `CREATE TABLE f (a INT, b VARCHAR(5), c CHAR(3), d DECIMAL(5,2), e DATE)`
+# (widths 11, 20, 12, 7, 10): a full line with bytes after its last field, and a short line
+# whose second field has an escape sequence and more than the column holds.
+FIXED_LINES = (b"1          ab                  x           1.50   2024-01-02EXTRA\n"
+               b"2          a\\tb                y\n")
 
 
 @pytest.fixture
@@ -108,6 +116,55 @@ def test_an_export_loads_back_into_the_same_rows(files):
         # A relative name is in the data directory, which is not under secure_file_priv.
         refused(cur, "SELECT 1 INTO OUTFILE 'relative.txt'", 1290)
     conn.close()
+
+
+def test_fixed_rows_load_back_and_load_as_mariadb_loads_them(files, mariadb_reference):
+    quill, directory = files
+    conn = quill.connect()
+    fill(conn, "fixedrows")
+    export = directory / "fixed.txt"
+    fixed = "FIELDS TERMINATED BY '' ENCLOSED BY ''"
+    with conn.cursor() as cur:
+        # Round trip (without the NULL row: spaces are no number, 1366 in strict mode).
+        cur.execute(f"SELECT id, d, dt, s FROM o WHERE id <> 2 INTO OUTFILE '{export}' {fixed}")
+        cur.execute("CREATE TABLE back (id INT PRIMARY KEY, d DECIMAL(5,2), dt DATE, s VARCHAR(20))")
+        assert cur.execute(f"LOAD DATA INFILE '{export}' INTO TABLE back {fixed}") == len(ROWS)
+        # A VARCHAR field is as wide as its column in bytes: the spaces past the length are cut
+        # with a note, the rest stay (as in MariaDB).
+        cur.execute("SELECT id, d, dt, RTRIM(s) FROM back ORDER BY id")
+        copied = cur.fetchall()
+        cur.execute("SELECT id, d, dt, s FROM o WHERE id <> 2 ORDER BY id")
+        assert copied == cur.fetchall()
+        refused(cur, f"LOAD DATA INFILE '{export}' INTO TABLE back {fixed} (id, @d)", 1409)
+    conn.close()
+    # The same odd lines, strict and not, give MariaDB's rows and conditions.
+    path = directory / "odd.txt"
+    path.write_bytes(FIXED_LINES)
+    seen = {}
+    for target, c in (("quill", quill.connect()), ("mariadb", mariadb_reference.connect())):
+        db = unique_name("fixed")
+        with c.cursor() as cur:
+            cur.execute(f"CREATE DATABASE {db}")
+            cur.execute(f"USE {db}")
+            cur.execute("CREATE TABLE f (a INT, b VARCHAR(5), c CHAR(3), d DECIMAL(5,2), e DATE)")
+            cur.execute("SET sql_mode = 'STRICT_TRANS_TABLES'")
+            refused(cur, f"LOAD DATA INFILE '{path}' INTO TABLE f {fixed}", 1262)
+            cur.execute("SET sql_mode = ''")
+            cur.execute(f"LOAD DATA INFILE '{path}' INTO TABLE f {fixed}")
+            cur.execute("SHOW WARNINGS")
+            conditions = sorted((level, code) for level, code, _ in cur.fetchall())
+            cur.execute("SELECT a, HEX(b), c FROM f ORDER BY a")
+            seen[target] = (cur.fetchall(), conditions)
+            cur.execute(f"DROP DATABASE {db}")
+        c.close()
+    rows, conditions = seen["quill"]
+    assert rows[0] == (1, "6162202020", "x")
+    assert rows[1][:2] == (2, "6109622020")
+    assert rows[0] == seen["mariadb"][0][0]
+    # The one difference: a column a short line leaves out is NULL here (as for delimited
+    # lines), where MariaDB stores the type's zero value ('' for CHAR).
+    assert (rows[1][2], seen["mariadb"][0][1][2]) == (None, "")
+    assert conditions == seen["mariadb"][1]
 
 
 def test_secure_file_priv_rules(files, server, fresh_db, tmp_path):

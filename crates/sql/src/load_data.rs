@@ -13,7 +13,12 @@
 //! - the `ESCAPED BY` character takes the next byte literally, except `0 b n r t Z`, which
 //!   stand for NUL, backspace, newline, carriage return, tab and Ctrl-Z;
 //! - NULL is an unenclosed field that is exactly the escape character and `N`, or, when
-//!   `ENCLOSED BY` is set, an unenclosed field that is the word `NULL`.
+//!   `ENCLOSED BY` is set, an unenclosed field that is the word `NULL`;
+//! - with neither a field terminator nor an enclosing character (MySQL's fixed-row format),
+//!   a field is the next `width` bytes of the line, its column's display width (escape
+//!   sequences count as the byte they stand for), or what is left before the line
+//!   terminator; bytes after the last field are one field more (1262). A short line leaves
+//!   its last columns to their defaults with 1261; MariaDB stores the type's zero value there.
 //!
 //! These rules were checked against MariaDB 10.11 with the cases of the unit tests below. One
 //! difference is known: an enclosed field whose closing character is followed by other data
@@ -64,6 +69,16 @@ pub struct Format {
     pub lines_terminated: Vec<u8>,
 }
 
+impl Format {
+    /// MySQL's fixed-row format: no field terminator and no enclosing character. Each field
+    /// then takes its column's display width (`SqlType::display_length`, in bytes), padded
+    /// with spaces; lines still end with the line terminator, if there is one.
+    #[must_use]
+    pub fn is_fixed(&self) -> bool {
+        self.fields_terminated.is_empty() && self.enclosed.is_none()
+    }
+}
+
 impl Default for Format {
     /// MySQL's defaults: tab-separated fields, no enclosing, backslash escapes, newline-ended lines.
     fn default() -> Format {
@@ -107,7 +122,7 @@ pub fn is_load_data(sql: &str) -> bool {
 ///
 /// # Errors
 /// 1064 for a syntax error, 1083 for an `ENCLOSED BY` or `ESCAPED BY` of more than one
-/// character, 1235 for what Quill does not read yet (fixed-width rows, `PARTITION`).
+/// character, 1235 for what Quill does not read yet (`PARTITION`).
 pub fn parse(sql: &str) -> Result<LoadSpec> {
     let dialect = MySqlDialect {};
     let mut p = Parser::new(&dialect).try_with_sql(sql).map_err(|e| SqlError::parse(&e.to_string()))?;
@@ -178,7 +193,7 @@ pub fn parse(sql: &str) -> Result<LoadSpec> {
 ///
 /// # Errors
 /// 1064 for a clause with nothing in it, 1083 for an `ENCLOSED BY` or `ESCAPED BY` of more
-/// than one character, 1235 for fixed-width rows.
+/// than one character.
 pub(crate) fn charset_and_format(r: &mut Reader<'_, '_>) -> Result<(Option<String>, Format)> {
     let syntax = |near: &str| SqlError::parse(near);
     let mut charset = None;
@@ -232,9 +247,6 @@ pub(crate) fn charset_and_format(r: &mut Reader<'_, '_>) -> Result<(Option<Strin
         if !any {
             return Err(syntax("LINES"));
         }
-    }
-    if format.fields_terminated.is_empty() && format.enclosed.is_none() {
-        return Err(SqlError::unsupported("fixed-width rows (empty FIELDS TERMINATED BY and ENCLOSED BY)"));
     }
     Ok((charset, format))
 }
@@ -334,12 +346,21 @@ pub struct Rows<'a> {
     data: &'a [u8],
     at: usize,
     format: &'a Format,
+    /// Field widths in bytes, for the fixed-row format ([`Format::is_fixed`]).
+    widths: &'a [usize],
 }
 
 impl<'a> Rows<'a> {
     #[must_use]
     pub fn new(data: &'a [u8], format: &'a Format) -> Rows<'a> {
-        Rows { data, at: 0, format }
+        Rows { data, at: 0, format, widths: &[] }
+    }
+
+    /// The field widths of a fixed-row format, one per field of a line.
+    #[must_use]
+    pub fn with_widths(mut self, widths: &'a [usize]) -> Rows<'a> {
+        self.widths = widths;
+        self
     }
 
     /// How many bytes of the file are behind the rows read so far (for a load's progress).
@@ -440,6 +461,47 @@ impl<'a> Rows<'a> {
     }
 }
 
+impl Rows<'_> {
+    /// A line of the fixed-row format: each field is the next `width` bytes (escape sequences
+    /// counting as the byte they stand for), or what is left before the line terminator. The
+    /// bytes of the line after the last field are one more field, so the caller reports the
+    /// line as too long (1262), as MySQL does.
+    fn fixed_row(&mut self) -> Vec<Field> {
+        let f = self.format;
+        let mut row = Vec::with_capacity(self.widths.len() + 1);
+        for &width in self.widths {
+            if self.done() || self.at_line_end() {
+                break;
+            }
+            let mut value = Vec::with_capacity(width);
+            while value.len() < width && !self.done() && !self.at_line_end() {
+                let b = self.data[self.at];
+                if Some(b) == f.escaped && self.at + 1 < self.data.len() {
+                    value.push(Self::unescape(self.data[self.at + 1]));
+                    self.at += 2;
+                } else {
+                    value.push(b);
+                    self.at += 1;
+                }
+            }
+            row.push(Some(value));
+        }
+        if !f.lines_terminated.is_empty() {
+            let rest = self.at;
+            while !self.done() && !self.at_line_end() {
+                self.at += 1;
+            }
+            if self.at > rest {
+                row.push(Some(self.data[rest..self.at].to_vec()));
+            }
+            if self.at_line_end() {
+                self.at += f.lines_terminated.len();
+            }
+        }
+        row
+    }
+}
+
 impl Iterator for Rows<'_> {
     type Item = Vec<Field>;
 
@@ -450,6 +512,9 @@ impl Iterator for Rows<'_> {
         }
         if self.done() {
             return None;
+        }
+        if f.is_fixed() {
+            return Some(self.fixed_row());
         }
         let mut row = Vec::new();
         loop {
@@ -515,6 +580,23 @@ mod tests {
         assert_eq!(rows(b"xxx\"abc\",1\nsomething xxx\"def\",2\n\"ghi\",3\n", &f), vec![vec![s("\"abc\""), s("1")], vec![s("\"def\""), s("2")]]);
     }
 
+    /// Fixed-row lines as MariaDB 10.11 reads them: fields by width (an escape sequence is
+    /// one byte of it), a short line ends early, bytes after the last field are one field more.
+    #[test]
+    fn fixed_rows_split_by_width() {
+        let f = Format { fields_terminated: Vec::new(), ..Format::default() };
+        let widths = [3, 4];
+        let read = |data: &[u8]| -> Vec<Vec<Option<String>>> {
+            Rows::new(data, &f).with_widths(&widths).map(|r| r.into_iter().map(|f| f.map(|b| String::from_utf8(b).unwrap())).collect()).collect()
+        };
+        assert_eq!(
+            read(b"1  ab  \n\\n22 x\\ty\n7\n123abcdEXTRA\n"),
+            vec![vec![s("1  "), s("ab  ")], vec![s("\n22"), s(" x\ty")], vec![s("7")], vec![s("123"), s("abcd"), s("EXTRA")]]
+        );
+        let no_lines = Format { lines_terminated: Vec::new(), ..f.clone() };
+        assert_eq!(Rows::new(b"1  ab  2  cd  ", &no_lines).with_widths(&widths).count(), 2, "without a line terminator, a row is exactly its widths long");
+    }
+
     #[test]
     fn ignore_lines_counts_lines_before_any_prefix() {
         let f = Format { fields_terminated: b",".to_vec(), lines_starting: b"xxx".to_vec(), ..Format::default() };
@@ -572,7 +654,7 @@ mod tests {
     fn bad_statements_get_mysql_errors() {
         assert_eq!(parse("LOAD DATA INFILE 'f' INTO TABLE t FIELDS ENCLOSED BY 'ab'").unwrap_err().code, 1083);
         assert_eq!(parse("LOAD DATA INFILE 'f' INTO TABLE t FIELDS ESCAPED BY '\\\\\\\\'").unwrap_err().code, 1083);
-        assert_eq!(parse("LOAD DATA INFILE 'f' INTO TABLE t FIELDS TERMINATED BY ''").unwrap_err().code, 1235);
+        assert!(parse("LOAD DATA INFILE 'f' INTO TABLE t FIELDS TERMINATED BY ''").unwrap().format.is_fixed());
         assert_eq!(parse("LOAD DATA INFILE INTO TABLE t").unwrap_err().code, 1064);
         assert_eq!(parse("LOAD DATA INFILE 'f' INTO TABLE t IGNORE 2").unwrap_err().code, 1064);
         assert_eq!(parse("LOAD DATA INFILE 'f' INTO TABLE t trailing").unwrap_err().code, 1064);

@@ -142,22 +142,28 @@ impl FileSink {
         Ok(())
     }
 
-    /// Appends one line to the buffer.
+    /// Appends one line to the buffer. In the fixed-row format ([`Format::is_fixed`]) each
+    /// value is padded with spaces to its column's display width, and NULL is all spaces.
     fn outfile_row(&mut self, row: &[Value]) {
         let f = &self.format;
+        let fixed = f.is_fixed();
         let line = &mut self.buffer;
         line.extend_from_slice(&f.lines_starting);
         for (i, (v, ty)) in row.iter().zip(&self.types).enumerate() {
             if i > 0 {
                 line.extend_from_slice(&f.fields_terminated);
             }
+            let width = if fixed { ty.display_length() as usize } else { 0 };
             let Some(bytes) = text(self.charset, v, ty) else {
                 match f.escaped {
+                    _ if fixed => line.resize(line.len() + width, b' '),
                     Some(e) => line.extend_from_slice(&[e, b'N']),
                     None => line.extend_from_slice(b"NULL"),
                 }
                 continue;
             };
+            // The padding counts the value's own bytes, not its escapes (as MySQL).
+            let padding = width.saturating_sub(bytes.len());
             let enclose = f.enclosed.filter(|_| !f.optionally || !ty.is_numeric());
             line.extend(enclose);
             match f.escaped {
@@ -176,6 +182,7 @@ impl FileSink {
                 None => line.extend_from_slice(&bytes),
             }
             line.extend(enclose);
+            line.resize(line.len() + padding, b' ');
         }
         line.extend_from_slice(&f.lines_terminated);
     }

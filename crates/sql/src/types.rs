@@ -607,9 +607,22 @@ impl WriteContext<'_> {
     fn fail_or_warn(&mut self, code: (u16, &'static str), message: String, fallback: Value) -> Result<Value> {
         if self.strict {
             Err(SqlError::new(code, message))
+        } else if code == codes::ER_DATA_TOO_LONG {
+            // Outside strict mode a string cut to the column's length is "truncated" (1265).
+            let message = format!("Data truncated for column '{}' at row {}", self.column, self.row);
+            self.warnings.push(Warning { level: "Warning", code: codes::WARN_DATA_TRUNCATED.0, message });
+            Ok(fallback)
         } else {
             self.warnings.push(Warning { level: "Warning", code: code.0, message });
             Ok(fallback)
+        }
+    }
+
+    /// A number written as text with spaces after it: stored, with a note (as MySQL).
+    fn note_trailing_spaces(&mut self, text: &str) {
+        if text.ends_with(' ') {
+            let message = format!("Data truncated for column '{}' at row {}", self.column, self.row);
+            self.warnings.push(Warning { level: "Note", code: codes::WARN_DATA_TRUNCATED.0, message });
         }
     }
 
@@ -698,6 +711,17 @@ pub fn coerce_to_column(v: Value, ty: &SqlType, cx: &mut WriteContext<'_>) -> Re
             }
             // No more bytes than the column has characters: no need to count them.
             if s.len() > *len as usize && s.chars().count() > *len as usize {
+                // Only spaces past the length: cut with a note, in any mode (as MySQL).
+                let keep = s.char_indices().nth(*len as usize).map_or(s.len(), |(at, _)| at);
+                if s[keep..].bytes().all(|b| b == b' ') {
+                    s.truncate(keep);
+                    cx.warnings.push(Warning {
+                        level: "Note",
+                        code: codes::WARN_DATA_TRUNCATED.0,
+                        message: format!("Data truncated for column '{}' at row {}", cx.column, cx.row),
+                    });
+                    return Ok(Value::Str(s));
+                }
                 let cut: String = s.chars().take(*len as usize).collect();
                 let msg = format!("Data too long for column '{}' at row {}", cx.column, cx.row);
                 return cx.fail_or_warn(codes::ER_DATA_TOO_LONG, msg, Value::Str(cut));
@@ -813,6 +837,7 @@ fn coerce_int(v: Value, kind: IntKind, unsigned: bool, cx: &mut WriteContext<'_>
                 let clamped = n.clamp(lo, hi);
                 return cx.fail_or_warn(codes::WARN_DATA_TRUNCATED, msg, int_value(clamped, unsigned));
             }
+            cx.note_trailing_spaces(s);
             n
         }
         Value::Bytes(b) => {
@@ -847,7 +872,10 @@ fn coerce_decimal(v: Value, precision: u8, scale: u8, unsigned: bool, cx: &mut W
         Value::Str(s) => {
             let t = s.trim();
             match t.parse::<Decimal>() {
-                Ok(d) => d,
+                Ok(d) => {
+                    cx.note_trailing_spaces(s);
+                    d
+                }
                 Err(_) => {
                     let (f, _) = parse_number_prefix(t);
                     let msg = format!("Incorrect decimal value: '{s}' for column '{}' at row {}", cx.column, cx.row);

@@ -25,6 +25,8 @@ use quill_storage::Value;
 
 /// MySQL 8's error when local files are disabled on either side.
 pub const ER_CLIENT_LOCAL_FILES_DISABLED: (u16, &str) = (3948, "42000");
+/// A fixed-row LOAD DATA names a user variable, which has no width.
+pub const ER_LOAD_FROM_FIXED_SIZE_ROWS_TO_VAR: (u16, &str) = (1409, "HY000");
 /// Rows between two updates of a load's progress.
 const PROGRESS_ROWS: u64 = 4096;
 /// The progress of a finished stage, in thousandths of a percent.
@@ -44,8 +46,10 @@ impl Session {
             None => Charset::from_name(self.info.var("character_set_database")).unwrap_or_default(),
         };
         let (db, name) = query::resolve_table_name(&self.info, &spec.table)?;
-        let columns: Vec<String> = self.info.engine.catalog().table(&db, &name)?.columns.iter().map(|c| c.name.clone()).collect();
+        let (columns, widths): (Vec<String>, Vec<usize>) =
+            self.info.engine.catalog().table(&db, &name)?.columns.iter().map(|c| (c.name.clone(), c.ty.display_length() as usize)).unzip();
         let targets = load_targets(&columns, &spec)?;
+        let widths = fixed_widths(&spec, &targets, &widths)?;
         self.check_table_lock(&db, &name, true)?;
         self.acquire_locks(vec![((db.clone(), name.clone()), crate::mdl::Mode::Write)], false).await?;
         let (file, duplicates, strict) = if spec.local {
@@ -75,7 +79,7 @@ impl Session {
         };
         let progress = self.progress.clone();
         let total = file.len().max(1) as u64;
-        let mut rows = load_data::Rows::new(&file, &spec.format).skip_lines(spec.ignore_lines);
+        let mut rows = load_data::Rows::new(&file, &spec.format).with_widths(&widths).skip_lines(spec.ignore_lines);
         let mut count = 0u64;
         let rows = std::iter::from_fn(move || {
             let fields = rows.next()?;
@@ -99,6 +103,25 @@ impl Session {
         }
         outcome
     }
+}
+
+/// The field widths of a fixed-row load ([`load_data::Format::is_fixed`]): each target
+/// column's display width (`column_widths`, by column). Empty for a delimited load.
+///
+/// # Errors
+/// 1409 when a target is a user variable, which has no width (as MySQL).
+fn fixed_widths(spec: &LoadSpec, targets: &LoadTargets, column_widths: &[usize]) -> Result<Vec<usize>> {
+    if !spec.format.is_fixed() {
+        return Ok(Vec::new());
+    }
+    targets
+        .fields
+        .iter()
+        .map(|t| match t {
+            FieldTarget::Column(c) => Ok(column_widths[*c]),
+            FieldTarget::Variable(_) => Err(SqlError::new(ER_LOAD_FROM_FIXED_SIZE_ROWS_TO_VAR, "Can't load value from file with fixed size rows to variable")),
+        })
+        .collect()
 }
 
 /// A field's bytes as a value: text in `charset` (binary, or bytes not valid in it, stay
