@@ -17,8 +17,8 @@
 //! - with neither a field terminator nor an enclosing character (MySQL's fixed-row format),
 //!   a field is the next `width` bytes of the line, its column's display width (escape
 //!   sequences count as the byte they stand for), or what is left before the line
-//!   terminator; bytes after the last field are one field more (1262). A short line leaves
-//!   its last columns to their defaults with 1261; MariaDB stores the type's zero value there.
+//!   terminator; bytes after the last field are one field more (1262). A short line gives its
+//!   last columns their type's zero value, with 1261 (the caller's part).
 //!
 //! These rules were checked against MariaDB 10.11 with the cases of the unit tests below. One
 //! difference is known: an enclosed field whose closing character is followed by other data
@@ -441,7 +441,20 @@ impl<'a> Rows<'a> {
             return Some(value);
         }
         let mut escaped_n = false;
-        while !self.done() && !self.at_field_end() && !self.at_line_end() {
+        // Bytes that can start neither a terminator nor an escape are data: taken as a run.
+        let (field_start, line_start) = (f.fields_terminated.first().copied(), f.lines_terminated.first().copied());
+        let special = |b: u8| Some(b) == field_start || Some(b) == line_start || Some(b) == f.escaped;
+        loop {
+            let rest = &self.data[self.at..];
+            let run = rest.iter().position(|&b| special(b)).unwrap_or(rest.len());
+            if run > 0 {
+                value.extend_from_slice(&rest[..run]);
+                self.at += run;
+                escaped_n = false;
+            }
+            if self.done() || self.at_field_end() || self.at_line_end() {
+                break;
+            }
             let b = self.data[self.at];
             if Some(b) == f.escaped && self.at + 1 < self.data.len() {
                 let c = self.data[self.at + 1];

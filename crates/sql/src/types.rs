@@ -142,6 +142,12 @@ impl SqlType {
         matches!(self, SqlType::Int { .. } | SqlType::Year | SqlType::Decimal { .. } | SqlType::Float | SqlType::Double)
     }
 
+    /// DATE, DATETIME, TIMESTAMP and TIME (YEAR counts as a number).
+    #[must_use]
+    pub fn is_temporal(&self) -> bool {
+        matches!(self, SqlType::Date | SqlType::DateTime(_) | SqlType::Timestamp(_) | SqlType::Time(_))
+    }
+
     #[must_use]
     pub fn is_string(&self) -> bool {
         matches!(self, SqlType::Char { .. } | SqlType::VarChar { .. } | SqlType::Text { .. })
@@ -871,6 +877,10 @@ fn coerce_decimal(v: Value, precision: u8, scale: u8, unsigned: bool, cx: &mut W
     let d = match &v {
         Value::Str(s) => {
             let t = s.trim();
+            if let Some(unscaled) = plain_decimal_text(t, precision, scale, unsigned) {
+                cx.note_trailing_spaces(s);
+                return Ok(Value::Decimal(Decimal::new(unscaled, u32::from(scale))));
+            }
             match t.parse::<Decimal>() {
                 Ok(d) => {
                     cx.note_trailing_spaces(s);
@@ -903,9 +913,55 @@ fn coerce_decimal(v: Value, precision: u8, scale: u8, unsigned: bool, cx: &mut W
     Ok(Value::Decimal(out))
 }
 
+/// The unscaled value of `text` in a `DECIMAL(precision, scale)` column, when `text` is a
+/// plain decimal that fits it exactly (`-12.5`, `7`, `0.25`: no exponent, no leading zeros,
+/// no more fraction digits than `scale`, at most 18 digits in all); `None` sends it the
+/// general way. A load's DECIMAL fields are almost all of this form.
+fn plain_decimal_text(text: &str, precision: u8, scale: u8, unsigned: bool) -> Option<i64> {
+    let (negative, digits) = match text.as_bytes() {
+        [b'-', rest @ ..] if !unsigned => (true, rest),
+        rest => (false, rest),
+    };
+    let (int, frac) = match digits.iter().position(|&b| b == b'.') {
+        Some(dot) => (&digits[..dot], &digits[dot + 1..]),
+        None => (digits, &digits[..0]),
+    };
+    let leading_zero = int.len() > 1 && int[0] == b'0';
+    if int.is_empty() || leading_zero || frac.len() > usize::from(scale) || int.len() > usize::from(precision - scale) || int.len() + usize::from(scale) > 18 {
+        return None;
+    }
+    let mut unscaled: i64 = 0;
+    for &b in int.iter().chain(frac) {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        unscaled = unscaled * 10 + i64::from(b - b'0');
+    }
+    for _ in frac.len()..usize::from(scale) {
+        unscaled *= 10;
+    }
+    Some(if negative { -unscaled } else { unscaled })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plain_decimal_text_agrees_with_the_general_path() {
+        for text in ["0", "7", "-7", "12.5", "-12.50", "0.05", "999.99", "-999.99", "1000", "1.234", "007", "1e3", "", "-", ".5", "+1", "1,5"] {
+            let fast = plain_decimal_text(text, 5, 2, false).map(|u| Value::Decimal(Decimal::new(u, 2)));
+            if let Some(fast) = fast {
+                let parsed: Decimal = text.parse().expect("a plain decimal parses");
+                let mut expected = parsed;
+                expected.rescale(2);
+                assert_eq!(fast, Value::Decimal(expected), "{text}");
+            } else {
+                assert!(matches!(text, "1000" | "1.234" | "007" | "1e3" | "" | "-" | ".5" | "+1" | "1,5"), "{text} goes the general way");
+            }
+        }
+        assert_eq!(plain_decimal_text("-1", 5, 2, true), None, "unsigned: the general path reports it");
+    }
 
     #[test]
     fn datetime_text_round_trips_with_microseconds() {

@@ -15,7 +15,7 @@ use std::cmp::Ordering;
 use quill_storage::Value;
 use sqlparser::ast;
 
-use super::{BulkBuffer, DmlCx, DmlResult, Duplicate, ProposedRow, default_value, env, insert_proposed, prepare_row, table_scope, with_table};
+use super::{BulkBuffer, DmlCx, DmlResult, Duplicate, ProposedRow, default_value, env, insert_proposed, prepare_row, table_scope, with_table, zero_value};
 use crate::bind::{Binder, ScopeColumn};
 use crate::catalog::Catalog;
 use crate::error::{Result, SqlError, Warning};
@@ -48,6 +48,9 @@ pub struct LoadTargets {
     pub variables: Vec<String>,
     /// `SET column = expression`, in order.
     pub set: Vec<(usize, ast::Expr)>,
+    /// Fixed-row format: a column a short line leaves out gets its type's zero value (as
+    /// MySQL's fixed-row reader sets it), not its default.
+    pub fixed: bool,
 }
 
 /// What [`load`] did: the `Records: Deleted: Skipped: Warnings:` of LOAD DATA.
@@ -109,6 +112,16 @@ pub fn load(
                 match target {
                     FieldTarget::Column(col) => vals[col] = Some(v),
                     FieldTarget::Variable(var) => out.variables[var] = v,
+                }
+            }
+            if targets.fixed {
+                for target in targets.fields.iter().skip(given) {
+                    // Quill has no zero date ('0000-00-00'): a temporal column keeps its default.
+                    if let FieldTarget::Column(col) = *target
+                        && !t.columns[col].ty.is_temporal()
+                    {
+                        vals[col] = Some(zero_value(&t.columns[col].ty));
+                    }
                 }
             }
             // One 1261 per column the row leaves out, as MySQL counts them (a variable left

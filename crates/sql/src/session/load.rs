@@ -48,8 +48,9 @@ impl Session {
         let (db, name) = query::resolve_table_name(&self.info, &spec.table)?;
         let (columns, widths): (Vec<String>, Vec<usize>) =
             self.info.engine.catalog().table(&db, &name)?.columns.iter().map(|c| (c.name.clone(), c.ty.display_length() as usize)).unzip();
-        let targets = load_targets(&columns, &spec)?;
+        let mut targets = load_targets(&columns, &spec)?;
         let widths = fixed_widths(&spec, &targets, &widths)?;
+        targets.fixed = spec.format.is_fixed();
         self.check_table_lock(&db, &name, true)?;
         self.acquire_locks(vec![((db.clone(), name.clone()), crate::mdl::Mode::Write)], false).await?;
         let (file, duplicates, strict) = if spec.local {
