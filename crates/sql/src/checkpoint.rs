@@ -185,6 +185,8 @@ impl Drop for Checkpointer {
 
 fn run(engine: &Engine, fs: &Arc<dyn Fs>, datadir: &Path, mut last_lsn: u64, stop: &AtomicBool) {
     let mut last_time = Instant::now();
+    // The newest commit when the last checkpoint began (its view holds at least that much).
+    let mut last_ts = engine.txns.last_commit_ts();
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(POLL_INTERVAL);
         let Some(log) = engine.log.get() else { continue };
@@ -195,9 +197,19 @@ fn run(engine: &Engine, fs: &Arc<dyn Fs>, datadir: &Path, mut last_lsn: u64, sto
         if grown == 0 || (grown < log_bytes && last_time.elapsed() < interval) {
             continue;
         }
+        // Nothing committed since the last checkpoint, and a transaction still streaming that
+        // began before it (holding recovery's start where it was): a new checkpoint would hold
+        // the same rows and remove no segment, and a bulk load's log growth would have it scan
+        // every table again and again for nothing. It waits for a commit, or the interval.
+        let nothing_new = engine.txns.last_commit_ts() == last_ts && engine.open_streams.lock().keys().next().is_some_and(|&first| first < last_lsn);
+        if nothing_new && last_time.elapsed() < interval {
+            continue;
+        }
+        let ts_before = engine.txns.last_commit_ts();
         match checkpoint(engine, fs, datadir) {
             Ok(report) => {
                 last_lsn = report.lsn;
+                last_ts = ts_before;
                 last_time = Instant::now();
                 engine.status.checkpoints.fetch_add(1, Ordering::Relaxed);
                 engine.status.checkpoint_lsn.store(report.lsn, Ordering::Relaxed);
