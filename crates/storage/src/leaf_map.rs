@@ -182,6 +182,24 @@ impl Walk {
         self.done
     }
 
+    /// Visits the entries of `leaf` at `indices` (in the walk's order) until `visit` says
+    /// stop or the walk's end is passed, and records where the walk stands then. `true` when
+    /// neither happened: the walk goes on to the next leaf.
+    fn visit_leaf<V>(&mut self, leaf: &Leaf<V>, indices: impl Iterator<Item = usize>, visit: &mut impl FnMut(&[u8], &V) -> bool) -> bool {
+        for i in indices {
+            let key = leaf.key(i);
+            if self.past_end(key) {
+                self.done = true;
+                return false;
+            }
+            if !visit(key, &leaf.values[i]) {
+                self.next = Bound::Excluded(key.to_vec());
+                return false;
+            }
+        }
+        true
+    }
+
     /// Whether `key` lies past the walk's end.
     fn past_end(&self, key: &[u8]) -> bool {
         match (self.order, &self.end) {
@@ -352,16 +370,8 @@ impl<V: Vacancy + Send + 'static> LeafMap<V> {
                     Bound::Included(k) => leaf.search(k).unwrap_or_else(|i| i),
                     Bound::Excluded(k) => leaf.search(k).map_or_else(|i| i, |i| i + 1),
                 };
-                for i in from..leaf.len() {
-                    let key = leaf.key(i);
-                    if walk.past_end(key) {
-                        walk.done = true;
-                        return;
-                    }
-                    if !visit(key, &leaf.values[i]) {
-                        walk.next = Bound::Excluded(key.to_vec());
-                        return;
-                    }
+                if !walk.visit_leaf(&leaf, from..leaf.len(), &mut visit) {
+                    return;
                 }
                 match &leaf.high {
                     Some(high) if !walk.past_end(high) => walk.next = Bound::Included(high.to_vec()),
@@ -383,16 +393,8 @@ impl<V: Vacancy + Send + 'static> LeafMap<V> {
                     Bound::Included(k) => leaf.search(k).map_or_else(|i| i, |i| i + 1),
                     Bound::Excluded(k) => leaf.search(k).unwrap_or_else(|i| i),
                 };
-                for i in (0..to).rev() {
-                    let key = leaf.key(i);
-                    if walk.past_end(key) {
-                        walk.done = true;
-                        return;
-                    }
-                    if !visit(key, &leaf.values[i]) {
-                        walk.next = Bound::Excluded(key.to_vec());
-                        return;
-                    }
+                if !walk.visit_leaf(&leaf, (0..to).rev(), &mut visit) {
+                    return;
                 }
                 if leaf.low.is_empty() || walk.past_end(&leaf.low) {
                     walk.done = true;
