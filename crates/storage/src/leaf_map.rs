@@ -11,17 +11,18 @@
 //! Invariants:
 //! - every key is in exactly one leaf, the one whose range covers it; a leaf's keys are
 //!   sorted and unique;
-//! - a leaf's range only shrinks, from the top, and only by a split, which happens under
-//!   the leaf's mutex: the upper entries move to a new leaf that is published in the skip
-//!   list before the mutex is released. So a caller that finds a leaf, locks it and sees
-//!   that it still covers its key has the right leaf (otherwise it looks again);
+//! - a leaf's range changes only under its mutex: a split moves the upper entries to a new
+//!   leaf that is published in the skip list before the mutex is released, and a removal
+//!   (below) hands a range to the leaf before it. So a caller that finds a leaf, locks it and
+//!   sees that it still covers its key has the right leaf (otherwise it looks again);
 //! - no entry is vacant ([`Vacancy`]): an entry left vacant by a call is removed before
 //!   the leaf's mutex is released;
-//! - leaves are never removed (a drained leaf stays, empty, and takes keys of its range
-//!   again).
+//! - a leaf left empty is removed (but the first), its range going to the leaf before it,
+//!   under both their mutexes, taken left to right; a removed leaf covers nothing, so a
+//!   caller that locks it looks again.
 //!
-//! Nobody holds a leaf's mutex across a call of this module's API, and callers must not
-//! lock one leaf while holding another's: every operation locks one leaf at a time. Walks
+//! Nobody holds a leaf's mutex across a call of this module's API. Every operation locks one
+//! leaf at a time, but the removal of an empty leaf, which locks its left neighbour first. Walks
 //! ([`LeafMap::step`]) hold no lock between steps, so entries written while a walk runs may
 //! or may not be met.
 //!
@@ -287,28 +288,29 @@ impl<V: Vacancy + Send + 'static> LeafMap<V> {
     }
 
     /// Run `f` on the value at index `i` of a locked leaf; remove the entry if `f` left it
-    /// vacant.
-    fn run<R>(&self, leaf: &mut Leaf<V>, i: usize, f: impl FnOnce(&mut V) -> R) -> R {
+    /// vacant, and then the leaf if that left it empty (after unlocking it).
+    fn run<R>(&self, mut leaf: LockedLeaf<V>, i: usize, f: impl FnOnce(&mut V) -> R) -> R {
         let result = f(&mut leaf.values[i]);
         if leaf.values[i].is_vacant() {
             leaf.remove_at(i);
             self.len.fetch_sub(1, Ordering::Relaxed);
+            self.remove_if_empty(leaf);
         }
         result
     }
 
     /// Run `f` on the value at `key`, if there is one, under its leaf's mutex.
     pub fn with<R>(&self, key: &[u8], f: impl FnOnce(&mut V) -> R) -> Option<R> {
-        let mut leaf = self.leaf_for(key);
+        let leaf = self.leaf_for(key);
         let i = leaf.search(key).ok()?;
-        Some(self.run(&mut leaf, i, f))
+        Some(self.run(leaf, i, f))
     }
 
     /// As [`LeafMap::with`], starting from the leaf `finger` used last.
     pub fn with_near<R>(&self, finger: &mut Finger<V>, key: &[u8], f: impl FnOnce(&mut V) -> R) -> Option<R> {
         // The finger's leaf is unlocked before another is locked (one leaf at a time).
         let near = finger.leaf.take().map(|leaf| leaf.lock_arc()).filter(|leaf| leaf.covers(key));
-        let mut leaf = near.unwrap_or_else(|| self.leaf_for(key));
+        let leaf = near.unwrap_or_else(|| self.leaf_for(key));
         finger.leaf = Some(Arc::clone(ArcMutexGuard::mutex(&leaf)));
         let hint = [finger.at, finger.at + 1].into_iter().find(|&i| i < leaf.len() && leaf.key(i) == key);
         let i = match hint {
@@ -316,7 +318,7 @@ impl<V: Vacancy + Send + 'static> LeafMap<V> {
             None => leaf.search(key).ok()?,
         };
         finger.at = i;
-        Some(self.run(&mut leaf, i, f))
+        Some(self.run(leaf, i, f))
     }
 
     /// Run `f` on the value at `key`, a vacant one inserted first if there is none.
@@ -334,10 +336,44 @@ impl<V: Vacancy + Send + 'static> LeafMap<V> {
         if leaf.values[i].is_vacant() {
             leaf.remove_at(i);
             self.len.fetch_sub(1, Ordering::Relaxed);
+            self.remove_if_empty(leaf);
         } else if leaf.len() > LEAF_ENTRIES_MAX {
             self.split(leaf, i);
         }
         result
+    }
+
+    /// Unlock `leaf`; if it was empty (and is not the first leaf), remove it from the map and
+    /// give its range to the leaf before it. The two are locked left to right: the one place
+    /// two leaves are held at once, always in that order, so no two callers wait on each other
+    /// in a cycle. A removed leaf covers nothing (`high == low`), so a caller that found it a
+    /// moment earlier looks again.
+    fn remove_if_empty(&self, leaf: LockedLeaf<V>) {
+        if leaf.len() > 0 || leaf.low.is_empty() {
+            return;
+        }
+        let low = leaf.low.clone();
+        drop(leaf);
+        loop {
+            let Some(left_entry) = self.leaves.upper_bound(Bound::Excluded(&low[..])) else { return };
+            let mut left = left_entry.value().lock_arc();
+            match left.high.as_deref() {
+                // A leaf split off the left one sits between them now: look again.
+                Some(high) if high < &low[..] => continue,
+                Some(high) if high == &low[..] => {}
+                // The left leaf reaches past `low` already: the leaf is gone.
+                _ => return,
+            }
+            let Some(entry) = self.leaves.get(&low[..]) else { return };
+            let mut dead = entry.value().lock_arc();
+            if dead.len() > 0 || !dead.covers(&low) {
+                return;
+            }
+            left.high = dead.high.take();
+            dead.high = Some(dead.low.clone());
+            entry.remove();
+            return;
+        }
     }
 
     /// Split a leaf one entry over its bound. An entry added at the leaf's end (ascending
@@ -515,6 +551,76 @@ mod tests {
         assert_eq!(map.first_key(Walk::new(Bound::Included(&k), Bound::Unbounded, ScanOrder::Ascending)), Some(key(250)));
         assert_eq!(map.first_key(Walk::new(Bound::Unbounded, Bound::Excluded(&k), ScanOrder::Descending)), Some(key(69)));
         assert_eq!(map.first_key(Walk::new(Bound::Unbounded, Bound::Excluded(&key(0)), ScanOrder::Descending)), None);
+    }
+
+    #[test]
+    fn drained_leaves_leave_the_map_and_their_range_goes_to_the_leaf_before() {
+        let map = LeafMap::new();
+        for n in 0..1000 {
+            set(&map, n, 1);
+        }
+        let leaves = map.leaves.len();
+        // A queue: the oldest rows go, new ones come at the top.
+        for n in 0..900 {
+            set(&map, n, 0);
+        }
+        for n in 1000..1100 {
+            set(&map, n, 1);
+        }
+        assert!(map.leaves.len() <= 5, "{} leaves of {leaves} left for 200 rows", map.leaves.len());
+        assert_eq!(walk_all(&map, Bound::Unbounded, Bound::Unbounded, ScanOrder::Ascending, 7), (900..1100).collect::<Vec<_>>());
+        assert_eq!(walk_all(&map, Bound::Unbounded, Bound::Unbounded, ScanOrder::Descending, 7), (900..1100).rev().collect::<Vec<_>>());
+        // The removed range takes keys again.
+        set(&map, 5, 1);
+        assert_eq!(map.with(&key(5), |c| c.0), Some(1));
+        for n in (900..1100).chain([5]) {
+            set(&map, n, 0);
+        }
+        assert_eq!((map.len(), map.leaves.len()), (0, 1), "only the first leaf is left");
+    }
+
+    /// Writers fill and drain the ranges between a few kept keys (leaves split, empty and are
+    /// removed) while readers walk: the kept keys are seen in order, exactly once.
+    #[test]
+    fn walks_run_beside_writers_that_remove_leaves() {
+        let kept = |n: &u32| n.is_multiple_of(500);
+        let map = LeafMap::new();
+        for n in (0..6000).filter(kept) {
+            set(&map, n, 1);
+        }
+        let removed_before = std::sync::atomic::AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            for w in 0..2u32 {
+                let (map, removed_before) = (&map, &removed_before);
+                scope.spawn(move || {
+                    let mine = |n: &u32| !kept(n) && n % 2 == w;
+                    for _ in 0..20 {
+                        for n in (0..6000).filter(mine) {
+                            set(map, n, 1);
+                        }
+                        removed_before.fetch_max(map.leaves.len(), std::sync::atomic::Ordering::Relaxed);
+                        for n in (0..6000).filter(mine) {
+                            set(map, n, 0);
+                        }
+                    }
+                });
+            }
+            for order in [ScanOrder::Ascending, ScanOrder::Descending] {
+                let map = &map;
+                scope.spawn(move || {
+                    for _ in 0..200 {
+                        let mut seen: Vec<u32> = walk_all(map, Bound::Unbounded, Bound::Unbounded, order, 10).into_iter().filter(kept).collect();
+                        if order == ScanOrder::Descending {
+                            seen.reverse();
+                        }
+                        assert_eq!(seen, (0..6000).filter(kept).collect::<Vec<_>>());
+                    }
+                });
+            }
+        });
+        assert_eq!(map.len(), 12);
+        assert!(removed_before.into_inner() > 40, "the writers filled many leaves");
+        assert!(map.leaves.len() <= 13, "{} leaves left for 12 keys", map.leaves.len());
     }
 
     /// Regression: a finger kept its leaf locked while it looked up another, so two commit
