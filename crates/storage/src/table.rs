@@ -28,7 +28,8 @@
 //! - inserts and updates run under the table's [`WriteLatch`], so a unique-key check and
 //!   the write it allows are one step (the SQL layer also holds it across its
 //!   insert-intention check, so no gap lock slips in between);
-//! - no leaf mutex is taken while another is held (every method touches one row at a time).
+//! - no method takes a row's leaf while holding another's (each touches one row at a time; only
+//!   the leaf map itself holds two, left to right, to remove an empty leaf).
 //!
 //! Locking, waiting and the choice of read view are the `txn` and `sql` layers'
 //! business; this module only answers "who holds this row" and "what does this
