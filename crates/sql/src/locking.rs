@@ -69,7 +69,7 @@ impl LockSpec {
     /// [`SqlError::lock_wait`] (queued), 3572 (`NOWAIT`), 1213 (deadlock victim), 1020
     /// (changed since the snapshot).
     pub fn lock_row(&self, locks: &LockManager, table_id: u64, table_name: &str, data: &dyn Handler, pk: &[u8]) -> Result<Option<bool>> {
-        let fresh = match locks.lock_written_record(self.txn, table_id, pk, self.mode, self.policy, || data.pending_writer(pk)) {
+        let fresh = match locks.lock_written_record(self.txn, table_id, pk, self.mode, self.policy, || data.holder(pk)) {
             Acquire::Granted => true,
             Acquire::Held => false,
             Acquire::Conflict if self.policy == WaitPolicy::SkipLocked => return Ok(None),
@@ -184,7 +184,7 @@ pub fn check_insert(locks: &LockManager, txn: TxnId, table_id: u64, keys: impl F
 /// # Errors
 /// As [`LockSpec::lock_row`].
 pub fn lock_for_write(locks: &LockManager, txn: TxnId, table_id: u64, data: &dyn Handler, pk: &[u8]) -> Result<()> {
-    match locks.lock_written_record(txn, table_id, pk, LockMode::Exclusive, WaitPolicy::Wait, || data.pending_writer(pk)) {
+    match locks.lock_written_record(txn, table_id, pk, LockMode::Exclusive, WaitPolicy::Wait, || data.holder(pk)) {
         Acquire::Granted | Acquire::Held | Acquire::Conflict => Ok(()),
         Acquire::Waiting => Err(SqlError::lock_wait()),
         Acquire::Deadlock => Err(SqlError::deadlock()),

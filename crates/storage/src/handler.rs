@@ -111,7 +111,8 @@ pub trait Handler: Send + Sync + std::fmt::Debug {
     fn index_entry_pk(&self, index: usize, entry: &[u8]) -> Option<Vec<u8>>;
     /// Whether the row at `pk` has any version, committed or not, live or deleted.
     fn has_chain(&self, pk: &[u8]) -> bool;
-    /// The transaction holding uncommitted versions of the row at `pk`.
+    /// The transaction holding uncommitted versions of the row at `pk` (they are its newest):
+    /// the holder of the row's implicit lock when it has no explicit one (`quill_txn::locks`).
     fn holder(&self, pk: &[u8]) -> Option<TxnId>;
     /// The commit timestamp of the newest committed version of the row at `pk`.
     fn newest_commit_ts(&self, pk: &[u8]) -> Option<Timestamp>;
@@ -178,9 +179,6 @@ pub trait Handler: Send + Sync + std::fmt::Debug {
 
     // ---- transaction outcome -----------------------------------------------------------
 
-    /// The transaction whose uncommitted version is the newest at `pk`, if any: the holder
-    /// of the row's implicit lock when it has no explicit one (`quill_txn::locks`).
-    fn pending_writer(&self, pk: &[u8]) -> Option<TxnId>;
     /// Undo the newest version `txn` wrote on `pk` (a failed statement).
     fn undo_last(&self, txn: TxnId, pk: &[u8]);
     /// Make `txn`'s writes to `pk` committed at `ts`, purging versions no reader at or

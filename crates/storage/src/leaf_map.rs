@@ -287,14 +287,17 @@ impl<V: Vacancy + Send + 'static> LeafMap<V> {
         }
     }
 
-    /// Run `f` on the value at index `i` of a locked leaf; remove the entry if `f` left it
-    /// vacant, and then the leaf if that left it empty (after unlocking it).
+    /// Run `f` on the value at index `i` of a locked leaf; then remove the entry if `f` left
+    /// it vacant (and the leaf, after unlocking it, if that left it empty), or split the leaf
+    /// if an entry added for `f` took it over its bound.
     fn run<R>(&self, mut leaf: LockedLeaf<V>, i: usize, f: impl FnOnce(&mut V) -> R) -> R {
         let result = f(&mut leaf.values[i]);
         if leaf.values[i].is_vacant() {
             leaf.remove_at(i);
             self.len.fetch_sub(1, Ordering::Relaxed);
             self.remove_if_empty(leaf);
+        } else if leaf.len() > LEAF_ENTRIES_MAX {
+            self.split(leaf, i);
         }
         result
     }
@@ -332,15 +335,7 @@ impl<V: Vacancy + Send + 'static> LeafMap<V> {
                 i
             }
         };
-        let result = f(&mut leaf.values[i]);
-        if leaf.values[i].is_vacant() {
-            leaf.remove_at(i);
-            self.len.fetch_sub(1, Ordering::Relaxed);
-            self.remove_if_empty(leaf);
-        } else if leaf.len() > LEAF_ENTRIES_MAX {
-            self.split(leaf, i);
-        }
-        result
+        self.run(leaf, i, f)
     }
 
     /// Unlock `leaf`; if it was empty (and is not the first leaf), remove it from the map and

@@ -643,11 +643,6 @@ impl Handler for Table {
             .collect()
     }
 
-    /// The transaction whose uncommitted version is the newest at `pk`.
-    fn pending_writer(&self, pk: &[u8]) -> Option<TxnId> {
-        self.holder(pk)
-    }
-
     /// The commit timestamp of the newest committed version of the row at `pk`.
     fn newest_commit_ts(&self, pk: &[u8]) -> Option<Timestamp> {
         self.rows.with(pk, |chain| chain.newest_commit_ts()).flatten()
