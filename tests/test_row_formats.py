@@ -170,6 +170,10 @@ def test_alter_table_takes_table_options_with_other_changes(conn):
         cur.execute("ALTER TABLE t DROP COLUMN note, DEFAULT CHARSET=utf8mb4")
         cur.execute("CHECKSUM TABLE t")
         assert cur.fetchone()[1] == before
+        # An explicit COLLATE wins over a CHARSET in the same statement, in either order.
+        cur.execute("ALTER TABLE t COLLATE utf8mb4_bin CHARSET utf8mb4")
+        cur.execute("SELECT TABLE_COLLATION FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 't'")
+        assert cur.fetchone() == ("utf8mb4_bin",)
         refused(cur, "ALTER TABLE t ROW_FORMAT=SQUARE", 1064)
         refused(cur, "ALTER TABLE t ENGINE=NoSuchEngine", 1286)
 

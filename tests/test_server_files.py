@@ -137,6 +137,11 @@ def test_fixed_rows_load_back_and_load_as_mariadb_loads_them(files, mariadb_refe
         cur.execute("SELECT id, d, dt, s FROM o WHERE id <> 2 ORDER BY id")
         assert copied == cur.fetchall()
         refused(cur, f"LOAD DATA INFILE '{export}' INTO TABLE back {fixed} (id, @d)", 1409)
+        # TEXT and BLOB columns have no width: 1084 both ways, and no file is left.
+        cur.execute("CREATE TABLE texts (id INT PRIMARY KEY, t TEXT)")
+        refused(cur, f"LOAD DATA INFILE '{export}' INTO TABLE texts {fixed}", 1084)
+        refused(cur, f"SELECT id, t FROM texts INTO OUTFILE '{directory / 'blob.txt'}' {fixed}", 1084)
+        assert not (directory / "blob.txt").exists()
     conn.close()
     # The same odd lines, strict and not, give MariaDB's rows and conditions.
     path = directory / "odd.txt"

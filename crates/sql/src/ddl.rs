@@ -458,11 +458,14 @@ struct TableOptions {
     row_format: Option<&'static str>,
     comment: String,
     collation: Collation,
+    /// This statement named a COLLATE: a CHARSET in it, before or after, does not undo it
+    /// (as in CREATE TABLE).
+    collate_named: bool,
 }
 
 impl TableOptions {
     fn of(t: &TableMeta) -> TableOptions {
-        TableOptions { row_format: t.row_format, comment: t.comment.clone(), collation: t.collation }
+        TableOptions { row_format: t.row_format, comment: t.comment.clone(), collation: t.collation, collate_named: false }
     }
 }
 
@@ -636,8 +639,12 @@ fn table_option(info: &SessionInfo, table: &str, option: &ast::SqlOption, option
         names::ENGINE => check_engine(info, &value, table, warnings)?,
         names::ROW_FORMAT => options.row_format = Some(row_format(&value)?),
         names::COMMENT => options.comment = value,
+        names::CHARSET if options.collate_named => {}
         names::CHARSET => options.collation = charset_collation(&value),
-        names::COLLATE => options.collation = collation_named(&value)?,
+        names::COLLATE => {
+            options.collation = collation_named(&value)?;
+            options.collate_named = true;
+        }
         other => return Err(SqlError::parse(other)),
     }
     Ok(())

@@ -37,6 +37,15 @@ use sqlparser::tokenizer::Token;
 
 use crate::error::{Result, SqlError};
 
+/// MySQL's error for the fixed-row format with a TEXT or BLOB column, which has no width.
+pub const ER_BLOBS_AND_NO_TERMINATED: (u16, &str) = (1084, "42000");
+
+/// The error [`ER_BLOBS_AND_NO_TERMINATED`] says.
+#[must_use]
+pub fn blobs_and_no_terminated() -> SqlError {
+    SqlError::new(ER_BLOBS_AND_NO_TERMINATED, "You can't use fixed rowlength with BLOBs; please use 'fields terminated by'")
+}
+
 /// MySQL's error for an `ENCLOSED BY` or `ESCAPED BY` longer than one character.
 pub const ER_WRONG_FIELD_TERMINATORS: (u16, &str) = (1083, "42000");
 
@@ -486,7 +495,7 @@ impl Rows<'_> {
             if self.done() || self.at_line_end() {
                 break;
             }
-            let mut value = Vec::with_capacity(width);
+            let mut value = Vec::new();
             while value.len() < width && !self.done() && !self.at_line_end() {
                 let b = self.data[self.at];
                 if Some(b) == f.escaped && self.at + 1 < self.data.len() {
@@ -527,7 +536,10 @@ impl Iterator for Rows<'_> {
             return None;
         }
         if f.is_fixed() {
-            return Some(self.fixed_row());
+            let start = self.at;
+            let row = self.fixed_row();
+            // Fields of width 0 and no line terminator read nothing: no more rows.
+            return (self.at > start).then_some(row);
         }
         let mut row = Vec::new();
         loop {
@@ -607,6 +619,7 @@ mod tests {
             vec![vec![s("1  "), s("ab  ")], vec![s("\n22"), s(" x\ty")], vec![s("7")], vec![s("123"), s("abcd"), s("EXTRA")]]
         );
         let no_lines = Format { lines_terminated: Vec::new(), ..f.clone() };
+        assert_eq!(Rows::new(b"abc", &no_lines).with_widths(&[0, 0]).count(), 0, "fields of width 0 and no line terminator: no rows, not endless ones");
         assert_eq!(Rows::new(b"1  ab  2  cd  ", &no_lines).with_widths(&widths).count(), 2, "without a line terminator, a row is exactly its widths long");
     }
 

@@ -130,7 +130,7 @@ impl FileSink {
     /// Writes what is buffered and makes sure the file has it.
     ///
     /// # Errors
-    /// The file cannot be written (1, as MySQL's "Error writing file").
+    /// The file cannot be written (3, as MySQL's "Error writing file").
     pub fn finish(&mut self) -> Result<()> {
         self.flush()?;
         self.file.flush().map_err(write_error)
@@ -202,6 +202,9 @@ fn write_error(e: std::io::Error) -> SqlError {
 
 impl RowSink for FileSink {
     fn begin(&mut self, columns: &[OutColumn], _durable: Option<(Lsn, FlushMode)>) -> Result<()> {
+        if self.kind == Kind::Outfile && self.format.is_fixed() && columns.iter().any(|c| matches!(c.ty, SqlType::Text { .. } | SqlType::Blob(_))) {
+            return Err(load_data::blobs_and_no_terminated());
+        }
         self.types = columns.iter().map(|c| c.ty.clone()).collect();
         Ok(())
     }

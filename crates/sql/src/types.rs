@@ -715,10 +715,11 @@ pub fn coerce_to_column(v: Value, ty: &SqlType, cx: &mut WriteContext<'_>) -> Re
             if matches!(ty, SqlType::Char { .. }) {
                 s.truncate(s.trim_end_matches(' ').len());
             }
-            // No more bytes than the column has characters: no need to count them.
-            if s.len() > *len as usize && s.chars().count() > *len as usize {
+            // No more bytes than the column has characters: no need to look for the cut.
+            if s.len() > *len as usize
+                && let Some((keep, _)) = s.char_indices().nth(*len as usize)
+            {
                 // Only spaces past the length: cut with a note, in any mode (as MySQL).
-                let keep = s.char_indices().nth(*len as usize).map_or(s.len(), |(at, _)| at);
                 if s[keep..].bytes().all(|b| b == b' ') {
                     s.truncate(keep);
                     cx.warnings.push(Warning {
@@ -728,9 +729,9 @@ pub fn coerce_to_column(v: Value, ty: &SqlType, cx: &mut WriteContext<'_>) -> Re
                     });
                     return Ok(Value::Str(s));
                 }
-                let cut: String = s.chars().take(*len as usize).collect();
+                s.truncate(keep);
                 let msg = format!("Data too long for column '{}' at row {}", cx.column, cx.row);
-                return cx.fail_or_warn(codes::ER_DATA_TOO_LONG, msg, Value::Str(cut));
+                return cx.fail_or_warn(codes::ER_DATA_TOO_LONG, msg, Value::Str(s));
             }
             Ok(Value::Str(s))
         }

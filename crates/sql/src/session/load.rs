@@ -21,6 +21,7 @@ use crate::error::{Result, SqlError};
 use crate::load_data::{self, Duplicates, LoadSpec, Target};
 use crate::query;
 use crate::text::Charset;
+use crate::types::SqlType;
 use quill_storage::Value;
 
 /// MySQL 8's error when local files are disabled on either side.
@@ -46,10 +47,10 @@ impl Session {
             None => Charset::from_name(self.info.var("character_set_database")).unwrap_or_default(),
         };
         let (db, name) = query::resolve_table_name(&self.info, &spec.table)?;
-        let (columns, widths): (Vec<String>, Vec<usize>) =
-            self.info.engine.catalog().table(&db, &name)?.columns.iter().map(|c| (c.name.clone(), c.ty.display_length() as usize)).unzip();
+        let (columns, types): (Vec<String>, Vec<SqlType>) =
+            self.info.engine.catalog().table(&db, &name)?.columns.iter().map(|c| (c.name.clone(), c.ty.clone())).unzip();
         let mut targets = load_targets(&columns, &spec)?;
-        let widths = fixed_widths(&spec, &targets, &widths)?;
+        let widths = fixed_widths(&spec, &targets, &types)?;
         targets.fixed = spec.format.is_fixed();
         self.check_table_lock(&db, &name, true)?;
         self.acquire_locks(vec![((db.clone(), name.clone()), crate::mdl::Mode::Write)], false).await?;
@@ -107,11 +108,12 @@ impl Session {
 }
 
 /// The field widths of a fixed-row load ([`load_data::Format::is_fixed`]): each target
-/// column's display width (`column_widths`, by column). Empty for a delimited load.
+/// column's display width (`types`, by column). Empty for a delimited load.
 ///
 /// # Errors
-/// 1409 when a target is a user variable, which has no width (as MySQL).
-fn fixed_widths(spec: &LoadSpec, targets: &LoadTargets, column_widths: &[usize]) -> Result<Vec<usize>> {
+/// 1409 when a target is a user variable, 1084 when it is a TEXT or BLOB column: neither
+/// has a width (as MySQL).
+fn fixed_widths(spec: &LoadSpec, targets: &LoadTargets, types: &[SqlType]) -> Result<Vec<usize>> {
     if !spec.format.is_fixed() {
         return Ok(Vec::new());
     }
@@ -119,7 +121,8 @@ fn fixed_widths(spec: &LoadSpec, targets: &LoadTargets, column_widths: &[usize])
         .fields
         .iter()
         .map(|t| match t {
-            FieldTarget::Column(c) => Ok(column_widths[*c]),
+            FieldTarget::Column(c) if matches!(types[*c], SqlType::Text { .. } | SqlType::Blob(_)) => Err(load_data::blobs_and_no_terminated()),
+            FieldTarget::Column(c) => Ok(types[*c].display_length() as usize),
             FieldTarget::Variable(_) => Err(SqlError::new(ER_LOAD_FROM_FIXED_SIZE_ROWS_TO_VAR, "Can't load value from file with fixed size rows to variable")),
         })
         .collect()
