@@ -193,6 +193,26 @@ def test_error_maps_to_errno_and_connection_survives(conn, statement, errno, exc
         assert cur.fetchone() == (1, Decimal(10))
 
 
+def test_a_string_cut_to_its_column_warns_as_mysql_does(conn):
+    """Outside strict mode a too-long string is stored cut with warning 1265 (not 1406); in
+    any mode, only spaces past a VARCHAR's length are cut with note 1265."""
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE c (id INT PRIMARY KEY, s VARCHAR(3))")
+        cur.execute("SET SESSION sql_mode = ''")
+        cur.execute("INSERT INTO c VALUES (1, 'abcdef')")
+        cur.execute("SHOW WARNINGS")
+        assert [(level, code) for level, code, _ in cur.fetchall()] == [("Warning", 1265)]
+        cur.execute("SET SESSION sql_mode = 'STRICT_TRANS_TABLES'")
+        cur.execute("INSERT INTO c VALUES (2, 'ab    ')")
+        cur.execute("SHOW WARNINGS")
+        assert [(level, code) for level, code, _ in cur.fetchall()] == [("Note", 1265)]
+        with pytest.raises(pymysql.err.DataError) as caught:
+            cur.execute("INSERT INTO c VALUES (3, 'abcd ')")
+        assert caught.value.args[0] == 1406
+        cur.execute("SELECT id, s FROM c ORDER BY id")
+        assert cur.fetchall() == ((1, "abc"), (2, "ab "))
+
+
 def test_multi_statements_return_several_result_sets(server, fresh_db):
     with server.connect(fresh_db, client_flag=CLIENT.MULTI_STATEMENTS) as conn:
         with conn.cursor() as cur:
