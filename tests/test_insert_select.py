@@ -64,3 +64,101 @@ def test_decimals_copied_between_columns_keep_their_type_checks(server, fresh_db
         assert cur.fetchone() == (0,)
         cur.execute("SELECT CAST(d AS CHAR) FROM positive ORDER BY id")
         assert [r[0] for r in cur.fetchall()] == ["123.45", "0.00"]
+
+
+# The whole-row copy: `INSERT INTO t SELECT * FROM s` between tables of one shape moves rows
+# as they are stored (`sql::dml::copy`). These check that it keeps every outcome the
+# general path has, on Quill and MariaDB alike.
+
+COPY_COLUMNS = (
+    "(id INT {auto} PRIMARY KEY, c CHAR(8), v VARCHAR(40), d DECIMAL(10,2), dd DECIMAL(30,10),"
+    " f DOUBLE, day DATE, at DATETIME(6), b VARBINARY(16), t TEXT, u BIGINT UNSIGNED, KEY v (v))"
+)
+
+
+def copy_table(cur, name: str, auto: str = "") -> None:
+    cur.execute(f"CREATE TABLE {name} {COPY_COLUMNS.format(auto=auto)}")
+
+
+def test_a_whole_table_copy_keeps_every_value_index_and_counter(server, fresh_db):
+    conn = server.connect(fresh_db)
+    with conn.cursor() as cur:
+        copy_table(cur, "src")
+        rows = [
+            (i, f"c{i % 7}", f"name {i} " + "x" * (i % 13), f"{i}.{i % 100:02d}", f"-{i}.0000000001", i / 7,
+             f"2026-{1 + i % 12:02d}-{1 + i % 28:02d}", f"2026-11-24 10:{i % 60:02d}:00.{i:06d}", bytes([i % 256, 0, 255]),
+             "é" * (i % 5), 2**64 - 1 - i)
+            for i in range(1, 1001)
+        ]
+        # NULL in every nullable column.
+        rows.append((1001,) + (None,) * 10)
+        cur.executemany("INSERT INTO src VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)", rows)
+        conn.commit()
+        copy_table(cur, "dst", auto="AUTO_INCREMENT")
+        cur.execute("INSERT INTO dst SELECT * FROM src")
+        assert cur.rowcount == 1001
+        conn.commit()
+        cur.execute("CHECKSUM TABLE src, dst")
+        (_, a), (_, b) = cur.fetchall()
+        assert a == b
+        cur.execute("SELECT * FROM src ORDER BY id")
+        source = cur.fetchall()
+        cur.execute("SELECT * FROM dst ORDER BY id")
+        assert cur.fetchall() == source
+        # The secondary index has every row, and the counter moved past the copied ids.
+        cur.execute("SELECT id FROM dst FORCE INDEX (v) WHERE v = 'name 14 x'")
+        assert cur.fetchall() == ((14,),)
+        cur.execute("INSERT INTO dst (c) VALUES ('new')")
+        cur.execute("SELECT LAST_INSERT_ID()")
+        assert cur.fetchone() == (1002,)
+
+
+def test_a_whole_table_copy_generates_ids_for_zero_and_refuses_or_skips_duplicates(server, fresh_db):
+    conn = server.connect(fresh_db)
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE src (id INT PRIMARY KEY, v VARCHAR(10))")
+        cur.execute("INSERT INTO src VALUES (0, 'zero'), (5, 'five'), (9, 'nine')")
+        cur.execute("CREATE TABLE dst (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(10))")
+        # A 0 in an AUTO_INCREMENT column takes the next value, as an INSERT of 0 does.
+        cur.execute("INSERT INTO dst SELECT * FROM src")
+        cur.execute("SELECT LAST_INSERT_ID()")
+        assert cur.fetchone() == (1,)
+        cur.execute("SELECT id, v FROM dst ORDER BY id")
+        assert cur.fetchall() == ((1, "zero"), (5, "five"), (9, "nine"))
+        # Every row is a duplicate now: the statement fails whole, or IGNORE skips each.
+        cur.execute("DELETE FROM src WHERE id = 0")
+        cur.execute("INSERT INTO src VALUES (7, 'seven')")
+        with pytest.raises(pymysql.err.IntegrityError) as e:
+            cur.execute("INSERT INTO dst SELECT * FROM src")
+        assert e.value.args[0] == 1062
+        cur.execute("SELECT COUNT(*) FROM dst")
+        assert cur.fetchone() == (3,)
+        cur.execute("INSERT IGNORE INTO dst SELECT * FROM src")
+        assert cur.rowcount == 1
+        cur.execute("SHOW WARNINGS")
+        # MySQL 8.0.19+ names the key with its table; MariaDB names the key alone.
+        key = "dst.PRIMARY" if server.is_quill else "PRIMARY"
+        assert [(w[1], w[2]) for w in cur.fetchall()] == [(1062, f"Duplicate entry '{i}' for key '{key}'") for i in (5, 9)]
+
+
+def test_a_whole_table_copy_waits_for_a_source_row_another_transaction_writes(server, fresh_db):
+    """At REPEATABLE READ the copy locks its source rows in shared mode, as InnoDB's
+    INSERT ... SELECT does: a row another transaction has changed and not committed makes it
+    wait, and time out."""
+    writer = server.connect(fresh_db)
+    copier = server.connect(fresh_db)
+    with writer.cursor() as w, copier.cursor() as c:
+        w.execute("CREATE TABLE src (id INT PRIMARY KEY, v INT)")
+        w.execute("INSERT INTO src VALUES (1, 1), (2, 2), (3, 3)")
+        w.execute("CREATE TABLE dst (id INT PRIMARY KEY, v INT)")
+        writer.commit()
+        w.execute("BEGIN")
+        w.execute("UPDATE src SET v = 20 WHERE id = 2")
+        c.execute("SET SESSION innodb_lock_wait_timeout = 1")
+        with pytest.raises(pymysql.err.OperationalError) as e:
+            c.execute("INSERT INTO dst SELECT * FROM src")
+        assert e.value.args[0] == 1205
+        writer.commit()
+        c.execute("INSERT INTO dst SELECT * FROM src")
+        c.execute("SELECT id, v FROM dst ORDER BY id")
+        assert c.fetchall() == ((1, 1), (2, 20), (3, 3))

@@ -26,12 +26,16 @@ pub const SEGMENT_NAME_DIGITS: usize = 20;
 const _: () = assert!(HEADER_BYTES == 32, "docs/log-format.md specifies a 32-byte header");
 const _: () = assert!(MAX_BODY_BYTES <= u32::MAX as usize, "body_len is a u32");
 
-pub const KIND_PUT: u8 = 1;
+/// A PUT whose row is in the first row encoding (`docs/log-format.md`, "Row encoding,
+/// version 1"): read from logs written before [`KIND_PUT`], never written.
+pub const KIND_PUT_V1: u8 = 1;
 pub const KIND_DELETE: u8 = 2;
 pub const KIND_DDL: u8 = 3;
 pub const KIND_STREAM_PART: u8 = 4;
 pub const KIND_STREAM_COMMIT: u8 = 5;
 pub const KIND_STREAM_ABORT: u8 = 6;
+/// A PUT whose row is a row image (`docs/log-format.md`, "Row encoding").
+pub const KIND_PUT: u8 = 7;
 /// Bytes of a stream marker: its kind and the LSN of the stream's first part.
 pub const STREAM_MARK_BYTES: usize = 1 + 8;
 
@@ -41,8 +45,17 @@ pub type Lsn = u64;
 /// One change of a committed transaction (see `docs/log-format.md`, "Body: changes").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
-    /// Insert or replace the row with primary key `key`; `row` is storage's row encoding.
+    /// Insert or replace the row with primary key `key`; `row` is a row image, storage's
+    /// dynamic layout (`docs/log-format.md`, "Row encoding").
     Put {
+        db: String,
+        table: String,
+        key: Vec<u8>,
+        row: Vec<u8>,
+    },
+    /// A PUT of a log written before row images: `row` is in the first row encoding
+    /// ("Row encoding, version 1"). Read, never written by the server.
+    PutV1 {
         db: String,
         table: String,
         key: Vec<u8>,
@@ -121,7 +134,7 @@ pub fn body_len(changes: &[Change]) -> usize {
     changes
         .iter()
         .map(|c| match c {
-            Change::Put { db, table, key, row } => 1 + 2 + db.len() + 2 + table.len() + 4 + key.len() + 4 + row.len(),
+            Change::Put { db, table, key, row } | Change::PutV1 { db, table, key, row } => 1 + 2 + db.len() + 2 + table.len() + 4 + key.len() + 4 + row.len(),
             Change::Delete { db, table, key } => 1 + 2 + db.len() + 2 + table.len() + 4 + key.len(),
             Change::Ddl { db, sql } => 1 + 2 + db.len() + 4 + sql.len(),
             Change::StreamPart { .. } | Change::StreamCommit { .. } | Change::StreamAbort { .. } => STREAM_MARK_BYTES,
@@ -145,67 +158,166 @@ pub enum EncodeError {
     LogFull(String),
 }
 
+/// A record's body, built change by change: each change is encoded as it is added, into one
+/// buffer a caller may reuse from record to record, so a transaction's rows reach the log
+/// with no value of their own built (`Log::append_body` and its kin).
+#[derive(Debug, Default, Clone)]
+pub struct Body {
+    bytes: Vec<u8>,
+}
+
+impl Body {
+    #[must_use]
+    pub fn new() -> Body {
+        Body::default()
+    }
+
+    /// The body of `changes`.
+    ///
+    /// # Errors
+    /// A name does not fit its length field.
+    pub fn of(changes: &[Change]) -> Result<Body, EncodeError> {
+        let mut body = Body { bytes: Vec::with_capacity(body_len(changes)) };
+        for change in changes {
+            body.push(change)?;
+        }
+        Ok(body)
+    }
+
+    /// Bytes encoded so far.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    pub fn clear(&mut self) {
+        self.bytes.clear();
+    }
+
+    /// The encoded changes.
+    #[must_use]
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// Adds a PUT of the row image `row` at `key` of `db`.`table`.
+    ///
+    /// # Errors
+    /// A name does not fit its length field; nothing was added.
+    pub fn put(&mut self, db: &str, table: &str, key: &[u8], row: &[u8]) -> Result<(), EncodeError> {
+        self.keyed(KIND_PUT, db, table, key)?;
+        put_bytes32(&mut self.bytes, row);
+        Ok(())
+    }
+
+    /// Adds a DELETE of the row at `key` of `db`.`table`.
+    ///
+    /// # Errors
+    /// As [`Body::put`].
+    pub fn delete(&mut self, db: &str, table: &str, key: &[u8]) -> Result<(), EncodeError> {
+        self.keyed(KIND_DELETE, db, table, key)
+    }
+
+    /// Adds `change`. A stream marker is only valid as a body's first change (readers refuse
+    /// it anywhere else); the log's own appends write theirs ahead of the body.
+    ///
+    /// # Errors
+    /// As [`Body::put`].
+    pub fn push(&mut self, change: &Change) -> Result<(), EncodeError> {
+        match change {
+            Change::Put { db, table, key, row } => self.put(db, table, key, row),
+            Change::PutV1 { db, table, key, row } => {
+                self.keyed(KIND_PUT_V1, db, table, key)?;
+                put_bytes32(&mut self.bytes, row);
+                Ok(())
+            }
+            Change::Delete { db, table, key } => self.delete(db, table, key),
+            Change::Ddl { db, sql } => {
+                let start = self.bytes.len();
+                self.bytes.push(KIND_DDL);
+                put_str16(&mut self.bytes, db).inspect_err(|_| self.bytes.truncate(start))?;
+                put_bytes32(&mut self.bytes, sql.as_bytes());
+                Ok(())
+            }
+            Change::StreamPart { .. } | Change::StreamCommit { .. } | Change::StreamAbort { .. } => {
+                put_marker(&mut self.bytes, change);
+                Ok(())
+            }
+        }
+    }
+
+    fn keyed(&mut self, kind: u8, db: &str, table: &str, key: &[u8]) -> Result<(), EncodeError> {
+        let start = self.bytes.len();
+        self.bytes.push(kind);
+        let names = put_str16(&mut self.bytes, db).and_then(|()| put_str16(&mut self.bytes, table));
+        if let Err(e) = names {
+            self.bytes.truncate(start);
+            return Err(e);
+        }
+        put_bytes32(&mut self.bytes, key);
+        Ok(())
+    }
+}
+
 /// Appends the record for `changes` at position `lsn` to `out`.
 ///
 /// # Errors
 /// The transaction is too large, has no change, or a name does not fit its length field.
 pub fn encode_record(out: &mut Vec<u8>, lsn: Lsn, seq: u64, commit_us: u64, changes: &[Change]) -> Result<(), EncodeError> {
-    encode_record_after(out, lsn, seq, commit_us, None, changes)
+    let body = Body::of(changes)?;
+    encode_record_body(out, lsn, seq, commit_us, None, body.bytes(), crc32c::crc32c(body.bytes()))
 }
 
-/// [`encode_record`] with `head` (a stream marker) before `changes`.
+/// Appends the record at position `lsn` whose changes are `head` (a stream marker), then
+/// the encoded changes `body` (a [`Body`]'s bytes), whose CRC-32C is `body_crc`: the
+/// record's checksum is combined from it, so an appender computes it before it takes the
+/// lock that orders appends and the body's bytes are only copied under it.
 ///
 /// # Errors
-/// As [`encode_record`].
-pub fn encode_record_after(out: &mut Vec<u8>, lsn: Lsn, seq: u64, commit_us: u64, head: Option<&Change>, changes: &[Change]) -> Result<(), EncodeError> {
-    if changes.is_empty() && head.is_none() {
+/// The record is too large or has no change.
+pub fn encode_record_body(out: &mut Vec<u8>, lsn: Lsn, seq: u64, commit_us: u64, head: Option<&Change>, body: &[u8], body_crc: u32) -> Result<(), EncodeError> {
+    if body.is_empty() && head.is_none() {
         return Err(EncodeError::Empty);
     }
-    let body = body_len(changes) + head.map_or(0, |h| body_len(std::slice::from_ref(h)));
-    if body > MAX_BODY_BYTES {
-        return Err(EncodeError::TooLarge(body));
+    let len = body.len() + head.map_or(0, |h| body_len(std::slice::from_ref(h)));
+    if len > MAX_BODY_BYTES {
+        return Err(EncodeError::TooLarge(len));
     }
     let start = out.len();
-    out.reserve(HEADER_BYTES + body);
-    out.extend_from_slice(&u32::try_from(body).expect("bounded by MAX_BODY_BYTES").to_le_bytes());
+    out.reserve(HEADER_BYTES + len);
+    out.extend_from_slice(&u32::try_from(len).expect("bounded by MAX_BODY_BYTES").to_le_bytes());
     out.extend_from_slice(&[0; 4]); // checksum, filled in below
     out.extend_from_slice(&lsn.to_le_bytes());
     out.extend_from_slice(&seq.to_le_bytes());
     out.extend_from_slice(&commit_us.to_le_bytes());
-    for change in head.into_iter().chain(changes) {
-        match change {
-            Change::Put { db, table, key, row } => {
-                out.push(KIND_PUT);
-                put_str16(out, db)?;
-                put_str16(out, table)?;
-                put_bytes32(out, key);
-                put_bytes32(out, row);
-            }
-            Change::Delete { db, table, key } => {
-                out.push(KIND_DELETE);
-                put_str16(out, db)?;
-                put_str16(out, table)?;
-                put_bytes32(out, key);
-            }
-            Change::Ddl { db, sql } => {
-                out.push(KIND_DDL);
-                put_str16(out, db)?;
-                put_bytes32(out, sql.as_bytes());
-            }
-            Change::StreamPart { first } | Change::StreamCommit { first } | Change::StreamAbort { first } => {
-                out.push(match change {
-                    Change::StreamPart { .. } => KIND_STREAM_PART,
-                    Change::StreamCommit { .. } => KIND_STREAM_COMMIT,
-                    _ => KIND_STREAM_ABORT,
-                });
-                out.extend_from_slice(&first.to_le_bytes());
-            }
-        }
+    if let Some(marker) = head {
+        put_marker(out, marker);
     }
-    assert_eq!(out.len() - start, HEADER_BYTES + body, "body_len agrees with the encoding");
-    let crc = crc32c::crc32c(&out[start + CRC_START..]);
+    let crc = crc32c::crc32c_combine(crc32c::crc32c(&out[start + CRC_START..]), body_crc, body.len());
+    out.extend_from_slice(body);
+    assert_eq!(out.len() - start, HEADER_BYTES + len, "the header's length agrees with the encoding");
     out[start + CRC_OFFSET..start + CRC_OFFSET + 4].copy_from_slice(&crc.to_le_bytes());
     Ok(())
+}
+
+/// Appends a stream marker.
+///
+/// # Panics
+/// For any other change.
+fn put_marker(out: &mut Vec<u8>, marker: &Change) {
+    let (kind, first) = match marker {
+        Change::StreamPart { first } => (KIND_STREAM_PART, first),
+        Change::StreamCommit { first } => (KIND_STREAM_COMMIT, first),
+        Change::StreamAbort { first } => (KIND_STREAM_ABORT, first),
+        _ => panic!("not a stream marker: {marker:?}"),
+    };
+    out.push(kind);
+    out.extend_from_slice(&first.to_le_bytes());
 }
 
 fn put_str16(out: &mut Vec<u8>, s: &str) -> Result<(), EncodeError> {
@@ -263,6 +375,12 @@ pub fn decode_body(mut body: &[u8]) -> Option<Vec<Change>> {
                 key: take_len32(&mut body)?.to_vec(),
                 row: take_len32(&mut body)?.to_vec(),
             },
+            KIND_PUT_V1 => Change::PutV1 {
+                db: take_str16(&mut body)?,
+                table: take_str16(&mut body)?,
+                key: take_len32(&mut body)?.to_vec(),
+                row: take_len32(&mut body)?.to_vec(),
+            },
             KIND_DELETE => Change::Delete { db: take_str16(&mut body)?, table: take_str16(&mut body)?, key: take_len32(&mut body)?.to_vec() },
             KIND_DDL => Change::Ddl { db: take_str16(&mut body)?, sql: String::from_utf8(take_len32(&mut body)?.to_vec()).ok()? },
             KIND_STREAM_PART | KIND_STREAM_COMMIT | KIND_STREAM_ABORT => {
@@ -285,7 +403,7 @@ pub fn decode_body(mut body: &[u8]) -> Option<Vec<Change>> {
     let valid = match changes.first() {
         None => false,
         Some(Change::StreamAbort { .. }) => changes.len() == 1,
-        Some(Change::StreamPart { .. }) => changes[1..].iter().all(|c| matches!(c, Change::Put { .. } | Change::Delete { .. })),
+        Some(Change::StreamPart { .. }) => changes[1..].iter().all(|c| matches!(c, Change::Put { .. } | Change::PutV1 { .. } | Change::Delete { .. })),
         Some(_) => true,
     };
     valid.then_some(changes)
@@ -328,6 +446,45 @@ mod tests {
         assert_eq!((header.lsn, header.seq, header.body_len), (4096, 7, out.len() - HEADER_BYTES));
         assert!(checksum_ok(&header_bytes, &out[HEADER_BYTES..]));
         assert_eq!(decode_body(&out[HEADER_BYTES..]), Some(changes));
+    }
+
+    #[test]
+    fn a_body_built_change_by_change_is_the_encoding_of_its_changes_after_a_marker() {
+        let mut body = Body::new();
+        body.push(&sample_changes()[0]).unwrap();
+        body.put("app", "t", &[1, 2, 3], &[9; 40]).unwrap();
+        body.delete("app", "t", &[4]).unwrap();
+        assert_eq!(body.bytes(), Body::of(&sample_changes()).unwrap().bytes());
+        assert_eq!(body.len(), body_len(&sample_changes()));
+        // A name too long for its length field adds nothing.
+        let long = "x".repeat(usize::from(u16::MAX) + 1);
+        assert_eq!(body.put(&long, "t", &[1], &[2]), Err(EncodeError::NameTooLong(long.len())));
+        assert_eq!(body.delete("app", &long, &[1]), Err(EncodeError::NameTooLong(long.len())));
+        assert_eq!(body.len(), body_len(&sample_changes()));
+        // The marker is written ahead of the body, and the checksum combined from the body's.
+        let marker = Change::StreamPart { first: 77 };
+        let mut out = Vec::new();
+        encode_record_body(&mut out, 4096, 0, 0, Some(&marker), body.bytes(), crc32c::crc32c(body.bytes())).unwrap();
+        let header_bytes: [u8; HEADER_BYTES] = out[..HEADER_BYTES].try_into().unwrap();
+        assert!(checksum_ok(&header_bytes, &out[HEADER_BYTES..]));
+        assert_eq!(decode_body(&out[HEADER_BYTES..]), None, "a part holds rows only, no DDL");
+        let rows = Body::of(&sample_changes()[1..]).unwrap();
+        out.clear();
+        encode_record_body(&mut out, 4096, 0, 0, Some(&marker), rows.bytes(), crc32c::crc32c(rows.bytes())).unwrap();
+        let header_bytes: [u8; HEADER_BYTES] = out[..HEADER_BYTES].try_into().unwrap();
+        assert!(checksum_ok(&header_bytes, &out[HEADER_BYTES..]));
+        let mut changes = vec![marker];
+        changes.extend(sample_changes().into_iter().skip(1));
+        assert_eq!(decode_body(&out[HEADER_BYTES..]), Some(changes));
+    }
+
+    #[test]
+    fn a_put_of_the_first_row_encoding_is_read_as_such() {
+        let old = Change::PutV1 { db: "app".into(), table: "t".into(), key: vec![1], row: vec![1, 0, 0] };
+        let body = Body::of(std::slice::from_ref(&old)).unwrap();
+        assert_eq!(body.bytes()[0], KIND_PUT_V1);
+        assert_eq!(decode_body(body.bytes()), Some(vec![old]));
+        assert_eq!(Body::of(&sample_changes()[1..2]).unwrap().bytes()[0], KIND_PUT);
     }
 
     #[test]

@@ -17,8 +17,8 @@ mod segments;
 mod writer;
 
 pub use format::{
-    COMMIT_US_OFFSET, CRC_OFFSET, CRC_START, Change, DEFAULT_SEGMENT_BYTES, EncodeError, HEADER_BYTES, LEN_OFFSET, LSN_OFFSET, Lsn, MAX_BODY_BYTES, Record,
-    RecordKind, SEGMENT_BYTES_MIN, SEQ_OFFSET, STREAM_MARK_BYTES, body_len, encode_record, encode_record_after, segment_name,
+    Body, COMMIT_US_OFFSET, CRC_OFFSET, CRC_START, Change, DEFAULT_SEGMENT_BYTES, EncodeError, HEADER_BYTES, LEN_OFFSET, LSN_OFFSET, Lsn, MAX_BODY_BYTES,
+    Record, RecordKind, SEGMENT_BYTES_MIN, SEQ_OFFSET, STREAM_MARK_BYTES, body_len, encode_record, encode_record_body, segment_name,
 };
 pub use reader::{CutReason, LogEnd};
 pub use writer::{

@@ -55,7 +55,7 @@ use parking_lot::{Condvar, Mutex};
 use quill_io::Fs;
 use tokio::sync::watch;
 
-use crate::format::{Change, EncodeError, Lsn, Record, encode_record_after};
+use crate::format::{Body, Change, EncodeError, Lsn, Record, encode_record_body};
 use crate::reader::{LogEnd, read_transactions};
 use crate::segments::Segments;
 
@@ -370,18 +370,34 @@ impl Log {
     /// The transaction cannot be encoded (too large, no changes), or the disk has no room
     /// for it ([`EncodeError::LogFull`]; see "Space" above); nothing was appended.
     pub fn append(&self, commit_us: u64, changes: &[Change]) -> Result<Appended, EncodeError> {
-        self.append_leaving(Head::Commit(commit_us), changes, DDL_RESERVE_BYTES)
+        self.append_body(commit_us, &Body::of(changes)?)
+    }
+
+    /// [`Log::append`] of changes already encoded in `body`.
+    ///
+    /// # Errors
+    /// As [`Log::append`].
+    pub fn append_body(&self, commit_us: u64, body: &Body) -> Result<Appended, EncodeError> {
+        self.append_leaving(Head::Commit(commit_us), body, DDL_RESERVE_BYTES)
     }
 
     /// Appends a part of a transaction that has not committed yet (see `docs/log-format.md`,
     /// "Large transactions"): `first` is the LSN of its first part, `None` for the first part
     /// itself. The record has no sequence number; the transaction's commit record, appended
-    /// later with [`Log::append`] and led by [`Change::StreamCommit`], gets one.
+    /// later with [`Log::append_stream_commit`], gets one.
     ///
     /// # Errors
     /// As [`Log::append`].
     pub fn append_part(&self, first: Option<Lsn>, changes: &[Change]) -> Result<Appended, EncodeError> {
-        self.append_leaving(Head::Part(first), changes, DDL_RESERVE_BYTES)
+        self.append_part_body(first, &Body::of(changes)?)
+    }
+
+    /// [`Log::append_part`] of changes already encoded in `body`.
+    ///
+    /// # Errors
+    /// As [`Log::append`].
+    pub fn append_part_body(&self, first: Option<Lsn>, body: &Body) -> Result<Appended, EncodeError> {
+        self.append_leaving(Head::Part(first), body, DDL_RESERVE_BYTES)
     }
 
     /// Appends the commit record of the streamed transaction whose first part is at `first`:
@@ -390,7 +406,15 @@ impl Log {
     /// # Errors
     /// As [`Log::append`].
     pub fn append_stream_commit(&self, commit_us: u64, first: Lsn, changes: &[Change]) -> Result<Appended, EncodeError> {
-        self.append_leaving(Head::StreamCommit(commit_us, first), changes, DDL_RESERVE_BYTES)
+        self.append_stream_commit_body(commit_us, first, &Body::of(changes)?)
+    }
+
+    /// [`Log::append_stream_commit`] of changes already encoded in `body`.
+    ///
+    /// # Errors
+    /// As [`Log::append`].
+    pub fn append_stream_commit_body(&self, commit_us: u64, first: Lsn, body: &Body) -> Result<Appended, EncodeError> {
+        self.append_leaving(Head::StreamCommit(commit_us, first), body, DDL_RESERVE_BYTES)
     }
 
     /// Appends the record that ends the stream whose first part is at `first`, rolled back.
@@ -398,7 +422,7 @@ impl Log {
     /// # Errors
     /// As [`Log::append`].
     pub fn append_abort(&self, first: Lsn) -> Result<Appended, EncodeError> {
-        self.append_leaving(Head::Abort(first), &[], 0)
+        self.append_leaving(Head::Abort(first), &Body::new(), 0)
     }
 
     /// [`Log::append`] for a DDL record, which may use the space DML leaves it.
@@ -406,7 +430,7 @@ impl Log {
     /// # Errors
     /// As [`Log::append`].
     pub fn append_ddl(&self, commit_us: u64, changes: &[Change]) -> Result<Appended, EncodeError> {
-        self.append_leaving(Head::Commit(commit_us), changes, 0)
+        self.append_leaving(Head::Commit(commit_us), &Body::of(changes)?, 0)
     }
 
     /// Makes sure a record of `bytes` would find room (DDL asks before it changes the
@@ -437,8 +461,10 @@ impl Log {
         self.shared.state.lock().space_error.as_ref().map(|(e, _)| e.clone())
     }
 
-    fn append_leaving(&self, head: Head, changes: &[Change], keep_free: u64) -> Result<Appended, EncodeError> {
+    fn append_leaving(&self, head: Head, body: &Body, keep_free: u64) -> Result<Appended, EncodeError> {
         let shared = &self.shared;
+        // Checksummed before the lock: under it, the body is only copied.
+        let body_crc = crc32c::crc32c(body.bytes());
         let mut state = shared.state.lock();
         let (lsn, seq, before) = loop {
             while state.pending.len() >= shared.config.buffer_bytes_max && !state.failed {
@@ -455,7 +481,7 @@ impl Log {
                 Head::Part(first) => (0, 0, Some(Change::StreamPart { first: first.unwrap_or(lsn) })),
                 Head::Abort(first) => (0, 0, Some(Change::StreamAbort { first })),
             };
-            if let Err(e) = encode_record_after(&mut state.pending, lsn, seq, commit_us, marker.as_ref(), changes) {
+            if let Err(e) = encode_record_body(&mut state.pending, lsn, seq, commit_us, marker.as_ref(), body.bytes(), body_crc) {
                 state.pending.truncate(before);
                 return Err(e);
             }

@@ -24,8 +24,10 @@ use crate::types::{WriteContext, coerce_to_column};
 use quill_txn::LockMode;
 
 mod bulk;
+mod copy;
 mod load;
-use bulk::BulkBuffer;
+use bulk::{BulkBuffer, Finished};
+use copy::Incoming;
 pub use load::{FieldTarget, LoadResult, LoadTargets, USER_VARIABLES, load};
 
 /// What a DML statement runs with.
@@ -286,33 +288,40 @@ pub fn insert(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Insert) -> Resu
         let many = select.is_some() || proposed.len() > 1;
         let rows_hint = if select.is_some() { None } else { u64::try_from(proposed.len()).ok() };
         let mut bulk = if many && !replace && on_dup.is_none() { BulkBuffer::start(cx, data, ignore, rows_hint) } else { None };
-        let mut insert_one = |cx: &mut DmlCx<'_>, vals: ProposedRow| -> Result<()> {
+        let read_lock = env(catalog, cx).lock;
+        let whole_copy = select.filter(|_| bulk.is_some()).and_then(|q| copy::plan(catalog, cx.info, q, t, &targets, read_lock.as_ref()));
+        let mut insert_one = |cx: &mut DmlCx<'_>, incoming: Incoming<'_>| -> Result<()> {
             count += 1;
             let mode = Duplicate { replace, ignore, on_dup: on_dup.as_deref() };
-            match bulk.as_mut() {
-                Some(b) => match prepare_row(cx, t, data, vals, count, ignore, &mut generated)? {
-                    Some(row) => b.push(cx, t, data, row, &mut res, &mut duplicates),
+            match (bulk.as_mut(), incoming) {
+                (Some(b), Incoming::Proposed(vals)) => match prepare_row(cx, t, data, vals, count, ignore, &mut generated)? {
+                    Some(row) => b.push(cx, t, data, Finished::Row(row), &mut res, &mut duplicates),
                     None => Ok(()),
                 },
-                None => insert_proposed(catalog, cx, t, data, vals, count, mode, &mut res, &mut duplicates, &mut generated),
+                (Some(b), Incoming::Finished(row)) => b.push(cx, t, data, row, &mut res, &mut duplicates),
+                (None, Incoming::Proposed(vals)) => insert_proposed(catalog, cx, t, data, vals, count, mode, &mut res, &mut duplicates, &mut generated),
+                (None, Incoming::Finished(_)) => unreachable!("finished rows come on the bulk path only"),
             }
         };
         let inserted: Result<()> = match select {
-            None => proposed.into_iter().try_for_each(|vals| insert_one(cx, vals)),
+            None => proposed.into_iter().try_for_each(|vals| insert_one(cx, Incoming::Proposed(vals))),
             Some(q) => {
                 let e = if cx.read_uncommitted {
                     Env { view: ReadView { uncommitted: true, ..env(catalog, cx).view }, ..env(catalog, cx) }
                 } else {
                     env(catalog, cx)
                 };
-                let proposal = |r: Row| -> ProposedRow {
+                let proposal = |r: Row| -> Incoming<'static> {
                     let mut vals: ProposedRow = vec![None; t.columns.len()];
                     for (&col, v) in targets.iter().zip(r) {
                         vals[col] = Some(v);
                     }
-                    vals
+                    Incoming::Proposed(vals)
                 };
                 (|| {
+                    if let Some(copy) = &whole_copy {
+                        return copy.run(&e, t, &mut |incoming| insert_one(cx, incoming));
+                    }
                     let (plan, _) = query::plan_query(&e, q, &[])?;
                     if plan.columns.len() != targets.len() {
                         return Err(SqlError::new(codes::ER_WRONG_VALUE_COUNT_ON_ROW, "Column count doesn't match value count at row 1"));

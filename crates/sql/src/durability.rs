@@ -1,7 +1,7 @@
 //! Durability: what the SQL layer writes to the commit log, and how it rebuilds the engine
 //! from the log at start-up.
 //!
-//! At commit (`session::commit`), a transaction's writes become log changes ([`row_change`]):
+//! At commit (`session::commit`), a transaction's writes become log changes ([`add_row_change`]):
 //! the final image of every row it changed, keyed by database, table and primary key, taken
 //! before the versions are stamped committed. A DDL statement becomes a record holding its
 //! text ([`ddl_changes`]).
@@ -27,9 +27,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use quill_io::Fs;
-use quill_log::{Change, FlushMode, Log, LogConfig, Record, Recovered};
+use quill_log::{Body, Change, FlushMode, Log, LogConfig, Record, Recovered};
 use quill_storage::checkpoint::{CheckpointEntry, CheckpointError, CheckpointPosition, find_checkpoints, read_checkpoint};
-use quill_storage::{ReadView, ScanOrder, Value, decode_row, row_bytes};
+use quill_storage::{ReadView, ScanOrder, Value, WrittenRows, decode_log_row, decode_row, log_row};
 
 use crate::catalog::Catalog;
 use crate::error::{Result, SqlError};
@@ -141,16 +141,28 @@ pub fn apply_global(engine: &Engine, name: &str, value: &str) -> Result<()> {
     Ok(())
 }
 
-/// The log change for a row a transaction wrote: its pending image `image` (in the log's
-/// row encoding, `WrittenRows::pending_image`) at primary key `pk` of `table`, a PUT, or a
-/// DELETE when `None`.
-#[must_use]
-pub fn row_change(table: &crate::catalog::TableMeta, pk: &[u8], image: Option<Vec<u8>>) -> Change {
-    let (db, name, key) = (table.db.clone(), table.name.clone(), pk.to_vec());
-    match image {
-        Some(row) => Change::Put { db, table: name, key, row },
-        None => Change::Delete { db, table: name, key },
+/// Adds to `body` the log change for the row at `pk` of `table` that the transaction whose
+/// writes `rows` walks wrote: a PUT of its pending image (a log row,
+/// `WrittenRows::pending_image`), or a DELETE. `false`, and nothing added, when it has no
+/// pending version there (a failed statement undid it). `image` is scratch space, reused
+/// from row to row.
+///
+/// # Errors
+/// A name too long for the log's length field.
+pub fn add_row_change(
+    body: &mut Body,
+    table: &crate::catalog::TableMeta,
+    rows: &mut dyn WrittenRows,
+    pk: &[u8],
+    image: &mut Vec<u8>,
+) -> std::result::Result<bool, quill_log::EncodeError> {
+    image.clear();
+    match rows.pending_image(pk, image) {
+        Some(true) => body.put(&table.db, &table.name, pk, image)?,
+        Some(false) => body.delete(&table.db, &table.name, pk)?,
+        None => return Ok(false),
     }
+    Ok(true)
 }
 
 /// The log changes of a DDL statement with text `sql`, run with default database `db`.
@@ -165,7 +177,7 @@ pub fn ddl_changes(catalog: &Catalog, db: Option<&str>, sql: String, created_by_
     let Ok(table) = catalog.table(table_db, name) else { return vec![Change::Ddl { db: db.unwrap_or_default().to_owned(), sql }] };
     let mut changes = vec![Change::Ddl { db: table_db.clone(), sql: table_definition(catalog, table_db, name) }];
     for (key, row) in table.data.scan(Bound::Unbounded, Bound::Unbounded, ReadView::current(quill_storage::table::RECOVERY_TXN), ScanOrder::Ascending) {
-        changes.push(Change::Put { db: table_db.clone(), table: name.clone(), key, row: row_bytes(&row) });
+        changes.push(Change::Put { db: table_db.clone(), table: name.clone(), key, row: log_row(&row) });
     }
     changes
 }
@@ -205,7 +217,7 @@ pub fn disk_full(table: &str) -> SqlError {
 #[must_use]
 pub fn change_table(change: &Change) -> &str {
     match change {
-        Change::Put { table, .. } | Change::Delete { table, .. } => table,
+        Change::Put { table, .. } | Change::PutV1 { table, .. } | Change::Delete { table, .. } => table,
         _ => "",
     }
 }
@@ -252,6 +264,24 @@ impl Replayer {
         Ok(Some(LoadedCheckpoint { position, rows }))
     }
 
+    /// Replays a PUT of `row` (`None`: its bytes did not decode) at `key` of `db`.`table`,
+    /// committed at `ts`; the table's AUTO_INCREMENT counter moves past the row's value.
+    fn put(&self, db: &str, table: &str, key: Vec<u8>, row: Option<quill_storage::Row>, ts: quill_storage::Timestamp) -> std::result::Result<(), String> {
+        let row = row.ok_or_else(|| format!("malformed row for {db}.{table}"))?;
+        let catalog = self.engine.catalog();
+        let meta = catalog.table(db, table).map_err(|e| e.to_string())?;
+        if let Some(c) = meta.auto_increment_column() {
+            let next = match row.get(c) {
+                Some(Value::Int(i)) => u64::try_from(*i).ok().map(|i| i + 1),
+                Some(Value::UInt(u)) => Some(u + 1),
+                _ => None,
+            };
+            meta.data.raise_auto_increment(next.unwrap_or(0));
+        }
+        meta.data.apply_committed(key, Some(row), ts);
+        Ok(())
+    }
+
     fn apply(&mut self, record: Record) -> std::result::Result<(), OpenError> {
         let ts = self.engine.txns.next_commit_ts();
         let lsn = record.lsn;
@@ -259,20 +289,8 @@ impl Replayer {
         for change in record.changes {
             match change {
                 Change::Ddl { db, sql } => self.session.replay_ddl((!db.is_empty()).then_some(db), &sql).map_err(|e| fail(format!("{sql}: {e}")))?,
-                Change::Put { db, table, key, row } => {
-                    let row = decode_row(&row).ok_or_else(|| fail(format!("malformed row for {db}.{table}")))?;
-                    let catalog = self.engine.catalog();
-                    let meta = catalog.table(&db, &table).map_err(|e| fail(e.to_string()))?;
-                    if let Some(c) = meta.auto_increment_column() {
-                        let next = match row.get(c) {
-                            Some(Value::Int(i)) => u64::try_from(*i).ok().map(|i| i + 1),
-                            Some(Value::UInt(u)) => Some(u + 1),
-                            _ => None,
-                        };
-                        meta.data.raise_auto_increment(next.unwrap_or(0));
-                    }
-                    meta.data.apply_committed(key, Some(row), ts);
-                }
+                Change::Put { db, table, key, row } => self.put(&db, &table, key, decode_log_row(&row), ts).map_err(fail)?,
+                Change::PutV1 { db, table, key, row } => self.put(&db, &table, key, decode_row(&row), ts).map_err(fail)?,
                 Change::Delete { db, table, key } => {
                     self.engine.catalog().table(&db, &table).map_err(|e| fail(e.to_string()))?.data.apply_committed(key, None, ts);
                 }

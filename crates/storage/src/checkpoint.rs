@@ -22,12 +22,14 @@ use std::sync::Arc;
 use quill_io::cursor::{take, take_len32, take_str16};
 use quill_io::{File, Fs};
 
-use crate::row::{decode_row, encode_row};
+use crate::format::{decode_log_row, log_row_into};
+use crate::row::decode_row;
 use crate::value::Row;
 
 pub const MAGIC: &[u8; 8] = b"QUILLCKP";
-/// The version written. Version 1 (no `read_from`, a 32-byte header) is still read.
-pub const VERSION: u32 = 2;
+/// The version written. Versions 1 (no `read_from`, a 32-byte header) and 2 (rows in the
+/// first row encoding, `crate::row`) are still read.
+pub const VERSION: u32 = 3;
 pub const MAGIC_OFFSET: usize = 0;
 pub const VERSION_OFFSET: usize = MAGIC_OFFSET + 8;
 pub const LSN_OFFSET: usize = VERSION_OFFSET + 8; // 4 bytes of version, 4 reserved
@@ -198,7 +200,7 @@ impl CheckpointWriter {
         put32(&mut self.buffer, key);
         let at = self.buffer.len();
         self.buffer.extend_from_slice(&[0; 4]);
-        encode_row(&mut self.buffer, row);
+        log_row_into(row, &mut self.buffer);
         let len = u32::try_from(self.buffer.len() - at - 4).expect("a row fits in 4 GiB");
         self.buffer[at..at + 4].copy_from_slice(&len.to_le_bytes());
         self.entry_done()
@@ -283,7 +285,10 @@ pub fn read_checkpoint<E: From<CheckpointError>>(
 ) -> Result<CheckpointPosition, E> {
     let damaged = |what| CheckpointError::Damaged { path: path.display().to_string(), what };
     let file = fs.open(path, false).map_err(CheckpointError::from)?;
-    let (position, header, body_end) = verify(file.as_ref(), damaged)?;
+    let (position, version, body_end) = verify(file.as_ref(), damaged)?;
+    let header = if version == 1 { HEADER_BYTES_V1 } else { HEADER_BYTES } as u64;
+    // Rows are log rows from version 3 on, and in the first row encoding before.
+    let decode: fn(&[u8]) -> Option<Row> = if version >= 3 { decode_log_row } else { decode_row };
     let mut body = ChunkedBody { file: file.as_ref(), next: header, end: body_end, buf: Vec::new(), at: 0 };
     let mut entries = 0_u64;
     loop {
@@ -304,7 +309,7 @@ pub fn read_checkpoint<E: From<CheckpointError>>(
                 parsed.ok_or_else(|| damaged("bad table entry"))?
             }
             ENTRY_ROW => {
-                let parsed = (|| Some(CheckpointEntry::Row { key: take_len32(&mut rest)?.to_vec(), row: decode_row(take_len32(&mut rest)?)? }))();
+                let parsed = (|| Some(CheckpointEntry::Row { key: take_len32(&mut rest)?.to_vec(), row: decode(take_len32(&mut rest)?)? }))();
                 parsed.ok_or_else(|| damaged("bad row entry"))?
             }
             ENTRY_END => {
@@ -325,8 +330,8 @@ pub fn read_checkpoint<E: From<CheckpointError>>(
 pub const READ_CHUNK_BYTES: usize = 1 << 20;
 
 /// The first pass of [`read_checkpoint`]: checks the file's length, checksum, magic and
-/// version, and returns its position, where its entries start and where they end.
-fn verify(file: &dyn File, damaged: impl Fn(&'static str) -> CheckpointError) -> Result<(CheckpointPosition, u64, u64), CheckpointError> {
+/// version, and returns its position, its version and where its entries end.
+fn verify(file: &dyn File, damaged: impl Fn(&'static str) -> CheckpointError) -> Result<(CheckpointPosition, u32, u64), CheckpointError> {
     let len = file.len()?;
     if len < (HEADER_BYTES_V1 + 9 + TRAILER_BYTES) as u64 {
         return Err(damaged("too short"));
@@ -352,18 +357,18 @@ fn verify(file: &dyn File, damaged: impl Fn(&'static str) -> CheckpointError) ->
         return Err(damaged("not a checkpoint"));
     }
     let version = u32::from_le_bytes(head[VERSION_OFFSET..VERSION_OFFSET + 4].try_into().expect("4 bytes"));
-    let header = match version {
-        1 => HEADER_BYTES_V1,
-        VERSION if body_end >= (HEADER_BYTES + 9) as u64 => HEADER_BYTES,
-        _ => return Err(damaged("not a version 1 or 2 checkpoint")),
-    };
+    match version {
+        1 => {}
+        2..=VERSION if body_end >= (HEADER_BYTES + 9) as u64 => {}
+        _ => return Err(damaged("not a version 1, 2 or 3 checkpoint")),
+    }
     let u64_at = |o: usize| u64::from_le_bytes(head[o..o + 8].try_into().expect("8 bytes"));
     let (lsn, next_seq) = (u64_at(LSN_OFFSET), u64_at(NEXT_SEQ_OFFSET));
     let read_from = if version == 1 { lsn } else { u64_at(READ_FROM_OFFSET) };
     if read_from > lsn {
         return Err(damaged("reads the log from after its own position"));
     }
-    Ok((CheckpointPosition { lsn, next_seq, read_from }, header as u64, body_end))
+    Ok((CheckpointPosition { lsn, next_seq, read_from }, version, body_end))
 }
 
 fn read_exact_at(file: &dyn File, buf: &mut [u8], offset: u64) -> io::Result<()> {
@@ -531,22 +536,46 @@ mod tests {
         assert_eq!(read_rows[40_000], &rows[39_999]);
     }
 
+    /// A checkpoint as versions 1 and 2 wrote it: rows in the first row encoding, and for
+    /// version 1 no `read_from`.
+    fn old_checkpoint(version: u32, lsn: u64, rows: &[Row]) -> Vec<u8> {
+        let mut out = MAGIC.to_vec();
+        out.extend_from_slice(&version.to_le_bytes());
+        out.extend_from_slice(&[0; 4]);
+        out.extend_from_slice(&lsn.to_le_bytes());
+        out.extend_from_slice(&42_u64.to_le_bytes());
+        if version == 2 {
+            out.extend_from_slice(&(lsn / 2).to_le_bytes());
+        }
+        out.push(ENTRY_DATABASE);
+        put16(&mut out, b"app");
+        for (i, row) in rows.iter().enumerate() {
+            out.push(ENTRY_ROW);
+            put32(&mut out, &[1, i as u8]);
+            put32(&mut out, &crate::row::row_bytes(row));
+        }
+        out.push(ENTRY_END);
+        out.extend_from_slice(&(1 + rows.len() as u64).to_le_bytes());
+        let crc = crc32c::crc32c(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        out
+    }
+
     #[test]
-    fn a_version_1_checkpoint_reads_from_its_own_position() {
+    fn version_1_and_2_checkpoints_are_read_with_their_row_encoding() {
         let fs = SimFs::new();
-        let path = write_sample(&fs, 4096);
-        let v2 = fs.contents(&path).unwrap();
-        // The same checkpoint as version 1 wrote it: no read_from, its own checksum.
-        let mut v1 = v2[..HEADER_BYTES_V1].to_vec();
-        v1[VERSION_OFFSET..VERSION_OFFSET + 4].copy_from_slice(&1_u32.to_le_bytes());
-        v1.extend_from_slice(&v2[HEADER_BYTES..v2.len() - TRAILER_BYTES]);
-        let crc = crc32c::crc32c(&v1);
-        v1.extend_from_slice(&crc.to_le_bytes());
-        let file = fs.open(&path, false).unwrap();
-        file.set_len(0).unwrap();
-        file.write_at(&v1, 0).unwrap();
-        let (position, entries) = read(&fs, &path).unwrap();
-        assert_eq!((position, entries.len()), (CheckpointPosition { lsn: 4096, next_seq: 42, read_from: 4096 }, 1002));
+        fs.create_dir_all(&dir()).unwrap();
+        let rows: Vec<Row> = (0..3).map(|i| vec![Value::Int(i), Value::Decimal("12.50".parse().unwrap()), Value::Str(format!("row {i}"))]).collect();
+        for (version, read_from) in [(1, 4096), (2, 2048)] {
+            let path = dir().join(checkpoint_name(4096));
+            let file = fs.open(&path, true).unwrap();
+            file.set_len(0).unwrap();
+            file.write_at(&old_checkpoint(version, 4096, &rows), 0).unwrap();
+            let (position, entries) = read(&fs, &path).unwrap();
+            assert_eq!(position, CheckpointPosition { lsn: 4096, next_seq: 42, read_from }, "version {version}");
+            let read_rows: Vec<&Row> = entries.iter().filter_map(|e| if let CheckpointEntry::Row { row, .. } = e { Some(row) } else { None }).collect();
+            assert_eq!(read_rows, rows.iter().collect::<Vec<_>>(), "version {version}");
+        }
     }
 
     #[test]

@@ -8,8 +8,10 @@
 //!   VARCHAR padded to their maximum bytes (4 per character in utf8mb4), as MyISAM's fixed
 //!   rows are. Every row of such a table has the same length, [`FixedLayout::row_len`].
 //!
-//! These images never leave the process: the commit log and checkpoints carry rows in the
-//! log's row encoding ([`crate::row`]), so a table's format can change without a format
+//! The dynamic layout is also the row encoding of the commit log and checkpoints
+//! ([`log_row`], specified byte by byte in `docs/log-format.md`, "Row encoding"), so a
+//! dynamic table's rows go to the log as they are. A fixed image never leaves the process:
+//! it is logged as the dynamic image of its row, so a table's format can change without a
 //! change on disk.
 //!
 //! Invariants:
@@ -17,13 +19,37 @@
 //!   that does not fit a fixed layout (a value longer than its slot, which the SQL layer's
 //!   coercion rules out) is kept, in the dynamic layout, rather than lost;
 //! - decoding is total over what [`RowFormat::encode`] produced; anything else gives `None`;
-//! - [`RowFormat::log_image`] of an image is exactly the log encoding of the row it decodes to.
+//! - [`RowFormat::log_image_into`] of an image is exactly [`log_row`] of the row it decodes to.
 
 use quill_io::cursor::{take, take_array};
 
 use crate::decimal::Decimal;
-use crate::row::{ValueRef, put_count, put_value};
+use crate::row::ValueRef;
 use crate::value::{Row, Value};
+
+/// The commit log's and checkpoints' row encoding (`docs/log-format.md`, "Row encoding"):
+/// the dynamic image of `row`, whatever the layout of its table.
+#[must_use]
+pub fn log_row(row: &Row) -> Vec<u8> {
+    let mut out = Vec::with_capacity(dynamic_len_bound(row));
+    encode_dynamic(row, &mut out);
+    out
+}
+
+/// Appends [`log_row`] of `row` to `out`.
+pub fn log_row_into(row: &Row, out: &mut Vec<u8>) {
+    encode_dynamic(row, out);
+}
+
+/// The row a log row ([`log_row`]) encodes; `None` for anything else, since these bytes come
+/// back from disk.
+#[must_use]
+pub fn decode_log_row(bytes: &[u8]) -> Option<Row> {
+    match bytes.split_first()? {
+        (&IMAGE_DYNAMIC, rest) => cells_dynamic(rest)?.into_iter().map(Cell::to_value).collect(),
+        _ => None,
+    }
+}
 
 /// First byte of an image in the dynamic layout.
 pub const IMAGE_DYNAMIC: u8 = 0;
@@ -162,26 +188,29 @@ impl RowFormat {
         self.cells(image)?.into_iter().map(Cell::to_value).collect()
     }
 
-    /// An image this format encoded, in the commit log's row encoding ([`crate::row`]),
-    /// written straight from the image: the same bytes as `row_bytes(&decode(image))`,
-    /// without building the row.
-    #[must_use]
-    pub fn log_image(&self, image: &[u8]) -> Option<Vec<u8>> {
-        let cells = self.cells(image)?;
-        let mut out = Vec::with_capacity(image.len() + 4 * cells.len() + 2);
-        put_count(&mut out, cells.len());
-        let mut text = String::new();
-        for cell in cells {
-            match cell {
-                Cell::Plain(value) => put_value(&mut out, value),
-                Cell::Decimal(unscaled, scale) => {
-                    text.clear();
-                    crate::decimal::write_plain(&mut text, unscaled, scale);
-                    put_value(&mut out, ValueRef::DecimalText(&text));
-                }
+    /// Appends an image this format encoded to `out` in the commit log's row encoding, a
+    /// dynamic image: the image itself for this layout, or the dynamic image of the row it
+    /// decodes to (`None`, with `out` as it was: not such an image).
+    pub fn log_image_into(&self, image: &[u8], out: &mut Vec<u8>) -> Option<()> {
+        match image.first()? {
+            &IMAGE_DYNAMIC => {
+                debug_assert!(cells_dynamic(&image[1..]).is_some(), "a dynamic image decodes");
+                out.extend_from_slice(image);
             }
+            _ => encode_dynamic(&self.decode(image)?, out),
         }
-        Some(out)
+        Some(())
+    }
+
+    /// Value `col` of an image this format encoded (`None`: not such an image, or no such
+    /// column), without decoding the rest of the row; cheapest for the first columns.
+    #[must_use]
+    pub fn value_at(&self, image: &[u8], col: usize) -> Option<Value> {
+        match image.split_first()? {
+            (&IMAGE_DYNAMIC, rest) => nth_dynamic_cell(rest, col)?.to_value(),
+            (&IMAGE_FIXED, _) => self.cells(image)?.get(col).copied()?.to_value(),
+            _ => None,
+        }
     }
 
     fn cells<'a>(&self, image: &'a [u8]) -> Option<Vec<Cell<'a>>> {
@@ -196,11 +225,11 @@ impl RowFormat {
     }
 }
 
-/// One value of an image, borrowed from it: what both [`RowFormat::decode`] and
-/// [`RowFormat::log_image`] read, so the two layouts are parsed in one place each.
+/// One value of an image, borrowed from it: what [`RowFormat::decode`] and
+/// [`RowFormat::value_at`] read, so the two layouts are parsed in one place each.
 #[derive(Clone, Copy)]
 enum Cell<'a> {
-    /// As the log encoding has it.
+    /// Any value but a DECIMAL of up to 18 digits.
     Plain(ValueRef<'a>),
     /// A DECIMAL as its unscaled value and scale.
     Decimal(i64, u8),
@@ -335,27 +364,42 @@ fn cells_dynamic(mut bytes: &[u8]) -> Option<Vec<Cell<'_>>> {
     let count = usize::try_from(take_varint(&mut bytes)?).ok()?;
     let mut cells = Vec::with_capacity(count.min(bytes.len()));
     for _ in 0..count {
-        let [tag] = take_array::<1>(&mut bytes)?;
-        let cell = match tag {
-            TAG_NULL => Cell::Plain(ValueRef::Null),
-            TAG_INT => Cell::Plain(ValueRef::Int(unzigzag(take_varint(&mut bytes)?))),
-            TAG_UINT => Cell::Plain(ValueRef::UInt(take_varint(&mut bytes)?)),
-            TAG_DOUBLE => Cell::Plain(ValueRef::Double(f64::from_bits(u64::from_le_bytes(take_array(&mut bytes)?)))),
-            TAG_DECIMAL_I64 => {
-                let [scale] = take_array::<1>(&mut bytes)?;
-                Cell::Decimal(unzigzag(take_varint(&mut bytes)?), scale)
-            }
-            TAG_DECIMAL_TEXT => Cell::Plain(ValueRef::DecimalText(std::str::from_utf8(take_dynamic_bytes(&mut bytes)?).ok()?)),
-            TAG_STR => Cell::Plain(ValueRef::Str(std::str::from_utf8(take_dynamic_bytes(&mut bytes)?).ok()?)),
-            TAG_BYTES => Cell::Plain(ValueRef::Bytes(take_dynamic_bytes(&mut bytes)?)),
-            TAG_DATE => Cell::Plain(ValueRef::Date(i32::try_from(unzigzag(take_varint(&mut bytes)?)).ok()?)),
-            TAG_DATETIME => Cell::Plain(ValueRef::DateTime(unzigzag(take_varint(&mut bytes)?))),
-            TAG_TIME => Cell::Plain(ValueRef::Time(unzigzag(take_varint(&mut bytes)?))),
-            _ => return None,
-        };
-        cells.push(cell);
+        cells.push(take_dynamic_cell(&mut bytes)?);
     }
     bytes.is_empty().then_some(cells)
+}
+
+/// The value `col` of a dynamic image's values (after its format byte), reading no further.
+fn nth_dynamic_cell(mut bytes: &[u8], col: usize) -> Option<Cell<'_>> {
+    let count = usize::try_from(take_varint(&mut bytes)?).ok()?;
+    if col >= count {
+        return None;
+    }
+    for _ in 0..col {
+        take_dynamic_cell(&mut bytes)?;
+    }
+    take_dynamic_cell(&mut bytes)
+}
+
+fn take_dynamic_cell<'a>(bytes: &mut &'a [u8]) -> Option<Cell<'a>> {
+    let [tag] = take_array::<1>(bytes)?;
+    Some(match tag {
+        TAG_NULL => Cell::Plain(ValueRef::Null),
+        TAG_INT => Cell::Plain(ValueRef::Int(unzigzag(take_varint(bytes)?))),
+        TAG_UINT => Cell::Plain(ValueRef::UInt(take_varint(bytes)?)),
+        TAG_DOUBLE => Cell::Plain(ValueRef::Double(f64::from_bits(u64::from_le_bytes(take_array(bytes)?)))),
+        TAG_DECIMAL_I64 => {
+            let [scale] = take_array::<1>(bytes)?;
+            Cell::Decimal(unzigzag(take_varint(bytes)?), scale)
+        }
+        TAG_DECIMAL_TEXT => Cell::Plain(ValueRef::DecimalText(std::str::from_utf8(take_dynamic_bytes(bytes)?).ok()?)),
+        TAG_STR => Cell::Plain(ValueRef::Str(std::str::from_utf8(take_dynamic_bytes(bytes)?).ok()?)),
+        TAG_BYTES => Cell::Plain(ValueRef::Bytes(take_dynamic_bytes(bytes)?)),
+        TAG_DATE => Cell::Plain(ValueRef::Date(i32::try_from(unzigzag(take_varint(bytes)?)).ok()?)),
+        TAG_DATETIME => Cell::Plain(ValueRef::DateTime(unzigzag(take_varint(bytes)?))),
+        TAG_TIME => Cell::Plain(ValueRef::Time(unzigzag(take_varint(bytes)?))),
+        _ => return None,
+    })
 }
 
 // ---- fixed ------------------------------------------------------------------------------
@@ -486,12 +530,33 @@ mod tests {
     }
 
     #[test]
-    fn log_images_are_the_log_encoding_of_the_decoded_row() {
+    fn a_value_read_alone_is_the_decoded_rows_value() {
+        for format in [RowFormat::Dynamic, RowFormat::Fixed(layout())] {
+            let row = every_kind();
+            let image = format.encode(&row);
+            for (col, value) in row.iter().enumerate() {
+                assert_eq!(format.value_at(&image, col).as_ref(), Some(value), "{format:?} column {col}");
+            }
+            assert_eq!(format.value_at(&image, row.len()), None, "{format:?}: past the last column");
+            assert_eq!(format.value_at(&image[..2], 3), None, "{format:?}: a truncated image");
+        }
+    }
+
+    #[test]
+    fn log_images_are_the_log_row_of_the_decoded_row_and_decode_back() {
         for format in [RowFormat::Dynamic, RowFormat::Fixed(layout())] {
             let image = format.encode(&every_kind());
-            assert_eq!(format.log_image(&image), Some(crate::row::row_bytes(&every_kind())), "{format:?}");
-            assert_eq!(format.log_image(&image[..image.len() - 1]), None);
+            let mut logged = vec![7];
+            format.log_image_into(&image, &mut logged).unwrap();
+            assert_eq!(logged[1..], log_row(&every_kind()), "{format:?}: appended after what was there");
+            assert_eq!(decode_log_row(&logged[1..]), Some(every_kind()), "{format:?}");
         }
+        let fixed = RowFormat::Fixed(layout());
+        let mut out = vec![];
+        assert_eq!(fixed.log_image_into(&fixed.encode(&every_kind())[..5], &mut out), None);
+        assert!(out.is_empty(), "nothing appended for an image that does not decode");
+        // A fixed image is never a log row.
+        assert_eq!(decode_log_row(&fixed.encode(&every_kind())), None);
     }
 
     #[test]
@@ -511,7 +576,7 @@ mod tests {
     }
 
     #[test]
-    fn the_dynamic_layout_is_smaller_than_the_logs_encoding_for_a_price_list_row() {
+    fn the_dynamic_layout_is_smaller_than_the_first_log_encoding_for_a_price_list_row() {
         let row = vec![
             Value::Int(123_456),
             Value::Str("01234567".into()),

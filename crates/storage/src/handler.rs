@@ -101,6 +101,11 @@ pub trait Handler: Send + Sync + std::fmt::Debug {
     /// the version `view` sees, read as the cursor advances (a locking scan under a record
     /// range, which locks explicitly only rows another transaction holds).
     fn scan_chains<'a>(&'a self, lower: Bound<&[u8]>, upper: Bound<&[u8]>, view: ReadView) -> ChainCursor<'a>;
+    /// Every row chain of the table in primary-key order, as [`Handler::scan_chains`], but
+    /// with the image `view` sees in the table's row format ([`Handler::row_format`]) rather
+    /// than a row: what a copy of whole rows into a table of the same shape reads
+    /// (`INSERT ... SELECT *`), with no value built. Filled a batch at a time.
+    fn image_cursor<'a>(&'a self, view: ReadView) -> Box<dyn ImageCursor + 'a>;
     /// Every row in the primary-key range whatever its versions (for locking reads).
     fn keys_in_range(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> Vec<Vec<u8>>;
     /// Every entry of secondary index `index` in the range, whatever its versions.
@@ -193,15 +198,92 @@ pub trait Handler: Send + Sync + std::fmt::Debug {
     fn apply_committed(&self, pk: Vec<u8>, row: Option<Row>, ts: Timestamp);
 }
 
+/// A cursor over row images ([`Handler::image_cursor`]).
+pub trait ImageCursor {
+    /// Replaces what `batch` holds with the next rows, at most [`IMAGE_BATCH_ROWS`] of
+    /// them; `false` (and `batch` empty) once the table is read to its end. Holds nothing
+    /// of the table between calls.
+    fn next_batch(&mut self, batch: &mut ImageBatch) -> bool;
+}
+
+/// The most rows an [`ImageCursor`] hands out at a time: a leaf of the in-memory store.
+pub const IMAGE_BATCH_ROWS: usize = crate::leaf_map::LEAF_ENTRIES_MAX;
+
+/// Rows an [`ImageCursor`] read: each row's primary key, the transaction holding
+/// uncommitted versions of it, and the image the cursor's view sees (none: the view sees no
+/// version), the bytes back to back in one buffer that is reused from batch to batch.
+#[derive(Debug, Default)]
+pub struct ImageBatch {
+    bytes: Vec<u8>,
+    entries: Vec<ImageEntry>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct ImageEntry {
+    /// Where the key ends in `bytes` (it starts where the entry before ends).
+    key_end: usize,
+    /// Where the image ends, right after the key; `None`: no visible version.
+    image_end: Option<usize>,
+    holder: Option<TxnId>,
+}
+
+/// One row of an [`ImageBatch`].
+#[derive(Debug, Clone, Copy)]
+pub struct ImageRef<'a> {
+    pub key: &'a [u8],
+    pub holder: Option<TxnId>,
+    pub image: Option<&'a [u8]>,
+}
+
+impl ImageBatch {
+    pub fn clear(&mut self) {
+        self.bytes.clear();
+        self.entries.clear();
+    }
+
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Adds a row at the end.
+    pub fn push(&mut self, key: &[u8], holder: Option<TxnId>, image: Option<&[u8]>) {
+        self.bytes.extend_from_slice(key);
+        let key_end = self.bytes.len();
+        let image_end = image.map(|image| {
+            self.bytes.extend_from_slice(image);
+            self.bytes.len()
+        });
+        self.entries.push(ImageEntry { key_end, image_end, holder });
+    }
+
+    /// The rows, in the order they were pushed.
+    pub fn iter(&self) -> impl Iterator<Item = ImageRef<'_>> {
+        let mut start = 0;
+        self.entries.iter().map(move |e| {
+            let key = &self.bytes[start..e.key_end];
+            let image = e.image_end.map(|end| &self.bytes[e.key_end..end]);
+            start = e.image_end.unwrap_or(e.key_end);
+            ImageRef { key, holder: e.holder, image }
+        })
+    }
+}
+
 /// Rows one transaction wrote, visited in turn by the commit path ([`Handler::written_rows`]):
 /// an engine may keep its place between calls, so rows written in key order (a bulk
 /// insert's) are found without a search each.
 pub trait WrittenRows {
     /// The image the transaction has pending on `pk` (its newest, uncommitted version), in
-    /// the log's row encoding (`docs/log-format.md`, [`crate::row::encode_row`]), which the
-    /// commit log records before the version is stamped committed: `Some(None)` for a
-    /// delete, `None` when the transaction has no pending version there.
-    fn pending_image(&mut self, pk: &[u8]) -> Option<Option<Vec<u8>>>;
+    /// the log's row encoding (a dynamic image, `docs/log-format.md`, "Row encoding"), which
+    /// the commit log records before the version is stamped committed: appended to `out`
+    /// and `Some(true)`; `Some(false)` for a delete (nothing appended); `None` when the
+    /// transaction has no pending version there.
+    fn pending_image(&mut self, pk: &[u8], out: &mut Vec<u8>) -> Option<bool>;
     /// As [`Handler::commit_row`].
     fn commit_row(&mut self, pk: &[u8], ts: Timestamp, purge_horizon: Timestamp) -> bool;
 }

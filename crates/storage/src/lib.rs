@@ -19,8 +19,8 @@ pub mod table;
 pub mod value;
 
 pub use decimal::{Decimal, RoundingStrategy};
-pub use format::{ColumnWidth, FixedLayout, RowFormat};
-pub use handler::{ChainCursor, DeferredEntries, Handler, RowCursor, ScanOrder, Statistics, WrittenRows};
+pub use format::{ColumnWidth, FixedLayout, RowFormat, decode_log_row, log_row};
+pub use handler::{ChainCursor, DeferredEntries, Handler, IMAGE_BATCH_ROWS, ImageBatch, ImageCursor, ImageRef, RowCursor, ScanOrder, Statistics, WrittenRows};
 pub use row::{decode_row, encode_row, row_bytes};
 pub use table::{IndexDef, KeyPart, ReadView, Table, Timestamp, TxnId, WriteError};
 pub use value::{Collation, Row, Value};

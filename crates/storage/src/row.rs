@@ -1,7 +1,10 @@
-//! The row encoding of the commit log and checkpoints: a row image as bytes and back.
+//! The first row encoding of the commit log and checkpoints ("version 1"), which the server
+//! now only reads: the rows of PUT_V1 changes in logs, and of version 1 and 2 checkpoints,
+//! written before rows were logged as row images (`crate::format::log_row`). The encoder is
+//! kept for tests that make such old data.
 //!
-//! Layout (little-endian; specified in `docs/log-format.md`, "Row encoding"): a `u16` count of
-//! values, then each value as a tag byte and its payload:
+//! Layout (little-endian; specified in `docs/log-format.md`, "Row encoding, version 1"): a
+//! `u16` count of values, then each value as a tag byte and its payload:
 //!
 //! | tag | value | payload |
 //! | --- | --- | --- |

@@ -45,7 +45,7 @@ use parking_lot::{Mutex, MutexGuard};
 
 use crate::chain::{Chain, EncodedRow, Stamp, Version};
 use crate::format::RowFormat;
-use crate::handler::{ChainCursor, DeferredEntries, Handler, RowCursor, ScanOrder, Statistics, WrittenRows};
+use crate::handler::{ChainCursor, DeferredEntries, Handler, IMAGE_BATCH_ROWS, ImageBatch, ImageCursor, RowCursor, ScanOrder, Statistics, WrittenRows};
 use crate::key::{encode_key, prefix_successor, range_is_empty};
 use crate::leaf_map::{self, LeafMap, Walk};
 use crate::value::{Collation, Row, Value};
@@ -126,6 +126,27 @@ fn walk_cursor<'a, T: 'a>(rows: &'a LeafMap<Chain>, mut walk: Walk, mut item: im
     }))
 }
 
+/// [`Handler::image_cursor`] of a [`Table`]: a [`Walk`] over the whole primary index that
+/// copies up to [`IMAGE_BATCH_ROWS`] rows per step under their leaf's mutex.
+struct Images<'a> {
+    rows: &'a LeafMap<Chain>,
+    walk: Walk,
+    view: ReadView,
+}
+
+impl ImageCursor for Images<'_> {
+    fn next_batch(&mut self, batch: &mut ImageBatch) -> bool {
+        batch.clear();
+        while batch.is_empty() && !self.walk.is_done() {
+            self.rows.step(&mut self.walk, |key, chain| {
+                batch.push(key, chain.holder(), chain.visible(&self.view).map(|image| &**image));
+                batch.len() < IMAGE_BATCH_ROWS
+            });
+        }
+        !batch.is_empty()
+    }
+}
+
 /// A version about to be pushed: its image in the table's format, and the row it encodes,
 /// decoded (needed for index entries and unique checks: `None` only for a table with no
 /// secondary index whose key is known).
@@ -144,9 +165,9 @@ struct Finger<'a> {
 }
 
 impl WrittenRows for Finger<'_> {
-    fn pending_image(&mut self, pk: &[u8]) -> Option<Option<Vec<u8>>> {
+    fn pending_image(&mut self, pk: &[u8], out: &mut Vec<u8>) -> Option<bool> {
         let (table, txn) = (self.table, self.txn);
-        table.rows.with_near(&mut self.at, pk, |chain| table.pending_in(chain, txn)).flatten()
+        table.rows.with_near(&mut self.at, pk, |chain| table.pending_in(chain, txn, out)).flatten()
     }
 
     fn commit_row(&mut self, pk: &[u8], ts: Timestamp, purge_horizon: Timestamp) -> bool {
@@ -425,9 +446,15 @@ impl Table {
     }
 
     /// [`WrittenRows::pending_image`] of a locked chain.
-    fn pending_in(&self, chain: &Chain, txn: TxnId) -> Option<Option<Vec<u8>>> {
+    fn pending_in(&self, chain: &Chain, txn: TxnId, out: &mut Vec<u8>) -> Option<bool> {
         let last = chain.versions.last()?;
-        last.is_pending_for(txn).then(|| last.row.as_deref().map(|image| self.format.log_image(image).expect("a row version decodes: this table encoded it")))
+        if !last.is_pending_for(txn) {
+            return None;
+        }
+        Some(last.row.as_deref().is_some_and(|image| {
+            self.format.log_image_into(image, out).expect("a row version decodes: this table encoded it");
+            true
+        }))
     }
 
     /// On a locked chain: drop secondary index entries that only removed versions
@@ -560,6 +587,10 @@ impl Handler for Table {
             let row = chain.visible(&view).map(|image| SharedRow::new(self.decode(image)));
             Some((key.to_vec(), chain.holder(), row))
         })
+    }
+
+    fn image_cursor<'a>(&'a self, view: ReadView) -> Box<dyn ImageCursor + 'a> {
+        Box::new(Images { rows: &self.rows, walk: Walk::new(Bound::Unbounded, Bound::Unbounded, ScanOrder::Ascending), view })
     }
 
     /// Whether the row at `pk` has any version, committed or not, live or deleted.
@@ -800,13 +831,19 @@ mod tests {
         t.undo_last(1, &pks[2]);
         let mut walk = t.written_rows(1);
         let order = [0, 1, 2, 3, 5, 4, 0];
-        let images: Vec<bool> = order.iter().map(|&i| walk.pending_image(&pks[i]).is_some()).collect();
+        let mut out = Vec::new();
+        let images: Vec<bool> = order.iter().map(|&i| walk.pending_image(&pks[i], &mut out).is_some()).collect();
         assert_eq!(images, [true, true, false, true, true, true, true]);
         for &i in &order {
             // A walk that keeps its place answers as a fresh one, which searches.
-            assert_eq!(walk.pending_image(&pks[i]), t.written_rows(1).pending_image(&pks[i]));
+            let (mut kept, mut fresh) = (Vec::new(), Vec::new());
+            assert_eq!(walk.pending_image(&pks[i], &mut kept), t.written_rows(1).pending_image(&pks[i], &mut fresh));
+            assert_eq!(kept, fresh);
+            if !kept.is_empty() {
+                assert_eq!(crate::format::decode_log_row(&kept), t.get(&pks[i], &view(1, 0)).map(|r| Row::clone(&r)), "the log row of the pending version");
+            }
         }
-        assert_eq!(t.written_rows(2).pending_image(&pks[0]), None, "another transaction's rows");
+        assert_eq!(t.written_rows(2).pending_image(&pks[0], &mut out), None, "another transaction's rows");
         let committed: Vec<bool> = order.iter().map(|&i| walk.commit_row(&pks[i], 9, 0)).collect();
         assert_eq!(committed, [true, true, false, true, true, true, false], "a row committed once");
         drop(walk);

@@ -28,6 +28,16 @@ use crate::catalog::TableMeta;
 use crate::error::{Result, Warning};
 use crate::locking;
 
+/// A row ready for the buffer: its columns checked and converted for the table.
+pub(super) enum Finished<'r> {
+    /// As values, encoded in the table's row format as it is buffered.
+    Row(Row),
+    /// Already an image in the table's row format (a whole-row copy from a table of the same
+    /// shape, `dml::copy`), with its primary key when the caller knows it (`None`: the
+    /// table's key of the row, or its next hidden row id, found at the flush).
+    Image { pk: Option<&'r [u8]>, image: &'r [u8] },
+}
+
 /// Where one buffered row lies in [`BulkBuffer::bytes`]: its primary key (absent for a
 /// table keyed by hidden row id, which assigns it at the write) then its image.
 struct Buffered {
@@ -69,16 +79,36 @@ impl BulkBuffer {
     ///
     /// # Errors
     /// The flush's.
-    pub(super) fn push(&mut self, cx: &mut DmlCx<'_>, t: &TableMeta, data: &dyn Handler, row: Row, res: &mut DmlResult, duplicates: &mut u64) -> Result<()> {
+    pub(super) fn push(
+        &mut self,
+        cx: &mut DmlCx<'_>,
+        t: &TableMeta,
+        data: &dyn Handler,
+        row: Finished<'_>,
+        res: &mut DmlResult,
+        duplicates: &mut u64,
+    ) -> Result<()> {
         // Encoded straight into the buffer; a row that takes it past the limit is written
         // with the rows before it (the limit bounds the buffer by one row's size at most).
         let start = self.bytes.len();
-        let pk_len = data.has_primary_key().then(|| {
-            let pk = data.primary_key(&row);
-            self.bytes.extend_from_slice(&pk);
-            pk.len()
-        });
-        data.row_format().encode_into(&row, &mut self.bytes);
+        let pk_len = match row {
+            Finished::Row(row) => {
+                let pk_len = data.has_primary_key().then(|| {
+                    let pk = data.primary_key(&row);
+                    self.bytes.extend_from_slice(&pk);
+                    pk.len()
+                });
+                data.row_format().encode_into(&row, &mut self.bytes);
+                pk_len
+            }
+            Finished::Image { pk, image } => {
+                if let Some(pk) = pk {
+                    self.bytes.extend_from_slice(pk);
+                }
+                self.bytes.extend_from_slice(image);
+                pk.map(<[u8]>::len)
+            }
+        };
         self.rows.push(Buffered { start, pk_len, end: self.bytes.len(), warning_at: cx.warnings.len() });
         if self.bytes.len() >= self.limit {
             self.flush(cx, t, data, res, duplicates)?;

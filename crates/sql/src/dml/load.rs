@@ -147,7 +147,7 @@ pub fn load(
             }
             match bulk.as_mut() {
                 Some(b) => match prepare_row(cx, t, data, vals, row_no, ignore, &mut generated)? {
-                    Some(row) => b.push(cx, t, data, row, &mut res, &mut duplicates),
+                    Some(row) => b.push(cx, t, data, super::Finished::Row(row), &mut res, &mut duplicates),
                     None => Ok(()),
                 },
                 None => {

@@ -33,12 +33,12 @@
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 
-use quill_log::{Change, Log, Lsn};
+use quill_log::{Body, Log, Lsn};
 use quill_storage::{TxnId, WrittenRows};
 
 use super::{Engine, Session, Txn, unix_micros};
 use crate::catalog::{Catalog, TableMeta};
-use crate::durability::{change_table, log_error, row_change};
+use crate::durability::{add_row_change, log_error};
 use crate::error::{Result, SqlError};
 
 /// A statement that leaves more row writes than this not yet logged streams them into the
@@ -76,11 +76,11 @@ impl Session {
             // all of the commit (once its timestamp is published) or none of it.
             let order = engine.commit_order.lock();
             if let Some(log) = log
-                && (t.stream.is_some() || !last.is_empty())
+                && (t.stream.is_some() || !last.body.is_empty())
             {
                 let appended = match t.stream {
-                    Some(first) => log.append_stream_commit(unix_micros(), first, &last),
-                    None => log.append(unix_micros(), &last),
+                    Some(first) => log.append_stream_commit_body(unix_micros(), first, &last.body),
+                    None => log.append_body(unix_micros(), &last.body),
                 };
                 match appended {
                     Ok(at) => {
@@ -92,7 +92,7 @@ impl Session {
                     }
                     Err(e) => {
                         drop(order);
-                        let error = log_error(&e, last.first().map_or("", change_table));
+                        let error = log_error(&e, last.table);
                         self.txn = Some(t);
                         self.rollback();
                         return Err(error);
@@ -279,14 +279,22 @@ impl<'c> TableWalk<'c> {
     }
 }
 
+/// Changes of a transaction encoded for one record, and a table they are about (the one an
+/// error names).
+#[derive(Default)]
+struct Chunk<'c> {
+    body: Body,
+    table: &'c str,
+}
+
 /// Appends `t`'s writes not yet logged (`writes[logged..]`) as part records of at most
 /// [`STREAM_PART_BYTES`] of changes each. With `keep_last`, the last chunk (at most a part)
 /// is returned rather than appended, for the commit record. A row written twice within one
 /// chunk is logged once.
-fn stream_writes(engine: &Engine, log: &Log, catalog: &Catalog, t: &mut Txn, keep_last: bool) -> Result<Vec<Change>> {
+fn stream_writes<'c>(engine: &Engine, log: &Log, catalog: &'c Catalog, t: &mut Txn, keep_last: bool) -> Result<Chunk<'c>> {
     let Txn { id, writes, logged, stream, .. } = t;
-    let mut chunk = Vec::new();
-    let mut bytes = 0;
+    let mut chunk = Chunk::default();
+    let mut image = Vec::new();
     // Keyed by primary keys clients choose: seeded (no hash flooding) and fast.
     let mut seen: HashSet<(u64, &[u8]), foldhash::fast::RandomState> = HashSet::default();
     let mut walk = TableWalk::new(catalog, *id);
@@ -296,20 +304,22 @@ fn stream_writes(engine: &Engine, log: &Log, catalog: &Catalog, t: &mut Txn, kee
         }
         // No table (dropped since) or no pending version (a failed statement undid it).
         let Some((table, rows)) = walk.rows(tid) else { continue };
-        let Some(image) = rows.pending_image(pk) else { continue };
-        let change = row_change(table, pk, image);
-        bytes += quill_log::body_len(std::slice::from_ref(&change));
-        chunk.push(change);
-        if bytes >= STREAM_PART_BYTES {
+        if !add_row_change(&mut chunk.body, table, rows, pk, &mut image).map_err(|e| log_error(&e, &table.name))? {
+            continue;
+        }
+        if chunk.table.is_empty() {
+            chunk.table = &table.name;
+        }
+        if chunk.body.len() >= STREAM_PART_BYTES {
             append_part(engine, log, *id, stream, &chunk)?;
-            chunk.clear();
+            chunk = Chunk { body: std::mem::take(&mut chunk.body), table: "" };
+            chunk.body.clear();
             seen.clear();
-            bytes = 0;
         }
     }
-    if !keep_last && !chunk.is_empty() {
+    if !keep_last && !chunk.body.is_empty() {
         append_part(engine, log, *id, stream, &chunk)?;
-        chunk.clear();
+        chunk = Chunk::default();
     }
     *logged = writes.len();
     Ok(chunk)
@@ -317,17 +327,17 @@ fn stream_writes(engine: &Engine, log: &Log, catalog: &Catalog, t: &mut Txn, kee
 
 /// Appends one part of `txn`'s stream, starting the stream (and registering it in
 /// `Engine::open_streams`) with the first.
-fn append_part(engine: &Engine, log: &Log, txn: quill_storage::TxnId, stream: &mut Option<Lsn>, changes: &[Change]) -> Result<()> {
-    let error = |e: &quill_log::EncodeError| log_error(e, changes.first().map_or("", change_table));
+fn append_part(engine: &Engine, log: &Log, txn: quill_storage::TxnId, stream: &mut Option<Lsn>, chunk: &Chunk<'_>) -> Result<()> {
+    let error = |e: &quill_log::EncodeError| log_error(e, chunk.table);
     match *stream {
         Some(first) => {
-            log.append_part(Some(first), changes).map_err(|e| error(&e))?;
+            log.append_part_body(Some(first), &chunk.body).map_err(|e| error(&e))?;
         }
         None => {
             // Registered under the same lock as the append: a checkpoint that reads the
             // registry either sees this stream or took its position before the part.
             let mut open = engine.open_streams.lock();
-            let at = log.append_part(None, changes).map_err(|e| error(&e))?;
+            let at = log.append_part_body(None, &chunk.body).map_err(|e| error(&e))?;
             open.insert(at.lsn, txn);
             *stream = Some(at.lsn);
         }
