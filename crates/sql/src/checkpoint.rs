@@ -9,8 +9,10 @@
 //!    transaction still streaming into the log (`Engine::open_streams`) is where recovery
 //!    must start reading (`read_from`): if that transaction commits after L, its parts before
 //!    L are read back then.
-//! 2. Rows are copied in chunks of [`CHUNK_ROWS`] through that view, with no lock held:
-//!    commits go on meanwhile; the view hides them, and the log after L replays them.
+//! 2. Rows are copied as the images that view sees, a leaf's worth at a time
+//!    (`Handler::image_cursor`, which holds no lock between batches), and written as log
+//!    rows with no row decoded (a dynamic image is one): commits go on meanwhile; the view
+//!    hides them, and the log after L replays them.
 //! 3. DDL waits for the checkpoint (`Engine::ddl_gate`), so the catalog snapshot the
 //!    checkpoint copies is the current one throughout.
 //! 4. Each table definition (`SHOW CREATE TABLE`) is loaded into a scratch engine and must
@@ -24,7 +26,6 @@
 //! anything was logged since. A failed checkpoint is logged and retried at the next trigger:
 //! the log still covers everything, so nothing is at risk.
 
-use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -33,14 +34,11 @@ use std::time::{Duration, Instant};
 
 use quill_io::Fs;
 use quill_storage::checkpoint::{CheckpointPosition, CheckpointWriter, remove_old_checkpoints};
-use quill_storage::table::SharedRow;
-use quill_storage::{ReadView, ScanOrder};
+use quill_storage::{ImageBatch, ReadView};
 
 use crate::catalog::{Catalog, SYSTEM_DATABASES};
 use crate::session::{Engine, Session};
 
-/// Rows copied per step (one skip-list seek each).
-pub const CHUNK_ROWS: usize = 1024;
 /// How often the checkpointer looks at its triggers.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(100);
 
@@ -128,20 +126,20 @@ fn write_file(
     let mut rows_total = 0;
     for (db, name, definition, auto_increment) in tables {
         writer.table(db, name, definition, *auto_increment)?;
-        let mut after: Option<Vec<u8>> = None;
-        loop {
-            let chunk: Vec<(Vec<u8>, SharedRow)> = {
-                let Ok(table) = catalog.table(db, name) else { break };
-                let lower = after.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
-                table.data.scan(lower, Bound::Unbounded, view, ScanOrder::Ascending).take(CHUNK_ROWS).collect()
-            };
-            for (key, row) in &chunk {
-                writer.row(key, row)?;
-            }
-            rows_total += chunk.len() as u64;
-            match chunk.into_iter().last() {
-                Some((key, _)) => after = Some(key),
-                None => break,
+        let Ok(table) = catalog.table(db, name) else { continue };
+        // Rows go as the images the view sees, converted to log rows (a dynamic image is
+        // one): no row is decoded. The cursor holds no leaf between batches.
+        let format = table.data.row_format();
+        let mut cursor = table.data.image_cursor(view);
+        let mut batch = ImageBatch::default();
+        let mut row = Vec::new();
+        while cursor.next_batch(&mut batch) {
+            for entry in batch.iter() {
+                let Some(image) = entry.image else { continue };
+                row.clear();
+                format.log_image_into(image, &mut row).expect("a table's images decode in its format");
+                writer.log_row(entry.key, &row)?;
+                rows_total += 1;
             }
         }
     }

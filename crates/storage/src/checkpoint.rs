@@ -206,6 +206,18 @@ impl CheckpointWriter {
         self.entry_done()
     }
 
+    /// [`CheckpointWriter::row`] of a row already a log row (`crate::format::log_row`).
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn log_row(&mut self, key: &[u8], row: &[u8]) -> io::Result<()> {
+        debug_assert!(decode_log_row(row).is_some(), "a log row");
+        self.buffer.push(ENTRY_ROW);
+        put32(&mut self.buffer, key);
+        put32(&mut self.buffer, row);
+        self.entry_done()
+    }
+
     fn entry_done(&mut self) -> io::Result<()> {
         self.entries += 1;
         if self.buffer.len() >= WRITE_CHUNK_BYTES { self.flush() } else { Ok(()) }

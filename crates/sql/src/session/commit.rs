@@ -295,11 +295,13 @@ fn stream_writes<'c>(engine: &Engine, log: &Log, catalog: &'c Catalog, t: &mut T
     let Txn { id, writes, logged, stream, .. } = t;
     let mut chunk = Chunk::default();
     let mut image = Vec::new();
-    // Keyed by primary keys clients choose: seeded (no hash flooding) and fast.
+    // Keyed by primary keys clients choose: seeded (no hash flooding) and fast. Not needed
+    // when the writes are known not to repeat (a bulk statement's, in key order).
+    let dedupe = !writes.distinct_from(*logged);
     let mut seen: HashSet<(u64, &[u8]), foldhash::fast::RandomState> = HashSet::default();
     let mut walk = TableWalk::new(catalog, *id);
     for (tid, pk) in writes.iter_from(*logged) {
-        if !seen.insert((tid, pk)) {
+        if dedupe && !seen.insert((tid, pk)) {
             continue;
         }
         // No table (dropped since) or no pending version (a failed statement undid it).
