@@ -212,6 +212,10 @@ pub struct Table {
     auto_increment: AtomicU64,
     next_row_id: AtomicU64,
     latch: Mutex<()>,
+    /// Where the last insert went: inserts run under the write latch, and a bulk load's come
+    /// in key order, so the next one most often goes into the same leaf, found with no search
+    /// of the leaf map (`LeafMap::with_or_insert_near`). Taken only under the write latch.
+    insert_finger: Mutex<leaf_map::Finger<Chain>>,
     /// How versions lay out their images.
     format: RowFormat,
     /// Bytes of every version's image (`Data_length`).
@@ -236,6 +240,7 @@ impl Table {
             auto_increment: AtomicU64::new(1),
             next_row_id: AtomicU64::new(1),
             latch: Mutex::new(()),
+            insert_finger: Mutex::new(leaf_map::Finger::default()),
             format,
             data_bytes: AtomicU64::new(0),
             index_bytes: AtomicU64::new(0),
@@ -382,7 +387,7 @@ impl Table {
         deferred: Option<&mut DeferredEntries>,
     ) -> Result<(), WriteError> {
         // A chain this refused write created is vacant and leaves the map with the call.
-        self.rows.with_or_insert(pk, |chain| {
+        let push = |chain: &mut Chain| {
             if let Some(holder) = chain.holder().filter(|&h| h != txn) {
                 return Err(WriteError::Locked { holder, pk: pk.to_vec() });
             }
@@ -391,7 +396,13 @@ impl Table {
             }
             self.push_version(chain, txn, pk, version, deferred);
             Ok(())
-        })
+        };
+        if fresh {
+            // An insert, under the write latch: from where the last one went.
+            self.rows.with_or_insert_near(&mut self.insert_finger.lock(), pk, push)
+        } else {
+            self.rows.with_or_insert(pk, push)
+        }
     }
 
     /// Insert a new row (see [`Handler::write_row`]) at `pk` (`None`: the row's primary key,
