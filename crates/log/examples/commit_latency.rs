@@ -14,7 +14,7 @@ fn main() {
     let dir = std::path::PathBuf::from(std::env::args().nth(1).unwrap_or_else(|| "/tmp/quill-commit-latency".into()));
     let _ = std::fs::remove_dir_all(&dir);
     let (log, _) = Log::open::<std::io::Error>(Arc::new(quill_io::RealFs), &dir, LogConfig::default(), None, |_| Ok(())).expect("open log");
-    let change = vec![Change::Put { db: "app".into(), table: "demo".into(), key: vec![3; 17], row: vec![7; 40] }];
+    let change = vec![Change::Insert { db: "app".into(), table: "demo".into(), key: vec![3; 17], row: vec![7; 40] }];
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
     for round in 0..3 {
         let start = Instant::now();

@@ -29,13 +29,25 @@ const _: () = assert!(MAX_BODY_BYTES <= u32::MAX as usize, "body_len is a u32");
 /// A PUT whose row is in the first row encoding (`docs/log-format.md`, "Row encoding,
 /// version 1"): read from logs written before [`KIND_PUT`], never written.
 pub const KIND_PUT_V1: u8 = 1;
-pub const KIND_DELETE: u8 = 2;
-pub const KIND_DDL: u8 = 3;
+/// A DELETE without its row's image: read from logs written before [`KIND_DELETE`].
+pub const KIND_DELETE_V1: u8 = 2;
+/// A DDL statement without the session context it ran in: read from logs written before
+/// [`KIND_DDL`].
+pub const KIND_DDL_V1: u8 = 3;
 pub const KIND_STREAM_PART: u8 = 4;
 pub const KIND_STREAM_COMMIT: u8 = 5;
 pub const KIND_STREAM_ABORT: u8 = 6;
-/// A PUT whose row is a row image (`docs/log-format.md`, "Row encoding").
+/// A PUT whose row is a row image (`docs/log-format.md`, "Row encoding"), without the kind
+/// of change: read from logs written before [`KIND_INSERT`], never written.
 pub const KIND_PUT: u8 = 7;
+/// A row the transaction inserted, its image.
+pub const KIND_INSERT: u8 = 8;
+/// A row the transaction changed: the image it replaced (empty: not logged) and the new one.
+pub const KIND_UPDATE: u8 = 9;
+/// A row the transaction deleted: the image it removed (empty: not logged).
+pub const KIND_DELETE: u8 = 10;
+/// A DDL statement with its default database, `sql_mode` and `time_zone`.
+pub const KIND_DDL: u8 = 11;
 /// Bytes of a stream marker: its kind and the LSN of the stream's first part.
 pub const STREAM_MARK_BYTES: usize = 1 + 8;
 
@@ -45,47 +57,42 @@ pub type Lsn = u64;
 /// One change of a committed transaction (see `docs/log-format.md`, "Body: changes").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
-    /// Insert or replace the row with primary key `key`; `row` is a row image, storage's
-    /// dynamic layout (`docs/log-format.md`, "Row encoding").
-    Put {
-        db: String,
-        table: String,
-        key: Vec<u8>,
-        row: Vec<u8>,
-    },
+    /// A row the transaction inserted at primary key `key` (no row was there): `row` is its
+    /// image, storage's dynamic layout (`docs/log-format.md`, "Row encoding").
+    Insert { db: String, table: String, key: Vec<u8>, row: Vec<u8> },
+    /// A row the transaction changed: `before` is the committed image it replaced (`None`:
+    /// not logged, `binlog_row_image=MINIMAL`, since `key` names the row), `row` the new one.
+    Update { db: String, table: String, key: Vec<u8>, before: Option<Vec<u8>>, row: Vec<u8> },
+    /// A row the transaction deleted: `before` is the committed image it removed (`None`: not
+    /// logged, or a log written before row kinds).
+    Delete { db: String, table: String, key: Vec<u8>, before: Option<Vec<u8>> },
+    /// Insert or replace the row at `key` with the row image `row`, the change's kind not
+    /// said: read from logs written before row kinds, never written.
+    Put { db: String, table: String, key: Vec<u8>, row: Vec<u8> },
     /// A PUT of a log written before row images: `row` is in the first row encoding
     /// ("Row encoding, version 1"). Read, never written by the server.
-    PutV1 {
-        db: String,
-        table: String,
-        key: Vec<u8>,
-        row: Vec<u8>,
-    },
-    Delete {
-        db: String,
-        table: String,
-        key: Vec<u8>,
-    },
-    /// A DDL statement and the default database it ran in.
-    Ddl {
-        db: String,
-        sql: String,
-    },
+    PutV1 { db: String, table: String, key: Vec<u8>, row: Vec<u8> },
+    /// A DDL statement, the default database it ran in, and the session context it must run
+    /// in again (`None` in logs written before DDL context: the server's defaults).
+    Ddl { db: String, sql: String, context: Option<DdlContext> },
     /// First change of a part record: changes of a transaction that has not committed yet,
     /// streamed ahead of its commit. `first` is the LSN of the transaction's first part record
     /// (that record's own LSN in the first part), and names the stream.
-    StreamPart {
-        first: Lsn,
-    },
+    StreamPart { first: Lsn },
     /// First change of the commit record of a streamed transaction: its parts, in log order,
     /// come before this record's own changes.
-    StreamCommit {
-        first: Lsn,
-    },
+    StreamCommit { first: Lsn },
     /// The only change of the record that ends a streamed transaction that rolled back.
-    StreamAbort {
-        first: Lsn,
-    },
+    StreamAbort { first: Lsn },
+}
+
+/// The session variables a DDL statement ran with that can change what it does when run
+/// again: `sql_mode` (zero dates in defaults, strictness) and `time_zone` (a TIMESTAMP
+/// default), as the session had them.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct DdlContext {
+    pub sql_mode: String,
+    pub time_zone: String,
 }
 
 /// What a record is, by its first change (see `docs/log-format.md`, "Large transactions").
@@ -134,12 +141,20 @@ pub fn body_len(changes: &[Change]) -> usize {
     changes
         .iter()
         .map(|c| match c {
-            Change::Put { db, table, key, row } | Change::PutV1 { db, table, key, row } => 1 + 2 + db.len() + 2 + table.len() + 4 + key.len() + 4 + row.len(),
-            Change::Delete { db, table, key } => 1 + 2 + db.len() + 2 + table.len() + 4 + key.len(),
-            Change::Ddl { db, sql } => 1 + 2 + db.len() + 4 + sql.len(),
+            Change::Insert { db, table, key, row } | Change::Put { db, table, key, row } | Change::PutV1 { db, table, key, row } => {
+                keyed_len(db, table, key) + 4 + row.len()
+            }
+            Change::Update { db, table, key, before, row } => keyed_len(db, table, key) + 4 + before.as_ref().map_or(0, Vec::len) + 4 + row.len(),
+            Change::Delete { db, table, key, before } => keyed_len(db, table, key) + 4 + before.as_ref().map_or(0, Vec::len),
+            Change::Ddl { db, sql, context } => 1 + 2 + db.len() + context.as_ref().map_or(0, |c| 2 + c.sql_mode.len() + 2 + c.time_zone.len()) + 4 + sql.len(),
             Change::StreamPart { .. } | Change::StreamCommit { .. } | Change::StreamAbort { .. } => STREAM_MARK_BYTES,
         })
         .sum()
+}
+
+/// Bytes of a row change's kind, names and key.
+fn keyed_len(db: &str, table: &str, key: &[u8]) -> usize {
+    1 + 2 + db.len() + 2 + table.len() + 4 + key.len()
 }
 
 /// Why a transaction cannot be logged.
@@ -205,42 +220,70 @@ impl Body {
         &self.bytes
     }
 
-    /// Adds a PUT of the row image `row` at `key` of `db`.`table`.
+    /// Adds an INSERT of the row image `row` at `key` of `db`.`table`.
     ///
     /// # Errors
     /// A name does not fit its length field; nothing was added.
-    pub fn put(&mut self, db: &str, table: &str, key: &[u8], row: &[u8]) -> Result<(), EncodeError> {
-        self.keyed(KIND_PUT, db, table, key)?;
+    pub fn insert(&mut self, db: &str, table: &str, key: &[u8], row: &[u8]) -> Result<(), EncodeError> {
+        self.keyed(KIND_INSERT, db, table, key)?;
         put_bytes32(&mut self.bytes, row);
         Ok(())
     }
 
-    /// Adds a DELETE of the row at `key` of `db`.`table`.
+    /// Adds an UPDATE of the row at `key` of `db`.`table` from `before` (`None`: not logged)
+    /// to `row`.
     ///
     /// # Errors
-    /// As [`Body::put`].
-    pub fn delete(&mut self, db: &str, table: &str, key: &[u8]) -> Result<(), EncodeError> {
-        self.keyed(KIND_DELETE, db, table, key)
+    /// As [`Body::insert`].
+    pub fn update(&mut self, db: &str, table: &str, key: &[u8], before: Option<&[u8]>, row: &[u8]) -> Result<(), EncodeError> {
+        self.keyed(KIND_UPDATE, db, table, key)?;
+        put_bytes32(&mut self.bytes, before.unwrap_or_default());
+        put_bytes32(&mut self.bytes, row);
+        Ok(())
+    }
+
+    /// Adds a DELETE of the row at `key` of `db`.`table`, whose image was `before` (`None`:
+    /// not logged).
+    ///
+    /// # Errors
+    /// As [`Body::insert`].
+    pub fn delete(&mut self, db: &str, table: &str, key: &[u8], before: Option<&[u8]>) -> Result<(), EncodeError> {
+        self.keyed(KIND_DELETE, db, table, key)?;
+        put_bytes32(&mut self.bytes, before.unwrap_or_default());
+        Ok(())
     }
 
     /// Adds `change`. A stream marker is only valid as a body's first change (readers refuse
-    /// it anywhere else); the log's own appends write theirs ahead of the body.
+    /// it anywhere else); the log's own appends write theirs ahead of the body. The kinds
+    /// only read from old logs are written as they were (for tests of reading them).
     ///
     /// # Errors
-    /// As [`Body::put`].
+    /// As [`Body::insert`].
     pub fn push(&mut self, change: &Change) -> Result<(), EncodeError> {
         match change {
-            Change::Put { db, table, key, row } => self.put(db, table, key, row),
-            Change::PutV1 { db, table, key, row } => {
-                self.keyed(KIND_PUT_V1, db, table, key)?;
+            Change::Insert { db, table, key, row } => self.insert(db, table, key, row),
+            Change::Update { db, table, key, before, row } => self.update(db, table, key, before.as_deref(), row),
+            Change::Delete { db, table, key, before } => self.delete(db, table, key, before.as_deref()),
+            Change::Put { db, table, key, row } | Change::PutV1 { db, table, key, row } => {
+                self.keyed(if matches!(change, Change::Put { .. }) { KIND_PUT } else { KIND_PUT_V1 }, db, table, key)?;
                 put_bytes32(&mut self.bytes, row);
                 Ok(())
             }
-            Change::Delete { db, table, key } => self.delete(db, table, key),
-            Change::Ddl { db, sql } => {
+            Change::Ddl { db, sql, context } => {
                 let start = self.bytes.len();
-                self.bytes.push(KIND_DDL);
-                put_str16(&mut self.bytes, db).inspect_err(|_| self.bytes.truncate(start))?;
+                let names = (|| match context {
+                    Some(c) => {
+                        self.bytes.push(KIND_DDL);
+                        put_str16(&mut self.bytes, db)?;
+                        put_str16(&mut self.bytes, &c.sql_mode)?;
+                        put_str16(&mut self.bytes, &c.time_zone)
+                    }
+                    None => {
+                        self.bytes.push(KIND_DDL_V1);
+                        put_str16(&mut self.bytes, db)
+                    }
+                })();
+                names.inspect_err(|_| self.bytes.truncate(start))?;
                 put_bytes32(&mut self.bytes, sql.as_bytes());
                 Ok(())
             }
@@ -369,20 +412,33 @@ pub fn decode_body(mut body: &[u8]) -> Option<Vec<Change>> {
     while let Some((&kind, rest)) = body.split_first() {
         body = rest;
         let change = match kind {
-            KIND_PUT => Change::Put {
-                db: take_str16(&mut body)?,
-                table: take_str16(&mut body)?,
-                key: take_len32(&mut body)?.to_vec(),
-                row: take_len32(&mut body)?.to_vec(),
-            },
-            KIND_PUT_V1 => Change::PutV1 {
-                db: take_str16(&mut body)?,
-                table: take_str16(&mut body)?,
-                key: take_len32(&mut body)?.to_vec(),
-                row: take_len32(&mut body)?.to_vec(),
-            },
-            KIND_DELETE => Change::Delete { db: take_str16(&mut body)?, table: take_str16(&mut body)?, key: take_len32(&mut body)?.to_vec() },
-            KIND_DDL => Change::Ddl { db: take_str16(&mut body)?, sql: String::from_utf8(take_len32(&mut body)?.to_vec()).ok()? },
+            KIND_INSERT | KIND_PUT | KIND_PUT_V1 => {
+                let (db, table, key) = take_keyed(&mut body)?;
+                let row = take_len32(&mut body)?.to_vec();
+                match kind {
+                    KIND_INSERT => Change::Insert { db, table, key, row },
+                    KIND_PUT => Change::Put { db, table, key, row },
+                    _ => Change::PutV1 { db, table, key, row },
+                }
+            }
+            KIND_UPDATE => {
+                let (db, table, key) = take_keyed(&mut body)?;
+                let before = take_image(&mut body)?;
+                Change::Update { db, table, key, before, row: take_len32(&mut body)?.to_vec() }
+            }
+            KIND_DELETE => {
+                let (db, table, key) = take_keyed(&mut body)?;
+                Change::Delete { db, table, key, before: take_image(&mut body)? }
+            }
+            KIND_DELETE_V1 => {
+                let (db, table, key) = take_keyed(&mut body)?;
+                Change::Delete { db, table, key, before: None }
+            }
+            KIND_DDL | KIND_DDL_V1 => {
+                let db = take_str16(&mut body)?;
+                let context = if kind == KIND_DDL { Some(DdlContext { sql_mode: take_str16(&mut body)?, time_zone: take_str16(&mut body)? }) } else { None };
+                Change::Ddl { db, sql: String::from_utf8(take_len32(&mut body)?.to_vec()).ok()?, context }
+            }
             KIND_STREAM_PART | KIND_STREAM_COMMIT | KIND_STREAM_ABORT => {
                 // A marker comes first, and only once.
                 if !changes.is_empty() {
@@ -403,10 +459,23 @@ pub fn decode_body(mut body: &[u8]) -> Option<Vec<Change>> {
     let valid = match changes.first() {
         None => false,
         Some(Change::StreamAbort { .. }) => changes.len() == 1,
-        Some(Change::StreamPart { .. }) => changes[1..].iter().all(|c| matches!(c, Change::Put { .. } | Change::PutV1 { .. } | Change::Delete { .. })),
+        Some(Change::StreamPart { .. }) => {
+            changes[1..].iter().all(|c| !matches!(c, Change::Ddl { .. } | Change::StreamPart { .. } | Change::StreamCommit { .. } | Change::StreamAbort { .. }))
+        }
         Some(_) => true,
     };
     valid.then_some(changes)
+}
+
+/// A row change's database, table and key.
+fn take_keyed(body: &mut &[u8]) -> Option<(String, String, Vec<u8>)> {
+    Some((take_str16(body)?, take_str16(body)?, take_len32(body)?.to_vec()))
+}
+
+/// A before image: `None` when empty (not logged).
+fn take_image(body: &mut &[u8]) -> Option<Option<Vec<u8>>> {
+    let image = take_len32(body)?;
+    Some((!image.is_empty()).then(|| image.to_vec()))
 }
 
 /// The file name of the segment starting at `start`.
@@ -428,9 +497,13 @@ mod tests {
 
     pub(crate) fn sample_changes() -> Vec<Change> {
         vec![
-            Change::Ddl { db: "app".into(), sql: "CREATE TABLE t (id INT PRIMARY KEY)".into() },
-            Change::Put { db: "app".into(), table: "t".into(), key: vec![1, 2, 3], row: vec![9; 40] },
-            Change::Delete { db: "app".into(), table: "t".into(), key: vec![4] },
+            Change::Ddl {
+                db: "app".into(),
+                sql: "CREATE TABLE t (id INT PRIMARY KEY)".into(),
+                context: Some(DdlContext { sql_mode: "STRICT_TRANS_TABLES".into(), time_zone: "+02:00".into() }),
+            },
+            Change::Insert { db: "app".into(), table: "t".into(), key: vec![1, 2, 3], row: vec![9; 40] },
+            Change::Delete { db: "app".into(), table: "t".into(), key: vec![4], before: Some(vec![0, 1, 0]) },
         ]
     }
 
@@ -452,14 +525,15 @@ mod tests {
     fn a_body_built_change_by_change_is_the_encoding_of_its_changes_after_a_marker() {
         let mut body = Body::new();
         body.push(&sample_changes()[0]).unwrap();
-        body.put("app", "t", &[1, 2, 3], &[9; 40]).unwrap();
-        body.delete("app", "t", &[4]).unwrap();
+        body.insert("app", "t", &[1, 2, 3], &[9; 40]).unwrap();
+        body.delete("app", "t", &[4], Some(&[0, 1, 0])).unwrap();
         assert_eq!(body.bytes(), Body::of(&sample_changes()).unwrap().bytes());
         assert_eq!(body.len(), body_len(&sample_changes()));
         // A name too long for its length field adds nothing.
         let long = "x".repeat(usize::from(u16::MAX) + 1);
-        assert_eq!(body.put(&long, "t", &[1], &[2]), Err(EncodeError::NameTooLong(long.len())));
-        assert_eq!(body.delete("app", &long, &[1]), Err(EncodeError::NameTooLong(long.len())));
+        assert_eq!(body.insert(&long, "t", &[1], &[2]), Err(EncodeError::NameTooLong(long.len())));
+        assert_eq!(body.update("app", &long, &[1], None, &[2]), Err(EncodeError::NameTooLong(long.len())));
+        assert_eq!(body.delete("app", &long, &[1], None), Err(EncodeError::NameTooLong(long.len())));
         assert_eq!(body.len(), body_len(&sample_changes()));
         // The marker is written ahead of the body, and the checksum combined from the body's.
         let marker = Change::StreamPart { first: 77 };
@@ -479,12 +553,38 @@ mod tests {
     }
 
     #[test]
-    fn a_put_of_the_first_row_encoding_is_read_as_such() {
-        let old = Change::PutV1 { db: "app".into(), table: "t".into(), key: vec![1], row: vec![1, 0, 0] };
-        let body = Body::of(std::slice::from_ref(&old)).unwrap();
+    fn every_kind_of_change_round_trips_and_an_empty_before_image_is_none() {
+        let changes = vec![
+            Change::Update { db: "app".into(), table: "t".into(), key: vec![1], before: Some(vec![0, 2, 1, 2, 1, 4]), row: vec![0, 2, 1, 2, 1, 6] },
+            Change::Update { db: "app".into(), table: "t".into(), key: vec![1], before: None, row: vec![0, 2, 1, 2, 1, 8] },
+            Change::Delete { db: "app".into(), table: "t".into(), key: vec![1], before: None },
+            Change::Ddl { db: String::new(), sql: "CREATE DATABASE d".into(), context: Some(DdlContext::default()) },
+        ];
+        let body = Body::of(&changes).unwrap();
+        assert_eq!(body.len(), body_len(&changes));
+        assert_eq!(decode_body(body.bytes()), Some(changes));
+    }
+
+    #[test]
+    fn the_kinds_of_older_logs_are_read_as_such() {
+        let old = vec![
+            Change::PutV1 { db: "app".into(), table: "t".into(), key: vec![1], row: vec![1, 0, 0] },
+            Change::Put { db: "app".into(), table: "t".into(), key: vec![1], row: vec![0, 1, 0] },
+            Change::Ddl { db: "app".into(), sql: "DROP TABLE t".into(), context: None },
+        ];
+        let body = Body::of(&old).unwrap();
         assert_eq!(body.bytes()[0], KIND_PUT_V1);
-        assert_eq!(decode_body(body.bytes()), Some(vec![old]));
-        assert_eq!(Body::of(&sample_changes()[1..2]).unwrap().bytes()[0], KIND_PUT);
+        assert_eq!(decode_body(body.bytes()), Some(old));
+        // A DELETE of the first log format: kind 2, no before image.
+        let mut v1 = vec![KIND_DELETE_V1];
+        for part in [&b"app"[..], b"t"] {
+            v1.extend_from_slice(&(part.len() as u16).to_le_bytes());
+            v1.extend_from_slice(part);
+        }
+        v1.extend_from_slice(&1_u32.to_le_bytes());
+        v1.push(4);
+        assert_eq!(decode_body(&v1), Some(vec![Change::Delete { db: "app".into(), table: "t".into(), key: vec![4], before: None }]));
+        assert_eq!(Body::of(&sample_changes()[1..2]).unwrap().bytes()[0], KIND_INSERT);
     }
 
     #[test]

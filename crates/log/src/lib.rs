@@ -14,13 +14,15 @@
 mod format;
 mod reader;
 mod segments;
+mod version;
 mod writer;
 
 pub use format::{
-    Body, COMMIT_US_OFFSET, CRC_OFFSET, CRC_START, Change, DEFAULT_SEGMENT_BYTES, EncodeError, HEADER_BYTES, LEN_OFFSET, LSN_OFFSET, Lsn, MAX_BODY_BYTES,
-    Record, RecordKind, SEGMENT_BYTES_MIN, SEQ_OFFSET, STREAM_MARK_BYTES, body_len, encode_record, encode_record_body, segment_name,
+    Body, COMMIT_US_OFFSET, CRC_OFFSET, CRC_START, Change, DEFAULT_SEGMENT_BYTES, DdlContext, EncodeError, HEADER_BYTES, LEN_OFFSET, LSN_OFFSET, Lsn,
+    MAX_BODY_BYTES, Record, RecordKind, SEGMENT_BYTES_MIN, SEQ_OFFSET, STREAM_MARK_BYTES, body_len, encode_record, encode_record_body, segment_name,
 };
 pub use reader::{CutReason, LogEnd};
+pub use version::{LOG_FORMAT_VERSION, VERSION_FILE};
 pub use writer::{
     Appended, BUFFER_BYTES_MAX, BUSY_HOLD, DDL_RESERVE_BYTES, FailureHook, FlushMode, GROUP_BYTES_MAX, LEAD_GRACE, Log, LogConfig, LogStats, Recovered,
     SPACE_RETRY_INTERVAL, SYNC_INTERVAL, Start,

@@ -52,6 +52,7 @@ impl Segments {
     pub fn open(fs: Arc<dyn Fs>, dir: &Path, segment_bytes: u64) -> io::Result<Segments> {
         assert!(segment_bytes >= 64, "segments must hold at least a header and a little body");
         fs.create_dir_all(dir)?;
+        crate::version::check_and_raise(fs.as_ref(), dir)?;
         let mut files = BTreeMap::new();
         for name in fs.list(dir)? {
             if let Some(start) = parse_segment_name(&name) {

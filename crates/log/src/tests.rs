@@ -20,10 +20,15 @@ fn config(segment_bytes: u64) -> LogConfig {
 }
 
 fn change(n: u64) -> Vec<Change> {
-    vec![Change::Put { db: "db".into(), table: "t".into(), key: n.to_be_bytes().to_vec(), row: vec![n as u8; 10 + (n % 7) as usize] }]
+    vec![Change::Insert { db: "db".into(), table: "t".into(), key: n.to_be_bytes().to_vec(), row: vec![n as u8; 10 + (n % 7) as usize] }]
 }
 
 /// Opens the log on `fs`, collecting what recovery replays.
+/// The segment files in the log directory, in LSN order (the version file left out).
+fn segment_files(fs: &SimFs) -> Vec<String> {
+    fs.list(&dir()).unwrap().into_iter().filter(|n| n.ends_with(crate::format::SEGMENT_SUFFIX)).collect()
+}
+
 fn open(fs: &SimFs, config: LogConfig) -> (Log, Vec<Record>, crate::Recovered) {
     let mut records = Vec::new();
     let (log, recovered) = Log::open::<std::io::Error>(Arc::new(fs.clone()), &dir(), config, None, |r| {
@@ -138,7 +143,7 @@ fn a_record_torn_across_a_missing_segment_is_torn() {
     let appended = write_records(&fs, 64, 20);
     let spanning = appended.iter().rev().find(|a| a.lsn / 64 != (a.end - 1) / 64).copied().unwrap();
     // Remove every segment after the one the spanning record starts in.
-    for name in fs.list(&dir()).unwrap() {
+    for name in segment_files(&fs) {
         let start: u64 = name.trim_end_matches(".qlog").parse().unwrap();
         if start > spanning.lsn {
             fs.remove(&dir().join(&name)).unwrap();
@@ -156,7 +161,7 @@ fn a_record_torn_across_a_missing_segment_is_torn() {
 fn a_shortened_last_segment_is_a_torn_tail() {
     let fs = SimFs::new();
     let appended = write_records(&fs, 1 << 12, 200);
-    let last = fs.list(&dir()).unwrap().pop().unwrap();
+    let last = segment_files(&fs).pop().unwrap();
     let start: u64 = last.trim_end_matches(".qlog").parse().unwrap();
     let cut_at = appended.iter().rev().find(|a| a.lsn > start + 10).unwrap().lsn + 10;
     fs.open(&dir().join(&last), false).unwrap().set_len(cut_at - start).unwrap();
@@ -212,7 +217,7 @@ fn a_full_disk_fails_commits_that_need_space_and_they_resume_when_it_returns() {
     assert!(refused > 0 && acknowledged.len() > 100, "{} acknowledged, {refused} refused", acknowledged.len());
     assert!(log.space_error().is_some());
     // DDL may still use the space DML leaves it.
-    let ddl = vec![Change::Ddl { db: "db".into(), sql: "CREATE TABLE t2 (id INT)".into() }];
+    let ddl = vec![Change::Ddl { db: "db".into(), sql: "CREATE TABLE t2 (id INT)".into(), context: None }];
     assert!(log.wait_for_room(100));
     let at = log.append_ddl(5_000, &ddl).expect("DDL uses the reserve");
     log.wait_durable_blocking(at.end);
@@ -239,7 +244,7 @@ fn a_small_disk_gets_smaller_segments() {
     let (log, _, _) = open(&fs, config(1 << 20));
     let at = log.append(1, &change(1)).expect("a commit fits on a small disk");
     log.wait_durable_blocking(at.end);
-    let sizes: Vec<usize> = fs.list(&dir()).unwrap().iter().map(|n| fs.contents(&dir().join(n)).unwrap().len()).collect();
+    let sizes: Vec<usize> = segment_files(&fs).iter().map(|n| fs.contents(&dir().join(n)).unwrap().len()).collect();
     assert!(!sizes.is_empty() && sizes.iter().all(|&s| s < 1 << 20 && s >= crate::SEGMENT_BYTES_MIN as usize), "{sizes:?}");
     drop(log);
     let (_, records, _) = open(&fs, config(1 << 20));
@@ -474,7 +479,7 @@ fn a_durable_wait_forces_a_sync_in_mode_0() {
 fn replay_from(fs: &SimFs, start: Option<Start>) -> (Vec<(u64, Vec<u8>)>, crate::Recovered) {
     let mut seen = Vec::new();
     let (_, recovered) = Log::open::<std::io::Error>(Arc::new(fs.clone()), &dir(), config(1 << 12), start, |r| {
-        let keys = r.changes.iter().map(|c| if let Change::Put { key, .. } = c { key[7] } else { panic!("only puts: {c:?}") }).collect();
+        let keys = r.changes.iter().map(|c| if let Change::Insert { key, .. } = c { key[7] } else { panic!("only puts: {c:?}") }).collect();
         seen.push((r.seq, keys));
         Ok(())
     })

@@ -27,9 +27,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use quill_io::Fs;
-use quill_log::{Body, Change, FlushMode, Log, LogConfig, Record, Recovered};
+use quill_log::{Body, Change, DdlContext, FlushMode, Log, LogConfig, Record, Recovered};
 use quill_storage::checkpoint::{CheckpointEntry, CheckpointError, CheckpointPosition, find_checkpoints, read_checkpoint};
-use quill_storage::{ReadView, ScanOrder, Value, WrittenRows, decode_log_row, decode_row, log_row};
+use quill_storage::{ReadView, RowChange, ScanOrder, Value, WrittenRows, decode_log_row, decode_row, log_row};
 
 use crate::catalog::Catalog;
 use crate::error::{Result, SqlError};
@@ -142,10 +142,16 @@ pub fn apply_global(engine: &Engine, name: &str, value: &str) -> Result<()> {
 }
 
 /// Adds to `body` the log change for the row at `pk` of `table` that the transaction whose
-/// writes `rows` walks wrote: a PUT of its pending image (a log row,
-/// `WrittenRows::pending_image`), or a DELETE. `false`, and nothing added, when it has no
-/// pending version there (a failed statement undid it). `image` is scratch space, reused
-/// from row to row.
+/// writes `rows` walks wrote (`WrittenRows::pending_change`): an INSERT of its new image,
+/// an UPDATE or a DELETE with the committed image it replaced when `full` (the session's
+/// `binlog_row_image` is FULL; MINIMAL logs none, the key naming the row). A row the
+/// transaction inserted and deleted again is a DELETE with no image when the transaction has
+/// `streamed` parts already (one may hold its INSERT), and nothing otherwise. Kinds are
+/// judged against the row as it was before the transaction, so a row a streamed part logged
+/// and a later statement changed is logged again the same way: replay applies the later
+/// image. `false`, and nothing added, when there is nothing to log (no pending version
+/// there: a failed statement undid it). `before` and `after` are scratch space, reused from
+/// row to row.
 ///
 /// # Errors
 /// A name too long for the log's length field.
@@ -154,13 +160,19 @@ pub fn add_row_change(
     table: &crate::catalog::TableMeta,
     rows: &mut dyn WrittenRows,
     pk: &[u8],
-    image: &mut Vec<u8>,
+    (full, streamed): (bool, bool),
+    (before, after): (&mut Vec<u8>, &mut Vec<u8>),
 ) -> std::result::Result<bool, quill_log::EncodeError> {
-    image.clear();
-    match rows.pending_image(pk, image) {
-        Some(true) => body.put(&table.db, &table.name, pk, image)?,
-        Some(false) => body.delete(&table.db, &table.name, pk)?,
-        None => return Ok(false),
+    before.clear();
+    after.clear();
+    let replaced = full.then_some(&mut *before);
+    let (db, name) = (&table.db, &table.name);
+    match rows.pending_change(pk, replaced, after) {
+        Some(RowChange::Insert) => body.insert(db, name, pk, after)?,
+        Some(RowChange::Update) => body.update(db, name, pk, full.then_some(&before[..]), after)?,
+        Some(RowChange::Delete) => body.delete(db, name, pk, full.then_some(&before[..]))?,
+        Some(RowChange::Nothing) if streamed => body.delete(db, name, pk, None)?,
+        Some(RowChange::Nothing) | None => return Ok(false),
     }
     Ok(true)
 }
@@ -172,12 +184,13 @@ pub fn add_row_change(
 /// the created table's definition (`SHOW CREATE TABLE`) and one PUT per row it inserted
 /// (`created_by_select`: the table it created).
 #[must_use]
-pub fn ddl_changes(catalog: &Catalog, db: Option<&str>, sql: String, created_by_select: Option<&(String, String)>) -> Vec<Change> {
-    let Some((table_db, name)) = created_by_select else { return vec![Change::Ddl { db: db.unwrap_or_default().to_owned(), sql }] };
-    let Ok(table) = catalog.table(table_db, name) else { return vec![Change::Ddl { db: db.unwrap_or_default().to_owned(), sql }] };
-    let mut changes = vec![Change::Ddl { db: table_db.clone(), sql: table_definition(catalog, table_db, name) }];
+pub fn ddl_changes(catalog: &Catalog, db: Option<&str>, sql: String, context: DdlContext, created_by_select: Option<&(String, String)>) -> Vec<Change> {
+    let ddl = |db: &str, sql: String| Change::Ddl { db: db.to_owned(), sql, context: Some(context.clone()) };
+    let Some((table_db, name)) = created_by_select else { return vec![ddl(db.unwrap_or_default(), sql)] };
+    let Ok(table) = catalog.table(table_db, name) else { return vec![ddl(db.unwrap_or_default(), sql)] };
+    let mut changes = vec![ddl(table_db, table_definition(catalog, table_db, name))];
     for (key, row) in table.data.scan(Bound::Unbounded, Bound::Unbounded, ReadView::current(quill_storage::table::RECOVERY_TXN), ScanOrder::Ascending) {
-        changes.push(Change::Put { db: table_db.clone(), table: name.clone(), key, row: log_row(&row) });
+        changes.push(Change::Insert { db: table_db.clone(), table: name.clone(), key, row: log_row(&row) });
     }
     changes
 }
@@ -217,7 +230,11 @@ pub fn disk_full(table: &str) -> SqlError {
 #[must_use]
 pub fn change_table(change: &Change) -> &str {
     match change {
-        Change::Put { table, .. } | Change::PutV1 { table, .. } | Change::Delete { table, .. } => table,
+        Change::Insert { table, .. }
+        | Change::Update { table, .. }
+        | Change::Delete { table, .. }
+        | Change::Put { table, .. }
+        | Change::PutV1 { table, .. } => table,
         _ => "",
     }
 }
@@ -288,10 +305,14 @@ impl Replayer {
         let fail = |message: String| OpenError::Replay { lsn, message };
         for change in record.changes {
             match change {
-                Change::Ddl { db, sql } => self.session.replay_ddl((!db.is_empty()).then_some(db), &sql).map_err(|e| fail(format!("{sql}: {e}")))?,
-                Change::Put { db, table, key, row } => self.put(&db, &table, key, decode_log_row(&row), ts).map_err(fail)?,
+                Change::Ddl { db, sql, context } => {
+                    self.session.replay_ddl_in((!db.is_empty()).then_some(db), &sql, context.as_ref()).map_err(|e| fail(format!("{sql}: {e}")))?;
+                }
+                Change::Insert { db, table, key, row } | Change::Update { db, table, key, row, .. } | Change::Put { db, table, key, row } => {
+                    self.put(&db, &table, key, decode_log_row(&row), ts).map_err(fail)?;
+                }
                 Change::PutV1 { db, table, key, row } => self.put(&db, &table, key, decode_row(&row), ts).map_err(fail)?,
-                Change::Delete { db, table, key } => {
+                Change::Delete { db, table, key, .. } => {
                     self.engine.catalog().table(&db, &table).map_err(|e| fail(e.to_string()))?.data.apply_committed(key, None, ts);
                 }
                 // The log hands over a streamed transaction's changes without their markers.

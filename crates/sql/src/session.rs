@@ -907,6 +907,22 @@ impl Session {
     /// # Errors
     /// The statement fails now, which means the log and the catalog disagree.
     pub fn replay_ddl(&mut self, db: Option<String>, sql: &str) -> Result<()> {
+        self.replay_ddl_in(db, sql, None)
+    }
+
+    /// [`Session::replay_ddl`] with the `sql_mode` and `time_zone` the statement first ran
+    /// with (`None`: the server's defaults, for a log written before DDL context).
+    ///
+    /// # Errors
+    /// As [`Session::replay_ddl`]; an unknown time zone or sql_mode.
+    pub fn replay_ddl_in(&mut self, db: Option<String>, sql: &str, context: Option<&quill_log::DdlContext>) -> Result<()> {
+        if let Some(c) = context {
+            for (name, value) in [("sql_mode", &c.sql_mode), ("time_zone", &c.time_zone)] {
+                let def = vars::require(name)?;
+                let value = vars::normalise(def, &Value::Str(value.clone()))?.value;
+                self.info.vars.values.insert(def.name, value);
+            }
+        }
         self.info.db = db;
         let statement = text::single(sql.as_bytes(), LexOptions::default())?;
         let statements = self.parse(&statement.text, statement.operators, statement.div_operators)?;
@@ -1413,7 +1429,8 @@ impl Session {
         if r.is_ok() {
             let order = engine.commit_order.lock();
             let logged = engine.log.get().map(|log| {
-                let changes = crate::durability::ddl_changes(&catalog, self.info.db.as_deref(), text.to_owned(), created_by_select.as_ref());
+                let context = quill_log::DdlContext { sql_mode: self.info.var("sql_mode").to_owned(), time_zone: self.info.var("time_zone").to_owned() };
+                let changes = crate::durability::ddl_changes(&catalog, self.info.db.as_deref(), text.to_owned(), context, created_by_select.as_ref());
                 log.append_ddl(unix_micros(), &changes)
             });
             match logged {

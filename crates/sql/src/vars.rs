@@ -91,6 +91,9 @@ pub const VARIABLES: &[VarDef] = &[
     v("autocommit", Both, Bool, Live, "ON"),
     v("binlog_group_commit_sync_delay", Global, int(0, crate::durability::GROUP_DELAY_US_MAX), Live, "0"),
     v("binlog_group_commit_sync_no_delay_count", Global, int(0, crate::durability::GROUP_NO_DELAY_COUNT_MAX), Live, "0"),
+    // What the commit log records of an updated or deleted row besides its key: FULL, the
+    // image it replaced; MINIMAL, nothing more (NOBLOB is not taken: 1231).
+    v("binlog_row_image", Both, Str, Live, "FULL"),
     // The write buffer of a bulk INSERT ... SELECT, multi-row INSERT or LOAD DATA (`dml::bulk`);
     // 0 writes row by row. MySQL's range and default.
     v("bulk_insert_buffer_size", Both, int(0, u64::MAX), Live, "8388608"),
@@ -318,6 +321,10 @@ pub fn normalise(def: &VarDef, v: &Value) -> Result<Normalised> {
                     }
                 }
                 "secure_file_priv" => secure_file_priv(&s).and_then(plain),
+                "binlog_row_image" => {
+                    let up = s.to_ascii_uppercase();
+                    if ["FULL", "MINIMAL"].contains(&up.as_str()) { plain(up) } else { Err(wrong()) }
+                }
                 _ => plain(s),
             }
         }

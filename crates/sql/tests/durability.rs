@@ -267,3 +267,91 @@ fn ddl_replays_as_it_ran() {
         assert_eq!(before[i], after[i], "{q} differs after replay");
     }
 }
+
+/// The changes of every committed transaction in the log under `fs`'s data directory, in
+/// commit order: those with row changes (DDL left out), and the DDL.
+fn logged(fs: &SimFs) -> (Vec<Vec<quill_log::Change>>, Vec<quill_log::Change>) {
+    let mut transactions = Vec::new();
+    let mut ddl = Vec::new();
+    let config = quill_log::LogConfig { segment_bytes: 65536, ..quill_log::LogConfig::default() };
+    let opened = quill_log::Log::open(Arc::new(fs.clone()), &datadir().join("log"), config, None, |record| -> std::io::Result<()> {
+        let (statements, rows): (Vec<_>, Vec<_>) = record.changes.into_iter().partition(|c| matches!(c, quill_log::Change::Ddl { .. }));
+        ddl.extend(statements);
+        if !rows.is_empty() {
+            transactions.push(rows);
+        }
+        Ok(())
+    });
+    drop(opened.expect("the log reads"));
+    (transactions, ddl)
+}
+
+#[test]
+fn the_log_records_each_rows_kind_and_the_image_it_replaced() {
+    use quill_log::Change;
+    use quill_storage::log_row;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let fs = SimFs::new();
+    let engine = open(&fs);
+    let mut s = Session::new(Arc::clone(&engine), 1, "root", "127.0.0.1");
+    runtime.block_on(async {
+        for sql in [
+            "CREATE DATABASE d",
+            "USE d",
+            "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))",
+            "INSERT INTO t VALUES (1, 'a'), (2, 'b')",
+            // One transaction: an update twice over, a delete, and an insert deleted again.
+            "BEGIN",
+            "UPDATE t SET v = 'a2' WHERE id = 1",
+            "UPDATE t SET v = 'a3' WHERE id = 1",
+            "DELETE FROM t WHERE id = 2",
+            "INSERT INTO t VALUES (3, 'c')",
+            "DELETE FROM t WHERE id = 3",
+            "COMMIT",
+            // MINIMAL: the key names the row; no replaced image.
+            "SET SESSION binlog_row_image = 'minimal'",
+            "UPDATE t SET v = 'a4' WHERE id = 1",
+            "DELETE FROM t WHERE id = 1",
+            // DDL carries the session's sql_mode and time zone.
+            "SET SESSION time_zone = '+05:00', sql_mode = 'STRICT_ALL_TABLES'",
+            "CREATE TABLE u (id INT PRIMARY KEY)",
+        ] {
+            run(&mut s, sql).await;
+        }
+        assert!(s.run("SET SESSION binlog_row_image = 'NOBLOB'").await.pop().unwrap().is_err(), "not taken");
+    });
+    drop(s);
+    drop(engine);
+    let image = |id: i64, v: &str| log_row(&vec![Value::Int(id), Value::Str(v.into())]);
+    let key = |id: i64| quill_storage::key::encode_key([(&Value::Int(id), quill_storage::Collation::Binary)]);
+    let row = |kind: &str, id: i64, before: Option<Vec<u8>>, after: Option<Vec<u8>>| {
+        let (db, table, key) = ("d".to_owned(), "t".to_owned(), key(id));
+        match kind {
+            "insert" => Change::Insert { db, table, key, row: after.unwrap() },
+            "update" => Change::Update { db, table, key, before, row: after.unwrap() },
+            _ => Change::Delete { db, table, key, before },
+        }
+    };
+    let (transactions, ddl) = logged(&fs);
+    let contexts: Vec<(String, Option<quill_log::DdlContext>)> =
+        ddl.into_iter().map(|c| if let Change::Ddl { sql, context, .. } = c { (sql, context) } else { unreachable!() }).collect();
+    let default_mode = VarSet::defaults().get("sql_mode").unwrap().to_owned();
+    assert_eq!(contexts[0], ("CREATE DATABASE d".to_owned(), Some(quill_log::DdlContext { sql_mode: default_mode, time_zone: "SYSTEM".into() })));
+    assert_eq!(
+        contexts.last().unwrap(),
+        &("CREATE TABLE u (id INT PRIMARY KEY)".to_owned(), Some(quill_log::DdlContext { sql_mode: "STRICT_ALL_TABLES".into(), time_zone: "+05:00".into() }))
+    );
+    // And it replays in it.
+    let reopened = Engine::open(settings(), Arc::new(fs.clone()), &datadir()).expect("reopen").0;
+    let mut s = Session::new(reopened, 1, "root", "127.0.0.1");
+    assert_eq!(runtime.block_on(run(&mut s, "SELECT COUNT(*) FROM d.u")), vec![vec![Value::Int(0)]]);
+    assert_eq!(
+        transactions,
+        vec![
+            vec![row("insert", 1, None, Some(image(1, "a"))), row("insert", 2, None, Some(image(2, "b")))],
+            vec![row("update", 1, Some(image(1, "a")), Some(image(1, "a3"))), row("delete", 2, Some(image(2, "b")), None)],
+            vec![row("update", 1, None, Some(image(1, "a4")))],
+            vec![row("delete", 1, None, None)],
+        ]
+    );
+}

@@ -278,14 +278,30 @@ impl ImageBatch {
 /// an engine may keep its place between calls, so rows written in key order (a bulk
 /// insert's) are found without a search each.
 pub trait WrittenRows {
-    /// The image the transaction has pending on `pk` (its newest, uncommitted version), in
-    /// the log's row encoding (a dynamic image, `docs/log-format.md`, "Row encoding"), which
-    /// the commit log records before the version is stamped committed: appended to `out`
-    /// and `Some(true)`; `Some(false)` for a delete (nothing appended); `None` when the
-    /// transaction has no pending version there.
-    fn pending_image(&mut self, pk: &[u8], out: &mut Vec<u8>) -> Option<bool>;
+    /// What the transaction did to the row at `pk`, from its versions: the committed version
+    /// its first pending one replaced (none, or a delete: no row before) and its newest
+    /// pending version (a delete: no row after), which the commit log records before the
+    /// versions are stamped committed. The new image goes to `after`, and for an update or a
+    /// delete the replaced one to `before` when given, both appended as log rows (dynamic
+    /// images, `docs/log-format.md`, "Row encoding"). `None` when the transaction has no
+    /// pending version there.
+    fn pending_change(&mut self, pk: &[u8], before: Option<&mut Vec<u8>>, after: &mut Vec<u8>) -> Option<RowChange>;
     /// As [`Handler::commit_row`].
     fn commit_row(&mut self, pk: &[u8], ts: Timestamp, purge_horizon: Timestamp) -> bool;
+}
+
+/// What a transaction did to one row, as the commit log records it
+/// ([`WrittenRows::pending_change`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowChange {
+    /// No row was there (or a deleted one) and there is one now.
+    Insert,
+    /// A row was there and is replaced.
+    Update,
+    /// A row was there and is gone.
+    Delete,
+    /// No row before and none after: a row the transaction inserted and deleted again.
+    Nothing,
 }
 
 /// Secondary-index entries a bulk write held back ([`Handler::write_image_deferred`]): per

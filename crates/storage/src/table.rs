@@ -45,7 +45,9 @@ use parking_lot::{Mutex, MutexGuard};
 
 use crate::chain::{Chain, EncodedRow, Stamp, Version};
 use crate::format::RowFormat;
-use crate::handler::{ChainCursor, DeferredEntries, Handler, IMAGE_BATCH_ROWS, ImageBatch, ImageCursor, RowCursor, ScanOrder, Statistics, WrittenRows};
+use crate::handler::{
+    ChainCursor, DeferredEntries, Handler, IMAGE_BATCH_ROWS, ImageBatch, ImageCursor, RowChange, RowCursor, ScanOrder, Statistics, WrittenRows,
+};
 use crate::key::{encode_key, prefix_successor, range_is_empty};
 use crate::leaf_map::{self, LeafMap, Walk};
 use crate::value::{Collation, Row, Value};
@@ -165,9 +167,9 @@ struct Finger<'a> {
 }
 
 impl WrittenRows for Finger<'_> {
-    fn pending_image(&mut self, pk: &[u8], out: &mut Vec<u8>) -> Option<bool> {
+    fn pending_change(&mut self, pk: &[u8], before: Option<&mut Vec<u8>>, after: &mut Vec<u8>) -> Option<RowChange> {
         let (table, txn) = (self.table, self.txn);
-        table.rows.with_near(&mut self.at, pk, |chain| table.pending_in(chain, txn, out)).flatten()
+        table.rows.with_near(&mut self.at, pk, |chain| table.pending_in(chain, txn, before, after)).flatten()
     }
 
     fn commit_row(&mut self, pk: &[u8], ts: Timestamp, purge_horizon: Timestamp) -> bool {
@@ -456,16 +458,27 @@ impl Table {
         true
     }
 
-    /// [`WrittenRows::pending_image`] of a locked chain.
-    fn pending_in(&self, chain: &Chain, txn: TxnId, out: &mut Vec<u8>) -> Option<bool> {
-        let last = chain.versions.last()?;
-        if !last.is_pending_for(txn) {
-            return None;
+    /// [`WrittenRows::pending_change`] of a locked chain.
+    fn pending_in(&self, chain: &Chain, txn: TxnId, before: Option<&mut Vec<u8>>, after: &mut Vec<u8>) -> Option<RowChange> {
+        let own_from = chain.versions.iter().position(|v| v.is_pending_for(txn))?;
+        let last = chain.versions.last().expect("a pending version");
+        // The transaction holds the row's lock: the version before its own is the newest
+        // committed one, what it replaced.
+        let replaced = chain.versions[..own_from].last().and_then(|v| v.row.as_deref());
+        let log_image = |image: &[u8], out: &mut Vec<u8>| self.format.log_image_into(image, out).expect("a row version decodes: this table encoded it");
+        let change = match (replaced, last.row.as_deref()) {
+            (None, Some(_)) => RowChange::Insert,
+            (Some(_), Some(_)) => RowChange::Update,
+            (Some(_), None) => RowChange::Delete,
+            (None, None) => RowChange::Nothing,
+        };
+        if let Some(image) = last.row.as_deref() {
+            log_image(image, after);
         }
-        Some(last.row.as_deref().is_some_and(|image| {
-            self.format.log_image_into(image, out).expect("a row version decodes: this table encoded it");
-            true
-        }))
+        if let (Some(image), Some(before)) = (replaced, before) {
+            log_image(image, before);
+        }
+        Some(change)
     }
 
     /// On a locked chain: drop secondary index entries that only removed versions
@@ -843,23 +856,59 @@ mod tests {
         let mut walk = t.written_rows(1);
         let order = [0, 1, 2, 3, 5, 4, 0];
         let mut out = Vec::new();
-        let images: Vec<bool> = order.iter().map(|&i| walk.pending_image(&pks[i], &mut out).is_some()).collect();
+        let images: Vec<bool> = order.iter().map(|&i| walk.pending_change(&pks[i], None, &mut out).is_some()).collect();
         assert_eq!(images, [true, true, false, true, true, true, true]);
         for &i in &order {
             // A walk that keeps its place answers as a fresh one, which searches.
             let (mut kept, mut fresh) = (Vec::new(), Vec::new());
-            assert_eq!(walk.pending_image(&pks[i], &mut kept), t.written_rows(1).pending_image(&pks[i], &mut fresh));
+            assert_eq!(walk.pending_change(&pks[i], None, &mut kept), t.written_rows(1).pending_change(&pks[i], None, &mut fresh));
             assert_eq!(kept, fresh);
             if !kept.is_empty() {
                 assert_eq!(crate::format::decode_log_row(&kept), t.get(&pks[i], &view(1, 0)).map(|r| Row::clone(&r)), "the log row of the pending version");
             }
         }
-        assert_eq!(t.written_rows(2).pending_image(&pks[0], &mut out), None, "another transaction's rows");
+        assert_eq!(t.written_rows(2).pending_change(&pks[0], None, &mut out), None, "another transaction's rows");
         let committed: Vec<bool> = order.iter().map(|&i| walk.commit_row(&pks[i], 9, 0)).collect();
         assert_eq!(committed, [true, true, false, true, true, true, false], "a row committed once");
         drop(walk);
         let seen: Vec<Value> = t.scan(Bound::Unbounded, Bound::Unbounded, view(2, 9), ScanOrder::Ascending).map(|(_, r)| r[0].clone()).collect();
         assert_eq!(seen, [1, 2, 4, 5, 6].map(Value::Int));
+    }
+
+    #[test]
+    fn a_pending_change_is_an_insert_update_or_delete_with_the_image_it_replaced() {
+        let t = table();
+        let latch = t.write_latch();
+        let (a, b, c) =
+            (t.write_row(&latch, 1, &row(1, "a")).unwrap(), t.write_row(&latch, 1, &row(2, "b")).unwrap(), t.write_row(&latch, 1, &row(3, "c")).unwrap());
+        for pk in [&a, &b, &c] {
+            t.commit_row(1, pk, 5, 0);
+        }
+        // Transaction 2: updates row 1 twice, deletes row 2, inserts row 4, and inserts and
+        // deletes row 5.
+        t.update_row(&latch, 2, &a, row(1, "a2")).unwrap();
+        t.update_row(&latch, 2, &a, row(1, "a3")).unwrap();
+        t.delete_row(2, &b).unwrap();
+        let d = t.write_row(&latch, 2, &row(4, "d")).unwrap();
+        let e = t.write_row(&latch, 2, &row(5, "e")).unwrap();
+        t.delete_row(2, &e).unwrap();
+        drop(latch);
+        let log_row = |r: Row| crate::format::log_row(&r);
+        let mut walk = t.written_rows(2);
+        let mut change = |pk: &[u8]| {
+            let (mut before, mut after) = (Vec::new(), Vec::new());
+            let kind = walk.pending_change(pk, Some(&mut before), &mut after);
+            (kind, before, after)
+        };
+        assert_eq!(change(&a), (Some(RowChange::Update), log_row(row(1, "a")), log_row(row(1, "a3"))), "the committed image, not the first update's");
+        assert_eq!(change(&b), (Some(RowChange::Delete), log_row(row(2, "b")), vec![]));
+        assert_eq!(change(&d), (Some(RowChange::Insert), vec![], log_row(row(4, "d"))));
+        assert_eq!(change(&e), (Some(RowChange::Nothing), vec![], vec![]));
+        assert_eq!(change(&c), (None, vec![], vec![]), "not written by the transaction");
+        // Without a buffer for it, the replaced image is not read.
+        let mut after = Vec::new();
+        assert_eq!(t.written_rows(2).pending_change(&a, None, &mut after), Some(RowChange::Update));
+        assert_eq!(after, log_row(row(1, "a3")));
     }
 
     #[test]

@@ -64,7 +64,8 @@ impl Session {
         if !t.writes.is_empty() {
             let catalog = engine.catalog();
             let log = engine.log.get();
-            let last = match log.map(|log| stream_writes(&engine, log, &catalog, &mut t, true)).transpose() {
+            let full = self.full_row_images();
+            let last = match log.map(|log| stream_writes(&engine, log, &catalog, &mut t, true, full)).transpose() {
                 Ok(last) => last.unwrap_or_default(),
                 Err(e) => {
                     self.txn = Some(t);
@@ -134,12 +135,19 @@ impl Session {
         let engine = self.engine();
         let Some(log) = engine.log.get() else { return Ok(()) };
         let catalog = engine.catalog();
+        let full = self.full_row_images();
         let t = self.txn.as_mut().expect("checked above");
-        if let Err(e) = stream_writes(&engine, log, &catalog, t, false) {
+        if let Err(e) = stream_writes(&engine, log, &catalog, t, false, full) {
             self.rollback();
             return Err(e);
         }
         Ok(())
+    }
+
+    /// Whether the log records the images updates and deletes replace: `binlog_row_image`
+    /// is FULL (the default), not MINIMAL.
+    fn full_row_images(&self) -> bool {
+        self.info.var("binlog_row_image") != "MINIMAL"
     }
 
     /// The reply to this statement must wait until the log is at `end` (as `mode` promises).
@@ -290,11 +298,12 @@ struct Chunk<'c> {
 /// Appends `t`'s writes not yet logged (`writes[logged..]`) as part records of at most
 /// [`STREAM_PART_BYTES`] of changes each. With `keep_last`, the last chunk (at most a part)
 /// is returned rather than appended, for the commit record. A row written twice within one
-/// chunk is logged once.
-fn stream_writes<'c>(engine: &Engine, log: &Log, catalog: &'c Catalog, t: &mut Txn, keep_last: bool) -> Result<Chunk<'c>> {
+/// chunk is logged once. With `full`, updates and deletes carry the image they replaced
+/// (`binlog_row_image=FULL`).
+fn stream_writes<'c>(engine: &Engine, log: &Log, catalog: &'c Catalog, t: &mut Txn, keep_last: bool, full: bool) -> Result<Chunk<'c>> {
     let Txn { id, writes, logged, stream, .. } = t;
     let mut chunk = Chunk::default();
-    let mut image = Vec::new();
+    let mut images = (Vec::new(), Vec::new());
     // Keyed by primary keys clients choose: seeded (no hash flooding) and fast. Not needed
     // when the writes are known not to repeat (a bulk statement's, in key order).
     let dedupe = !writes.distinct_from(*logged);
@@ -306,7 +315,9 @@ fn stream_writes<'c>(engine: &Engine, log: &Log, catalog: &'c Catalog, t: &mut T
         }
         // No table (dropped since) or no pending version (a failed statement undid it).
         let Some((table, rows)) = walk.rows(tid) else { continue };
-        if !add_row_change(&mut chunk.body, table, rows, pk, &mut image).map_err(|e| log_error(&e, &table.name))? {
+        if !add_row_change(&mut chunk.body, table, rows, pk, (full, stream.is_some()), (&mut images.0, &mut images.1))
+            .map_err(|e| log_error(&e, &table.name))?
+        {
             continue;
         }
         if chunk.table.is_empty() {
