@@ -26,6 +26,7 @@
 
 pub mod auth;
 pub mod binary;
+pub mod binlog;
 pub mod codec;
 pub mod command;
 pub mod constants;
