@@ -9,7 +9,7 @@
 //! and the checksum around a body; the `*_body` functions write bodies.
 //!
 //! Integers are little-endian. Events covered: FORMAT_DESCRIPTION, ROTATE, HEARTBEAT,
-//! PREVIOUS_GTIDS, GTID, QUERY and XID. The row events and their TABLE_MAP are to come.
+//! PREVIOUS_GTIDS, GTID, QUERY and XID here; TABLE_MAP and the row events in [`rows`].
 
 /// Bytes of the common header: timestamp, type, server id, event size, next position,
 /// flags.
@@ -320,6 +320,8 @@ fn put_packed_int(out: &mut Vec<u8>, v: u64) {
         }
     }
 }
+
+pub mod rows;
 
 #[cfg(test)]
 mod tests;

@@ -130,3 +130,223 @@ fn packed_integers_take_the_fewest_bytes() {
         assert_eq!(out.len(), len, "{v}");
     }
 }
+
+mod rows_events {
+    use mysql_common::Value as V;
+    use mysql_common::binlog::value::BinlogValue;
+
+    use super::super::rows::{Column, ColumnKind, Rows, rows_body, table_map_body};
+    use super::*;
+    use crate::binary::BinaryValue as B;
+
+    fn column(name: &str, kind: ColumnKind) -> Column<'_> {
+        Column { name, kind, nullable: true, unsigned: false, collation: 255 }
+    }
+
+    fn columns() -> Vec<Column<'static>> {
+        vec![
+            Column { nullable: false, ..column("id", ColumnKind::Long) },
+            column("name", ColumnKind::VarChar { max_bytes: 160 }),
+            column("code", ColumnKind::Char { max_bytes: 32 }),
+            column("price", ColumnKind::Decimal { precision: 10, scale: 2 }),
+            column("big", ColumnKind::Decimal { precision: 30, scale: 12 }),
+            column("ratio", ColumnKind::Double),
+            column("note", ColumnKind::Blob { length_bytes: 2 }),
+            column("at", ColumnKind::DateTime { fsp: 6 }),
+            column("ts", ColumnKind::Timestamp { fsp: 3 }),
+            column("t", ColumnKind::Time { fsp: 0 }),
+            column("t6", ColumnKind::Time { fsp: 6 }),
+            column("y", ColumnKind::Year),
+            Column { unsigned: true, ..column("u", ColumnKind::LongLong) },
+            column("small", ColumnKind::Tiny),
+        ]
+    }
+
+    fn row(id: i64, name: &str, price: &str, big: &str, negative_time: bool) -> Vec<B> {
+        vec![
+            B::Int(id),
+            B::Bytes(name.into()),
+            B::Bytes(b"AB".to_vec()),
+            B::Bytes(price.into()),
+            B::Bytes(big.into()),
+            B::Double(0.25),
+            B::Bytes("é".repeat(300).into_bytes()),
+            B::DateTime { year: 2026, month: 11, day: 24, hour: 10, minute: 42, second: 7, micro: 123_456 },
+            B::DateTime { year: 2026, month: 11, day: 24, hour: 10, minute: 42, second: 7, micro: 250_000 },
+            B::Time { negative: negative_time, days: 1, hours: 2, minutes: 3, seconds: 4, micro: 0 },
+            B::Time { negative: negative_time, days: 34, hours: 22, minutes: 59, seconds: 58, micro: 999_999 },
+            B::UInt(2026),
+            B::UInt(u64::MAX - 1),
+            B::Int(-3),
+        ]
+    }
+
+    /// A row event's row as read back: the image before and the image after.
+    type Images = (Option<Vec<V>>, Option<Vec<V>>);
+
+    fn decoded(v: Option<&BinlogValue<'_>>) -> V {
+        match v {
+            Some(BinlogValue::Value(v)) => v.clone(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn rows_of_every_kind_of_column_read_back_with_their_table_map() {
+        let columns = columns();
+        let first = row(1, "one", "123.45", "-123456789012345678.000000000001", false);
+        let second = row(2, "two", "-0.05", "0.000000000000", true);
+        let mut nulls = row(3, "three", "0.00", "1.5", false);
+        for v in &mut nulls[1..] {
+            *v = B::Null;
+        }
+        let mut out = Vec::new();
+        event(&mut out, &header(0, 0), event_type::FORMAT_DESCRIPTION, |b| format_description_body(b, "8.0.40", 0));
+        event(&mut out, &header(100, 0), event_type::TABLE_MAP, |b| table_map_body(b, 77, "shop", "items", &columns, &[0]));
+        let writes = [&first[..], &second[..], &nulls[..]];
+        let mut body = Vec::new();
+        rows_body(&mut body, 77, false, &columns, Rows::Write(&writes)).unwrap();
+        event(&mut out, &header(200, 0), event_type::WRITE_ROWS, |b| b.extend_from_slice(&body));
+        let changed = row(1, "uno", "99.99", "7", false);
+        body.clear();
+        rows_body(&mut body, 77, false, &columns, Rows::Update(&[(&first[..], &changed[..])])).unwrap();
+        event(&mut out, &header(300, 0), event_type::UPDATE_ROWS, |b| b.extend_from_slice(&body));
+        body.clear();
+        rows_body(&mut body, 77, true, &columns, Rows::Delete(&[&second[..]])).unwrap();
+        event(&mut out, &header(400, 0), event_type::DELETE_ROWS, |b| b.extend_from_slice(&body));
+
+        let events = read_all(&out);
+        let Some(EventData::TableMapEvent(tme)) = events[1].read_data().unwrap() else { panic!("a table map") };
+        assert_eq!((tme.table_id(), tme.database_name().as_ref(), tme.table_name().as_ref(), tme.columns_count()), (77, "shop", "items", 14));
+        let images = |e: &Event| -> Vec<Images> {
+            let rows = match e.read_data().unwrap().unwrap() {
+                EventData::RowsEvent(r) => r.rows(&tme).map(|r| r.unwrap()).collect::<Vec<_>>(),
+                other => panic!("{other:?}"),
+            };
+            let values = |r: Option<mysql_common::binlog::row::BinlogRow>| r.map(|r| (0..14).map(|i| decoded(r.as_ref(i))).collect());
+            rows.into_iter().map(|(b, a)| (values(b), values(a))).collect()
+        };
+        let written = images(&events[2]);
+        let expected_first = vec![
+            V::Int(1),
+            V::Bytes(b"one".to_vec()),
+            V::Bytes(b"AB".to_vec()),
+            V::Bytes(b"123.45".to_vec()),
+            V::Bytes(b"-123456789012345678.000000000001".to_vec()),
+            V::Double(0.25),
+            V::Bytes("é".repeat(300).into_bytes()),
+            V::Date(2026, 11, 24, 10, 42, 7, 123_456),
+            V::Bytes(b"1795516927.250000".to_vec()),
+            V::Time(false, 1, 2, 3, 4, 0),
+            V::Time(false, 34, 22, 59, 58, 999_999),
+            V::Bytes(b"2026".to_vec()),
+            V::UInt(u64::MAX - 1),
+            V::Int(-3),
+        ];
+        assert_eq!(written[0], (None, Some(expected_first.clone())));
+        let second_read = written[1].1.clone().unwrap();
+        assert_eq!((&second_read[3], &second_read[4]), (&V::Bytes(b"-0.05".to_vec()), &V::Bytes(b"0.000000000000".to_vec())));
+        assert_eq!((&second_read[9], &second_read[10]), (&V::Time(true, 1, 2, 3, 4, 0), &V::Time(true, 34, 22, 59, 58, 999_999)));
+        let null_read = written[2].1.clone().unwrap();
+        assert_eq!(null_read[0], V::Int(3));
+        assert!(null_read[1..].iter().all(|v| *v == V::NULL), "{null_read:?}");
+        let updated = images(&events[3]);
+        assert_eq!(updated.len(), 1);
+        assert_eq!(updated[0].0.as_ref().unwrap(), &expected_first);
+        assert_eq!(updated[0].1.as_ref().unwrap()[1], V::Bytes(b"uno".to_vec()));
+        assert_eq!(updated[0].1.as_ref().unwrap()[4], V::Bytes(b"7.000000000000".to_vec()));
+        let deleted = images(&events[4]);
+        assert_eq!((deleted[0].0.as_ref().unwrap()[0].clone(), deleted[0].1.is_none()), (V::Int(2), true));
+    }
+}
+
+mod more_kinds {
+    use mysql_common::Value as V;
+    use mysql_common::binlog::value::BinlogValue;
+
+    use super::super::rows::{Column, ColumnKind, Rows, rows_body, table_map_body};
+    use super::*;
+    use crate::binary::BinaryValue as B;
+
+    /// TIME with 1 to 4 digits of fraction stores the fraction apart, signed; FLOAT, SHORT,
+    /// INT24 and a CHAR longer than 255 bytes (a 2-byte length) round it out.
+    #[test]
+    fn times_with_short_fractions_and_the_remaining_kinds_read_back() {
+        let kind = |name: &'static str, kind| Column { name, kind, nullable: true, unsigned: false, collation: 255 };
+        let columns = [
+            kind("t2", ColumnKind::Time { fsp: 2 }),
+            kind("t4", ColumnKind::Time { fsp: 4 }),
+            kind("f", ColumnKind::Float),
+            kind("s", ColumnKind::Short),
+            kind("m", ColumnKind::Int24),
+            kind("c", ColumnKind::Char { max_bytes: 1020 }),
+        ];
+        let time = |negative, micro| B::Time { negative, days: 0, hours: 1, minutes: 2, seconds: 3, micro };
+        let rows: Vec<Vec<B>> = [(false, 120_000), (true, 120_000), (true, 0), (false, 0), (true, 990_000)]
+            .into_iter()
+            // The decoder overflows on a negative TIME(1..2) with a fraction (it reads the signed
+            // fraction byte unsigned): those are checked byte by byte below.
+            .map(|(negative, micro)| {
+                vec![time(false, micro), time(negative, micro + 5_600), B::Float(1.5), B::Int(-300), B::Int(70_000), B::Bytes(vec![b'x'; 300])]
+            })
+            .collect();
+        let images: Vec<&[B]> = rows.iter().map(Vec::as_slice).collect();
+        let mut out = Vec::new();
+        event(&mut out, &header(0, 0), event_type::FORMAT_DESCRIPTION, |b| format_description_body(b, "8.0.40", 0));
+        event(&mut out, &header(100, 0), event_type::TABLE_MAP, |b| table_map_body(b, 5, "d", "t", &columns, &[]));
+        let mut body = Vec::new();
+        rows_body(&mut body, 5, true, &columns, Rows::Write(&images)).unwrap();
+        event(&mut out, &header(200, 0), event_type::WRITE_ROWS, |b| b.extend_from_slice(&body));
+        let events = read_all(&out);
+        let Some(EventData::TableMapEvent(tme)) = events[1].read_data().unwrap() else { panic!("a table map") };
+        let Some(EventData::RowsEvent(r)) = events[2].read_data().unwrap() else { panic!("rows") };
+
+        let read: Vec<Vec<V>> = r
+            .rows(&tme)
+            .map(|row| {
+                let after = row.unwrap().1.unwrap();
+                (0..columns.len()).map(|i| if let Some(BinlogValue::Value(v)) = after.as_ref(i) { v.clone() } else { panic!() }).collect()
+            })
+            .collect();
+        for (row, (negative, micro)) in read.iter().zip([(false, 120_000), (true, 120_000), (true, 0), (false, 0), (true, 990_000)]) {
+            assert_eq!(row[0], V::Time(false, 0, 1, 2, 3, micro), "fsp 2, {micro}");
+            assert_eq!(row[1], V::Time(negative, 0, 1, 2, 3, micro + 5_600), "fsp 4, {negative} {micro}");
+            assert_eq!(&row[2..5], &[V::Float(1.5), V::Int(-300), V::Int(70_000)]);
+            assert_eq!(row[5], V::Bytes(vec![b'x'; 300]));
+        }
+    }
+
+    /// A negative TIME(2) with a fraction, as MySQL stores it: the packed value's integer part
+    /// (`>> 24`, rounded down) offset by 0x800000, then the fraction in hundredths as a
+    /// signed byte (its reader adds one back to the integer part when the fraction is not 0).
+    #[test]
+    fn a_negative_time_with_hundredths_stores_its_fraction_signed() {
+        let columns = [Column { name: "t", kind: ColumnKind::Time { fsp: 2 }, nullable: false, unsigned: false, collation: 63 }];
+        let mut body = Vec::new();
+        let value = B::Time { negative: true, days: 0, hours: 1, minutes: 2, seconds: 3, micro: 120_000 };
+        rows_body(&mut body, 1, true, &columns, Rows::Write(&[&[value]])).unwrap();
+        let int_part: i64 = (1 << 12) | (2 << 6) | 3;
+        let stored = 0x80_0000 - int_part - 1;
+        assert_eq!(&body[body.len() - 4..], &[(stored >> 16) as u8, (stored >> 8) as u8, stored as u8, (-12_i8) as u8]);
+    }
+
+    /// A MEDIUMINT is three bytes of two's complement (the decoder does not sign-extend
+    /// them, so a negative one is checked here).
+    #[test]
+    fn a_negative_mediumint_is_three_bytes_of_twos_complement() {
+        let columns = [Column { name: "m", kind: ColumnKind::Int24, nullable: false, unsigned: false, collation: 63 }];
+        let mut body = Vec::new();
+        rows_body(&mut body, 1, true, &columns, Rows::Write(&[&[B::Int(-70_000)]])).unwrap();
+        assert_eq!(&body[body.len() - 3..], &(-70_000_i32).to_le_bytes()[..3]);
+    }
+
+    /// DATE is three bytes: day, month << 5, year << 9 (MySQL's Field_newdate).
+    #[test]
+    fn a_date_is_three_bytes_of_day_month_and_year() {
+        let columns = [Column { name: "d", kind: ColumnKind::Date, nullable: false, unsigned: false, collation: 63 }];
+        let mut body = Vec::new();
+        rows_body(&mut body, 1, true, &columns, Rows::Write(&[&[B::Date { year: 2026, month: 11, day: 24 }]])).unwrap();
+        let packed = 24 | (11 << 5) | (2026 << 9);
+        assert_eq!(&body[body.len() - 3..], &u32::to_le_bytes(packed)[..3]);
+    }
+}
