@@ -127,6 +127,16 @@ pub struct EventHeader {
 /// # Panics
 /// If the event is larger than 4 GiB, which a commit record (at most 256 MiB) never makes.
 pub fn event(out: &mut Vec<u8>, header: &EventHeader, type_code: u8, body: impl FnOnce(&mut Vec<u8>)) {
+    write_event(out, header, type_code, None, body);
+}
+
+/// [`event`] for an event that starts at byte `*position` of its binary log: its `log_pos`
+/// (`header.log_pos` is not used) is where it ends, which `*position` moves to.
+pub fn event_at(out: &mut Vec<u8>, header: &EventHeader, position: &mut u64, type_code: u8, body: impl FnOnce(&mut Vec<u8>)) {
+    write_event(out, header, type_code, Some(position), body);
+}
+
+fn write_event(out: &mut Vec<u8>, header: &EventHeader, type_code: u8, position: Option<&mut u64>, body: impl FnOnce(&mut Vec<u8>)) {
     let start = out.len();
     out.extend_from_slice(&header.timestamp.to_le_bytes());
     out.push(type_code);
@@ -138,6 +148,11 @@ pub fn event(out: &mut Vec<u8>, header: &EventHeader, type_code: u8, body: impl 
     body(out);
     let size = u32::try_from(out.len() - start + CHECKSUM_BYTES).expect("an event is smaller than 4 GiB");
     out[start + 9..start + 13].copy_from_slice(&size.to_le_bytes());
+    if let Some(position) = position {
+        *position += u64::from(size);
+        // Positions past 4 GiB wrap, as MySQL's do in the 4-byte field.
+        out[start + 13..start + 17].copy_from_slice(&(*position as u32).to_le_bytes());
+    }
     let crc = crc32fast::hash(&out[start..]);
     out.extend_from_slice(&crc.to_le_bytes());
 }

@@ -1,0 +1,345 @@
+//! One committed transaction, as the commit log holds it, made into binlog events
+//! (`docs/binlog.md`, "A transaction"):
+//!
+//! - rows: a GTID event (`server_uuid:seq`, with the commit time in microseconds as both the
+//!   original and the immediate one), a QUERY `BEGIN`, then per run of changes of one kind on
+//!   one table a row event (WRITE, UPDATE or DELETE_ROWS) of at most
+//!   [`ROWS_EVENT_BYTES_MAX`] of rows, each table's TABLE_MAP before its first, and an XID;
+//! - DDL: a GTID event and a QUERY with the statement, its default database, `sql_mode` and
+//!   time zone.
+//!
+//! Each event's `log_pos` is where it ends in the binary log the caller says it starts in.
+//! The columns come from the catalog as it is now, so a table altered since the record was
+//! logged is described as it is now. Updates and deletes need the images they replaced
+//! (`binlog_row_image=FULL`, the default): a change logged without one is an error.
+//! Parallel apply is not offered yet: each transaction's `last_committed` is the one before
+//! it.
+
+use quill_log::{Change, DdlContext};
+use quill_protocol::binary::BinaryValue;
+use quill_protocol::binlog::rows::{Column, ColumnKind, RowValueError, Rows, rows_body, table_map_body};
+use quill_protocol::binlog::{EventHeader, Gtid, QueryContext, UUID_BYTES, event_at, event_type, gtid_body, query_body, xid_body};
+use quill_sql::catalog::{Catalog, TableMeta};
+use quill_sql::types::{IntKind, LobKind, SqlType};
+use quill_storage::{Value, decode_log_row};
+
+/// Bytes of rows one row event holds at most (MySQL's `binlog_row_event_max_size` default):
+/// a larger run of changes is split, a single larger row is an event of its own.
+pub const ROWS_EVENT_BYTES_MAX: usize = 8192;
+
+/// The server whose binary log the events are: its `server_id`, `server_uuid`, and its
+/// version as `major * 10000 + minor * 100 + patch`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Source {
+    pub server_id: u32,
+    pub uuid: [u8; UUID_BYTES],
+    pub server_version: u32,
+}
+
+/// A committed transaction: its sequence number (the `seq` of its commit record, the GTID's
+/// number), commit time and changes.
+#[derive(Debug, Clone, Copy)]
+pub struct Transaction<'a> {
+    pub seq: u64,
+    pub commit_us: u64,
+    pub changes: &'a [Change],
+}
+
+/// Why a transaction cannot be made into events.
+#[derive(Debug, thiserror::Error)]
+pub enum TranslateError {
+    #[error("table {0}.{1} of a logged change is not in the catalog")]
+    UnknownTable(String, String),
+    #[error("a change of {0}.{1} was logged without the row it replaced (binlog_row_image=MINIMAL)")]
+    NoBeforeImage(String, String),
+    #[error("a logged row of {0}.{1} does not decode")]
+    BadRow(String, String),
+    #[error("a row of {0}.{1} does not fit its columns: {2}")]
+    Value(String, String, RowValueError),
+    #[error("a change the log no longer writes (from an older log): {0}")]
+    OldChange(&'static str),
+}
+
+/// Appends the events of `tx` to `out`, starting at byte `*position` of the binary log, which
+/// moves past them.
+///
+/// # Errors
+/// See [`TranslateError`]; `out` and `*position` are as they were then.
+pub fn transaction(out: &mut Vec<u8>, source: &Source, catalog: &Catalog, tx: &Transaction<'_>, position: &mut u64) -> Result<(), TranslateError> {
+    let header = EventHeader { timestamp: (tx.commit_us / 1_000_000) as u32, server_id: source.server_id, log_pos: 0, flags: 0 };
+    // The GTID event says how long the transaction is, itself included, and its own length
+    // depends on that number's: the rest is made once for a guessed GTID length, and again
+    // in the rare case the guess was wrong.
+    let mut guess = gtid_event_bytes(1 << 10);
+    loop {
+        let mut rest = Vec::new();
+        let mut at = *position + guess as u64;
+        body_events(&mut rest, &header, catalog, tx, &mut at)?;
+        let actual = gtid_event_bytes((guess + rest.len()) as u64);
+        if actual != guess {
+            guess = actual;
+            continue;
+        }
+        let gtid = Gtid {
+            uuid: source.uuid,
+            gno: tx.seq,
+            last_committed: tx.seq.saturating_sub(1),
+            sequence_number: tx.seq,
+            original_commit_us: tx.commit_us,
+            immediate_commit_us: tx.commit_us,
+            transaction_length: (guess + rest.len()) as u64,
+            original_server_version: source.server_version,
+            immediate_server_version: source.server_version,
+        };
+        event_at(out, &header, position, event_type::GTID, |b| gtid_body(b, &gtid));
+        out.extend_from_slice(&rest);
+        *position = at;
+        return Ok(());
+    }
+}
+
+/// Bytes of a GTID event for a transaction of `length` bytes.
+fn gtid_event_bytes(length: u64) -> usize {
+    let packed = match length {
+        0..=250 => 1,
+        251..=0xffff => 3,
+        0x1_0000..=0xff_ffff => 4,
+        _ => 9,
+    };
+    quill_protocol::binlog::EVENT_HEADER_BYTES + quill_protocol::binlog::GTID_POST_HEADER_BYTES + 7 + packed + 4 + quill_protocol::binlog::CHECKSUM_BYTES
+}
+
+/// Everything after the GTID event.
+fn body_events(out: &mut Vec<u8>, header: &EventHeader, catalog: &Catalog, tx: &Transaction<'_>, at: &mut u64) -> Result<(), TranslateError> {
+    if let [Change::Ddl { db, sql, context }] = tx.changes {
+        let context = context.clone().unwrap_or_default();
+        event_at(out, header, at, event_type::QUERY, |b| query_body(b, &query_context(db, &context), sql));
+        return Ok(());
+    }
+    event_at(out, header, at, event_type::QUERY, |b| query_body(b, &query_context("", &DdlContext::default()), "BEGIN"));
+    let mut mapped: Vec<u64> = Vec::new();
+    let mut run: Option<Run<'_>> = None;
+    for change in tx.changes {
+        let (db, table, kind, before, after) = match change {
+            Change::Insert { db, table, row, .. } => (db, table, Kind::Write, None, Some(row)),
+            Change::Update { db, table, before, row, .. } => {
+                (db, table, Kind::Update, Some(before.as_ref().ok_or_else(|| TranslateError::NoBeforeImage(db.clone(), table.clone()))?), Some(row))
+            }
+            Change::Delete { db, table, before, .. } => {
+                (db, table, Kind::Delete, Some(before.as_ref().ok_or_else(|| TranslateError::NoBeforeImage(db.clone(), table.clone()))?), None)
+            }
+            Change::Put { .. } | Change::PutV1 { .. } => return Err(TranslateError::OldChange("PUT")),
+            Change::Ddl { .. } | Change::StreamPart { .. } | Change::StreamCommit { .. } | Change::StreamAbort { .. } => continue,
+        };
+        let meta = catalog.table(db, table).map_err(|_| TranslateError::UnknownTable(db.clone(), table.clone()))?;
+        if run.as_ref().is_some_and(|r| r.table.id != meta.id || r.kind != kind || r.bytes >= ROWS_EVENT_BYTES_MAX) {
+            run.take().expect("checked").write(out, header, at, false)?;
+        }
+        if !mapped.contains(&meta.id) {
+            mapped.push(meta.id);
+            let columns = columns(meta);
+            let primary: Vec<usize> = meta.primary.clone();
+            event_at(out, header, at, event_type::TABLE_MAP, |b| table_map_body(b, meta.id, &meta.db, &meta.name, &columns, &primary));
+        }
+        let run = run.get_or_insert_with(|| Run { table: meta, kind, rows: Vec::new(), bytes: 0 });
+        let decode = |image: &Vec<u8>| -> Result<Vec<BinaryValue>, TranslateError> {
+            let row = decode_log_row(image).ok_or_else(|| TranslateError::BadRow(db.clone(), table.clone()))?;
+            Ok(row.iter().zip(&meta.columns).map(|(v, c)| binlog_value(v, &c.ty)).collect())
+        };
+        run.bytes += before.map_or(0, Vec::len) + after.map_or(0, Vec::len);
+        run.rows.push((before.map(decode).transpose()?, after.map(decode).transpose()?));
+    }
+    if let Some(run) = run {
+        run.write(out, header, at, true)?;
+    }
+    event_at(out, header, at, event_type::XID, |b| xid_body(b, tx.seq));
+    Ok(())
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Write,
+    Update,
+    Delete,
+}
+
+/// A changed row's values before and after (`None`: no row then).
+type RowImages = (Option<Vec<BinaryValue>>, Option<Vec<BinaryValue>>);
+
+/// Changes of one kind on one table, waiting to be one row event.
+struct Run<'c> {
+    table: &'c TableMeta,
+    kind: Kind,
+    rows: Vec<RowImages>,
+    /// Bytes of the rows' log images: the event's size, near enough.
+    bytes: usize,
+}
+
+impl Run<'_> {
+    fn write(self, out: &mut Vec<u8>, header: &EventHeader, at: &mut u64, statement_end: bool) -> Result<(), TranslateError> {
+        let columns = columns(self.table);
+        let images = |pick: fn(&RowImages) -> Option<&[BinaryValue]>| -> Vec<&[BinaryValue]> { self.rows.iter().filter_map(pick).collect() };
+        let befores = images(|r| r.0.as_deref());
+        let afters = images(|r| r.1.as_deref());
+        let pairs: Vec<(&[BinaryValue], &[BinaryValue])> = befores.iter().copied().zip(afters.iter().copied()).collect();
+        let rows = match self.kind {
+            Kind::Write => Rows::Write(&afters),
+            Kind::Update => Rows::Update(&pairs),
+            Kind::Delete => Rows::Delete(&befores),
+        };
+        let mut body = Vec::new();
+        rows_body(&mut body, self.table.id, statement_end, &columns, rows)
+            .map_err(|e| TranslateError::Value(self.table.db.clone(), self.table.name.clone(), e))?;
+        event_at(out, header, at, rows.event_type(), |b| b.extend_from_slice(&body));
+        Ok(())
+    }
+}
+
+/// A table's columns as TABLE_MAP describes them.
+fn columns(table: &TableMeta) -> Vec<Column<'_>> {
+    table
+        .columns
+        .iter()
+        .map(|c| Column {
+            name: &c.name,
+            kind: column_kind(&c.ty),
+            nullable: c.nullable,
+            unsigned: matches!(c.ty, SqlType::Int { unsigned: true, .. } | SqlType::Decimal { unsigned: true, .. }),
+            collation: if c.ty.is_string() { c.ty.collation().id() } else { 63 },
+        })
+        .collect()
+}
+
+/// Bytes a character of the column's character set takes at most.
+fn char_bytes(ty: &SqlType) -> u32 {
+    let id = u8::try_from(ty.collation().id()).unwrap_or(255);
+    match quill_sql::text::Charset::from_collation_id(id) {
+        Some(quill_sql::text::Charset::Utf8mb3) => 3,
+        Some(quill_sql::text::Charset::Latin1 | quill_sql::text::Charset::Binary) => 1,
+        _ => 4,
+    }
+}
+
+/// How the binary log lays out a column of type `ty`.
+fn column_kind(ty: &SqlType) -> ColumnKind {
+    let bytes = |len: u32| u16::try_from(len).unwrap_or(u16::MAX);
+    match ty {
+        SqlType::Int { kind, .. } => match kind {
+            IntKind::Tiny => ColumnKind::Tiny,
+            IntKind::Small => ColumnKind::Short,
+            IntKind::Medium => ColumnKind::Int24,
+            IntKind::Int => ColumnKind::Long,
+            IntKind::Big => ColumnKind::LongLong,
+        },
+        SqlType::Decimal { precision, scale, .. } => ColumnKind::Decimal { precision: *precision, scale: *scale },
+        SqlType::Float => ColumnKind::Float,
+        SqlType::Double => ColumnKind::Double,
+        SqlType::Char { len, .. } => ColumnKind::Char { max_bytes: bytes(len * char_bytes(ty)) },
+        SqlType::VarChar { len, .. } => ColumnKind::VarChar { max_bytes: bytes(len * char_bytes(ty)) },
+        SqlType::Binary(len) => ColumnKind::Char { max_bytes: bytes(*len) },
+        SqlType::VarBinary(len) => ColumnKind::VarChar { max_bytes: bytes(*len) },
+        SqlType::Text { kind, .. } | SqlType::Blob(kind) => ColumnKind::Blob {
+            length_bytes: match kind {
+                LobKind::Tiny => 1,
+                LobKind::Normal => 2,
+                LobKind::Medium => 3,
+                LobKind::Long => 4,
+            },
+        },
+        SqlType::Date => ColumnKind::Date,
+        SqlType::Year => ColumnKind::Year,
+        SqlType::DateTime(fsp) => ColumnKind::DateTime { fsp: *fsp },
+        SqlType::Timestamp(fsp) => ColumnKind::Timestamp { fsp: *fsp },
+        SqlType::Time(fsp) => ColumnKind::Time { fsp: *fsp },
+        // A column never has the type of a bare NULL.
+        SqlType::Null => ColumnKind::Tiny,
+    }
+}
+
+/// A stored value of a column of type `ty` as a row event carries it. A TIMESTAMP's stored
+/// value is taken as UTC.
+fn binlog_value(v: &Value, ty: &SqlType) -> BinaryValue {
+    use chrono::{Datelike, Timelike};
+    match v {
+        Value::Null => BinaryValue::Null,
+        Value::Int(i) => BinaryValue::Int(*i),
+        Value::UInt(u) => BinaryValue::UInt(*u),
+        Value::Double(f) => BinaryValue::Double(*f),
+        Value::Decimal(d) => BinaryValue::Bytes(d.to_string().into_bytes()),
+        Value::Str(s) => {
+            let id = u8::try_from(ty.collation().id()).unwrap_or(255);
+            let charset = quill_sql::text::Charset::from_collation_id(id).unwrap_or(quill_sql::text::Charset::Utf8mb4);
+            BinaryValue::Bytes(charset.encode(s).into_owned())
+        }
+        Value::Bytes(b) => BinaryValue::Bytes(b.clone()),
+        Value::Date(days) => quill_sql::types::date_from_days(*days).map_or(BinaryValue::Null, |d| BinaryValue::Date {
+            year: d.year() as u16,
+            month: d.month() as u8,
+            day: d.day() as u8,
+        }),
+        Value::DateTime(us) => quill_sql::types::datetime_from_micros(*us).map_or(BinaryValue::Null, |d| BinaryValue::DateTime {
+            year: d.year() as u16,
+            month: d.month() as u8,
+            day: d.day() as u8,
+            hour: d.hour() as u8,
+            minute: d.minute() as u8,
+            second: d.second() as u8,
+            micro: d.nanosecond() / 1000,
+        }),
+        Value::Time(us) => {
+            let negative = *us < 0;
+            let total = us.unsigned_abs();
+            let seconds = total / 1_000_000;
+            BinaryValue::Time {
+                negative,
+                days: (seconds / 86_400) as u32,
+                hours: (seconds / 3600 % 24) as u8,
+                minutes: (seconds / 60 % 60) as u8,
+                seconds: (seconds % 60) as u8,
+                micro: (total % 1_000_000) as u32,
+            }
+        }
+    }
+}
+
+/// A QUERY event's context for a statement run in `db` with `context`.
+fn query_context<'a>(db: &'a str, context: &'a DdlContext) -> QueryContext<'a> {
+    QueryContext {
+        thread_id: 0,
+        exec_time: 0,
+        error_code: 0,
+        db,
+        sql_mode: sql_mode_bits(&context.sql_mode),
+        time_zone: &context.time_zone,
+        charsets: [255, 255, 255],
+    }
+}
+
+/// MySQL 8's bit of each `sql_mode` name (its `sql_mode.h`), as QUERY events carry them.
+const SQL_MODE_BITS: [(&str, u64); 17] = [
+    ("REAL_AS_FLOAT", 1 << 0),
+    ("PIPES_AS_CONCAT", 1 << 1),
+    ("ANSI_QUOTES", 1 << 2),
+    ("IGNORE_SPACE", 1 << 3),
+    ("ONLY_FULL_GROUP_BY", 1 << 5),
+    ("NO_UNSIGNED_SUBTRACTION", 1 << 6),
+    ("NO_DIR_IN_CREATE", 1 << 7),
+    ("ANSI", 1 << 18),
+    ("NO_AUTO_VALUE_ON_ZERO", 1 << 19),
+    ("NO_BACKSLASH_ESCAPES", 1 << 20),
+    ("STRICT_TRANS_TABLES", 1 << 21),
+    ("STRICT_ALL_TABLES", 1 << 22),
+    ("NO_ZERO_IN_DATE", 1 << 23),
+    ("NO_ZERO_DATE", 1 << 24),
+    ("ERROR_FOR_DIVISION_BY_ZERO", 1 << 26),
+    ("TRADITIONAL", 1 << 27),
+    ("NO_ENGINE_SUBSTITUTION", 1 << 30),
+];
+
+/// The bits of a `sql_mode` value (names MySQL 8 does not have count for nothing).
+fn sql_mode_bits(mode: &str) -> u64 {
+    mode.split(',').filter_map(|name| SQL_MODE_BITS.iter().find(|(n, _)| n.eq_ignore_ascii_case(name.trim())).map(|(_, bit)| bit)).fold(0, |acc, bit| acc | bit)
+}
+
+#[cfg(test)]
+mod tests;

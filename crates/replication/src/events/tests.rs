@@ -1,0 +1,130 @@
+//! Transactions run through a real engine, read back from its commit log, made into events,
+//! and read by `mysql_common`'s decoder as a replica or a change-capture client would.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use mysql_common::Value as V;
+use mysql_common::binlog::EventStreamReader;
+use mysql_common::binlog::consts::BinlogVersion;
+use mysql_common::binlog::events::{Event, EventData};
+use mysql_common::binlog::value::BinlogValue;
+use quill_io::SimFs;
+use quill_log::Record;
+use quill_protocol::binlog::{EventHeader, event_at, event_type, format_description_body};
+use quill_sql::session::Outcome;
+use quill_sql::{Engine, Session};
+
+use super::*;
+
+const SOURCE: Source = Source { server_id: 1, uuid: [7; UUID_BYTES], server_version: 80040 };
+
+fn datadir() -> PathBuf {
+    PathBuf::from("/quill")
+}
+
+/// Runs `statements` in a new engine on a simulated disk; returns the engine and the
+/// committed transactions of its log.
+fn run(statements: &[&str]) -> (Arc<Engine>, Vec<Record>) {
+    let fs = SimFs::new();
+    let engine = Engine::open(quill_sql::vars::VarSet::defaults(), Arc::new(fs.clone()), &datadir()).expect("open").0;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let mut s = Session::new(Arc::clone(&engine), 1, "root", "127.0.0.1");
+    runtime.block_on(async {
+        for sql in statements {
+            match s.run(sql).await.pop().unwrap() {
+                Ok(Outcome::Done { .. } | Outcome::Rows(_)) => {}
+                other => panic!("{sql}: {other:?}"),
+            }
+        }
+    });
+    drop(s);
+    let mut records = Vec::new();
+    let opened = quill_log::Log::open(Arc::new(fs.clone()), &datadir().join("log"), quill_log::LogConfig::default(), None, |r| -> std::io::Result<()> {
+        records.push(r);
+        Ok(())
+    });
+    drop(opened.expect("the log reads"));
+    (engine, records)
+}
+
+/// The events of `records` after a format description, starting at position 4.
+fn translate(engine: &Engine, records: &[Record]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut position = 4;
+    event_at(&mut out, &EventHeader { timestamp: 0, server_id: 1, log_pos: 0, flags: 0 }, &mut position, event_type::FORMAT_DESCRIPTION, |b| {
+        format_description_body(b, "8.0.40", 0);
+    });
+    let catalog = engine.catalog();
+    for r in records {
+        let tx = Transaction { seq: r.seq, commit_us: r.commit_us, changes: &r.changes };
+        transaction(&mut out, &SOURCE, &catalog, &tx, &mut position).unwrap();
+    }
+    out
+}
+
+/// A row event's row as decoded: values before and after.
+type Decoded = (Option<Vec<V>>, Option<Vec<V>>);
+
+fn values(row: Option<mysql_common::binlog::row::BinlogRow>) -> Option<Vec<V>> {
+    let row = row?;
+    Some((0..row.len()).map(|i| if let Some(BinlogValue::Value(v)) = row.as_ref(i) { v.clone() } else { panic!("{:?}", row.as_ref(i)) }).collect())
+}
+
+#[test]
+fn a_transaction_of_inserts_updates_and_deletes_reads_back_as_a_replica_reads_it() {
+    let (engine, records) = run(&[
+        "CREATE DATABASE shop",
+        "USE shop",
+        "CREATE TABLE items (id INT PRIMARY KEY, name VARCHAR(20), price DECIMAL(10,2), added DATE, at DATETIME(6))",
+        "INSERT INTO items VALUES (1, 'tea', 3.50, '2026-11-24', '2026-11-24 10:00:00.5'), (2, 'coffee', 4.25, NULL, NULL)",
+        "BEGIN",
+        "UPDATE items SET price = price + 1 WHERE id = 1",
+        "DELETE FROM items WHERE id = 2",
+        "INSERT INTO items (id, name) VALUES (3, 'cocoa')",
+        "COMMIT",
+    ]);
+    let bytes = translate(&engine, &records);
+    let mut reader = EventStreamReader::new(BinlogVersion::Version4);
+    let mut rest = &bytes[..];
+    let mut events: Vec<Event> = Vec::new();
+    while let Some(e) = reader.read(&mut rest).unwrap() {
+        events.push(e);
+    }
+    // Positions: each event's log_pos is where the next one starts, from 4 on.
+    let mut at = 4;
+    for e in &events {
+        at += u64::from(e.header().event_size());
+        assert_eq!(u64::from(e.header().log_pos()), at, "event type {}", e.header().event_type_raw());
+    }
+    let types: Vec<u8> = events.iter().map(|e| e.header().event_type_raw()).collect();
+    // FDE; CREATE DATABASE and CREATE TABLE (GTID, QUERY each); the insert (GTID, BEGIN,
+    // TABLE_MAP, WRITE_ROWS, XID); the transaction (GTID, BEGIN, TABLE_MAP, UPDATE, DELETE,
+    // WRITE, XID).
+    assert_eq!(types, [15, 33, 2, 33, 2, 33, 2, 19, 30, 16, 33, 2, 19, 31, 32, 30, 16]);
+    let data: Vec<EventData> = events.iter().map(|e| e.read_data().unwrap().unwrap()).collect();
+    let EventData::QueryEvent(create) = &data[4] else { panic!() };
+    assert_eq!(
+        (create.schema().as_ref(), create.query().as_ref()),
+        ("shop", "CREATE TABLE items (id INT PRIMARY KEY, name VARCHAR(20), price DECIMAL(10,2), added DATE, at DATETIME(6))")
+    );
+    let EventData::GtidEvent(gtid) = &data[10] else { panic!() };
+    assert_eq!((gtid.sid(), gtid.gno()), (SOURCE.uuid, records[3].seq));
+    assert_eq!(gtid.tx_length(), events[10..].iter().map(|e| u64::from(e.header().event_size())).sum::<u64>(), "the transaction's length");
+    let EventData::TableMapEvent(tme) = &data[12] else { panic!() };
+    let rows = |i: usize| -> Vec<Decoded> {
+        let EventData::RowsEvent(r) = &data[i] else { panic!("{:?}", data[i]) };
+        r.rows(tme).map(|row| row.unwrap()).map(|(b, a)| (values(b), values(a))).collect()
+    };
+    let tea = |price: &str| vec![V::Int(1), V::Bytes(b"tea".to_vec()), V::Bytes(price.into()), V::NULL, V::Date(2026, 11, 24, 10, 0, 0, 500_000)];
+    let updated = rows(13);
+    assert_eq!(updated.len(), 1);
+    let (before, after) = &updated[0];
+    assert_eq!(before.as_ref().unwrap()[..3], tea("3.50")[..3]);
+    assert_eq!(after.as_ref().unwrap()[..3], tea("4.50")[..3]);
+    assert_eq!(before.as_ref().unwrap()[4], tea("3.50")[4]);
+    let deleted = rows(14);
+    assert_eq!(deleted, vec![(Some(vec![V::Int(2), V::Bytes(b"coffee".to_vec()), V::Bytes(b"4.25".to_vec()), V::NULL, V::NULL]), None)]);
+    let written = rows(15);
+    assert_eq!(written, vec![(None, Some(vec![V::Int(3), V::Bytes(b"cocoa".to_vec()), V::NULL, V::NULL, V::NULL]))]);
+}

@@ -1,0 +1,14 @@
+//! Replication: the one commit log, seen from outside as MySQL's binary log.
+//!
+//! Quill keeps no second log. A replica or a change-capture client reads binlog events that
+//! are made, on demand, from the commit log's records (`docs/binlog.md`): each committed
+//! transaction becomes a GTID event, a `BEGIN`, a TABLE_MAP per table it wrote, its row
+//! events and an XID; each DDL statement a GTID event and its QUERY.
+//!
+//! Now: the translation of one transaction ([`events::transaction`]). To come (issue 13): the
+//! dump (`COM_BINLOG_DUMP`), virtual binary log names and positions, the replica, semi-sync.
+//!
+//! Where it sits: above `sql` (the catalog says what a table's columns are), `protocol` (the
+//! event encoding) and `log` (the records); `server` runs it.
+
+pub mod events;
