@@ -121,6 +121,26 @@ def test_clean_shutdown_in_mode_0_keeps_every_commit(tmp_path):
 
 
 @quill_only
+def test_server_uuid_is_made_once_and_kept_in_the_data_directory(tmp_path):
+    """GTIDs name a server by its UUID, so it must outlive restarts: MySQL keeps it in
+    auto.cnf, and so does Quill."""
+    with Server(tmp_path / "data", 1) as server:
+        with server.connect(database=None).cursor() as cur:
+            cur.execute("SELECT @@server_uuid, @@GLOBAL.server_uuid")
+            uuid, same = cur.fetchone()
+            assert uuid == same and re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", uuid), uuid
+            with pytest.raises(pymysql.err.OperationalError) as e:
+                cur.execute("SET GLOBAL server_uuid = 'x'")
+            assert e.value.args[0] == 1238
+        server.kill()
+        server.start()
+        with server.connect(database=None).cursor() as cur:
+            cur.execute("SELECT @@server_uuid")
+            assert cur.fetchone() == (uuid,)
+    assert (tmp_path / "data" / "auto.cnf").read_text() == f"[auto]\nserver-uuid={uuid}\n"
+
+
+@quill_only
 def test_a_damaged_last_record_is_cut_reported_and_kept_aside(tmp_path):
     with Server(tmp_path / "data", 1) as server:
         with server.connect(database=None).cursor() as cur:

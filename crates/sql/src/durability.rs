@@ -74,11 +74,12 @@ impl Engine {
     ///
     /// # Errors
     /// I/O errors, a damaged checkpoint, or a record that cannot be replayed.
-    pub fn open(globals: VarSet, fs: Arc<dyn Fs>, datadir: &Path) -> std::result::Result<(Arc<Engine>, OpenReport), OpenError> {
+    pub fn open(mut globals: VarSet, fs: Arc<dyn Fs>, datadir: &Path) -> std::result::Result<(Arc<Engine>, OpenReport), OpenError> {
         let config = log_config(&globals);
+        fs.create_dir_all(datadir)?;
+        globals.values.insert("server_uuid", crate::server_uuid::load_or_create(fs.as_ref(), datadir)?);
         let engine = Engine::new(globals);
         let mut replayer = Replayer::new(Arc::clone(&engine));
-        fs.create_dir_all(datadir)?;
         // A checkpoint a crash interrupted is of no use, and may be holding the space a full
         // disk needs back.
         let unfinished = quill_storage::checkpoint::remove_unfinished_checkpoints(fs.as_ref(), datadir)?;

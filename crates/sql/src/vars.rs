@@ -146,6 +146,8 @@ pub const VARIABLES: &[VarDef] = &[
     // default, for nowhere; empty for anywhere; or one directory. Set at start-up only.
     v("secure_file_priv", Global, Str, ReadOnly, SECURE_FILE_PRIV_NONE),
     v("server_id", Global, int(0, 4_294_967_295), Inert, "1"),
+    // Made when the data directory is first opened and kept in it (`server_uuid`).
+    v("server_uuid", Global, Str, ReadOnly, ""),
     v("session_track_schema", Both, Bool, Inert, "ON"),
     v("session_track_state_change", Both, Bool, Inert, "OFF"),
     v("session_track_system_variables", Both, Str, Inert, "time_zone,autocommit,character_set_client,character_set_results,character_set_connection"),
