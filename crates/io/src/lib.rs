@@ -78,3 +78,21 @@ pub trait Fs: Send + Sync {
 pub fn parent_dir(path: &Path) -> PathBuf {
     path.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf)
 }
+
+/// Makes `bytes` the whole content of the small file `path`, durably and atomically: written
+/// to `<path>.tmp`, synced, renamed over `path`, and the directory synced. A crash leaves the
+/// old content or the new, never a mix (the version of the log format, the server's UUID).
+///
+/// # Errors
+/// I/O errors; `path` is then as it was, or already replaced.
+pub fn replace_file(fs: &dyn Fs, path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    let file = fs.open(&tmp, true)?;
+    file.set_len(0)?;
+    file.write_at(bytes, 0)?;
+    file.sync_data()?;
+    fs.rename(&tmp, path)?;
+    fs.sync_dir(&parent_dir(path))
+}

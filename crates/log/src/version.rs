@@ -6,8 +6,8 @@
 //! existed: version 1.
 //!
 //! Opening the log ([`check_and_raise`]) writes this build's version before any record is
-//! appended (to a temporary file, synced, renamed over the old one, the directory synced), so
-//! the file never names a version older than a record in the log.
+//! appended (atomically, `quill_io::replace_file`), so the file never names a version older
+//! than a record in the log.
 //!
 //! Where it sits: called by `Segments::open`, below the writer and the reader.
 
@@ -42,13 +42,7 @@ pub fn check_and_raise(fs: &dyn Fs, dir: &Path) -> io::Result<u32> {
         )));
     }
     if found < LOG_FORMAT_VERSION || !fs.exists(&path) {
-        let tmp = dir.join(format!("{VERSION_FILE}.tmp"));
-        let file = fs.open(&tmp, true)?;
-        file.set_len(0)?;
-        file.write_at(format!("{LOG_FORMAT_VERSION}\n").as_bytes(), 0)?;
-        file.sync_data()?;
-        fs.rename(&tmp, &path)?;
-        fs.sync_dir(dir)?;
+        quill_io::replace_file(fs, &path, format!("{LOG_FORMAT_VERSION}\n").as_bytes())?;
     }
     Ok(found)
 }

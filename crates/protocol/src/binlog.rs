@@ -226,6 +226,16 @@ pub struct Gtid {
     pub immediate_server_version: u32,
 }
 
+/// Bytes of the whole GTID event (header and checksum included) [`gtid_body`] writes for
+/// `gtid`: its `transaction_length` counts the event itself, so a writer finds the length
+/// it gives from this.
+#[must_use]
+pub fn gtid_event_bytes(gtid: &Gtid) -> usize {
+    let times = if gtid.original_commit_us == gtid.immediate_commit_us { 7 } else { 14 };
+    let versions = if gtid.original_server_version == gtid.immediate_server_version { 4 } else { 8 };
+    EVENT_HEADER_BYTES + GTID_POST_HEADER_BYTES + times + packed_int_bytes(gtid.transaction_length) + versions + CHECKSUM_BYTES
+}
+
 /// The body of a GTID event, as MySQL 8.0.14 and later write it.
 pub fn gtid_body(out: &mut Vec<u8>, gtid: &Gtid) {
     out.push(0); // flags: row events only, nothing that needs statement replication
@@ -314,6 +324,17 @@ pub fn query_body(out: &mut Vec<u8>, context: &QueryContext<'_>, sql: &str) {
 fn put_name8(out: &mut Vec<u8>, name: &str) {
     out.push(u8::try_from(name.len()).expect("a name fits a byte"));
     out.extend_from_slice(name.as_bytes());
+}
+
+/// Bytes of `v` as a packed integer ([`put_packed_int`]).
+#[must_use]
+pub fn packed_int_bytes(v: u64) -> usize {
+    match v {
+        0..=250 => 1,
+        251..=0xffff => 3,
+        0x1_0000..=0xff_ffff => 4,
+        _ => 9,
+    }
 }
 
 /// MySQL's packed integer (`net_field_length`): one byte below 251, else 252 and two

@@ -18,7 +18,7 @@
 use quill_log::{Change, DdlContext};
 use quill_protocol::binary::BinaryValue;
 use quill_protocol::binlog::rows::{Column, ColumnKind, RowValueError, Rows, rows_body, table_map_body};
-use quill_protocol::binlog::{EventHeader, Gtid, QueryContext, UUID_BYTES, event_at, event_type, gtid_body, query_body, xid_body};
+use quill_protocol::binlog::{EventHeader, Gtid, QueryContext, UUID_BYTES, event_at, event_type, gtid_body, gtid_event_bytes, query_body, xid_body};
 use quill_sql::catalog::{Catalog, TableMeta};
 use quill_sql::types::{IntKind, LobKind, SqlType};
 use quill_storage::{Value, decode_log_row};
@@ -67,46 +67,37 @@ pub enum TranslateError {
 /// See [`TranslateError`]; `out` and `*position` are as they were then.
 pub fn transaction(out: &mut Vec<u8>, source: &Source, catalog: &Catalog, tx: &Transaction<'_>, position: &mut u64) -> Result<(), TranslateError> {
     let header = EventHeader { timestamp: (tx.commit_us / 1_000_000) as u32, server_id: source.server_id, log_pos: 0, flags: 0 };
+    let mut gtid = Gtid {
+        uuid: source.uuid,
+        gno: tx.seq,
+        last_committed: tx.seq.saturating_sub(1),
+        sequence_number: tx.seq,
+        original_commit_us: tx.commit_us,
+        immediate_commit_us: tx.commit_us,
+        transaction_length: 1 << 10,
+        original_server_version: source.server_version,
+        immediate_server_version: source.server_version,
+    };
     // The GTID event says how long the transaction is, itself included, and its own length
     // depends on that number's: the rest is made once for a guessed GTID length, and again
     // in the rare case the guess was wrong.
-    let mut guess = gtid_event_bytes(1 << 10);
+    let mut guess = gtid_event_bytes(&gtid);
     loop {
         let mut rest = Vec::new();
         let mut at = *position + guess as u64;
         body_events(&mut rest, &header, catalog, tx, &mut at)?;
-        let actual = gtid_event_bytes((guess + rest.len()) as u64);
+        gtid.transaction_length = (guess + rest.len()) as u64;
+        let actual = gtid_event_bytes(&gtid);
         if actual != guess {
             guess = actual;
             continue;
         }
-        let gtid = Gtid {
-            uuid: source.uuid,
-            gno: tx.seq,
-            last_committed: tx.seq.saturating_sub(1),
-            sequence_number: tx.seq,
-            original_commit_us: tx.commit_us,
-            immediate_commit_us: tx.commit_us,
-            transaction_length: (guess + rest.len()) as u64,
-            original_server_version: source.server_version,
-            immediate_server_version: source.server_version,
-        };
         event_at(out, &header, position, event_type::GTID, |b| gtid_body(b, &gtid));
+        debug_assert_eq!(*position + rest.len() as u64, at, "the GTID event took the length told");
         out.extend_from_slice(&rest);
         *position = at;
         return Ok(());
     }
-}
-
-/// Bytes of a GTID event for a transaction of `length` bytes.
-fn gtid_event_bytes(length: u64) -> usize {
-    let packed = match length {
-        0..=250 => 1,
-        251..=0xffff => 3,
-        0x1_0000..=0xff_ffff => 4,
-        _ => 9,
-    };
-    quill_protocol::binlog::EVENT_HEADER_BYTES + quill_protocol::binlog::GTID_POST_HEADER_BYTES + 7 + packed + 4 + quill_protocol::binlog::CHECKSUM_BYTES
 }
 
 /// Everything after the GTID event.
@@ -286,19 +277,7 @@ fn binlog_value(v: &Value, ty: &SqlType) -> BinaryValue {
             second: d.second() as u8,
             micro: d.nanosecond() / 1000,
         }),
-        Value::Time(us) => {
-            let negative = *us < 0;
-            let total = us.unsigned_abs();
-            let seconds = total / 1_000_000;
-            BinaryValue::Time {
-                negative,
-                days: (seconds / 86_400) as u32,
-                hours: (seconds / 3600 % 24) as u8,
-                minutes: (seconds / 60 % 60) as u8,
-                seconds: (seconds % 60) as u8,
-                micro: (total % 1_000_000) as u32,
-            }
-        }
+        Value::Time(us) => BinaryValue::time_from_micros(*us),
     }
 }
 

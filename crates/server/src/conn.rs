@@ -991,18 +991,7 @@ fn to_binary(v: &Value, ty: &SqlType) -> BinaryValue {
             },
             None => BinaryValue::Null,
         },
-        Value::Time(us) if matches!(ty, SqlType::Time(_)) => {
-            let a = us.unsigned_abs();
-            let secs = a / 1_000_000;
-            BinaryValue::Time {
-                negative: *us < 0,
-                days: (secs / 86_400) as u32,
-                hours: ((secs / 3600) % 24) as u8,
-                minutes: ((secs / 60) % 60) as u8,
-                seconds: (secs % 60) as u8,
-                micro: (a % 1_000_000) as u32,
-            }
-        }
+        Value::Time(us) if matches!(ty, SqlType::Time(_)) => BinaryValue::time_from_micros(*us),
         other => BinaryValue::Bytes(quill_sql::types::to_text(other, ty).unwrap_or_default()),
     }
 }

@@ -2,8 +2,7 @@
 //! (`server_uuid:N`): made at random (version 4) the first time a data directory is opened,
 //! and kept in `<datadir>/auto.cnf` as MySQL keeps it (`[auto]`, then `server-uuid=<uuid>`),
 //! so it stays the same across restarts and moves with the data directory. The file is
-//! written to a temporary file, synced, renamed into place and the directory synced, so a
-//! crash leaves the old state or the new one.
+//! written atomically (`quill_io::replace_file`): a crash leaves none or the whole of it.
 //!
 //! Where it sits: read by `Engine::open` (`durability`), which makes it the read-only global
 //! variable.
@@ -42,13 +41,7 @@ pub fn load_or_create(fs: &dyn Fs, datadir: &Path) -> io::Result<String> {
             .ok_or_else(bad);
     }
     let uuid = new_uuid();
-    let tmp = datadir.join(format!("{AUTO_CNF}.tmp"));
-    let file = fs.open(&tmp, true)?;
-    file.set_len(0)?;
-    file.write_at(format!("[auto]\nserver-uuid={uuid}\n").as_bytes(), 0)?;
-    file.sync_data()?;
-    fs.rename(&tmp, &path)?;
-    fs.sync_dir(datadir)?;
+    quill_io::replace_file(fs, &path, format!("[auto]\nserver-uuid={uuid}\n").as_bytes())?;
     Ok(uuid)
 }
 

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use quill_io::cursor::{take, take_len32, take_str16};
 use quill_io::{File, Fs};
 
-use crate::format::{decode_log_row, log_row_into};
+use crate::format::decode_log_row;
 use crate::row::decode_row;
 use crate::value::Row;
 
@@ -193,20 +193,14 @@ impl CheckpointWriter {
         self.entry_done()
     }
 
-    /// # Errors
-    /// I/O errors.
-    pub fn row(&mut self, key: &[u8], row: &Row) -> io::Result<()> {
-        self.buffer.push(ENTRY_ROW);
-        put32(&mut self.buffer, key);
-        let at = self.buffer.len();
-        self.buffer.extend_from_slice(&[0; 4]);
-        log_row_into(row, &mut self.buffer);
-        let len = u32::try_from(self.buffer.len() - at - 4).expect("a row fits in 4 GiB");
-        self.buffer[at..at + 4].copy_from_slice(&len.to_le_bytes());
-        self.entry_done()
+    /// [`CheckpointWriter::log_row`] of a row given as values.
+    #[cfg(test)]
+    fn row(&mut self, key: &[u8], row: &Row) -> io::Result<()> {
+        self.log_row(key, &crate::format::log_row(row))
     }
 
-    /// [`CheckpointWriter::row`] of a row already a log row (`crate::format::log_row`).
+    /// Adds the row at `key` of the table announced last: `row` is a log row
+    /// (`crate::format::log_row`, the dynamic image a table's rows are, or convert to).
     ///
     /// # Errors
     /// I/O errors.

@@ -36,11 +36,6 @@ pub fn log_row(row: &Row) -> Vec<u8> {
     out
 }
 
-/// Appends [`log_row`] of `row` to `out`.
-pub fn log_row_into(row: &Row, out: &mut Vec<u8>) {
-    encode_dynamic(row, out);
-}
-
 /// The row a log row ([`log_row`]) encodes; `None` for anything else, since these bytes come
 /// back from disk.
 #[must_use]

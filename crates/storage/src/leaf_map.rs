@@ -309,12 +309,19 @@ impl<V: Vacancy + Send + 'static> LeafMap<V> {
         Some(self.run(leaf, i, f))
     }
 
-    /// As [`LeafMap::with`], starting from the leaf `finger` used last.
-    pub fn with_near<R>(&self, finger: &mut Finger<V>, key: &[u8], f: impl FnOnce(&mut V) -> R) -> Option<R> {
-        // The finger's leaf is unlocked before another is locked (one leaf at a time).
+    /// The leaf covering `key`, locked: `finger`'s if it does, else found by a search; the
+    /// finger keeps it for next time. The finger's leaf is unlocked before another is locked
+    /// (one leaf at a time).
+    fn leaf_near(&self, finger: &mut Finger<V>, key: &[u8]) -> LockedLeaf<V> {
         let near = finger.leaf.take().map(|leaf| leaf.lock_arc()).filter(|leaf| leaf.covers(key));
         let leaf = near.unwrap_or_else(|| self.leaf_for(key));
         finger.leaf = Some(Arc::clone(ArcMutexGuard::mutex(&leaf)));
+        leaf
+    }
+
+    /// As [`LeafMap::with`], starting from the leaf `finger` used last.
+    pub fn with_near<R>(&self, finger: &mut Finger<V>, key: &[u8], f: impl FnOnce(&mut V) -> R) -> Option<R> {
+        let leaf = self.leaf_near(finger, key);
         let hint = [finger.at, finger.at + 1].into_iter().find(|&i| i < leaf.len() && leaf.key(i) == key);
         let i = match hint {
             Some(i) => i,
@@ -341,10 +348,7 @@ impl<V: Vacancy + Send + 'static> LeafMap<V> {
     /// As [`LeafMap::with_or_insert`], starting from the leaf `finger` used last; a key above
     /// every key of that leaf (an ascending load's) goes at its end with no search.
     pub fn with_or_insert_near<R>(&self, finger: &mut Finger<V>, key: &[u8], f: impl FnOnce(&mut V) -> R) -> R {
-        // The finger's leaf is unlocked before another is locked (one leaf at a time).
-        let near = finger.leaf.take().map(|leaf| leaf.lock_arc()).filter(|leaf| leaf.covers(key));
-        let mut leaf = near.unwrap_or_else(|| self.leaf_for(key));
-        finger.leaf = Some(Arc::clone(ArcMutexGuard::mutex(&leaf)));
+        let mut leaf = self.leaf_near(finger, key);
         let at = match leaf.len().checked_sub(1) {
             Some(last) if leaf.key(last) < key => Err(leaf.len()),
             _ => leaf.search(key),

@@ -63,6 +63,22 @@ pub enum BinaryValue {
 }
 
 impl BinaryValue {
+    /// A TIME of `us` signed microseconds, split as the binary protocol and the binary log
+    /// carry it: days, then hours under 24.
+    #[must_use]
+    pub fn time_from_micros(us: i64) -> BinaryValue {
+        let total = us.unsigned_abs();
+        let seconds = total / 1_000_000;
+        BinaryValue::Time {
+            negative: us < 0,
+            days: u32::try_from(seconds / 86_400).unwrap_or(u32::MAX),
+            hours: (seconds / 3600 % 24) as u8,
+            minutes: (seconds / 60 % 60) as u8,
+            seconds: (seconds % 60) as u8,
+            micro: (total % 1_000_000) as u32,
+        }
+    }
+
     /// The value as the text protocol would send it (`None` for NULL): integers and floats in
     /// decimal, dates as `YYYY-MM-DD[ hh:mm:ss[.ffffff]]`, times as `[-]h:mm:ss[.ffffff]`
     /// with days folded into hours.

@@ -178,10 +178,10 @@ pub fn table_map_body(out: &mut Vec<u8>, table_id: u64, db: &str, table: &str, c
     }
     put_packed_int(out, metadata.len() as u64);
     out.extend_from_slice(&metadata);
-    put_bitmap(out, columns.iter().map(|c| c.nullable));
+    put_bitmap(out, BitOrder::Lsb, columns.iter().map(|c| c.nullable));
     // Optional metadata, each a type, a packed length and its value.
     let mut field = Vec::new();
-    put_bitmap_msb_first(&mut field, columns.iter().filter(|c| c.kind.is_numeric()).map(|c| c.unsigned));
+    put_bitmap(&mut field, BitOrder::Msb, columns.iter().filter(|c| c.kind.is_numeric()).map(|c| c.unsigned));
     put_optional(out, optional::SIGNEDNESS, &field);
     field.clear();
     for c in columns.iter().filter(|c| c.kind.is_character()) {
@@ -213,29 +213,26 @@ fn put_table_id(out: &mut Vec<u8>, table_id: u64) {
     out.extend_from_slice(&table_id.to_le_bytes()[..TABLE_ID_BYTES]);
 }
 
-/// A bitmap, bit `i` for item `i`, least significant bit first.
-fn put_bitmap(out: &mut Vec<u8>, bits: impl Iterator<Item = bool>) {
-    let start = out.len();
-    for (i, bit) in bits.enumerate() {
-        if i % 8 == 0 {
-            out.push(0);
-        }
-        if bit {
-            *out.last_mut().expect("pushed above") |= 1 << (i % 8);
-        }
-        debug_assert!(out.len() - start == i / 8 + 1);
-    }
+/// The order of bits in a byte of a bitmap.
+#[derive(Clone, Copy)]
+enum BitOrder {
+    /// Least significant first: row events' bitmaps and TABLE_MAP's NULL-able one.
+    Lsb,
+    /// Most significant first: TABLE_MAP's optional metadata.
+    Msb,
 }
 
-/// A bitmap, bit `i` for item `i`, most significant bit first (TABLE_MAP's optional
-/// metadata orders its bitmaps so).
-fn put_bitmap_msb_first(out: &mut Vec<u8>, bits: impl Iterator<Item = bool>) {
+/// A bitmap, bit `i` for item `i`, in `order` within each byte.
+fn put_bitmap(out: &mut Vec<u8>, order: BitOrder, bits: impl Iterator<Item = bool>) {
     for (i, bit) in bits.enumerate() {
         if i % 8 == 0 {
             out.push(0);
         }
         if bit {
-            *out.last_mut().expect("pushed above") |= 0x80 >> (i % 8);
+            *out.last_mut().expect("pushed above") |= match order {
+                BitOrder::Lsb => 1 << (i % 8),
+                BitOrder::Msb => 0x80 >> (i % 8),
+            };
         }
     }
 }
@@ -282,9 +279,9 @@ pub fn rows_body(out: &mut Vec<u8>, table_id: u64, statement_end: bool, columns:
     out.extend_from_slice(&(if statement_end { ROWS_FLAG_STATEMENT_END } else { 0 }).to_le_bytes());
     out.extend_from_slice(&2_u16.to_le_bytes()); // extra data: its own length only
     put_packed_int(out, columns.len() as u64);
-    put_bitmap(out, columns.iter().map(|_| true));
+    put_bitmap(out, BitOrder::Lsb, columns.iter().map(|_| true));
     if matches!(rows, Rows::Update(_)) {
-        put_bitmap(out, columns.iter().map(|_| true));
+        put_bitmap(out, BitOrder::Lsb, columns.iter().map(|_| true));
     }
     match rows {
         Rows::Write(images) | Rows::Delete(images) => images.iter().try_for_each(|image| put_row(out, columns, image)),
@@ -298,7 +295,7 @@ pub fn rows_body(out: &mut Vec<u8>, table_id: u64, statement_end: bool, columns:
 /// One row image: the NULL bitmap, then each value that is not NULL.
 fn put_row(out: &mut Vec<u8>, columns: &[Column<'_>], values: &[BinaryValue]) -> Result<(), RowValueError> {
     assert_eq!(columns.len(), values.len(), "a row has a value per column");
-    put_bitmap(out, values.iter().map(|v| matches!(v, BinaryValue::Null)));
+    put_bitmap(out, BitOrder::Lsb, values.iter().map(|v| matches!(v, BinaryValue::Null)));
     for (i, (c, v)) in columns.iter().zip(values).enumerate() {
         put_value(out, c.kind, v).map_err(|why| RowValueError { column: i, why })?;
     }

@@ -74,6 +74,7 @@ fn a_dumps_opening_events_and_a_transaction_read_back_whole() {
     let sids = previous.sids();
     assert_eq!((sids.len(), sids[0].uuid()), (1, UUID));
     assert_eq!(sids[0].intervals().iter().map(|i| (i.start(), i.end())).collect::<Vec<_>>(), [(1, 42), (50, 51)]);
+    assert_eq!(events[3].header().event_size() as usize, gtid_event_bytes(&gtid), "a GTID event's size, told ahead");
     let EventData::GtidEvent(g) = &data[3] else { panic!("{:?}", data[3]) };
     assert_eq!((g.sid(), g.gno(), g.last_committed(), g.sequence_number()), (UUID, 42, 40, 41));
     assert_eq!((g.original_commit_timestamp(), g.immediate_commit_timestamp()), (gtid.original_commit_us, gtid.immediate_commit_us));
@@ -113,6 +114,7 @@ fn equal_commit_times_and_versions_are_written_once_and_read_as_both() {
     gtid_body(&mut one, &gtid);
     // Fixed part, one 7-byte time, a 3-byte packed length, one version.
     assert_eq!(one.len(), GTID_POST_HEADER_BYTES + 7 + 4 + 4);
+    assert_eq!(gtid_event_bytes(&gtid), EVENT_HEADER_BYTES + one.len() + CHECKSUM_BYTES);
     let mut out = Vec::new();
     event(&mut out, &header(0, FLAG_ARTIFICIAL), event_type::FORMAT_DESCRIPTION, |b| format_description_body(b, "8.0.40", 0));
     event(&mut out, &header(100, 0), event_type::GTID, |b| gtid_body(b, &gtid));
@@ -127,7 +129,7 @@ fn packed_integers_take_the_fewest_bytes() {
     for (v, len) in [(0, 1), (250, 1), (251, 3), (65_535, 3), (65_536, 4), (16_777_215, 4), (16_777_216, 9), (u64::MAX, 9)] {
         let mut out = Vec::new();
         put_packed_int(&mut out, v);
-        assert_eq!(out.len(), len, "{v}");
+        assert_eq!((out.len(), packed_int_bytes(v)), (len, len), "{v}");
     }
 }
 
