@@ -1,16 +1,19 @@
 """Durability as a user meets it through a client: the log's counters in SHOW GLOBAL STATUS,
 the flush-mode variables and their bounds, statements that must not commit or half-apply,
-a clean shutdown in flush mode 0, and a restart on a log whose last record was damaged.
+a clean shutdown in flush mode 0, a restart on a log whose last record was damaged, the
+server's UUID kept in the data directory, `binlog_row_image`, and a log of a newer format
+refused at start-up.
 (SIGKILL under load is tests/test_crash_recovery.py.)
 """
 
 import re
+import subprocess
 
 import pymysql
 import pytest
 
-from conftest import test_target, unique_name
-from test_crash_recovery import Server
+from conftest import free_port, test_target, unique_name
+from test_crash_recovery import QUILL_BIN, Server
 
 quill_only = pytest.mark.skipif(test_target() != "quill", reason="Quill's log counters, bounds and restarts")
 
@@ -138,6 +141,48 @@ def test_server_uuid_is_made_once_and_kept_in_the_data_directory(tmp_path):
             cur.execute("SELECT @@server_uuid")
             assert cur.fetchone() == (uuid,)
     assert (tmp_path / "data" / "auto.cnf").read_text() == f"[auto]\nserver-uuid={uuid}\n"
+
+
+@quill_only
+def test_binlog_row_image_is_full_or_minimal(server):
+    """What the log records of an updated or deleted row: the whole row it replaced (FULL,
+    MySQL's default) or only its key (MINIMAL). NOBLOB is not taken rather than pretended."""
+    with server.connect().cursor() as cur:
+        cur.execute("SELECT @@GLOBAL.binlog_row_image, @@SESSION.binlog_row_image")
+        assert cur.fetchone() == ("FULL", "FULL")
+        cur.execute("SET SESSION binlog_row_image = 'minimal'")
+        cur.execute("SELECT @@SESSION.binlog_row_image")
+        assert cur.fetchone() == ("MINIMAL",)
+        for wrong in ("'NOBLOB'", "'half'"):
+            with pytest.raises(pymysql.err.OperationalError) as e:
+                cur.execute(f"SET SESSION binlog_row_image = {wrong}")
+            assert e.value.args[0] == 1231
+        cur.execute("SELECT @@SESSION.binlog_row_image")
+        assert cur.fetchone() == ("MINIMAL",), "a refused value leaves the variable as it was"
+
+
+@quill_only
+def test_a_log_of_a_newer_format_stops_start_up_and_is_left_untouched(tmp_path):
+    """A build that took a newer log's records for a damaged tail would cut committed data:
+    it refuses to start instead, and says why."""
+    with Server(tmp_path / "data", 1) as server:
+        with server.connect(database=None).cursor() as cur:
+            cur.execute("CREATE DATABASE kept")
+    version = tmp_path / "data" / "log" / "VERSION"
+    assert version.read_text() == "2\n"
+    version.write_text("99\n")
+    segments = {p.name: p.read_bytes() for p in (tmp_path / "data" / "log").glob("*.qlog")}
+    started = subprocess.run(
+        [QUILL_BIN, "serve", f"--port={free_port()}", f"--datadir={tmp_path / 'data'}"], capture_output=True, text=True, timeout=60
+    )
+    assert started.returncode != 0
+    assert "format version 99" in started.stdout + started.stderr
+    assert {p.name: p.read_bytes() for p in (tmp_path / "data" / "log").glob("*.qlog")} == segments
+    version.write_text("2\n")
+    with Server(tmp_path / "data", 1) as server:
+        with server.connect(database=None).cursor() as cur:
+            cur.execute("SHOW DATABASES LIKE 'kept'")
+            assert cur.fetchone() == ("kept",)
 
 
 @quill_only
