@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::io;
 
 use crate::format::{HEADER_BYTES, Lsn, MAX_BODY_BYTES, Record, RecordKind, checksum_ok, decode_body, decode_header};
-use crate::segments::Segments;
+use crate::segments::{SegmentFiles, Segments};
 
 /// Why reading stopped.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,7 +45,7 @@ impl std::fmt::Display for CutReason {
 fn read_records<E: From<io::Error>>(segments: &Segments, start: Lsn, mut apply: impl FnMut(Record) -> Result<(), E>) -> Result<(Lsn, LogEnd), E> {
     let mut lsn = start;
     loop {
-        match read_one(segments, lsn)? {
+        match read_one(segments.map(), lsn)? {
             Ok(record) => {
                 let next = lsn + record.encoded_len() as u64;
                 apply(record)?;
@@ -99,7 +99,7 @@ pub fn read_transactions<E: From<io::Error>>(
                 let parts = streams.remove(&first).ok_or_else(|| missing(record.lsn, first))?;
                 if record.lsn >= start {
                     for lsn in parts {
-                        let Ok(mut part) = read_one(segments, lsn).map_err(E::from)? else {
+                        let Ok(mut part) = read_one(segments.map(), lsn).map_err(E::from)? else {
                             return Err(io::Error::other(format!("the stream part at LSN {lsn} no longer reads back")).into());
                         };
                         part.changes.remove(0);
@@ -116,7 +116,7 @@ pub fn read_transactions<E: From<io::Error>>(
 }
 
 /// The record at `lsn`, or why there is none.
-fn read_one(segments: &Segments, lsn: Lsn) -> io::Result<Result<Record, LogEnd>> {
+pub(crate) fn read_one(segments: &SegmentFiles, lsn: Lsn) -> io::Result<Result<Record, LogEnd>> {
     let mut header_bytes = [0_u8; HEADER_BYTES];
     if !segments.read_at(lsn, &mut header_bytes)? {
         // Not even a header fits: either no segment holds lsn (clean) or a header was cut off

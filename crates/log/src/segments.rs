@@ -23,16 +23,61 @@ use crate::format::{Lsn, SEGMENT_BYTES_MIN, parse_segment_name, segment_name};
 const ZERO_CHUNK_BYTES: usize = 1 << 20;
 
 /// One segment file and the length of the stream it holds.
+#[derive(Clone)]
 struct Segment {
     file: Arc<dyn File>,
     len: u64,
+}
+
+/// The segment files by start LSN: what reading the stream needs. A copy taken under the
+/// log's segment lock ([`Segments::files`]) reads without it: files are read positionally,
+/// and a segment removed meanwhile stays readable through its open handle.
+#[derive(Clone, Default)]
+pub struct SegmentFiles(BTreeMap<Lsn, Segment>);
+
+impl SegmentFiles {
+    /// The segment holding `lsn`: its start and itself.
+    fn holding(&self, lsn: Lsn) -> Option<(Lsn, &Segment)> {
+        self.0.range(..=lsn).next_back().filter(|(start, s)| lsn < *start + s.len).map(|(&start, s)| (start, s))
+    }
+
+    /// Reads `buf.len()` bytes of the stream at `lsn`; `false` when the segments end first.
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn read_at(&self, mut lsn: Lsn, mut buf: &mut [u8]) -> io::Result<bool> {
+        while !buf.is_empty() {
+            let Some((start, segment)) = self.holding(lsn) else { return Ok(false) };
+            let offset = lsn - start;
+            let n = usize::try_from(segment.len - offset).unwrap_or(usize::MAX).min(buf.len());
+            let (now, rest) = buf.split_at_mut(n);
+            if segment.file.read_at(now, offset)? < n {
+                return Ok(false);
+            }
+            buf = rest;
+            lsn += n as u64;
+        }
+        Ok(true)
+    }
+
+    /// One past the last byte the segments hold.
+    #[must_use]
+    pub fn end(&self) -> Option<Lsn> {
+        self.0.iter().next_back().map(|(&start, s)| start + s.len)
+    }
+
+    /// Each segment's start LSN and length, oldest first.
+    #[must_use]
+    pub fn bounds(&self) -> Vec<(Lsn, u64)> {
+        self.0.iter().map(|(&start, s)| (start, s.len)).collect()
+    }
 }
 
 pub struct Segments {
     fs: Arc<dyn Fs>,
     dir: PathBuf,
     segment_bytes: u64,
-    files: BTreeMap<Lsn, Segment>,
+    files: SegmentFiles,
     /// Segments written since their last sync.
     unsynced: Vec<Lsn>,
 }
@@ -53,25 +98,25 @@ impl Segments {
         assert!(segment_bytes >= 64, "segments must hold at least a header and a little body");
         fs.create_dir_all(dir)?;
         crate::version::check_and_raise(fs.as_ref(), dir)?;
-        let mut files = BTreeMap::new();
+        let mut files = SegmentFiles::default();
         for name in fs.list(dir)? {
             if let Some(start) = parse_segment_name(&name) {
                 let file = fs.open(&dir.join(&name), false)?;
                 let len = file.len()?;
-                files.insert(start, Segment { file, len });
+                files.0.insert(start, Segment { file, len });
             }
         }
         // A crash while the newest segment was being created can leave it short, or empty.
         // Nothing was ever written into it (records follow its zero-fill and sync), so it goes.
-        if let Some((&last, segment)) = files.iter().next_back()
+        if let Some((&last, segment)) = files.0.iter().next_back()
             && segment.len < segment_bytes
             && segment.file.read_all()?.iter().all(|&b| b == 0)
         {
-            files.remove(&last);
+            files.0.remove(&last);
             fs.remove(&dir.join(segment_name(last)))?;
             fs.sync_dir(dir)?;
         }
-        let segments: Vec<(Lsn, u64)> = files.iter().map(|(&start, s)| (start, s.len)).collect();
+        let segments: Vec<(Lsn, u64)> = files.0.iter().map(|(&start, s)| (start, s.len)).collect();
         if let Some(gap) = segments.windows(2).find(|w| w[1].0 != w[0].0 + w[0].1) {
             return Err(io::Error::other(format!(
                 "log segment {} holds {} bytes but the next one starts at {}: bytes of the log are missing",
@@ -86,37 +131,36 @@ impl Segments {
     /// The LSN of the first byte of the oldest segment, if any.
     #[must_use]
     pub fn first_lsn(&self) -> Option<Lsn> {
-        self.files.keys().next().copied()
+        self.files.0.keys().next().copied()
     }
 
     /// One past the last byte the segments hold.
     #[must_use]
     pub fn end_lsn(&self) -> Option<Lsn> {
-        self.files.iter().next_back().map(|(&start, s)| start + s.len)
+        self.files.0.iter().next_back().map(|(&start, s)| start + s.len)
     }
 
     /// The segment holding `lsn`: its start and itself.
     fn holding(&self, lsn: Lsn) -> Option<(Lsn, &Segment)> {
-        self.files.range(..=lsn).next_back().filter(|(start, s)| lsn < *start + s.len).map(|(&start, s)| (start, s))
+        self.files.holding(lsn)
     }
 
     /// Reads `buf.len()` bytes of the stream at `lsn`; `false` when the segments end first.
     ///
     /// # Errors
     /// I/O errors.
-    pub fn read_at(&self, mut lsn: Lsn, mut buf: &mut [u8]) -> io::Result<bool> {
-        while !buf.is_empty() {
-            let Some((start, segment)) = self.holding(lsn) else { return Ok(false) };
-            let offset = lsn - start;
-            let n = usize::try_from(segment.len - offset).unwrap_or(usize::MAX).min(buf.len());
-            let (now, rest) = buf.split_at_mut(n);
-            if segment.file.read_at(now, offset)? < n {
-                return Ok(false);
-            }
-            buf = rest;
-            lsn += n as u64;
-        }
-        Ok(true)
+    pub fn read_at(&self, lsn: Lsn, buf: &mut [u8]) -> io::Result<bool> {
+        self.files.read_at(lsn, buf)
+    }
+
+    pub(crate) fn map(&self) -> &SegmentFiles {
+        &self.files
+    }
+
+    /// A copy of the segment map, to read without holding the log's segment lock.
+    #[must_use]
+    pub fn files(&self) -> SegmentFiles {
+        self.files.clone()
     }
 
     /// Writes `data` into the stream at `lsn`, creating segments as needed (the log writer
@@ -151,7 +195,7 @@ impl Segments {
     pub fn sync(&mut self) -> io::Result<u64> {
         let mut syncs = 0;
         for start in std::mem::take(&mut self.unsynced) {
-            if let Some(segment) = self.files.get(&start) {
+            if let Some(segment) = self.files.0.get(&start) {
                 segment.file.sync_data()?;
                 syncs += 1;
             }
@@ -200,7 +244,7 @@ impl Segments {
             let _ = self.fs.remove(&path);
             return Err(e);
         }
-        self.files.insert(start, Segment { file, len });
+        self.files.0.insert(start, Segment { file, len });
         Ok(())
     }
 
@@ -266,9 +310,9 @@ impl Segments {
             None => lsn,
         };
         // Newest first: a crash part-way leaves a shorter log, never one with a gap.
-        let later: Vec<Lsn> = self.files.range(start + 1..).rev().map(|(&s, _)| s).collect();
+        let later: Vec<Lsn> = self.files.0.range(start + 1..).rev().map(|(&s, _)| s).collect();
         for s in &later {
-            self.files.remove(s);
+            self.files.0.remove(s);
             self.fs.remove(&self.dir.join(segment_name(*s)))?;
         }
         if !later.is_empty() {
@@ -282,9 +326,9 @@ impl Segments {
     /// # Errors
     /// I/O errors.
     pub fn remove_before(&mut self, lsn: Lsn) -> io::Result<usize> {
-        let old: Vec<Lsn> = self.files.iter().filter(|(start, s)| **start + s.len <= lsn).map(|(start, _)| *start).collect();
+        let old: Vec<Lsn> = self.files.0.iter().filter(|(start, s)| **start + s.len <= lsn).map(|(start, _)| *start).collect();
         for s in &old {
-            self.files.remove(s);
+            self.files.0.remove(s);
             self.fs.remove(&self.dir.join(segment_name(*s)))?;
         }
         if !old.is_empty() {

@@ -549,3 +549,51 @@ fn a_torn_commit_record_leaves_none_of_its_stream() {
     assert_eq!(recovered.end, LogEnd::Cut(CutReason::BadChecksum));
     assert_eq!(recovered.streams_discarded, 1);
 }
+
+/// The first byte of each change's key (the `n` of [`change`]), per transaction.
+fn keys_of(tx: &crate::Transaction) -> Vec<u8> {
+    tx.changes
+        .iter()
+        .map(|c| match c {
+            Change::Insert { key, .. } => key[7],
+            other => panic!("unexpected change {other:?}"),
+        })
+        .collect()
+}
+
+#[test]
+fn a_tail_follows_transactions_in_commit_order_from_any_record_boundary() {
+    let fs = SimFs::new();
+    let (log, _, _) = open(&fs, config(1 << 12));
+    let a1 = log.append_part(None, &change(1)).unwrap();
+    let plain = log.append(7, &change(2)).unwrap();
+    log.append_part(Some(a1.lsn), &[change(3), change(4)].concat()).unwrap();
+    let b1 = log.append_part(None, &change(5)).unwrap();
+    log.append_abort(b1.lsn).unwrap();
+    let commit = log.append(8, &[vec![Change::StreamCommit { first: a1.lsn }], change(9)].concat()).unwrap();
+    // Records spread over several small segments, so the tail meets segments it has not seen.
+    let later: Vec<_> = (20..60).map(|n| log.append(n, &change(n)).unwrap()).collect();
+    let mut tail = log.tail();
+    log.wait_durable_blocking(later.last().unwrap().end);
+    let durable = tail.durable_lsn();
+    assert_eq!(durable, later.last().unwrap().end);
+
+    let mut from_start = crate::TransactionCursor::new(0);
+    let first = from_start.next(&mut tail, durable).unwrap().unwrap();
+    assert_eq!((first.lsn, first.end, first.seq, first.commit_us, keys_of(&first)), (plain.lsn, plain.end, 1, 7, vec![2]));
+    let streamed = from_start.next(&mut tail, durable).unwrap().unwrap();
+    assert_eq!((streamed.lsn, streamed.seq, keys_of(&streamed)), (commit.lsn, 2, vec![1, 3, 4, 9]), "A's parts, then its commit's changes; B not at all");
+    let rest: Vec<u64> = std::iter::from_fn(|| from_start.next(&mut tail, durable).unwrap()).map(|t| t.seq).collect();
+    assert_eq!(rest, (3..43).collect::<Vec<_>>());
+    assert_eq!(from_start.position(), durable);
+    assert!(from_start.next(&mut tail, durable).unwrap().is_none(), "nothing past the durable end");
+
+    // Starting after A's first part: its parts before the start are found by scanning.
+    let mut midway = crate::TransactionCursor::new(plain.end);
+    let streamed = midway.next(&mut tail, durable).unwrap().unwrap();
+    assert_eq!(keys_of(&streamed), vec![1, 3, 4, 9]);
+    // A bound below a commit record leaves it for later.
+    let mut bounded = crate::TransactionCursor::new(commit.end);
+    assert!(bounded.next(&mut tail, later[0].lsn).unwrap().is_none());
+    assert_eq!(bounded.next(&mut tail, durable).unwrap().unwrap().seq, 3);
+}

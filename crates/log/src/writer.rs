@@ -257,16 +257,16 @@ struct State {
     failed: bool,
 }
 
-struct Shared {
+pub(crate) struct Shared {
     state: Mutex<State>,
     writer_wake: Condvar,
     space: Condvar,
     written: watch::Sender<Lsn>,
-    durable: watch::Sender<Lsn>,
+    pub(crate) durable: watch::Sender<Lsn>,
     mode: AtomicU8,
     group_delay_us: AtomicU64,
     group_no_delay_count: AtomicU64,
-    segments: Mutex<Segments>,
+    pub(crate) segments: Mutex<Segments>,
     /// Sessions parked in [`Log::wait`]. A commit appended while others wait goes to the
     /// writer thread with theirs, in one group, rather than being led on its own.
     waiters: AtomicUsize,
@@ -276,7 +276,7 @@ struct Shared {
 
 /// The commit log. Dropping it writes and syncs everything pending, then stops the writer.
 pub struct Log {
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
     writer: Mutex<Option<JoinHandle<()>>>,
 }
 

@@ -9,8 +9,9 @@
 //!   time zone.
 //!
 //! Each event's `log_pos` is where it ends in the binary log the caller says it starts in.
-//! The columns come from the catalog as it is now, so a table altered since the record was
-//! logged is described as it is now. Updates and deletes need the images they replaced
+//! The columns are the ones the table had when the change was logged (the caller's
+//! [`Tables`], over `quill_sql::schema_history`), so events and their sizes do not change
+//! when a table is altered later. Updates and deletes need the images they replaced
 //! (`binlog_row_image=FULL`, the default): a change logged without one is an error.
 //! Parallel apply is not offered yet: each transaction's `last_committed` is the one before
 //! it.
@@ -19,7 +20,9 @@ use quill_log::{Change, DdlContext};
 use quill_protocol::binary::BinaryValue;
 use quill_protocol::binlog::rows::{Column, ColumnKind, RowValueError, Rows, rows_body, table_map_body};
 use quill_protocol::binlog::{EventHeader, Gtid, QueryContext, UUID_BYTES, event_at, event_type, gtid_body, gtid_event_bytes, query_body, xid_body};
-use quill_sql::catalog::{Catalog, TableMeta};
+use std::sync::Arc;
+
+use quill_sql::schema_history::TableDef;
 use quill_sql::types::{IntKind, LobKind, SqlType};
 use quill_storage::{Value, decode_log_row};
 
@@ -45,6 +48,9 @@ pub struct Transaction<'a> {
     pub changes: &'a [Change],
 }
 
+/// The definition a table had when the transaction was logged, by database and name.
+pub type Tables<'a> = &'a dyn Fn(&str, &str) -> Option<Arc<TableDef>>;
+
 /// Why a transaction cannot be made into events.
 #[derive(Debug, thiserror::Error)]
 pub enum TranslateError {
@@ -65,7 +71,7 @@ pub enum TranslateError {
 ///
 /// # Errors
 /// See [`TranslateError`]; `out` and `*position` are as they were then.
-pub fn transaction(out: &mut Vec<u8>, source: &Source, catalog: &Catalog, tx: &Transaction<'_>, position: &mut u64) -> Result<(), TranslateError> {
+pub fn transaction(out: &mut Vec<u8>, source: &Source, tables: Tables<'_>, tx: &Transaction<'_>, position: &mut u64) -> Result<(), TranslateError> {
     let header = EventHeader { timestamp: (tx.commit_us / 1_000_000) as u32, server_id: source.server_id, log_pos: 0, flags: 0 };
     let mut gtid = Gtid {
         uuid: source.uuid,
@@ -85,7 +91,7 @@ pub fn transaction(out: &mut Vec<u8>, source: &Source, catalog: &Catalog, tx: &T
     loop {
         let mut rest = Vec::new();
         let mut at = *position + guess as u64;
-        body_events(&mut rest, &header, catalog, tx, &mut at)?;
+        body_events(&mut rest, &header, tables, tx, &mut at)?;
         gtid.transaction_length = (guess + rest.len()) as u64;
         let actual = gtid_event_bytes(&gtid);
         if actual != guess {
@@ -101,7 +107,7 @@ pub fn transaction(out: &mut Vec<u8>, source: &Source, catalog: &Catalog, tx: &T
 }
 
 /// Everything after the GTID event.
-fn body_events(out: &mut Vec<u8>, header: &EventHeader, catalog: &Catalog, tx: &Transaction<'_>, at: &mut u64) -> Result<(), TranslateError> {
+fn body_events(out: &mut Vec<u8>, header: &EventHeader, tables: Tables<'_>, tx: &Transaction<'_>, at: &mut u64) -> Result<(), TranslateError> {
     if let [Change::Ddl { db, sql, context }] = tx.changes {
         let context = context.clone().unwrap_or_default();
         event_at(out, header, at, event_type::QUERY, |b| query_body(b, &query_context(db, &context), sql));
@@ -109,7 +115,7 @@ fn body_events(out: &mut Vec<u8>, header: &EventHeader, catalog: &Catalog, tx: &
     }
     event_at(out, header, at, event_type::QUERY, |b| query_body(b, &query_context("", &DdlContext::default()), "BEGIN"));
     let mut mapped: Vec<u64> = Vec::new();
-    let mut run: Option<Run<'_>> = None;
+    let mut run: Option<Run> = None;
     for change in tx.changes {
         let (db, table, kind, before, after) = match change {
             Change::Insert { db, table, row, .. } => (db, table, Kind::Write, None, Some(row)),
@@ -122,17 +128,17 @@ fn body_events(out: &mut Vec<u8>, header: &EventHeader, catalog: &Catalog, tx: &
             Change::Put { .. } | Change::PutV1 { .. } => return Err(TranslateError::OldChange("PUT")),
             Change::Ddl { .. } | Change::StreamPart { .. } | Change::StreamCommit { .. } | Change::StreamAbort { .. } => continue,
         };
-        let meta = catalog.table(db, table).map_err(|_| TranslateError::UnknownTable(db.clone(), table.clone()))?;
+        let meta = tables(db, table).ok_or_else(|| TranslateError::UnknownTable(db.clone(), table.clone()))?;
         if run.as_ref().is_some_and(|r| r.table.id != meta.id || r.kind != kind || r.bytes >= ROWS_EVENT_BYTES_MAX) {
             run.take().expect("checked").write(out, header, at, false)?;
         }
         if !mapped.contains(&meta.id) {
             mapped.push(meta.id);
-            let columns = columns(meta);
+            let columns = columns(&meta);
             let primary: Vec<usize> = meta.primary.clone();
             event_at(out, header, at, event_type::TABLE_MAP, |b| table_map_body(b, meta.id, &meta.db, &meta.name, &columns, &primary));
         }
-        let run = run.get_or_insert_with(|| Run { table: meta, kind, rows: Vec::new(), bytes: 0 });
+        let run = run.get_or_insert_with(|| Run { table: Arc::clone(&meta), kind, rows: Vec::new(), bytes: 0 });
         let decode = |image: &Vec<u8>| -> Result<Vec<BinaryValue>, TranslateError> {
             let row = decode_log_row(image).ok_or_else(|| TranslateError::BadRow(db.clone(), table.clone()))?;
             Ok(row.iter().zip(&meta.columns).map(|(v, c)| binlog_value(v, &c.ty)).collect())
@@ -158,17 +164,17 @@ enum Kind {
 type RowImages = (Option<Vec<BinaryValue>>, Option<Vec<BinaryValue>>);
 
 /// Changes of one kind on one table, waiting to be one row event.
-struct Run<'c> {
-    table: &'c TableMeta,
+struct Run {
+    table: Arc<TableDef>,
     kind: Kind,
     rows: Vec<RowImages>,
     /// Bytes of the rows' log images: the event's size, near enough.
     bytes: usize,
 }
 
-impl Run<'_> {
+impl Run {
     fn write(self, out: &mut Vec<u8>, header: &EventHeader, at: &mut u64, statement_end: bool) -> Result<(), TranslateError> {
-        let columns = columns(self.table);
+        let columns = columns(&self.table);
         let images = |pick: fn(&RowImages) -> Option<&[BinaryValue]>| -> Vec<&[BinaryValue]> { self.rows.iter().filter_map(pick).collect() };
         let befores = images(|r| r.0.as_deref());
         let afters = images(|r| r.1.as_deref());
@@ -187,7 +193,7 @@ impl Run<'_> {
 }
 
 /// A table's columns as TABLE_MAP describes them.
-fn columns(table: &TableMeta) -> Vec<Column<'_>> {
+fn columns(table: &TableDef) -> Vec<Column<'_>> {
     table
         .columns
         .iter()

@@ -28,7 +28,7 @@ pub enum ColumnDefault {
     CurrentTimestamp,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Column {
     pub name: String,
     pub ty: SqlType,

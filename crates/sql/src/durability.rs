@@ -87,6 +87,7 @@ impl Engine {
             tracing::info!(files = unfinished, "removed unfinished checkpoint files");
         }
         let checkpoint = replayer.load_checkpoint(fs.as_ref(), datadir)?;
+        engine.schemas.lock().record(0, &engine.catalog());
         let start = checkpoint.map(|c| quill_log::Start { lsn: c.position.lsn, next_seq: c.position.next_seq, read_from: c.position.read_from });
         let (log, recovered) = Log::open(fs, &datadir.join(LOG_DIR), config, start, |record| replayer.apply(record))?;
         drop(replayer);
@@ -308,6 +309,7 @@ impl Replayer {
             match change {
                 Change::Ddl { db, sql, context } => {
                     self.session.replay_ddl_in((!db.is_empty()).then_some(db), &sql, context.as_ref()).map_err(|e| fail(format!("{sql}: {e}")))?;
+                    self.engine.schemas.lock().record(lsn, &self.engine.catalog());
                 }
                 Change::Insert { db, table, key, row } | Change::Update { db, table, key, row, .. } | Change::Put { db, table, key, row } => {
                     self.put(&db, &table, key, decode_log_row(&row), ts).map_err(fail)?;

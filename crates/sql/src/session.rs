@@ -117,6 +117,9 @@ pub struct Engine {
     /// Transactions streaming into the log (see `session::commit`): the LSN of each one's
     /// first part record, and its id. A checkpoint reads the log back from the oldest.
     pub open_streams: Mutex<std::collections::BTreeMap<quill_log::Lsn, TxnId>>,
+    /// Table definitions as of each point of the log, for replication (`schema_history`).
+    /// Written under `commit_order` (or by recovery), so in log order.
+    pub schemas: Mutex<crate::schema_history::SchemaHistory>,
 }
 
 impl Engine {
@@ -135,6 +138,7 @@ impl Engine {
             ddl_gate: RwLock::new(()),
             last_commit_end: AtomicU64::new(0),
             open_streams: Mutex::new(std::collections::BTreeMap::new()),
+            schemas: Mutex::new(crate::schema_history::SchemaHistory::default()),
         })
     }
 
@@ -1440,6 +1444,7 @@ impl Session {
                     return Err(crate::durability::log_error(&e, &table));
                 }
                 Some(Ok(at)) => {
+                    engine.schemas.lock().record(at.lsn, &catalog);
                     engine.install_catalog(catalog);
                     drop(order);
                     self.wait_for_log(at.end, quill_log::FlushMode::AtCommit);

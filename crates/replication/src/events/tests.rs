@@ -55,10 +55,10 @@ fn translate(engine: &Engine, records: &[Record]) -> Vec<u8> {
     event_at(&mut out, &EventHeader { timestamp: 0, server_id: 1, log_pos: 0, flags: 0 }, &mut position, event_type::FORMAT_DESCRIPTION, |b| {
         format_description_body(b, "8.0.40", 0);
     });
-    let catalog = engine.catalog();
     for r in records {
         let tx = Transaction { seq: r.seq, commit_us: r.commit_us, changes: &r.changes };
-        transaction(&mut out, &SOURCE, &catalog, &tx, &mut position).unwrap();
+        let tables = |db: &str, name: &str| engine.schemas.lock().table_at(db, name, r.lsn);
+        transaction(&mut out, &SOURCE, &tables, &tx, &mut position).unwrap();
     }
     out
 }
@@ -127,4 +127,25 @@ fn a_transaction_of_inserts_updates_and_deletes_reads_back_as_a_replica_reads_it
     assert_eq!(deleted, vec![(Some(vec![V::Int(2), V::Bytes(b"coffee".to_vec()), V::Bytes(b"4.25".to_vec()), V::NULL, V::NULL]), None)]);
     let written = rows(15);
     assert_eq!(written, vec![(None, Some(vec![V::Int(3), V::Bytes(b"cocoa".to_vec()), V::NULL, V::NULL, V::NULL]))]);
+}
+
+#[test]
+fn a_change_reads_with_the_columns_its_table_had_when_it_was_logged() {
+    let (engine, records) = run(&[
+        "CREATE DATABASE d",
+        "CREATE TABLE d.t (id INT PRIMARY KEY, a INT)",
+        "INSERT INTO d.t VALUES (1, 10)",
+        "ALTER TABLE d.t ADD COLUMN b VARCHAR(5)",
+        "INSERT INTO d.t VALUES (2, 20, 'x')",
+    ]);
+    let bytes = translate(&engine, &records);
+    let mut reader = EventStreamReader::new(BinlogVersion::Version4);
+    let mut rest = &bytes[..];
+    let mut maps = Vec::new();
+    while let Some(e) = reader.read(&mut rest).unwrap() {
+        if let Some(EventData::TableMapEvent(tme)) = e.read_data().unwrap() {
+            maps.push(tme.columns_count());
+        }
+    }
+    assert_eq!(maps, vec![2, 3], "the first insert has the table's columns before the ALTER");
 }

@@ -1,0 +1,176 @@
+//! Following the log while it is written: what replication reads (`docs/binlog.md`).
+//!
+//! A [`LogTail`] reads records below the durable LSN from a copy of the segment map, taken
+//! under the segment lock only when it first needs a segment it has not seen, so a reader
+//! never waits on the writer's write or `fdatasync`. Durable bytes never change, and a
+//! segment removed while a tail still holds its file handle stays readable through it.
+//!
+//! A [`TransactionCursor`] walks committed transactions in commit order from a record
+//! boundary: a plain commit record is a transaction; a streamed transaction is one at its
+//! commit record, made of its parts (read back from the log, the ones before the cursor's
+//! start found by scanning from the stream's first part) and the commit record's changes.
+//! Parts and aborts are not transactions and are stepped over.
+//!
+//! Bounds: a transaction is held whole in memory while it is handed over, as a replica needs
+//! its length before its first event; the parts the cursor remembers are LSNs, one per part
+//! record of a stream still open.
+
+use std::collections::HashMap;
+use std::io;
+use std::sync::Arc;
+
+use tokio::sync::watch;
+
+use crate::format::{Change, Lsn, Record, RecordKind};
+use crate::reader::{LogEnd, read_one};
+use crate::segments::SegmentFiles;
+use crate::writer::{Log, Shared};
+
+/// A reader of the log's durable records.
+pub struct LogTail {
+    shared: Arc<Shared>,
+    files: SegmentFiles,
+}
+
+/// A committed transaction as the log holds it: the LSN of its commit record and just past
+/// it, its sequence number and commit time, and its changes without stream markers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transaction {
+    pub lsn: Lsn,
+    pub end: Lsn,
+    pub seq: u64,
+    pub commit_us: u64,
+    pub changes: Vec<Change>,
+}
+
+impl Log {
+    /// A reader of this log's durable records.
+    #[must_use]
+    pub fn tail(&self) -> LogTail {
+        LogTail { shared: Arc::clone(&self.shared), files: self.shared.segments.lock().files() }
+    }
+
+    /// A receiver of the durable LSN, changed whenever a group becomes durable: a reader
+    /// parks on it rather than polling.
+    #[must_use]
+    pub fn durable_receiver(&self) -> watch::Receiver<Lsn> {
+        self.shared.durable.subscribe()
+    }
+
+    /// Each segment's start LSN and length, oldest first.
+    #[must_use]
+    pub fn segment_bounds(&self) -> Vec<(Lsn, u64)> {
+        self.shared.segments.lock().map().bounds()
+    }
+}
+
+impl LogTail {
+    /// The LSN just past the last durable record.
+    #[must_use]
+    pub fn durable_lsn(&self) -> Lsn {
+        *self.shared.durable.borrow()
+    }
+
+    /// The record at `lsn`, which must start below the durable LSN.
+    ///
+    /// # Errors
+    /// I/O errors, and a record that is missing (its segment was removed before this tail
+    /// first saw it) or damaged: durable records never are, so either is reported, not cut.
+    pub fn record(&mut self, lsn: Lsn) -> io::Result<Record> {
+        if self.files.end().is_none_or(|end| lsn >= end) {
+            self.files = self.shared.segments.lock().files();
+        }
+        match read_one(&self.files, lsn)? {
+            Ok(record) => Ok(record),
+            Err(LogEnd::Clean) => Err(io::Error::other(format!("no log record at LSN {lsn}: its segment was removed"))),
+            Err(LogEnd::Cut(why)) => Err(io::Error::other(format!("the durable log record at LSN {lsn} does not read back: {why}"))),
+        }
+    }
+}
+
+/// Walks committed transactions from a record boundary (see the module doc).
+#[derive(Debug, Clone)]
+pub struct TransactionCursor {
+    next: Lsn,
+    start: Lsn,
+    /// Streams whose first part was read by this cursor: the LSNs of their parts so far.
+    streams: HashMap<Lsn, Vec<Lsn>>,
+}
+
+impl TransactionCursor {
+    /// A cursor at `lsn`, which must be where a record starts.
+    #[must_use]
+    pub fn new(lsn: Lsn) -> TransactionCursor {
+        TransactionCursor { next: lsn, start: lsn, streams: HashMap::new() }
+    }
+
+    /// Where the next record starts.
+    #[must_use]
+    pub fn position(&self) -> Lsn {
+        self.next
+    }
+
+    /// The next committed transaction whose commit record lies below `end` (at most the
+    /// durable LSN), or `None` when there is none yet; the cursor moves past it.
+    ///
+    /// # Errors
+    /// As [`LogTail::record`]; a stream whose parts are gone. The cursor stays where it was.
+    pub fn next(&mut self, tail: &mut LogTail, end: Lsn) -> io::Result<Option<Transaction>> {
+        while self.next < end {
+            let record = tail.record(self.next)?;
+            let at = self.next;
+            let after = at + record.encoded_len() as u64;
+            match record.kind() {
+                RecordKind::Commit => {
+                    self.next = after;
+                    return Ok(Some(Transaction { lsn: at, end: after, seq: record.seq, commit_us: record.commit_us, changes: record.changes }));
+                }
+                RecordKind::Part(first) => {
+                    if first == at {
+                        self.streams.insert(first, vec![at]);
+                    } else if let Some(parts) = self.streams.get_mut(&first) {
+                        parts.push(at);
+                    }
+                }
+                RecordKind::Abort(first) => {
+                    self.streams.remove(&first);
+                }
+                RecordKind::StreamCommit(first) => {
+                    let parts = match self.streams.get(&first) {
+                        Some(parts) => parts.clone(),
+                        None if first < self.start => parts_of(tail, first, at)?,
+                        None => return Err(io::Error::other(format!("the stream committed at LSN {at} has no first part at LSN {first}"))),
+                    };
+                    let mut changes = Vec::new();
+                    for lsn in parts {
+                        let mut part = tail.record(lsn)?;
+                        part.changes.remove(0);
+                        changes.append(&mut part.changes);
+                    }
+                    let mut commit = record;
+                    commit.changes.remove(0);
+                    changes.append(&mut commit.changes);
+                    self.streams.remove(&first);
+                    self.next = after;
+                    return Ok(Some(Transaction { lsn: at, end: after, seq: commit.seq, commit_us: commit.commit_us, changes }));
+                }
+            }
+            self.next = after;
+        }
+        Ok(None)
+    }
+}
+
+/// The LSNs of the parts of the stream whose first part is at `first`, scanning the log from
+/// there to `commit`.
+fn parts_of(tail: &mut LogTail, first: Lsn, commit: Lsn) -> io::Result<Vec<Lsn>> {
+    let (mut lsn, mut parts) = (first, Vec::new());
+    while lsn < commit {
+        let record = tail.record(lsn)?;
+        if record.kind() == RecordKind::Part(first) {
+            parts.push(lsn);
+        }
+        lsn += record.encoded_len() as u64;
+    }
+    Ok(parts)
+}

@@ -1,0 +1,151 @@
+//! Table definitions as they were at each point of the commit log.
+//!
+//! Replication describes a logged row change with the columns its table had when the change
+//! was logged, not the ones it has now: an `ALTER TABLE` after a change must not alter how
+//! the change reads, or the binary log's events (and so its positions) would shift under a
+//! replica. The history keeps, per table, each definition with the LSN of the record from
+//! which it holds (the DDL record that made it; 0 for what start-up found), and `None` from
+//! a drop on.
+//!
+//! Sources: start-up records the catalog a checkpoint loaded at LSN 0, recovery records
+//! each replayed DDL record at its LSN, and a DDL statement records its catalog at its
+//! record's LSN under the commit-order lock (so in log order). A record older than the newest
+//! checkpoint that a replica still reads is described with the definitions start-up found
+//! (docs/binlog.md, "Definitions").
+//!
+//! Bounds: one entry per table per DDL statement that changed it; [`SchemaHistory::forget_before`]
+//! drops what no retained log segment needs.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::catalog::{Catalog, Column, TableMeta};
+
+/// What replication needs of a table's definition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableDef {
+    pub id: u64,
+    pub db: String,
+    pub name: String,
+    pub columns: Vec<Column>,
+    /// Column positions of the primary key (empty: hidden row id).
+    pub primary: Vec<usize>,
+}
+
+impl TableDef {
+    #[must_use]
+    pub fn of(meta: &TableMeta) -> TableDef {
+        TableDef { id: meta.id, db: meta.db.clone(), name: meta.name.clone(), columns: meta.columns.clone(), primary: meta.primary.clone() }
+    }
+
+    /// Whether `meta` has this definition's columns and key (its id may differ: a
+    /// truncated table is a new table of the same shape).
+    fn same_shape(&self, meta: &TableMeta) -> bool {
+        self.columns == meta.columns && self.primary == meta.primary
+    }
+}
+
+/// A table's definitions: the LSN from which each holds, ascending; `None` when dropped.
+type Versions = Vec<(u64, Option<Arc<TableDef>>)>;
+
+#[derive(Debug, Default)]
+pub struct SchemaHistory {
+    tables: HashMap<(String, String), Versions>,
+}
+
+impl SchemaHistory {
+    /// Records that from `lsn` on the tables are `catalog`'s. REQUIRES: `lsn` at or after
+    /// every LSN recorded before.
+    pub fn record(&mut self, lsn: u64, catalog: &Catalog) {
+        let mut seen = std::collections::HashSet::new();
+        for db in catalog.databases.values() {
+            for meta in db.tables.values() {
+                let key = (meta.db.clone(), meta.name.clone());
+                let versions = self.tables.entry(key.clone()).or_default();
+                let current = versions.last().and_then(|(_, def)| def.as_ref());
+                if current.is_none_or(|def| !def.same_shape(meta)) {
+                    push(versions, lsn, Some(Arc::new(TableDef::of(meta))));
+                }
+                seen.insert(key);
+            }
+        }
+        for (key, versions) in &mut self.tables {
+            if !seen.contains(key) && versions.last().is_some_and(|(_, def)| def.is_some()) {
+                push(versions, lsn, None);
+            }
+        }
+    }
+
+    /// The definition `db`.`name` had at the record at `lsn`.
+    #[must_use]
+    pub fn table_at(&self, db: &str, name: &str, lsn: u64) -> Option<Arc<TableDef>> {
+        let versions = self.tables.get(&(db.to_owned(), name.to_owned()))?;
+        let i = versions.partition_point(|(from, _)| *from <= lsn);
+        versions[..i].last().and_then(|(_, def)| def.clone())
+    }
+
+    /// Forgets what no record at or after `lsn` can need: per table, the versions replaced
+    /// before `lsn`, and tables dropped before it.
+    pub fn forget_before(&mut self, lsn: u64) {
+        self.tables.retain(|_, versions| {
+            let i = versions.partition_point(|(from, _)| *from <= lsn);
+            if i > 1 {
+                versions.drain(..i - 1);
+            }
+            !(versions.len() == 1 && versions[0].1.is_none())
+        });
+    }
+}
+
+/// Adds a version, replacing one recorded at the same LSN (a record's DDL recorded twice).
+fn push(versions: &mut Versions, lsn: u64, def: Option<Arc<TableDef>>) {
+    if versions.last().is_some_and(|(from, _)| *from == lsn) {
+        versions.pop();
+    }
+    versions.push((lsn, def));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::{Engine, Session};
+    use crate::vars::VarSet;
+
+    fn run(session: &mut Session, sql: &str) {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let result = rt.block_on(session.run(sql)).pop().expect("one result");
+        if let Err(e) = result {
+            panic!("{sql}: {e}");
+        }
+    }
+
+    #[test]
+    fn each_table_reads_as_it_was_at_each_point_and_drops_end_it() {
+        let engine = Engine::new(VarSet::defaults());
+        let mut session = Session::new(std::sync::Arc::clone(&engine), 1, "root", "localhost");
+        let mut history = SchemaHistory::default();
+        run(&mut session, "CREATE DATABASE d");
+        run(&mut session, "CREATE TABLE d.t (id INT PRIMARY KEY, a INT)");
+        history.record(10, &engine.catalog());
+        run(&mut session, "CREATE TABLE d.u (id INT PRIMARY KEY)");
+        history.record(20, &engine.catalog());
+        run(&mut session, "ALTER TABLE d.t ADD COLUMN b VARCHAR(10)");
+        history.record(30, &engine.catalog());
+        run(&mut session, "DROP TABLE d.t");
+        history.record(40, &engine.catalog());
+
+        let columns = |history: &SchemaHistory, lsn| history.table_at("d", "t", lsn).map(|t| t.columns.iter().map(|c| c.name.clone()).collect::<Vec<_>>());
+        assert_eq!(columns(&history, 5), None, "before its CREATE");
+        assert_eq!(columns(&history, 10), Some(vec!["id".into(), "a".into()]));
+        assert_eq!(columns(&history, 25), Some(vec!["id".into(), "a".into()]), "u's CREATE does not touch t");
+        assert_eq!(columns(&history, 30), Some(vec!["id".into(), "a".into(), "b".into()]));
+        assert_eq!(columns(&history, 45), None, "dropped");
+        assert_eq!(history.tables[&("d".into(), "t".into())].len(), 3, "t: created, altered, dropped");
+
+        history.forget_before(35);
+        assert_eq!(columns(&history, 35), Some(vec!["id".into(), "a".into(), "b".into()]), "the version in force at 35 stays");
+        history.forget_before(45);
+        assert!(!history.tables.contains_key(&("d".into(), "t".into())), "a table dropped before the point is forgotten");
+        assert!(history.table_at("d", "u", 100).is_some());
+    }
+}
