@@ -597,3 +597,25 @@ fn a_tail_follows_transactions_in_commit_order_from_any_record_boundary() {
     assert!(bounded.next(&mut tail, later[0].lsn).unwrap().is_none());
     assert_eq!(bounded.next(&mut tail, durable).unwrap().unwrap().seq, 3);
 }
+
+#[test]
+fn a_record_boundary_is_found_from_any_position() {
+    let fs = SimFs::new();
+    let (log, _, _) = open(&fs, config(1 << 12));
+    let appended: Vec<_> = (1..80).map(|n| log.append(n, &change(n)).unwrap()).collect();
+    log.wait_durable_blocking(appended.last().unwrap().end);
+    let mut tail = log.tail();
+    let durable = tail.durable_lsn();
+    for a in &appended {
+        assert_eq!(tail.first_record_from(a.lsn, durable).unwrap(), Some(a.lsn));
+        // From inside a record, the next one.
+        let next = appended.iter().find(|b| b.lsn > a.lsn).map(|b| b.lsn);
+        assert_eq!(tail.first_record_from(a.lsn + 1, durable).unwrap(), next, "from inside the record at {}", a.lsn);
+    }
+    // Each segment's first record, found though records cross segment boundaries.
+    for (start, _) in log.segment_bounds() {
+        let first = appended.iter().find(|b| b.lsn >= start).map(|b| b.lsn);
+        assert_eq!(tail.first_record_from(start, durable).unwrap(), first);
+    }
+    assert_eq!(tail.first_record_from(appended[5].lsn + 1, appended[6].lsn).unwrap(), None, "none before the bound");
+}

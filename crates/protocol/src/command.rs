@@ -6,8 +6,10 @@
 //! the SQL layer). Under `CLIENT_QUERY_ATTRIBUTES` a `COM_QUERY` starts with query attributes
 //! (see `binary::params`), which are decoded here. `COM_STMT_EXECUTE` parameters depend on
 //! the prepared statement, so they are left as bytes for `StatementParams::decode_execute`.
-//! Commands Quill does not serve (`COM_SLEEP`, `COM_TIME`, replication commands, ...) come
-//! back as `Unknown(byte)`, to be answered with `ER_UNKNOWN_COM_ERROR`.
+//! The replication commands (`COM_REGISTER_SLAVE`, `COM_BINLOG_DUMP`, `COM_BINLOG_DUMP_GTID`)
+//! are parsed here; what follows a dump is a stream of binlog events (`binlog`). Commands
+//! Quill does not serve (`COM_SLEEP`, `COM_TIME`, ...) come back as `Unknown(byte)`, to be
+//! answered with `ER_UNKNOWN_COM_ERROR`.
 
 use crate::binary::QueryAttribute;
 use crate::binary::params::read_query_attributes;
@@ -61,9 +63,48 @@ pub enum Command {
         stmt_id: u32,
         num_rows: u32,
     },
+    /// A replica announces itself (`SHOW REPLICAS` lists it).
+    RegisterReplica(RegisterReplica),
+    /// Stream the binary log from a file and position, or from the first transaction not in
+    /// a GTID set.
+    BinlogDump(BinlogDump),
     /// A command byte Quill does not serve.
     Unknown(u8),
 }
+
+/// `COM_REGISTER_SLAVE`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegisterReplica {
+    pub server_id: u32,
+    pub host: Vec<u8>,
+    pub user: Vec<u8>,
+    pub port: u16,
+}
+
+/// A GTID set: per server UUID, intervals of transaction numbers `start..end` (end excluded).
+pub type OwnedGtidSet = Vec<([u8; 16], Vec<(u64, u64)>)>;
+
+/// `COM_BINLOG_DUMP` and `COM_BINLOG_DUMP_GTID`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BinlogDump {
+    pub server_id: u32,
+    /// `BINLOG_DUMP_NON_BLOCK`: end the stream (with an EOF packet) at the end of the log
+    /// rather than wait for more.
+    pub non_blocking: bool,
+    /// Empty: from the first binary log (or, with a GTID set, wherever the set ends).
+    pub file: Vec<u8>,
+    pub position: u64,
+    /// `COM_BINLOG_DUMP_GTID`'s set: per server UUID, intervals `start..end` (end excluded).
+    pub gtids: Option<OwnedGtidSet>,
+}
+
+/// `BINLOG_DUMP_NON_BLOCK` of a dump's flags.
+pub const BINLOG_DUMP_NON_BLOCK: u16 = 1;
+/// `BINLOG_THROUGH_GTID` of `COM_BINLOG_DUMP_GTID`'s flags: a GTID set follows.
+pub const BINLOG_THROUGH_GTID: u16 = 4;
+/// Server UUIDs in a GTID set a dump may name, at most (each costs 24 bytes or more of the
+/// packet, so a packet bounds it too).
+pub const DUMP_GTID_UUIDS_MAX: u64 = 1 << 16;
 
 /// Parses one command payload under the connection's negotiated `capabilities`.
 pub fn parse_command(payload: &[u8], capabilities: u32) -> Result<Command, ProtocolError> {
@@ -100,8 +141,63 @@ pub fn parse_command(payload: &[u8], capabilities: u32) -> Result<Command, Proto
         COM_STMT_RESET => Command::StmtReset(reader.u32_le("statement id")?),
         COM_SET_OPTION => Command::SetOption(reader.u16_le("option")?),
         COM_STMT_FETCH => Command::StmtFetch { stmt_id: reader.u32_le("statement id")?, num_rows: reader.u32_le("number of rows")? },
+        COM_REGISTER_SLAVE => {
+            let server_id = reader.u32_le("server id")?;
+            let mut short = |what| -> Result<Vec<u8>, ProtocolError> {
+                let len = reader.u8(what)?;
+                Ok(reader.bytes(usize::from(len), what)?.to_vec())
+            };
+            let (host, user, _password) = (short("host")?, short("user")?, short("password")?);
+            let port = reader.u16_le("port")?;
+            Command::RegisterReplica(RegisterReplica { server_id, host, user, port })
+        }
+        COM_BINLOG_DUMP => {
+            let position = u64::from(reader.u32_le("binlog position")?);
+            let flags = reader.u16_le("flags")?;
+            let server_id = reader.u32_le("server id")?;
+            let file = reader.rest().to_vec();
+            Command::BinlogDump(BinlogDump { server_id, non_blocking: flags & BINLOG_DUMP_NON_BLOCK != 0, file, position, gtids: None })
+        }
+        COM_BINLOG_DUMP_GTID => {
+            let flags = reader.u16_le("flags")?;
+            let server_id = reader.u32_le("server id")?;
+            let name_len = reader.u32_le("binlog name length")?;
+            let file = reader.bytes(name_len as usize, "binlog name")?.to_vec();
+            let position = reader.u64_le("binlog position")?;
+            let gtids = if flags & BINLOG_THROUGH_GTID != 0 {
+                let _data_len = reader.u32_le("GTID set length")?;
+                Some(read_gtid_set(&mut reader)?)
+            } else {
+                Some(Vec::new())
+            };
+            Command::BinlogDump(BinlogDump { server_id, non_blocking: flags & BINLOG_DUMP_NON_BLOCK != 0, file, position, gtids })
+        }
         other => Command::Unknown(other),
     })
+}
+
+/// A GTID set in MySQL's binary encoding: the count of UUIDs, then per UUID its 16 bytes, the
+/// count of intervals and each interval's start and end (end excluded), all little-endian.
+fn read_gtid_set(reader: &mut Reader<'_>) -> Result<OwnedGtidSet, ProtocolError> {
+    let uuids = reader.u64_le("GTID set size")?;
+    // Every UUID takes at least 24 bytes: a count beyond what the packet holds is malformed.
+    if uuids > DUMP_GTID_UUIDS_MAX || uuids.saturating_mul(24) > reader.remaining() as u64 {
+        return Err(ProtocolError::Malformed { what: "GTID set size" });
+    }
+    let mut set = Vec::new();
+    for _ in 0..uuids {
+        let uuid = reader.array::<16>("server uuid")?;
+        let count = reader.u64_le("GTID intervals")?;
+        if count.saturating_mul(16) > reader.remaining() as u64 {
+            return Err(ProtocolError::Malformed { what: "GTID intervals" });
+        }
+        let mut intervals = Vec::new();
+        for _ in 0..count {
+            intervals.push((reader.u64_le("GTID interval start")?, reader.u64_le("GTID interval end")?));
+        }
+        set.push((uuid, intervals));
+    }
+    Ok(set)
 }
 
 #[cfg(test)]
@@ -187,5 +283,54 @@ mod tests {
             assert!(matches!(parse(payload), Err(ProtocolError::Truncated { .. })), "{payload:?}");
         }
         assert!(parse_command(&[COM_QUERY, 0xFF], CAPS_ATTRS).is_err());
+    }
+}
+
+#[cfg(test)]
+mod replication_tests {
+    use super::*;
+
+    #[test]
+    fn a_dump_by_file_and_position_and_one_by_gtid_set_parse() {
+        let mut p = vec![COM_BINLOG_DUMP];
+        p.extend_from_slice(&1234_u32.to_le_bytes());
+        p.extend_from_slice(&BINLOG_DUMP_NON_BLOCK.to_le_bytes());
+        p.extend_from_slice(&7_u32.to_le_bytes());
+        p.extend_from_slice(b"quill-bin.000001");
+        let Ok(Command::BinlogDump(d)) = parse_command(&p, 0) else { panic!() };
+        assert_eq!((d.server_id, d.non_blocking, d.file.as_slice(), d.position, d.gtids), (7, true, &b"quill-bin.000001"[..], 1234, None));
+
+        let mut p = vec![COM_BINLOG_DUMP_GTID];
+        p.extend_from_slice(&BINLOG_THROUGH_GTID.to_le_bytes());
+        p.extend_from_slice(&9_u32.to_le_bytes());
+        p.extend_from_slice(&0_u32.to_le_bytes());
+        p.extend_from_slice(&4_u64.to_le_bytes());
+        let mut set = 1_u64.to_le_bytes().to_vec();
+        set.extend_from_slice(&[5; 16]);
+        set.extend_from_slice(&1_u64.to_le_bytes());
+        set.extend_from_slice(&1_u64.to_le_bytes());
+        set.extend_from_slice(&11_u64.to_le_bytes());
+        p.extend_from_slice(&(set.len() as u32).to_le_bytes());
+        p.extend_from_slice(&set);
+        let Ok(Command::BinlogDump(d)) = parse_command(&p, 0) else { panic!() };
+        assert_eq!((d.server_id, d.non_blocking, d.position), (9, false, 4));
+        assert_eq!(d.gtids, Some(vec![([5; 16], vec![(1, 11)])]));
+
+        // A set that claims more than the packet holds is malformed, not allocated.
+        let mut bad = p[..p.len() - set.len()].to_vec();
+        bad.extend_from_slice(&u64::MAX.to_le_bytes());
+        assert!(parse_command(&bad, 0).is_err());
+    }
+
+    #[test]
+    fn a_replica_registers_with_its_id_host_and_port() {
+        let mut p = vec![COM_REGISTER_SLAVE];
+        p.extend_from_slice(&3_u32.to_le_bytes());
+        p.extend_from_slice(&[4, b'h', b'o', b's', b't', 1, b'u', 0]);
+        p.extend_from_slice(&3307_u16.to_le_bytes());
+        p.extend_from_slice(&[0; 8]);
+        let Ok(Command::RegisterReplica(r)) = parse_command(&p, 0) else { panic!() };
+        assert_eq!((r.server_id, r.host.as_slice(), r.user.as_slice(), r.port), (3, &b"host"[..], &b"u"[..], 3307));
+        assert!(parse_command(&p[..6], 0).is_err(), "truncated");
     }
 }

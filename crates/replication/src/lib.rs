@@ -5,10 +5,14 @@
 //! transaction becomes a GTID event, a `BEGIN`, a TABLE_MAP per table it wrote, its row
 //! events and an XID; each DDL statement a GTID event and its QUERY.
 //!
-//! Now: the translation of one transaction ([`events::transaction`]). To come (issue 13): the
-//! dump (`COM_BINLOG_DUMP`), virtual binary log names and positions, the replica, semi-sync.
+//! - [`events`]: one committed transaction made into events;
+//! - [`binlog`]: virtual binary log files over the log's segments, their positions, and the
+//!   dump a replica reads (`COM_BINLOG_DUMP`).
+//!
+//! To come (issue 13): the replica, semi-sync.
 //!
 //! Where it sits: above `sql` (the catalog says what a table's columns are), `protocol` (the
 //! event encoding) and `log` (the records); `server` runs it.
 
+pub mod binlog;
 pub mod events;

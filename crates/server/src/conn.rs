@@ -35,6 +35,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
 
+pub mod dump;
 mod result_sink;
 
 use result_sink::SocketSink;
@@ -773,6 +774,11 @@ async fn handle_command(conn: &mut Conn, session: &mut Session, statements: &mut
         },
         Command::SetOption(_) => response::write_eof(&mut w, caps, 0, status(session, 0)),
         Command::StmtFetch { .. } => response::write_err(&mut w, caps, 1235, "42000", "This version of MySQL doesn't yet support 'cursors'"),
+        Command::RegisterReplica(r) => {
+            tracing::info!(server_id = r.server_id, host = %String::from_utf8_lossy(&r.host), port = r.port, "a replica registered");
+            ok(&mut w, caps, session, 0, 0, "");
+        }
+        Command::BinlogDump(request) => return dump::serve(conn, session, request).await,
         Command::Unknown(_) => response::write_err(&mut w, caps, 1047, "08S01", "Unknown command"),
     }
     if !conn.send(&mut w).await || session.connection_killed() {

@@ -106,6 +106,7 @@ async fn run(cfg: config::Config) -> std::io::Result<()> {
         elapsed_ms = started.elapsed().as_millis() as u64,
         "recovery: loaded the checkpoint and replayed the commit log"
     );
+    conn::dump::BinaryLogView::attach(&engine);
     let checkpointer = quill_sql::checkpoint::Checkpointer::start(engine.clone(), fs, cfg.datadir.clone(), opened.log.start_lsn);
     let listener = TcpListener::bind((cfg.bind.as_str(), cfg.port)).await?;
     tracing::info!(address = %listener.local_addr()?, version = quill_sql::SERVER_VERSION, "ready for connections");

@@ -90,6 +90,59 @@ pub struct ProcessInfo {
     pub progress: Arc<AtomicU32>,
 }
 
+/// What the SQL layer asks of the binary log, which the replication layer above it keeps.
+pub trait BinaryLog: Send + Sync {
+    /// The current file and the position of its end.
+    ///
+    /// # Errors
+    /// Why the log cannot be read.
+    fn status(&self) -> std::result::Result<(String, u64), String>;
+    /// The files, oldest first, with their sizes so far.
+    ///
+    /// # Errors
+    /// Why the log cannot be read.
+    fn files(&self) -> std::result::Result<Vec<(String, u64)>, String>;
+}
+
+/// `SHOW MASTER STATUS`, `SHOW BINARY LOG STATUS` (MySQL 8.2's name) and `SHOW BINARY LOGS`
+/// / `SHOW MASTER LOGS`; `words` starts at MASTER or BINARY.
+fn show_binary_log(engine: &Engine, words: &[String]) -> Result<ResultSet> {
+    let text = SqlTypeHelper::text();
+    let int = crate::types::SqlType::Int { kind: crate::types::IntKind::Big, unsigned: true, display: None };
+    let Some(binlog) = engine.binary_log.get() else {
+        return Err(SqlError::new((1381, "HY000"), "You are not using binary logging"));
+    };
+    let failed = |e: String| SqlError::new((1220, "HY000"), format!("Error when executing command SHOW BINLOG EVENTS: {e}"));
+    let word = |i: usize| words.get(i).map_or("", String::as_str);
+    if word(1) == "LOGS" {
+        let files = binlog.files().map_err(failed)?;
+        return Ok(ResultSet {
+            columns: vec![OutColumn::computed("Log_name", text.clone()), OutColumn::computed("File_size", int), OutColumn::computed("Encrypted", text)],
+            rows: files.into_iter().map(|(name, size)| vec![Value::Str(name), Value::UInt(size), Value::Str("No".into())]).collect(),
+        });
+    }
+    if word(1) != "STATUS" && !(word(1) == "LOG" && word(2) == "STATUS") {
+        return Err(SqlError::parse(&words.join(" ")));
+    }
+    let (file, position) = binlog.status().map_err(failed)?;
+    let executed = gtid_executed(engine);
+    Ok(ResultSet {
+        columns: ["File", "Position", "Binlog_Do_DB", "Binlog_Ignore_DB", "Executed_Gtid_Set"]
+            .iter()
+            .map(|n| OutColumn::computed(n, if *n == "Position" { int.clone() } else { text.clone() }))
+            .collect(),
+        rows: vec![vec![Value::Str(file), Value::UInt(position), Value::Str(String::new()), Value::Str(String::new()), Value::Str(executed)]],
+    })
+}
+
+/// `@@gtid_executed`: every transaction this server's log holds a commit of, as
+/// `server_uuid:1-N` (empty before the first).
+#[must_use]
+pub fn gtid_executed(engine: &Engine) -> String {
+    let last = engine.log.get().map_or(0, |log| log.next_position().1 - 1);
+    if last == 0 { String::new() } else { format!("{}:1-{last}", engine.global("server_uuid").unwrap_or_default()) }
+}
+
 /// Everything shared by the sessions of one server.
 pub struct Engine {
     /// The current catalog snapshot. Held only to clone or replace the `Arc`: statements
@@ -117,6 +170,9 @@ pub struct Engine {
     /// Transactions streaming into the log (see `session::commit`): the LSN of each one's
     /// first part record, and its id. A checkpoint reads the log back from the oldest.
     pub open_streams: Mutex<std::collections::BTreeMap<quill_log::Lsn, TxnId>>,
+    /// The binary log replication makes of the commit log (set by the server, which runs
+    /// replication), for SHOW BINARY LOG STATUS and SHOW BINARY LOGS.
+    pub binary_log: std::sync::OnceLock<Arc<dyn BinaryLog>>,
     /// Table definitions as of each point of the log, for replication (`schema_history`).
     /// Written under `commit_order` (or by recovery), so in log order.
     pub schemas: Mutex<crate::schema_history::SchemaHistory>,
@@ -138,6 +194,7 @@ impl Engine {
             ddl_gate: RwLock::new(()),
             last_commit_end: AtomicU64::new(0),
             open_streams: Mutex::new(std::collections::BTreeMap::new()),
+            binary_log: std::sync::OnceLock::new(),
             schemas: Mutex::new(crate::schema_history::SchemaHistory::default()),
         })
     }
@@ -191,6 +248,9 @@ impl SessionInfo {
         let global = scope.is_some_and(|s| s.eq_ignore_ascii_case("global"));
         if def.name == "warning_count" {
             return Ok(Value::Int(0));
+        }
+        if def.name == "gtid_executed" {
+            return Ok(Value::Str(gtid_executed(&self.engine)));
         }
         if global && def.scope == vars::Scope::Session {
             return Err(SqlError::new(codes::ER_INCORRECT_GLOBAL_LOCAL_VAR, format!("Variable '{}' is a SESSION variable", def.name)));
@@ -1783,6 +1843,7 @@ impl Session {
                 }
             }
             "PROCESSLIST" => self.show_processlist(),
+            "MASTER" | "BINARY" | "BINLOG" => show_binary_log(&engine, &upper[i..])?,
             "ENGINES" => {
                 let text = SqlTypeHelper::text();
                 ResultSet {

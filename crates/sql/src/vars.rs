@@ -89,8 +89,15 @@ pub const VARIABLES: &[VarDef] = &[
     v("auto_increment_increment", Both, int(1, 65_535), Inert, "1"),
     v("auto_increment_offset", Both, int(1, 65_535), Inert, "1"),
     v("autocommit", Both, Bool, Live, "ON"),
+    // Binlog events always carry a CRC-32 (`docs/binlog.md`).
+    v("binlog_checksum", Global, Str, ReadOnly, "CRC32"),
+    // Replication is row-based only: the commit log holds row images.
+    v("binlog_format", Both, Str, ReadOnly, "ROW"),
     v("binlog_group_commit_sync_delay", Global, int(0, crate::durability::GROUP_DELAY_US_MAX), Live, "0"),
     v("binlog_group_commit_sync_no_delay_count", Global, int(0, crate::durability::GROUP_NO_DELAY_COUNT_MAX), Live, "0"),
+    // TABLE_MAP events always carry MySQL 8's full optional metadata (column names, the
+    // primary key, signedness and collations).
+    v("binlog_row_metadata", Global, Str, ReadOnly, "FULL"),
     // What the commit log records of an updated or deleted row besides its key: FULL, the
     // image it replaced; MINIMAL, nothing more (NOBLOB is not taken: 1231).
     v("binlog_row_image", Both, Str, Live, "FULL"),
@@ -110,7 +117,11 @@ pub const VARIABLES: &[VarDef] = &[
     v("datadir", Global, Str, ReadOnly, ""),
     v("default_storage_engine", Both, Str, Inert, "InnoDB"),
     v("div_precision_increment", Both, int(0, 30), Inert, "4"),
+    v("enforce_gtid_consistency", Global, Str, ReadOnly, "ON"),
     v("foreign_key_checks", Both, Bool, Inert, "ON"),
+    // Computed when read (`session::gtid_executed`).
+    v("gtid_executed", Global, Str, ReadOnly, ""),
+    v("gtid_mode", Global, Str, ReadOnly, "ON"),
     v("hostname", Global, Str, ReadOnly, "localhost"),
     v("init_connect", Global, Str, Inert, ""),
     v("innodb_flush_log_at_trx_commit", Global, Kind::IntChoice(&[0, 1, 2]), Live, "1"),
@@ -121,6 +132,9 @@ pub const VARIABLES: &[VarDef] = &[
     v("license", Global, Str, ReadOnly, "Apache-2.0"),
     v("local_infile", Global, Bool, Live, "OFF"),
     v("lock_wait_timeout", Both, int(1, 31_536_000), Live, "31536000"),
+    // The binary log is the commit log seen through replication (`docs/binlog.md`): always on.
+    v("log_bin", Global, Bool, ReadOnly, "ON"),
+    v("log_bin_basename", Global, Str, ReadOnly, "quill-bin"),
     v("max_execution_time", Both, int(0, 4_294_967_295), Live, "0"),
     v("lower_case_table_names", Global, int(0, 2), ReadOnly, "0"),
     v("max_allowed_packet", Both, int_blocks(MAX_ALLOWED_PACKET_MIN, MAX_ALLOWED_PACKET_MAX, 1024), Live, "67108864"),

@@ -1,0 +1,209 @@
+//! `COM_BINLOG_DUMP` and `COM_BINLOG_DUMP_GTID`: the connection becomes one replica's stream
+//! of binlog events (`replication::binlog::Dump`), each sent as a packet of its own after an
+//! OK byte, until the replica goes away, the connection is killed, or (with
+//! `BINLOG_DUMP_NON_BLOCK`) the end of the log is reached, which an EOF packet marks.
+//!
+//! Events go out as soon as the log is durable past them: the dump parks on the log's
+//! durable LSN (a watch channel the writer publishes to), never polls. When nothing new
+//! arrives for the replica's heartbeat period (`@master_heartbeat_period` or
+//! `@source_heartbeat_period`, in nanoseconds, as the replica sets it), a HEARTBEAT says
+//! where the stream is.
+//!
+//! A replica must say it reads event checksums (`@master_binlog_checksum` or
+//! `@source_binlog_checksum`, set before the dump, as MySQL's and MariaDB's replicas and
+//! python-mysql-replication do): Quill's events always carry a CRC-32, and one that did not
+//! say so gets error 1236, as from MySQL.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use quill_protocol::PacketWriter;
+use quill_protocol::command::BinlogDump;
+use quill_protocol::response;
+use quill_replication::binlog::{Dump, Head, Origin, events, file_name};
+use quill_replication::events::Source;
+use quill_sql::session::BinaryLog;
+use quill_sql::{Engine, Session};
+use quill_storage::Value;
+
+use super::{Conn, Flow};
+
+/// The longest heartbeat period taken from a replica (MySQL's maximum, `SLAVE_MAX_HEARTBEAT_PERIOD`).
+const HEARTBEAT_PERIOD_MAX: Duration = Duration::from_secs(4_294_967);
+/// How long a dump waits for the replica to read before it gives up on it: a replica that
+/// stops reading is gone, and its dump must not hold log segments for ever.
+const DUMP_WRITE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The server's identity as its binary log names it; `None` without a commit log.
+pub fn origin(engine: &Arc<Engine>) -> Option<Origin> {
+    let engine = Arc::clone(engine);
+    engine.log.get()?;
+    let server_id = engine.global("server_id").and_then(|v| v.parse().ok()).unwrap_or(1);
+    let uuid = quill_sql::server_uuid::uuid_bytes(&engine.global("server_uuid").unwrap_or_default()).unwrap_or_default();
+    let version = quill_sql::SERVER_VERSION.to_owned();
+    let server_version = version_number(&version);
+    Some(Origin { engine, source: Source { server_id, uuid, server_version }, version })
+}
+
+/// `major * 10000 + minor * 100 + patch` of a version string.
+fn version_number(version: &str) -> u32 {
+    let mut parts = version.split(|c: char| !c.is_ascii_digit()).filter(|p| !p.is_empty()).map(|p| p.parse::<u32>().unwrap_or(0));
+    let (major, minor, patch) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    major * 10000 + minor * 100 + patch
+}
+
+fn user_var_text(session: &Session, names: &[&str]) -> Option<String> {
+    names.iter().map(|n| session.info.user_variable(n)).find(|v| !matches!(v, Value::Null)).map(|v| match v {
+        Value::Str(s) => s,
+        Value::Bytes(b) => String::from_utf8_lossy(&b).into_owned(),
+        Value::Int(i) => i.to_string(),
+        Value::UInt(u) => u.to_string(),
+        Value::Double(d) => d.to_string(),
+        Value::Decimal(d) => d.to_string(),
+        other => format!("{other:?}"),
+    })
+}
+
+/// Streams the binary log to a replica; the connection closes afterwards.
+pub(super) async fn serve(conn: &mut Conn, session: &mut Session, request: BinlogDump) -> Flow {
+    let mut w = PacketWriter::new(conn.decoder.expected_seq());
+    let caps = conn.caps;
+    let fail = |w: &mut PacketWriter, message: &str| response::write_err(w, caps, 1236, "HY000", message);
+    let Some(origin) = origin(&session.info.engine) else {
+        fail(&mut w, "Binary logging is not enabled: the server runs without a data directory");
+        conn.send(&mut w).await;
+        return Flow::Close;
+    };
+    if user_var_text(session, &["master_binlog_checksum", "source_binlog_checksum"]).is_none() {
+        fail(&mut w, "Replica can not handle replication events with the checksum that source is configured to log; the first event 'quill-bin' at 4");
+        conn.send(&mut w).await;
+        return Flow::Close;
+    }
+    let heartbeat = user_var_text(session, &["master_heartbeat_period", "source_heartbeat_period"])
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|ns| *ns > 0.0)
+        .map(|ns| Duration::from_secs_f64(ns / 1e9).min(HEARTBEAT_PERIOD_MAX));
+    let ours = origin.source.uuid;
+    let gtids: Option<Vec<(u64, u64)>> =
+        request.gtids.as_ref().map(|set| set.iter().filter(|(uuid, _)| *uuid == ours).flat_map(|(_, intervals)| intervals.clone()).collect());
+    let file = String::from_utf8_lossy(&request.file).into_owned();
+    let Some(log) = origin.engine.log.get() else { return Flow::Close };
+    let mut durable = log.durable_receiver();
+    let opened = tokio::task::block_in_place(|| Dump::open(origin.clone(), &file, request.position, gtids.as_deref()));
+    let mut dump = match opened {
+        Ok(d) => d,
+        Err(e) => {
+            fail(&mut w, &e.to_string());
+            conn.send(&mut w).await;
+            return Flow::Close;
+        }
+    };
+    session.command_started(None);
+    let kill = session.kill.clone();
+    let mut out = Vec::new();
+    loop {
+        out.clear();
+        let filled = tokio::task::block_in_place(|| dump.fill(&mut out));
+        match filled {
+            Ok(true) => {
+                for e in events(&out) {
+                    w.write_packet_with(|p| {
+                        p.push(0);
+                        p.extend_from_slice(e);
+                    });
+                }
+                if !super::write_all_timed(&mut conn.stream, &w.take(), DUMP_WRITE_TIMEOUT).await {
+                    return Flow::Close;
+                }
+                continue;
+            }
+            Ok(false) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "binlog dump stopped");
+                fail(&mut w, &e.to_string());
+                conn.send(&mut w).await;
+                return Flow::Close;
+            }
+        }
+        if request.non_blocking {
+            response::write_eof(&mut w, caps, 0, 0);
+            conn.send(&mut w).await;
+            return Flow::Close;
+        }
+        // Caught up: park until the log is durable past what was read, the heartbeat is due,
+        // the connection is killed, or the replica closes its end.
+        let read_to = dump.log_position();
+        let wait_durable = async { durable.wait_for(|&lsn| lsn > read_to).await.is_ok() };
+        let beat = async {
+            match heartbeat {
+                Some(period) => tokio::time::sleep(period).await,
+                None => std::future::pending().await,
+            }
+        };
+        let mut probe = [0_u8; 1];
+        tokio::select! {
+            moved = wait_durable => if !moved { return Flow::Close },
+            () = beat => {
+                let mut event = Vec::new();
+                dump.heartbeat(&mut event);
+                w.write_packet_with(|p| { p.push(0); p.extend_from_slice(&event); });
+                if !super::write_all_timed(&mut conn.stream, &w.take(), DUMP_WRITE_TIMEOUT).await {
+                    return Flow::Close;
+                }
+            }
+            () = kill.notified() => return Flow::Close,
+            // A replica sends nothing during a dump: anything, or the end of the stream, ends it.
+            _ = tokio::io::AsyncReadExt::read(&mut conn.stream, &mut probe) => return Flow::Close,
+        }
+    }
+}
+
+/// The binary log as SHOW BINARY LOG STATUS and SHOW BINARY LOGS see it: the current end is
+/// kept by one [`Head`], which reads only what is new at each call.
+pub struct BinaryLogView {
+    origin: Origin,
+    head: Mutex<Head>,
+}
+
+impl BinaryLogView {
+    /// Attaches the view to `engine`, which must have a commit log.
+    pub fn attach(engine: &Arc<Engine>) {
+        if let Some(origin) = origin(engine) {
+            let view: Arc<dyn BinaryLog> = Arc::new(BinaryLogView { origin, head: Mutex::new(Head::new()) });
+            let _ = engine.binary_log.set(view);
+        }
+    }
+}
+
+impl BinaryLog for BinaryLogView {
+    fn status(&self) -> Result<(String, u64), String> {
+        let mut head = self.head.lock();
+        tokio::task::block_in_place(|| head.advance(&self.origin)).map_err(|e| e.to_string())
+    }
+
+    fn files(&self) -> Result<Vec<(String, u64)>, String> {
+        let (current, position) = self.status()?;
+        let log = self.origin.engine.log.get().ok_or("no commit log")?;
+        // A finished file's size is where its ROTATE ends: the position a dump of it reaches.
+        let mut files = Vec::new();
+        for (start, _) in log.segment_bounds() {
+            let name = file_name(start);
+            if name == current {
+                files.push((name, position));
+                break;
+            }
+            let size = tokio::task::block_in_place(|| -> Result<u64, String> {
+                let mut dump = Dump::open(self.origin.clone(), &name, quill_replication::binlog::FIRST_EVENT_POSITION, None).map_err(|e| e.to_string())?;
+                let mut scratch = Vec::new();
+                while dump.position().0 == name && dump.fill(&mut scratch).map_err(|e| e.to_string())? {
+                    scratch.clear();
+                }
+                Ok(dump.finished_size().unwrap_or(dump.position().1))
+            })?;
+            files.push((name, size));
+        }
+        Ok(files)
+    }
+}
