@@ -251,30 +251,55 @@ def mariadb_reference(server):
     if server.target == TARGET_MARIADB:
         yield server
         return
-    for tool in ("mariadb-install-db", "mariadbd"):
-        if shutil.which(tool) is None:
-            raise RuntimeError(f"{tool} not found: apt-get install mariadb-server")
-    workdir = Path(tempfile.mkdtemp(prefix="quill-test-mariadb-"))
-    user = pwd.getpwuid(os.getuid()).pw_name
-    subprocess.run(
-        ["mariadb-install-db", "--no-defaults", f"--datadir={workdir}/data", f"--user={user}",
-         "--auth-root-authentication-method=normal"],
-        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    port = free_port()
-    log_path = workdir / "error.log"
-    process = subprocess.Popen(
-        ["mariadbd", "--no-defaults", f"--datadir={workdir}/data", f"--user={user}", f"--port={port}",
-         "--bind-address=127.0.0.1", f"--socket={workdir}/mariadb.sock", "--character-set-server=utf8mb4",
-         "--collation-server=utf8mb4_general_ci", f"--log-error={log_path}", f"--pid-file={workdir}/mariadb.pid"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
-    )
-    try:
-        wait_for_port("127.0.0.1", port, process, log_path)
-        yield Server("127.0.0.1", port, "root", "", TARGET_MARIADB)
-    finally:
-        stop_process(process)
-        shutil.rmtree(workdir, ignore_errors=True)
+    with PrivateMariaDB() as mariadb:
+        yield mariadb.server
+
+
+class PrivateMariaDB:
+    """A `mariadbd` (Debian's mariadb-server) of its own, on a free port and a temporary data
+    directory, with `options` added to its command line; `server` reaches it once started.
+    A context manager: the server stops and its directory goes at the end."""
+
+    def __init__(self, *options: str):
+        self.options = list(options)
+        self.process: subprocess.Popen | None = None
+        self.server: Server | None = None
+
+    def __enter__(self) -> "PrivateMariaDB":
+        for tool in ("mariadb-install-db", "mariadbd"):
+            if shutil.which(tool) is None:
+                raise RuntimeError(f"{tool} not found: apt-get install mariadb-server")
+        self.workdir = Path(tempfile.mkdtemp(prefix="quill-test-mariadb-"))
+        user = pwd.getpwuid(os.getuid()).pw_name
+        subprocess.run(
+            ["mariadb-install-db", "--no-defaults", f"--datadir={self.workdir}/data", f"--user={user}",
+             "--auth-root-authentication-method=normal"],
+            check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        port = free_port()
+        self.log_path = self.workdir / "error.log"
+        self.process = subprocess.Popen(
+            ["mariadbd", "--no-defaults", f"--datadir={self.workdir}/data", f"--user={user}", f"--port={port}",
+             "--bind-address=127.0.0.1", f"--socket={self.workdir}/mariadb.sock", "--character-set-server=utf8mb4",
+             "--collation-server=utf8mb4_general_ci", f"--log-error={self.log_path}", f"--pid-file={self.workdir}/mariadb.pid",
+             *self.options],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+        )
+        try:
+            wait_for_port("127.0.0.1", port, self.process, self.log_path)
+        except BaseException:
+            self.__exit__()
+            raise
+        self.server = Server("127.0.0.1", port, "root", "", TARGET_MARIADB)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.process is not None:
+            stop_process(self.process)
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

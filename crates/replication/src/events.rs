@@ -37,6 +37,10 @@ pub struct Source {
     pub server_id: u32,
     pub uuid: [u8; UUID_BYTES],
     pub server_version: u32,
+    /// The collation ids a QUERY event names for the client, the connection and the server
+    /// (`collation_connection` twice and `collation_server`): the replica runs DDL under
+    /// them, so a replica must know them (MariaDB 10.11 has no utf8mb4_0900_ai_ci).
+    pub charsets: [u16; 3],
 }
 
 /// A committed transaction: its sequence number (the `seq` of its commit record, the GTID's
@@ -91,7 +95,7 @@ pub fn transaction(out: &mut Vec<u8>, source: &Source, tables: Tables<'_>, tx: &
     loop {
         let mut rest = Vec::new();
         let mut at = *position + guess as u64;
-        body_events(&mut rest, &header, tables, tx, &mut at)?;
+        body_events(&mut rest, source, &header, tables, tx, &mut at)?;
         gtid.transaction_length = (guess + rest.len()) as u64;
         let actual = gtid_event_bytes(&gtid);
         if actual != guess {
@@ -107,13 +111,13 @@ pub fn transaction(out: &mut Vec<u8>, source: &Source, tables: Tables<'_>, tx: &
 }
 
 /// Everything after the GTID event.
-fn body_events(out: &mut Vec<u8>, header: &EventHeader, tables: Tables<'_>, tx: &Transaction<'_>, at: &mut u64) -> Result<(), TranslateError> {
+fn body_events(out: &mut Vec<u8>, source: &Source, header: &EventHeader, tables: Tables<'_>, tx: &Transaction<'_>, at: &mut u64) -> Result<(), TranslateError> {
     if let [Change::Ddl { db, sql, context }] = tx.changes {
         let context = context.clone().unwrap_or_default();
-        event_at(out, header, at, event_type::QUERY, |b| query_body(b, &query_context(db, &context), sql));
+        event_at(out, header, at, event_type::QUERY, |b| query_body(b, &query_context(source, db, &context), sql));
         return Ok(());
     }
-    event_at(out, header, at, event_type::QUERY, |b| query_body(b, &query_context("", &DdlContext::default()), "BEGIN"));
+    event_at(out, header, at, event_type::QUERY, |b| query_body(b, &query_context(source, "", &DdlContext::default()), "BEGIN"));
     let mut mapped: Vec<u64> = Vec::new();
     let mut run: Option<Run> = None;
     for change in tx.changes {
@@ -288,7 +292,7 @@ fn binlog_value(v: &Value, ty: &SqlType) -> BinaryValue {
 }
 
 /// A QUERY event's context for a statement run in `db` with `context`.
-fn query_context<'a>(db: &'a str, context: &'a DdlContext) -> QueryContext<'a> {
+fn query_context<'a>(source: &Source, db: &'a str, context: &'a DdlContext) -> QueryContext<'a> {
     QueryContext {
         thread_id: 0,
         exec_time: 0,
@@ -296,7 +300,7 @@ fn query_context<'a>(db: &'a str, context: &'a DdlContext) -> QueryContext<'a> {
         db,
         sql_mode: sql_mode_bits(&context.sql_mode),
         time_zone: &context.time_zone,
-        charsets: [255, 255, 255],
+        charsets: source.charsets,
     }
 }
 

@@ -274,9 +274,6 @@ enum AuthResult {
     Gone,
 }
 
-/// Authenticate with the plugin the client chose, switching it to
-/// caching_sha2_password when it chose another. `tls` says whether the full
-/// caching_sha2 exchange (cleartext password) may be used.
 /// What a client presented to log in.
 struct Login<'a> {
     user: &'a str,
@@ -286,6 +283,10 @@ struct Login<'a> {
     tls: bool,
 }
 
+/// Authenticate with the plugin the client chose: caching_sha2_password (the one the
+/// handshake offers), mysql_native_password after an AuthSwitchRequest for it, and any other
+/// switched to caching_sha2_password. `login.tls` says whether the full caching_sha2 exchange
+/// (cleartext password) may be used.
 async fn authenticate(conn: &mut Conn, w: &mut PacketWriter, scramble: &auth::Scramble, login: Login<'_>) -> AuthResult {
     let Some((native, sha2)) = account_secrets(login.user, login.peer) else { return AuthResult::Denied };
     let mut plugin = login.plugin.unwrap_or(auth::CACHING_SHA2_PASSWORD).to_owned();
@@ -296,6 +297,14 @@ async fn authenticate(conn: &mut Conn, w: &mut PacketWriter, scramble: &auth::Sc
         let Some(r) = conn.exchange(w).await else { return AuthResult::Gone };
         response = r;
         plugin = auth::CACHING_SHA2_PASSWORD.to_owned();
+    } else if plugin == auth::MYSQL_NATIVE_PASSWORD {
+        // The handshake offered caching_sha2_password's data; a client that answers with
+        // another plugin may have set that data aside (MariaDB's replica, libmysql) and waits
+        // for its own plugin's. As MySQL does, the server restarts the exchange with an
+        // AuthSwitchRequest naming the client's plugin (the same scramble).
+        auth::write_auth_switch_request(w, auth::MYSQL_NATIVE_PASSWORD, scramble);
+        let Some(r) = conn.exchange(w).await else { return AuthResult::Gone };
+        response = r;
     }
     if plugin == auth::MYSQL_NATIVE_PASSWORD {
         return if auth::verify_native_password(native.as_ref(), scramble, &response) { AuthResult::Ok } else { AuthResult::Denied };

@@ -17,7 +17,7 @@ use quill_sql::{Engine, Session};
 
 use super::*;
 
-const SOURCE: Source = Source { server_id: 1, uuid: [7; UUID_BYTES], server_version: 80040 };
+const SOURCE: Source = Source { server_id: 1, uuid: [7; UUID_BYTES], server_version: 80040, charsets: [255, 255, 255] };
 
 fn datadir() -> PathBuf {
     PathBuf::from("/quill")

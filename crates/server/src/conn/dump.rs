@@ -44,7 +44,9 @@ pub fn origin(engine: &Arc<Engine>) -> Option<Origin> {
     let uuid = quill_sql::server_uuid::uuid_bytes(&engine.global("server_uuid").unwrap_or_default()).unwrap_or_default();
     let version = quill_sql::SERVER_VERSION.to_owned();
     let server_version = version_number(&version);
-    Some(Origin { engine, source: Source { server_id, uuid, server_version }, version })
+    let collation = |name: &str| engine.global(name).and_then(|c| quill_storage::Collation::from_name(&c)).map_or(255, |c| c.id());
+    let charsets = [collation("collation_connection"), collation("collation_connection"), collation("collation_server")];
+    Some(Origin { engine, source: Source { server_id, uuid, server_version, charsets }, version })
 }
 
 /// `major * 10000 + minor * 100 + patch` of a version string.
