@@ -4,7 +4,8 @@ MariaDB's replica connects as MySQL's does (CHANGE MASTER TO ... MASTER_LOG_FILE
 START SLAVE), reads Quill's binary log over COM_BINLOG_DUMP and applies its row events and DDL.
 After a mixed workload (DDL, an ALTER between row changes, multi-row inserts, updates and deletes
 of every column type, a transaction of several statements, a rollback that must not reach the
-replica) both sides hold the same rows: each table's checksum, computed the same way on both
+replica, a transaction large enough to stream into the log in parts that writes rows of an
+earlier part again) both sides hold the same rows: each table's checksum, computed the same way on both
 servers from its rows in primary-key order, is equal. The replica also follows a source restart
 (it reconnects to the same file and position), and its I/O thread reports error 1236 for a file
 the source does not have.
@@ -111,15 +112,28 @@ def test_a_mariadb_replica_applies_a_mixed_workload_and_follows_a_restart(tmp_pa
         cur.execute("BEGIN")
         cur.execute("DELETE FROM shop.items")
         cur.execute("ROLLBACK")
+        # A transaction large enough to stream into the log in parts, which writes rows of an
+        # earlier part again: the replica must get each row once, as it ends.
+        cur.execute("CREATE TABLE shop.big (id INT PRIMARY KEY, v INT)")
+        cur.execute("BEGIN")
+        cur.execute("INSERT INTO shop.big VALUES " + ", ".join(f"({i}, {i})" for i in range(1, 10001)))
+        cur.execute("UPDATE shop.big SET v = v + 1000000 WHERE id <= 100")
+        cur.execute("DELETE FROM shop.big WHERE id BETWEEN 101 AND 150")
+        cur.execute("INSERT INTO shop.big VALUES (20000, 1)")
+        cur.execute("DELETE FROM shop.big WHERE id = 20000")
+        cur.execute("COMMIT")
+        cur.execute("SHOW GLOBAL STATUS LIKE 'Quill_log_stream_parts'")
+        assert int(cur.fetchone()[1]) >= 1, "the large transaction streamed"
 
         cur.execute("SHOW BINARY LOGS")
         assert len(cur.fetchall()) >= 2, "the workload spans several files"
         start_replica(replica, source, "quill-bin.000001", 4)
         status = wait_until_applied(source, replica)
         assert status["Slave_IO_Running"] == "Yes" and status["Slave_SQL_Running"] == "Yes", status
-        for table in ("shop.items", "shop.kinds"):
+        for table in ("shop.items", "shop.kinds", "shop.big"):
             assert checksum(source, table) == checksum(replica, table), table
         assert checksum(replica, "shop.items")[0] == 1200 - 1200 // 11 + 1
+        assert checksum(replica, "shop.big")[0] == 10000 - 50
 
         # The source restarts; the replica reconnects at its position and goes on.
         c.close()

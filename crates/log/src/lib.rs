@@ -24,7 +24,7 @@ pub use format::{
     MAX_BODY_BYTES, Record, RecordKind, SEGMENT_BYTES_MIN, SEQ_OFFSET, STREAM_MARK_BYTES, body_len, encode_record, encode_record_body, segment_name,
 };
 pub use reader::{CutReason, LogEnd};
-pub use tail::{LogTail, Transaction, TransactionCursor};
+pub use tail::{LogTail, Retention, Transaction, TransactionCursor};
 pub use version::{LOG_FORMAT_VERSION, VERSION_FILE};
 pub use writer::{
     Appended, BUFFER_BYTES_MAX, BUSY_HOLD, DDL_RESERVE_BYTES, FailureHook, FlushMode, GROUP_BYTES_MAX, LEAD_GRACE, Log, LogConfig, LogStats, Recovered,

@@ -9,7 +9,8 @@
 //! boundary: a plain commit record is a transaction; a streamed transaction is one at its
 //! commit record, made of its parts (read back from the log, the ones before the cursor's
 //! start found by scanning from the stream's first part) and the commit record's changes.
-//! Parts and aborts are not transactions and are stepped over.
+//! Parts and aborts are not transactions and are stepped over. A streamed transaction's row
+//! written in several parts is handed over once, as its last change (`fold_repeats`).
 //!
 //! Bounds: a transaction is held whole in memory while it is handed over, as a replica needs
 //! its length before its first event; the parts the cursor remembers are LSNs, one per part
@@ -64,7 +65,36 @@ impl Log {
     }
 }
 
+/// A reader's claim on the log from an LSN on: while it is held, checkpoints remove no
+/// segment holding that LSN or any after it. Dropped, it lets them go.
+pub struct Retention {
+    shared: Arc<Shared>,
+    id: u64,
+}
+
+impl Retention {
+    /// Moves the claim to `lsn`.
+    pub fn set(&self, lsn: Lsn) {
+        self.shared.retained.lock().insert(self.id, lsn);
+    }
+}
+
+impl Drop for Retention {
+    fn drop(&mut self) {
+        self.shared.retained.lock().remove(&self.id);
+    }
+}
+
 impl LogTail {
+    /// Keeps the segments from `lsn` on until the returned claim moves or drops.
+    #[must_use]
+    pub fn retain(&self, lsn: Lsn) -> Retention {
+        let id = self.shared.next_retention.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let retention = Retention { shared: Arc::clone(&self.shared), id };
+        retention.set(lsn);
+        retention
+    }
+
     /// The LSN just past the last durable record.
     #[must_use]
     pub fn durable_lsn(&self) -> Lsn {
@@ -149,6 +179,13 @@ impl TransactionCursor {
         self.next
     }
 
+    /// The oldest LSN the cursor may still read: its position, or the first part of a
+    /// stream it is following.
+    #[must_use]
+    pub fn oldest_needed(&self) -> Lsn {
+        self.streams.keys().copied().min().map_or(self.next, |first| first.min(self.next))
+    }
+
     /// The next committed transaction whose commit record lies below `end` (at most the
     /// durable LSN), or `None` when there is none yet; the cursor moves past it.
     ///
@@ -189,6 +226,7 @@ impl TransactionCursor {
                     let mut commit = record;
                     commit.changes.remove(0);
                     changes.append(&mut commit.changes);
+                    let changes = fold_repeats(changes);
                     self.streams.remove(&first);
                     self.next = after;
                     return Ok(Some(Transaction { lsn: at, end: after, seq: commit.seq, commit_us: commit.commit_us, changes }));
@@ -197,6 +235,48 @@ impl TransactionCursor {
             self.next = after;
         }
         Ok(None)
+    }
+}
+
+/// One change per row of a streamed transaction. A row written again after a part logged it
+/// appears again in a later part or the commit record, judged, like the first time, against
+/// the row as it was before the transaction (`docs/log-format.md`, "Large transactions"): so
+/// the last change of each row says what the transaction did to it, and the earlier ones go.
+/// A DELETE without an image is what a streamed transaction logs for a row it inserted and
+/// deleted again (a part may hold the insert): under `binlog_row_image=FULL` every other
+/// DELETE has its image, so such a change leaves nothing. (Under MINIMAL, deletes have no
+/// image and would go too; replication needs FULL, `docs/binlog.md`.) The changes keep the
+/// order of their last appearance.
+fn fold_repeats(changes: Vec<Change>) -> Vec<Change> {
+    let mut last: HashMap<(&str, &str, &[u8]), usize> = HashMap::with_capacity(changes.len());
+    for (i, change) in changes.iter().enumerate() {
+        if let Some(key) = row_key(change) {
+            last.insert(key, i);
+        }
+    }
+    if last.len() == changes.len() {
+        return changes;
+    }
+    let keep: Vec<bool> = changes
+        .iter()
+        .enumerate()
+        .map(|(i, change)| {
+            let is_last = row_key(change).is_none_or(|key| last[&key] == i);
+            is_last && !matches!(change, Change::Delete { before: None, .. })
+        })
+        .collect();
+    changes.into_iter().zip(keep).filter_map(|(change, keep)| keep.then_some(change)).collect()
+}
+
+/// The row a change is about: its database, table and primary key.
+fn row_key(change: &Change) -> Option<(&str, &str, &[u8])> {
+    match change {
+        Change::Insert { db, table, key, .. }
+        | Change::Update { db, table, key, .. }
+        | Change::Delete { db, table, key, .. }
+        | Change::Put { db, table, key, .. }
+        | Change::PutV1 { db, table, key, .. } => Some((db, table, key)),
+        _ => None,
     }
 }
 

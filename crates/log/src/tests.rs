@@ -619,3 +619,39 @@ fn a_record_boundary_is_found_from_any_position() {
     }
     assert_eq!(tail.first_record_from(appended[5].lsn + 1, appended[6].lsn).unwrap(), None, "none before the bound");
 }
+
+#[test]
+fn a_streamed_transaction_hands_over_each_row_once_as_its_last_change() {
+    let fs = SimFs::new();
+    let (log, _, _) = open(&fs, config(1 << 12));
+    let row = |k: u8, v: u8| vec![Change::Insert { db: "db".into(), table: "t".into(), key: vec![k], row: vec![v] }];
+    let update = |k: u8, b: u8, v: u8| vec![Change::Update { db: "db".into(), table: "t".into(), key: vec![k], before: Some(vec![b]), row: vec![v] }];
+    let delete = |k: u8, before: Option<Vec<u8>>| vec![Change::Delete { db: "db".into(), table: "t".into(), key: vec![k], before }];
+    // Row 1 inserted, then changed (logged again as an insert); row 2 updated twice; row 3
+    // inserted then deleted (a DELETE without image); row 4 deleted.
+    let first = log.append_part(None, &[row(1, 10), update(2, 20, 21), row(3, 30)].concat()).unwrap();
+    log.append_part(Some(first.lsn), &[row(1, 11), update(2, 20, 22)].concat()).unwrap();
+    let commit = log.append(9, &[vec![Change::StreamCommit { first: first.lsn }], delete(3, None), delete(4, Some(vec![40]))].concat()).unwrap();
+    log.wait_durable_blocking(commit.end);
+    let mut tail = log.tail();
+    let tx = crate::TransactionCursor::new(0).next(&mut tail, commit.end).unwrap().unwrap();
+    assert_eq!(tx.changes, [row(1, 11), update(2, 20, 22), delete(4, Some(vec![40]))].concat());
+}
+
+#[test]
+fn segments_a_reader_retains_are_not_removed_until_it_lets_go() {
+    let fs = SimFs::new();
+    let (log, _, _) = open(&fs, config(1 << 12));
+    let appended: Vec<_> = (1..200).map(|n| log.append(n, &change(n)).unwrap()).collect();
+    log.wait_durable_blocking(appended.last().unwrap().end);
+    let segments = log.segment_bounds();
+    assert!(segments.len() >= 4, "{segments:?}");
+    let tail = log.tail();
+    let claim = tail.retain(segments[1].0 + 1);
+    assert_eq!(log.remove_segments_before(appended.last().unwrap().end).unwrap(), 1, "only the segment before the claim goes");
+    assert_eq!(log.segment_bounds()[0], segments[1]);
+    claim.set(segments[2].0);
+    assert_eq!(log.remove_segments_before(appended.last().unwrap().end).unwrap(), 1);
+    drop(claim);
+    assert!(log.remove_segments_before(appended.last().unwrap().end).unwrap() >= 1, "released, the rest a checkpoint covers goes");
+}

@@ -267,6 +267,10 @@ pub(crate) struct Shared {
     group_delay_us: AtomicU64,
     group_no_delay_count: AtomicU64,
     pub(crate) segments: Mutex<Segments>,
+    /// What readers still need (`tail::Retention`): no segment at or after the lowest LSN is
+    /// removed. One entry per reader that holds a retention.
+    pub(crate) retained: Mutex<std::collections::BTreeMap<u64, Lsn>>,
+    pub(crate) next_retention: AtomicU64,
     /// Sessions parked in [`Log::wait`]. A commit appended while others wait goes to the
     /// writer thread with theirs, in one group, rather than being led on its own.
     waiters: AtomicUsize,
@@ -346,6 +350,8 @@ impl Log {
             group_delay_us: AtomicU64::new(u64::try_from(config.group_delay.as_micros()).unwrap_or(u64::MAX)),
             group_no_delay_count: AtomicU64::new(config.group_no_delay_count),
             segments: Mutex::new(segments),
+            retained: Mutex::new(std::collections::BTreeMap::new()),
+            next_retention: AtomicU64::new(0),
             waiters: AtomicUsize::new(0),
             stats: LogStats::default(),
             config,
@@ -651,9 +657,11 @@ impl Log {
     /// I/O errors.
     pub fn remove_segments_before(&self, lsn: Lsn) -> io::Result<usize> {
         // Never past what the writer has made durable: a checkpoint's position may still be
-        // pending (modes 0 and 2), and the writer must find its segments where it left them.
+        // pending (modes 0 and 2), and the writer must find its segments where it left them;
+        // nor past what a reader still needs (`LogTail::retain`).
+        let floor = self.shared.retained.lock().values().copied().min().unwrap_or(Lsn::MAX);
         let mut segments = self.shared.segments.lock();
-        segments.remove_before(lsn.min(self.durable_lsn()))
+        segments.remove_before(lsn.min(self.durable_lsn()).min(floor))
     }
 
     /// Writes and syncs everything pending, then stops the writer.

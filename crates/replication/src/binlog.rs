@@ -17,13 +17,17 @@
 //! log's durable LSN between calls. Reaching a mid-file position translates the file's
 //! transactions before it (at most one segment's worth) and discards them.
 //!
+//! A dump keeps the segments it still reads (its file's and those of streams it follows)
+//! from being removed by checkpoints (`quill_log::Retention`), so a connected replica never
+//! finds its next events gone; the claim goes when the dump ends.
+//!
 //! Bounds: one transaction's events are held in memory at a time (a replica needs the
 //! transaction's length first); [`Dump::fill`] stops after [`FILL_BYTES_MAX`].
 
 use std::io;
 use std::sync::Arc;
 
-use quill_log::{Log, LogTail, Lsn, SEGMENT_BYTES_MIN, TransactionCursor};
+use quill_log::{Log, LogTail, Lsn, Retention, SEGMENT_BYTES_MIN, TransactionCursor};
 use quill_protocol::binlog::{
     EventHeader, FLAG_ARTIFICIAL, GtidSet, event, event_at, event_type, format_description_body, heartbeat_body, previous_gtids_body, rotate_body,
 };
@@ -167,6 +171,8 @@ pub struct Dump {
     /// Events made but not handed out yet.
     pending: Vec<u8>,
     finished_size: Option<u64>,
+    /// Keeps the segments the dump still reads from being removed by checkpoints.
+    retention: Retention,
 }
 
 impl Dump {
@@ -179,6 +185,8 @@ impl Dump {
     /// See [`DumpError`].
     pub fn open(origin: Origin, file: &str, position: u64, gtids: Option<&[(u64, u64)]>) -> Result<Dump, DumpError> {
         let mut tail = origin.log().tail();
+        // Claim the whole log while looking for the start, then only from there on.
+        let retention = tail.retain(0);
         let segments = origin.log().segment_bounds();
         let (mut start, mut position) = (file_start(file), position.max(FIRST_EVENT_POSITION));
         let mut send_from_seq = 0;
@@ -206,7 +214,9 @@ impl Dump {
         let start = start.ok_or(DumpError::NoSuchFile)?;
         let file_end = origin.segment_end(start).ok_or(DumpError::NoSuchFile)?;
         let begin = file_begin(&origin, &mut tail, start)?;
+        retention.set(start.min(begin.boundary));
         let mut dump = Dump {
+            retention,
             tail,
             file: start,
             file_end,
@@ -288,6 +298,7 @@ impl Dump {
             }
             self.last_seq = tx.seq;
         }
+        self.retention.set(self.file.min(self.cursor.oldest_needed()));
         Ok(out.len() > start)
     }
 

@@ -90,6 +90,10 @@ pub fn checkpoint(engine: &Engine, fs: &Arc<dyn Fs>, datadir: &Path) -> std::io:
     remove_old_checkpoints(fs.as_ref(), datadir, position.lsn)?;
     // Recovery reads from `read_from`: the segments of open streams stay.
     let segments_removed = log.remove_segments_before(position.read_from)?;
+    // Definitions no record left in the log can need go with the segments.
+    if let Some(&(oldest, _)) = log.segment_bounds().first() {
+        engine.schemas.lock().forget_before(oldest);
+    }
     Ok(CheckpointReport { lsn: position.lsn, path, tables: tables.len(), rows, bytes, segments_removed, elapsed: started.elapsed() })
 }
 
