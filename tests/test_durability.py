@@ -169,7 +169,7 @@ def test_a_log_of_a_newer_format_stops_start_up_and_is_left_untouched(tmp_path):
         with server.connect(database=None).cursor() as cur:
             cur.execute("CREATE DATABASE kept")
     version = tmp_path / "data" / "log" / "VERSION"
-    assert version.read_text() == "2\n"
+    assert version.read_text() == "3\n"
     version.write_text("99\n")
     segments = {p.name: p.read_bytes() for p in (tmp_path / "data" / "log").glob("*.qlog")}
     started = subprocess.run(
@@ -178,7 +178,7 @@ def test_a_log_of_a_newer_format_stops_start_up_and_is_left_untouched(tmp_path):
     assert started.returncode != 0
     assert "format version 99" in started.stdout + started.stderr
     assert {p.name: p.read_bytes() for p in (tmp_path / "data" / "log").glob("*.qlog")} == segments
-    version.write_text("2\n")
+    version.write_text("3\n")
     with Server(tmp_path / "data", 1) as server:
         with server.connect(database=None).cursor() as cur:
             cur.execute("SHOW DATABASES LIKE 'kept'")

@@ -179,6 +179,9 @@ pub enum EncodeError {
 #[derive(Debug, Default, Clone)]
 pub struct Body {
     bytes: Vec<u8>,
+    /// The transaction was replicated from another server: its commit record gets sequence
+    /// number 0 and takes none of this server's (`docs/log-format.md`, "Record").
+    replicated: bool,
 }
 
 impl Body {
@@ -187,12 +190,22 @@ impl Body {
         Body::default()
     }
 
+    /// Marks (or unmarks) the body as a replicated transaction's.
+    pub fn set_replicated(&mut self, replicated: bool) {
+        self.replicated = replicated;
+    }
+
+    #[must_use]
+    pub fn is_replicated(&self) -> bool {
+        self.replicated
+    }
+
     /// The body of `changes`.
     ///
     /// # Errors
     /// A name does not fit its length field.
     pub fn of(changes: &[Change]) -> Result<Body, EncodeError> {
-        let mut body = Body { bytes: Vec::with_capacity(body_len(changes)) };
+        let mut body = Body { bytes: Vec::with_capacity(body_len(changes)), replicated: false };
         for change in changes {
             body.push(change)?;
         }
@@ -212,6 +225,7 @@ impl Body {
 
     pub fn clear(&mut self) {
         self.bytes.clear();
+        self.replicated = false;
     }
 
     /// The encoded changes.

@@ -219,7 +219,7 @@ fn a_full_disk_fails_commits_that_need_space_and_they_resume_when_it_returns() {
     // DDL may still use the space DML leaves it.
     let ddl = vec![Change::Ddl { db: "db".into(), sql: "CREATE TABLE t2 (id INT)".into(), context: None }];
     assert!(log.wait_for_room(100));
-    let at = log.append_ddl(5_000, &ddl).expect("DDL uses the reserve");
+    let at = log.append_ddl(5_000, &ddl, false).expect("DDL uses the reserve");
     log.wait_durable_blocking(at.end);
     // Space returns: commits go through again without anyone's help.
     fs.set_capacity(None);
@@ -654,4 +654,22 @@ fn segments_a_reader_retains_are_not_removed_until_it_lets_go() {
     assert_eq!(log.remove_segments_before(appended.last().unwrap().end).unwrap(), 1);
     drop(claim);
     assert!(log.remove_segments_before(appended.last().unwrap().end).unwrap() >= 1, "released, the rest a checkpoint covers goes");
+}
+
+#[test]
+fn a_replicated_transaction_takes_no_sequence_number_of_this_server() {
+    let fs = SimFs::new();
+    let (log, _, _) = open(&fs, config(1 << 16));
+    let local = log.append(1, &change(1)).unwrap();
+    let mut body = crate::Body::of(&change(2)).unwrap();
+    body.set_replicated(true);
+    let replicated = log.append_body(2, &body).unwrap();
+    let next = log.append(3, &change(3)).unwrap();
+    assert_eq!((local.seq, replicated.seq, next.seq), (1, 0, 2));
+    log.wait_durable_blocking(next.end);
+    drop(log);
+    let (log, records, recovered) = open(&fs, config(1 << 16));
+    assert_eq!(records.iter().map(|r| r.seq).collect::<Vec<_>>(), vec![1, 0, 2], "the replicated one is replayed, numbered 0");
+    assert_eq!(recovered.next_seq, 3);
+    assert_eq!(log.append(4, &change(4)).unwrap().seq, 3);
 }

@@ -311,7 +311,9 @@ impl Log {
         }
         let mut records = 0;
         let read = read_transactions(&segments, start.read_from, start_lsn, |record: Record| {
-            next_seq = record.seq + 1;
+            if record.seq > 0 {
+                next_seq = record.seq + 1;
+            }
             records += 1;
             apply(record)
         })?;
@@ -431,12 +433,15 @@ impl Log {
         self.append_leaving(Head::Abort(first), &Body::new(), 0)
     }
 
-    /// [`Log::append`] for a DDL record, which may use the space DML leaves it.
+    /// [`Log::append`] for a DDL record, which may use the space DML leaves it; `replicated`
+    /// as [`Body::set_replicated`].
     ///
     /// # Errors
     /// As [`Log::append`].
-    pub fn append_ddl(&self, commit_us: u64, changes: &[Change]) -> Result<Appended, EncodeError> {
-        self.append_leaving(Head::Commit(commit_us), &Body::of(changes)?, 0)
+    pub fn append_ddl(&self, commit_us: u64, changes: &[Change], replicated: bool) -> Result<Appended, EncodeError> {
+        let mut body = Body::of(changes)?;
+        body.set_replicated(replicated);
+        self.append_leaving(Head::Commit(commit_us), &body, 0)
     }
 
     /// Makes sure a record of `bytes` would find room (DDL asks before it changes the
@@ -482,8 +487,11 @@ impl Log {
             let (lsn, before) = (state.next_lsn, state.pending.len());
             // Parts and aborts are not transactions of their own: no sequence number.
             let (seq, commit_us, marker) = match head {
-                Head::Commit(commit_us) => (state.next_seq, commit_us, None),
-                Head::StreamCommit(commit_us, first) => (state.next_seq, commit_us, Some(Change::StreamCommit { first })),
+                // A replicated transaction is numbered by its source (its GTID), not here.
+                Head::Commit(commit_us) => (if body.is_replicated() { 0 } else { state.next_seq }, commit_us, None),
+                Head::StreamCommit(commit_us, first) => {
+                    (if body.is_replicated() { 0 } else { state.next_seq }, commit_us, Some(Change::StreamCommit { first }))
+                }
                 Head::Part(first) => (0, 0, Some(Change::StreamPart { first: first.unwrap_or(lsn) })),
                 Head::Abort(first) => (0, 0, Some(Change::StreamAbort { first })),
             };

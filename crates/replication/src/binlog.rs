@@ -21,6 +21,9 @@
 //! from being removed by checkpoints (`quill_log::Retention`), so a connected replica never
 //! finds its next events gone; the claim goes when the dump ends.
 //!
+//! Transactions a replica applied from its source (commit records numbered 0) are not in
+//! its binary log, as with MySQL's `log_replica_updates=OFF`.
+//!
 //! Bounds: one transaction's events are held in memory at a time (a replica needs the
 //! transaction's length first); [`Dump::fill`] stops after [`FILL_BYTES_MAX`].
 
@@ -145,10 +148,13 @@ fn file_begin(origin: &Origin, tail: &mut LogTail, start: Lsn) -> io::Result<Fil
     // cursor starts at the first record after it, or where the next will be written.
     let boundary = tail.first_record_from(start, durable)?.unwrap_or(durable.max(start));
     let mut cursor = TransactionCursor::new(boundary);
-    let previous = match cursor.next(tail, durable)? {
-        Some(tx) => tx.seq - 1,
-        // Nothing committed since: the GTIDs before it are every one so far.
-        None => origin.log().next_position().1 - 1,
+    let previous = loop {
+        match cursor.next(tail, durable)? {
+            Some(tx) if tx.seq == 0 => {}
+            Some(tx) => break tx.seq - 1,
+            // Nothing committed since: the GTIDs before it are every one so far.
+            None => break origin.log().next_position().1 - 1,
+        }
     };
     Ok(FileStart { boundary, previous })
 }
@@ -249,6 +255,9 @@ impl Dump {
         while self.position < target {
             let before = self.position;
             let Some(tx) = self.cursor.next(&mut self.tail, self.file_end.min(durable))? else { return Err(DumpError::PastEnd) };
+            if tx.seq == 0 {
+                continue;
+            }
             scratch.clear();
             self.origin.translate(&mut scratch, &tx, &mut self.position)?;
             self.last_seq = tx.seq;
@@ -290,6 +299,11 @@ impl Dump {
                 continue;
             }
             let Some(tx) = self.cursor.next(&mut self.tail, self.file_end.min(durable))? else { break };
+            if tx.seq == 0 {
+                // Applied from a source: not in this server's binary log
+                // (log_replica_updates=OFF).
+                continue;
+            }
             if tx.seq < self.send_from_seq {
                 let mut scratch = Vec::new();
                 self.origin.translate(&mut scratch, &tx, &mut self.position)?;

@@ -16,3 +16,4 @@
 
 pub mod binlog;
 pub mod events;
+pub mod replica;

@@ -31,6 +31,7 @@ pub mod ops;
 pub mod outfile;
 pub mod parse;
 pub mod query;
+pub mod replica_control;
 pub mod schema_history;
 pub mod server_uuid;
 pub mod session;

@@ -135,12 +135,14 @@ fn show_binary_log(engine: &Engine, words: &[String]) -> Result<ResultSet> {
     })
 }
 
-/// `@@gtid_executed`: every transaction this server's log holds a commit of, as
-/// `server_uuid:1-N` (empty before the first).
+/// `@@gtid_executed`: the transactions applied from sources (`mysql.gtid_executed`, as the
+/// replica knows it) and this server's own, `server_uuid:1-N` (empty before the first).
 #[must_use]
 pub fn gtid_executed(engine: &Engine) -> String {
     let last = engine.log.get().map_or(0, |log| log.next_position().1 - 1);
-    if last == 0 { String::new() } else { format!("{}:1-{last}", engine.global("server_uuid").unwrap_or_default()) }
+    let local = if last == 0 { String::new() } else { format!("{}:1-{last}", engine.global("server_uuid").unwrap_or_default()) };
+    let replicated = engine.replica.get().map(|r| r.executed()).unwrap_or_default();
+    [replicated, local].into_iter().filter(|s| !s.is_empty()).collect::<Vec<_>>().join(",\n")
 }
 
 /// Everything shared by the sessions of one server.
@@ -170,6 +172,9 @@ pub struct Engine {
     /// Transactions streaming into the log (see `session::commit`): the LSN of each one's
     /// first part record, and its id. A checkpoint reads the log back from the oldest.
     pub open_streams: Mutex<std::collections::BTreeMap<quill_log::Lsn, TxnId>>,
+    /// The replica (set by the server, which runs replication): what CHANGE REPLICATION
+    /// SOURCE TO, START / STOP / RESET REPLICA and SHOW REPLICA STATUS reach.
+    pub replica: std::sync::OnceLock<Arc<dyn crate::replica_control::ReplicaControl>>,
     /// The binary log replication makes of the commit log (set by the server, which runs
     /// replication), for SHOW BINARY LOG STATUS and SHOW BINARY LOGS.
     pub binary_log: std::sync::OnceLock<Arc<dyn BinaryLog>>,
@@ -195,6 +200,7 @@ impl Engine {
             last_commit_end: AtomicU64::new(0),
             open_streams: Mutex::new(std::collections::BTreeMap::new()),
             binary_log: std::sync::OnceLock::new(),
+            replica: std::sync::OnceLock::new(),
             schemas: Mutex::new(crate::schema_history::SchemaHistory::default()),
         })
     }
@@ -374,6 +380,9 @@ pub struct Session {
     cache: HashMap<String, Arc<Vec<Statement>>>,
     /// Client asked for rows-matched counts (CLIENT_FOUND_ROWS).
     pub client_found_rows: bool,
+    /// The replica's applier: its commits are a source's transactions, logged without a
+    /// sequence number of this server (`quill_log::Body::set_replicated`).
+    pub replica_applier: bool,
     /// Notified when another session KILLs this one.
     pub kill: Arc<tokio::sync::Notify>,
     /// This session's `ProcessInfo::progress`.
@@ -444,6 +453,7 @@ impl Session {
             next_stmt_id: 1,
             cache: HashMap::new(),
             client_found_rows: false,
+            replica_applier: false,
             kill,
             progress,
             next_isolation: None,
@@ -1495,7 +1505,7 @@ impl Session {
             let logged = engine.log.get().map(|log| {
                 let context = quill_log::DdlContext { sql_mode: self.info.var("sql_mode").to_owned(), time_zone: self.info.var("time_zone").to_owned() };
                 let changes = crate::durability::ddl_changes(&catalog, self.info.db.as_deref(), text.to_owned(), context, created_by_select.as_ref());
-                log.append_ddl(unix_micros(), &changes)
+                log.append_ddl(unix_micros(), &changes, self.replica_applier)
             });
             match logged {
                 Some(Err(e)) => {
@@ -1572,8 +1582,32 @@ impl Session {
             "ALTER" if words.len() == 5 && up(1) == "TABLE" && matches!(up(3), "DISABLE" | "ENABLE") && up(4).trim_end_matches(';') == "KEYS" => {
                 Some(self.alter_keys(words[2]))
             }
+            "CHANGE" | "START" | "STOP" | "RESET" => crate::replica_control::parse(sql, &upper).map(|r| r.and_then(|s| self.replica_statement(s))),
             _ => None,
         }
+    }
+
+    /// CHANGE REPLICATION SOURCE TO, START / STOP / RESET REPLICA (`replica_control`).
+    fn replica_statement(&mut self, statement: crate::replica_control::ReplicaStatement) -> Result<Outcome> {
+        use crate::replica_control::ReplicaStatement;
+        let Some(replica) = self.engine().replica.get().cloned() else {
+            return Err(SqlError::new((1200, "HY000"), "The server is not configured as replica; fix in config file or with CHANGE REPLICATION SOURCE TO"));
+        };
+        match statement {
+            ReplicaStatement::Change(options) => replica.change_source(options)?,
+            ReplicaStatement::Start => {
+                if !replica.start()? {
+                    self.warnings.push(Warning { level: "Note", code: 3083, message: "Replication thread(s) for channel '' are already runnning.".into() });
+                }
+            }
+            ReplicaStatement::Stop => {
+                if !replica.stop()? {
+                    self.warnings.push(Warning { level: "Note", code: 3084, message: "Replication thread(s) for channel '' are already stopped.".into() });
+                }
+            }
+            ReplicaStatement::Reset { all } => replica.reset(all)?,
+        }
+        Ok(Outcome::ok())
     }
 
     /// `ALTER TABLE t DISABLE KEYS` / `ENABLE KEYS` (every dump has them): as for InnoDB in
@@ -1844,6 +1878,19 @@ impl Session {
             }
             "PROCESSLIST" => self.show_processlist(),
             "MASTER" | "BINARY" | "BINLOG" => show_binary_log(&engine, &upper[i..])?,
+            "REPLICA" | "SLAVE" if upper.get(i + 1).is_some_and(|w| w == "STATUS") => {
+                let rows = engine.replica.get().and_then(|r| r.status());
+                let int = crate::types::SqlType::Int { kind: crate::types::IntKind::Big, unsigned: true, display: None };
+                let columns: Vec<OutColumn> = rows
+                    .as_ref()
+                    .map(|r| {
+                        r.iter()
+                            .map(|(name, v)| OutColumn::computed(name, if matches!(v, Value::UInt(_)) { int.clone() } else { SqlTypeHelper::text() }))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                ResultSet { columns, rows: rows.map(|r| vec![r.into_iter().map(|(_, v)| v).collect()]).unwrap_or_default() }
+            }
             "ENGINES" => {
                 let text = SqlTypeHelper::text();
                 ResultSet {

@@ -135,6 +135,9 @@ pub const VARIABLES: &[VarDef] = &[
     // The binary log is the commit log seen through replication (`docs/binlog.md`): always on.
     v("log_bin", Global, Bool, ReadOnly, "ON"),
     v("log_bin_basename", Global, Str, ReadOnly, "quill-bin"),
+    // A replica's binary log holds its own transactions only, not those it applied from its
+    // source (`docs/binlog.md`): replica chains are not offered yet.
+    v("log_replica_updates", Global, Bool, ReadOnly, "OFF"),
     v("max_execution_time", Both, int(0, 4_294_967_295), Live, "0"),
     v("lower_case_table_names", Global, int(0, 2), ReadOnly, "0"),
     v("max_allowed_packet", Both, int_blocks(MAX_ALLOWED_PACKET_MIN, MAX_ALLOWED_PACKET_MAX, 1024), Live, "67108864"),
@@ -172,6 +175,8 @@ pub const VARIABLES: &[VarDef] = &[
     // Sorts are held whole in memory, within temptable_max_ram (`tmp_memory`).
     v("sort_buffer_size", Both, int(32_768, u64::MAX), Inert, "262144"),
     v("sql_auto_is_null", Both, Bool, Inert, "OFF"),
+    // A configured replica starts with the server unless this is ON (command line only).
+    v("skip_replica_start", Global, Bool, ReadOnly, "OFF"),
     v("sql_mode", Both, Str, Live, "ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION"),
     v("sql_notes", Both, Bool, Live, "ON"),
     v("sql_quote_show_create", Both, Bool, Live, "ON"),

@@ -65,7 +65,7 @@ impl Session {
             let catalog = engine.catalog();
             let log = engine.log.get();
             let full = self.full_row_images();
-            let last = match log.map(|log| stream_writes(&engine, log, &catalog, &mut t, true, full)).transpose() {
+            let mut last = match log.map(|log| stream_writes(&engine, log, &catalog, &mut t, true, full)).transpose() {
                 Ok(last) => last.unwrap_or_default(),
                 Err(e) => {
                     self.txn = Some(t);
@@ -75,6 +75,8 @@ impl Session {
             };
             // The commit's critical section: log order is commit order, and readers see
             // all of the commit (once its timestamp is published) or none of it.
+            // A transaction the replica applies is numbered by its source, not by this server.
+            last.body.set_replicated(self.replica_applier);
             let order = engine.commit_order.lock();
             if let Some(log) = log
                 && (t.stream.is_some() || !last.body.is_empty())

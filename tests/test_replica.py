@@ -1,0 +1,221 @@
+"""A Quill replica of a Quill source (issue 13): CHANGE REPLICATION SOURCE TO, START / STOP
+REPLICA, SHOW REPLICA STATUS, and what must hold when things go wrong.
+
+What it shows: the replica applies every column type (a negative TIME(2) with a fraction
+included), DDL, updates and deletes, and holds what the source holds; the GTIDs it applied are
+durable with its rows, so after a kill -9 of the replica under a concurrent workload it
+resumes where it was, never losing or repeating a transaction; after a kill -9 of the source it
+reconnects by itself; a replica whose data diverged stops its SQL thread with error 1032 in
+Last_SQL_Error; wrong credentials and an unreachable source show as I/O errors; the replica's
+own GTID set holds no transaction of its own.
+"""
+
+import threading
+import time
+
+import pymysql
+import pytest
+
+from conftest import PrivateQuill
+
+
+def status(replica) -> dict:
+    c = replica.connect()
+    try:
+        with c.cursor() as cur:
+            cur.execute("SHOW REPLICA STATUS")
+            row = cur.fetchone()
+            return dict(zip([d[0] for d in cur.description], row)) if row else {}
+    finally:
+        c.close()
+
+
+def one(server, sql):
+    c = server.connect()
+    try:
+        with c.cursor() as cur:
+            cur.execute(sql)
+            return cur.fetchone()
+    finally:
+        c.close()
+
+
+def rows(server, sql):
+    c = server.connect()
+    try:
+        with c.cursor() as cur:
+            cur.execute(sql)
+            return cur.fetchall()
+    finally:
+        c.close()
+
+
+def caught_up(source, replica, timeout_s: float = 30.0) -> dict:
+    """Waits until the replica has applied every transaction the source has."""
+    want = one(source, "SELECT @@gtid_executed")[0]
+    deadline = time.monotonic() + timeout_s
+    while True:
+        s = status(replica)
+        if s.get("Executed_Gtid_Set") == want:
+            return s
+        if s.get("Last_SQL_Error") or time.monotonic() > deadline:
+            raise AssertionError(f"the replica did not reach {want}: {s}")
+        time.sleep(0.05)
+
+
+def start_replica(replica, source, extra: str = "SOURCE_AUTO_POSITION=1", user: str = "root"):
+    c = replica.connect()
+    with c.cursor() as cur:
+        cur.execute(
+            f"CHANGE REPLICATION SOURCE TO SOURCE_HOST='127.0.0.1', SOURCE_PORT={source.port}, SOURCE_USER='{user}', SOURCE_PASSWORD='',"
+            f" SOURCE_CONNECT_RETRY=1, {extra}"
+        )
+        cur.execute("START REPLICA")
+    c.close()
+
+
+@pytest.fixture
+def pair(tmp_path):
+    with PrivateQuill(tmp_path / "source") as source, PrivateQuill(tmp_path / "replica", "--server_id=2") as replica:
+        yield source, replica
+
+
+def test_a_replica_applies_every_type_ddl_updates_and_deletes(pair):
+    source, replica = pair
+    c = source.connect()
+    cur = c.cursor()
+    cur.execute("CREATE DATABASE shop")
+    cur.execute(
+        "CREATE TABLE shop.kinds (id BIGINT UNSIGNED AUTO_INCREMENT PRIMARY KEY, i INT, m MEDIUMINT, f FLOAT, d DOUBLE,"
+        " dec1 DECIMAL(20,6), c CHAR(8), vb VARBINARY(16), tx TEXT, bl BLOB, dt DATE, dtm DATETIME(3), ts TIMESTAMP(6) NULL,"
+        " tm TIME(2), y YEAR)"
+    )
+    cur.execute(
+        "INSERT INTO shop.kinds (i, m, f, d, dec1, c, vb, tx, bl, dt, dtm, ts, tm, y) VALUES"
+        " (-5, -70000, 1.5, -2.25, -12345.678901, 'h''é\\\\llo', x'00ff10', 'long text ünï', x'deadbeef', '2026-11-24',"
+        " '2026-11-24 10:11:12.345', '2026-11-24 10:11:12.123456', '-01:02:03.45', 2026),"
+        " (NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)"
+    )
+    start_replica(replica, source)
+    cur.execute("UPDATE shop.kinds SET tx = 'changed', m = 8388607 WHERE id = 1")
+    cur.execute("ALTER TABLE shop.kinds ADD COLUMN extra VARCHAR(5) DEFAULT 'x'")
+    cur.execute("INSERT INTO shop.kinds (i, extra) VALUES (7, 'yy')")
+    cur.execute("DELETE FROM shop.kinds WHERE id = 2")
+    s = caught_up(source, replica)
+    assert (s["Replica_IO_Running"], s["Replica_SQL_Running"]) == ("Yes", "Yes")
+    assert rows(replica, "SELECT * FROM shop.kinds ORDER BY id") == rows(source, "SELECT * FROM shop.kinds ORDER BY id")
+    assert rows(replica, "SELECT tm FROM shop.kinds WHERE id = 1")[0][0] == rows(source, "SELECT tm FROM shop.kinds WHERE id = 1")[0][0]
+    # The replica's GTIDs are the source's only: none of its own.
+    assert one(replica, "SELECT @@gtid_executed")[0] == one(source, "SELECT @@gtid_executed")[0]
+    # Its binary log holds none of what it applied (log_replica_updates is OFF).
+    assert one(replica, "SELECT @@log_replica_updates")[0] == 0
+    c.close()
+
+
+def test_kill_9_of_the_replica_and_of_the_source_under_load_loses_and_repeats_nothing(pair):
+    source, replica = pair
+    c = source.connect()
+    with c.cursor() as cur:
+        cur.execute("CREATE DATABASE ledger")
+        cur.execute("CREATE TABLE ledger.entries (client INT, n INT, PRIMARY KEY (client, n))")
+    c.close()
+    start_replica(replica, source)
+    acknowledged = {k: [] for k in range(8)}
+    stop = threading.Event()
+
+    def client(k):
+        n = 0
+        while not stop.is_set():
+            try:
+                conn = source.connect()
+                with conn.cursor() as cur:
+                    while not stop.is_set():
+                        n += 1
+                        cur.execute("INSERT INTO ledger.entries VALUES (%s, %s)", (k, n))
+                        acknowledged[k].append(n)
+            except pymysql.err.OperationalError:
+                time.sleep(0.05)
+
+    threads = [threading.Thread(target=client, args=(k,), daemon=True) for k in range(8)]
+    for t in threads:
+        t.start()
+    time.sleep(1.0)
+    replica.kill()
+    time.sleep(0.5)
+    replica.start()  # a configured replica starts with the server
+    time.sleep(1.0)
+    source.kill()
+    source.start()
+    time.sleep(1.0)
+    stop.set()
+    for t in threads:
+        t.join(10)
+    s = caught_up(source, replica, timeout_s=60)
+    assert s["Replica_SQL_Running"] == "Yes", s
+    on_source = set(rows(source, "SELECT client, n FROM ledger.entries"))
+    on_replica = rows(replica, "SELECT client, n FROM ledger.entries")
+    assert len(on_replica) == len(set(on_replica)) == len(on_source)
+    assert set(on_replica) == on_source
+    for k, ns in acknowledged.items():
+        assert {(k, n) for n in ns} <= on_source, f"client {k}: an acknowledged commit is missing on the source"
+    assert sum(len(ns) for ns in acknowledged.values()) > 100
+
+
+def test_a_diverged_replica_stops_with_1032_and_bad_sources_are_io_errors(pair, tmp_path):
+    source, replica = pair
+    c = source.connect()
+    with c.cursor() as cur:
+        cur.execute("CREATE DATABASE d")
+        cur.execute("CREATE TABLE d.t (id INT PRIMARY KEY, v INT)")
+        cur.execute("INSERT INTO d.t VALUES (1, 1), (2, 2)")
+    start_replica(replica, source)
+    caught_up(source, replica)
+    r = replica.connect()
+    with r.cursor() as cur:
+        cur.execute("DELETE FROM d.t WHERE id = 2")
+    r.close()
+    with c.cursor() as cur:
+        cur.execute("UPDATE d.t SET v = 20 WHERE id = 2")
+    deadline = time.monotonic() + 20
+    while (s := status(replica))["Replica_SQL_Running"] == "Yes":
+        assert time.monotonic() < deadline, s
+        time.sleep(0.05)
+    assert s["Last_SQL_Errno"] == 1032, s
+    assert "d`.`t" in s["Last_SQL_Error"]
+    c.close()
+
+    with PrivateQuill(tmp_path / "other", "--server_id=3") as other:
+        start_replica(other, source, user="nobody")
+        deadline = time.monotonic() + 20
+        while (s := status(other)).get("Last_IO_Errno") != 1045:
+            assert time.monotonic() < deadline, s
+            time.sleep(0.05)
+        assert s["Replica_IO_Running"] == "Connecting"
+        o = other.connect()
+        with o.cursor() as cur:
+            cur.execute("STOP REPLICA")
+            cur.execute("SHOW WARNINGS")
+            assert cur.fetchall() == ()
+            cur.execute("STOP REPLICA")
+            cur.execute("SHOW WARNINGS")
+            assert cur.fetchall()[0][1] == 3084, "already stopped: a note"
+            cur.execute("CHANGE REPLICATION SOURCE TO SOURCE_PORT=1")
+            cur.execute("START REPLICA")
+        o.close()
+        deadline = time.monotonic() + 20
+        while (s := status(other)).get("Last_IO_Errno") != 2003:
+            assert time.monotonic() < deadline, s
+            time.sleep(0.05)
+        o = other.connect()
+        with o.cursor() as cur:
+            with pytest.raises(pymysql.err.OperationalError) as running:
+                cur.execute("CHANGE REPLICATION SOURCE TO SOURCE_PORT=2")
+            assert running.value.args[0] == 3021
+            cur.execute("STOP REPLICA")
+            cur.execute("RESET REPLICA ALL")
+            cur.execute("SHOW REPLICA STATUS")
+            assert cur.fetchall() == ()
+            with pytest.raises(pymysql.err.OperationalError) as unset:
+                cur.execute("START REPLICA")
+            assert unset.value.args[0] == 1200
+        o.close()
