@@ -219,3 +219,41 @@ def test_a_diverged_replica_stops_with_1032_and_bad_sources_are_io_errors(pair, 
                 cur.execute("START REPLICA")
             assert unset.value.args[0] == 1200
         o.close()
+
+
+def test_a_super_read_only_replica_applies_and_reports_each_transaction_in_performance_schema(pair):
+    source, replica = pair
+    assert rows(replica, "SELECT * FROM performance_schema.replication_applier_status_by_worker") == ()
+    c = source.connect()
+    cur = c.cursor()
+    cur.execute("CREATE DATABASE app")
+    cur.execute("CREATE TABLE app.t (id INT PRIMARY KEY, at DATETIME(6))")
+    start_replica(replica, source)
+    rc = replica.connect()
+    rcur = rc.cursor()
+    rcur.execute("SET GLOBAL super_read_only = ON")
+    with pytest.raises(pymysql.err.OperationalError) as e:
+        rcur.execute("INSERT INTO app.t VALUES (0, NOW(6))")
+    assert e.value.args[0] == 1290
+    uuid = one(source, "SELECT @@server_uuid")[0]
+    for i in range(1, 6):
+        before = time.time()
+        cur.execute(f"INSERT INTO app.t VALUES ({i}, NOW(6))")
+        gtid = one(source, "SELECT @@gtid_executed")[0]
+        caught_up(source, replica)
+        rcur.execute(
+            "SELECT WORKER_ID, SERVICE_STATE, LAST_APPLIED_TRANSACTION, LAST_ERROR_NUMBER,"
+            " UNIX_TIMESTAMP(LAST_APPLIED_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP),"
+            " TIMESTAMPDIFF(MICROSECOND, LAST_APPLIED_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP, LAST_APPLIED_TRANSACTION_START_APPLY_TIMESTAMP),"
+            " TIMESTAMPDIFF(MICROSECOND, LAST_APPLIED_TRANSACTION_START_APPLY_TIMESTAMP, LAST_APPLIED_TRANSACTION_END_APPLY_TIMESTAMP),"
+            " APPLYING_TRANSACTION"
+            " FROM performance_schema.replication_applier_status_by_worker"
+        )
+        worker, state, applied, errno, original, queued_us, apply_us, applying = rcur.fetchone()
+        assert (worker, state, errno, applying) == (1, "ON", 0, "")
+        assert applied == f"{uuid}:{gtid.rsplit('-', 1)[-1]}", (applied, gtid)
+        assert abs(float(original) - before) < 5, "the source's commit time, carried by the GTID event"
+        assert 0 <= queued_us < 5_000_000 and 0 <= apply_us < 5_000_000
+    assert rows(replica, "SELECT id FROM app.t ORDER BY id") == tuple((i,) for i in range(1, 6))
+    rc.close()
+    c.close()

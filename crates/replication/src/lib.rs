@@ -7,9 +7,9 @@
 //!
 //! - [`events`]: one committed transaction made into events;
 //! - [`binlog`]: virtual binary log files over the log's segments, their positions, and the
-//!   dump a replica reads (`COM_BINLOG_DUMP`).
-//!
-//! To come (issue 13): the replica, semi-sync.
+//!   dump a replica reads (`COM_BINLOG_DUMP`);
+//! - [`replica`]: a Quill replica following a source and applying its transactions;
+//! - [`semisync`]: the source's semi-synchronous acknowledgements.
 //!
 //! Where it sits: above `sql` (the catalog says what a table's columns are), `protocol` (the
 //! event encoding) and `log` (the records); `server` runs it.
@@ -17,3 +17,4 @@
 pub mod binlog;
 pub mod events;
 pub mod replica;
+pub mod semisync;

@@ -33,7 +33,7 @@ use parking_lot::Mutex;
 use quill_io::Fs;
 use quill_sql::catalog::TableMeta;
 use quill_sql::error::{Result as SqlResult, SqlError};
-use quill_sql::replica_control::{ReplicaControl, SourceOptions};
+use quill_sql::replica_control::{AppliedTransaction, ReplicaControl, SourceOptions, WorkerStatus};
 use quill_sql::types::SqlType;
 use quill_sql::{Engine, Outcome, Session};
 use quill_storage::Value;
@@ -163,9 +163,11 @@ struct Status {
     last_sql_error: Option<(u32, String)>,
     retrieved: GtidSet,
     executed: GtidSet,
-    /// The original commit time (microseconds) of the last transaction applied, and when
-    /// its apply ended.
-    last_applied: Option<(u64, u64)>,
+    /// The last transaction applied, and the one being applied.
+    last_applied: Option<AppliedTransaction>,
+    applying: Option<AppliedTransaction>,
+    /// When the SQL thread's last error happened (microseconds since the epoch).
+    last_sql_error_us: u64,
     seconds_behind: Option<u64>,
 }
 
@@ -379,9 +381,24 @@ impl ReplicaControl for Replica {
             ("Retrieved_Gtid_Set", text(&gtid_text(&s.retrieved))),
             ("Executed_Gtid_Set", text(&gtid_text(&s.executed))),
             ("Auto_Position", Value::UInt(u64::from(config.auto_position))),
-            ("Last_Applied_Original_Commit_Us", s.last_applied.map_or(Value::Null, |(o, _)| Value::UInt(o))),
-            ("Last_Applied_End_Apply_Us", s.last_applied.map_or(Value::Null, |(_, e)| Value::UInt(e))),
+            ("Last_Applied_Original_Commit_Us", s.last_applied.as_ref().map_or(Value::Null, |a| Value::UInt(a.original_commit_us))),
+            ("Last_Applied_End_Apply_Us", s.last_applied.as_ref().map_or(Value::Null, |a| Value::UInt(a.end_apply_us))),
         ])
+    }
+
+    fn workers(&self) -> Vec<WorkerStatus> {
+        if self.inner.config.lock().is_none() {
+            return Vec::new();
+        }
+        let s = self.inner.status.lock();
+        // One worker: transactions are applied one at a time, in source order.
+        vec![WorkerStatus {
+            worker_id: 1,
+            running: s.sql_running,
+            last_error: s.last_sql_error.clone().map(|(code, message)| (code, message, s.last_sql_error_us)),
+            last_applied: s.last_applied.clone(),
+            applying: s.applying.clone(),
+        }]
     }
 }
 
@@ -441,6 +458,7 @@ async fn run(inner: Arc<Inner>, config: Config, mut stopped: watch::Receiver<boo
                 tracing::error!(code, %message, "replica: a transaction did not apply; the replica stopped");
                 let mut status = inner.status.lock();
                 status.last_sql_error = Some((code, message));
+                status.last_sql_error_us = now_us();
                 status.sql_running = false;
                 status.io_running = "No";
                 return;
@@ -504,6 +522,7 @@ fn uuid_bytes(text: &str) -> Option<[u8; 16]> {
 struct Pending {
     gtid: Option<(String, u64)>,
     original_commit_us: u64,
+    immediate_commit_us: u64,
     statements: Vec<String>,
     open: bool,
 }
@@ -581,7 +600,12 @@ async fn stream(inner: &Inner, config: &Config, session: &mut Session, executed:
             EventData::GtidEvent(g) => {
                 let uuid = uuid_text(g.sid());
                 add_gtid(&mut inner.status.lock().retrieved, &uuid, g.gno());
-                pending = Pending { gtid: Some((uuid, g.gno())), original_commit_us: g.original_commit_timestamp(), ..Pending::default() };
+                pending = Pending {
+                    gtid: Some((uuid, g.gno())),
+                    original_commit_us: g.original_commit_timestamp(),
+                    immediate_commit_us: g.immediate_commit_timestamp(),
+                    ..Pending::default()
+                };
             }
             EventData::QueryEvent(q) => {
                 let query = q.query().into_owned();
@@ -589,6 +613,7 @@ async fn stream(inner: &Inner, config: &Config, session: &mut Session, executed:
                     pending.open = true;
                 } else if !pending.gtid.as_ref().is_some_and(|(u, n)| contains(executed, u, *n)) {
                     // DDL: runs on its own (it commits), then its GTID is recorded.
+                    applying(inner, &pending);
                     let schema = q.schema().into_owned();
                     if !schema.is_empty()
                         && let Err(e) = exec(session, &format!("USE `{}`", schema.replace('`', "``"))).await
@@ -618,6 +643,7 @@ async fn stream(inner: &Inner, config: &Config, session: &mut Session, executed:
                     pending = Pending::default();
                     continue;
                 }
+                applying(inner, &pending);
                 if let Err(e) = exec(session, "BEGIN").await {
                     return Stop::Sql(u32::from(e.code), e.message);
                 }
@@ -667,10 +693,26 @@ async fn commit(inner: &Inner, session: &mut Session, executed: &mut GtidSet, pe
     if log_pos > 0 {
         status.exec_source_log_pos = log_pos;
     }
-    status.last_applied = Some((pending.original_commit_us, end_us));
+    if let Some(mut applied) = status.applying.take() {
+        applied.end_apply_us = end_us;
+        status.last_applied = Some(applied);
+    }
     status.seconds_behind = Some(end_us.saturating_sub(pending.original_commit_us) / 1_000_000);
     *pending = Pending::default();
     None
+}
+
+/// The transaction `pending` starts being applied.
+fn applying(inner: &Inner, pending: &Pending) {
+    let gtid = pending.gtid.as_ref().map(|(uuid, gno)| format!("{uuid}:{gno}")).unwrap_or_default();
+    let immediate = if pending.immediate_commit_us == 0 { pending.original_commit_us } else { pending.immediate_commit_us };
+    inner.status.lock().applying = Some(AppliedTransaction {
+        gtid,
+        original_commit_us: pending.original_commit_us,
+        immediate_commit_us: immediate,
+        start_apply_us: now_us(),
+        end_apply_us: 0,
+    });
 }
 
 fn io_stop(e: &mysql_async::Error) -> Stop {

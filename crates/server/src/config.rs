@@ -83,6 +83,9 @@ pub fn parse(args: &[String]) -> Result<Config, String> {
                 if let Some(w) = v.warning {
                     cfg.warnings.push(format!("option '{other}': {}; set to {}", w.message, v.value));
                 }
+                if let Some(other) = vars::alias(def.name) {
+                    cfg.globals.values.insert(other, v.value.clone());
+                }
                 cfg.globals.values.insert(def.name, v.value);
             }
         }

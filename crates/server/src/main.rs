@@ -107,6 +107,7 @@ async fn run(cfg: config::Config) -> std::io::Result<()> {
         "recovery: loaded the checkpoint and replayed the commit log"
     );
     conn::dump::BinaryLogView::attach(&engine);
+    quill_replication::semisync::SemiSync::attach(&engine);
     quill_replication::replica::Replica::attach(&engine, std::sync::Arc::clone(&fs), cfg.datadir.clone()).await?;
     let checkpointer = quill_sql::checkpoint::Checkpointer::start(engine.clone(), fs, cfg.datadir.clone(), opened.log.start_lsn);
     let listener = TcpListener::bind((cfg.bind.as_str(), cfg.port)).await?;

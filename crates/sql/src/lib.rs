@@ -14,6 +14,7 @@ pub mod alter_options;
 pub mod bind;
 pub mod catalog;
 pub mod checkpoint;
+pub mod commit_acks;
 pub mod cost;
 pub mod ddl;
 pub mod dml;

@@ -133,13 +133,14 @@ pub fn innodb_trx(env: &Env<'_>) -> Result<Rows> {
     Ok((c, rows))
 }
 
-/// `performance_schema.data_locks`, `data_lock_waits` or `metadata_locks`; `None` for
-/// another name.
+/// `performance_schema.data_locks`, `data_lock_waits`, `metadata_locks` or
+/// `replication_applier_status_by_worker` (`replica_control`); `None` for another name.
 pub fn performance_schema_table(env: &Env<'_>, name: &str) -> Option<Rows> {
     match name.to_ascii_lowercase().as_str() {
         "data_locks" => Some(data_locks(env)),
         "data_lock_waits" => Some(data_lock_waits(env)),
         "metadata_locks" => Some(metadata_locks(env)),
+        "replication_applier_status_by_worker" => Some(crate::replica_control::applier_status_by_worker(env.info)),
         _ => None,
     }
 }

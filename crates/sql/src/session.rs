@@ -178,6 +178,9 @@ pub struct Engine {
     /// The binary log replication makes of the commit log (set by the server, which runs
     /// replication), for SHOW BINARY LOG STATUS and SHOW BINARY LOGS.
     pub binary_log: std::sync::OnceLock<Arc<dyn BinaryLog>>,
+    /// What a reply waits for after durability (semi-sync; set by the server, which runs
+    /// replication): `commit_acks`.
+    pub commit_acks: std::sync::OnceLock<Arc<dyn crate::commit_acks::CommitAcks>>,
     /// Table definitions as of each point of the log, for replication (`schema_history`).
     /// Written under `commit_order` (or by recovery), so in log order.
     pub schemas: Mutex<crate::schema_history::SchemaHistory>,
@@ -200,6 +203,7 @@ impl Engine {
             last_commit_end: AtomicU64::new(0),
             open_streams: Mutex::new(std::collections::BTreeMap::new()),
             binary_log: std::sync::OnceLock::new(),
+            commit_acks: std::sync::OnceLock::new(),
             replica: std::sync::OnceLock::new(),
             schemas: Mutex::new(crate::schema_history::SchemaHistory::default()),
         })
@@ -400,7 +404,7 @@ pub struct Session {
     pub tls_version: String,
     /// The log position (and flush mode) this session's last commits must reach before the
     /// current statement is answered.
-    durable_wait: Option<(quill_log::Lsn, quill_log::FlushMode)>,
+    durable_wait: Option<(quill_log::Lsn, quill_log::FlushMode, crate::commit_acks::AckWait)>,
     /// Set by [`Session::close`].
     closed: bool,
     /// Lent by the connection for one command: where a streamed result goes (see `sink`).
@@ -1099,7 +1103,7 @@ impl Session {
     /// is as durable as the flush mode promises (locks are released before that).
     fn after_read(&mut self) {
         if let Some((end, mode)) = self.read_durability() {
-            self.wait_for_log(end, mode);
+            self.wait_for_log(end, mode, crate::commit_acks::AckWait::Read);
         }
     }
 
@@ -1148,6 +1152,31 @@ impl Session {
         })
     }
 
+    /// Why this session may not write now: `super_read_only`, or `read_only` for an account
+    /// without SUPER (1290, as MySQL). The replica applier writes regardless.
+    fn read_only_refusal(&self) -> Option<SqlError> {
+        if self.replica_applier {
+            return None;
+        }
+        let engine = &self.info.engine;
+        let option = if engine.global("super_read_only").as_deref() == Some("ON") {
+            "--super-read-only"
+        } else if engine.global("read_only").as_deref() == Some("ON") && !self.has_super() {
+            "--read-only"
+        } else {
+            return None;
+        };
+        Some(SqlError::new(
+            crate::session::server_files::ER_OPTION_PREVENTS_STATEMENT,
+            format!("The MySQL server is running with the {option} option so it cannot execute this statement"),
+        ))
+    }
+
+    /// Whether the session's account holds SUPER: root, the one account there is.
+    fn has_super(&self) -> bool {
+        self.info.user == "root"
+    }
+
     /// Runs one writing statement (`f`) in the statement's transaction, with statement
     /// atomicity (a failed statement undoes exactly what it pushed), then the statement's end
     /// (autocommit). `heavy` runs it off the runtime's worker; `strict` overrides the
@@ -1159,6 +1188,9 @@ impl Session {
         strict: Option<bool>,
         f: impl FnOnce(&Catalog, &mut DmlCx<'_>) -> Result<dml::DmlResult>,
     ) -> Result<Outcome> {
+        if let Some(e) = self.read_only_refusal() {
+            return Err(e);
+        }
         let txn = self.txn_for_statement();
         if self.txn.as_ref().is_some_and(|t| t.read_only) {
             let e = SqlError::new(codes::ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION, "Cannot execute statement in a READ ONLY transaction.");
@@ -1387,9 +1419,13 @@ impl Session {
                 if global {
                     crate::durability::apply_global(&self.info.engine, def.name, &value)?;
                 }
+                let pair: [&'static str; 2];
                 let names: &[&'static str] = match def.name {
                     "transaction_isolation" | "tx_isolation" => &["transaction_isolation", "tx_isolation"],
                     "transaction_read_only" | "tx_read_only" => &["transaction_read_only", "tx_read_only"],
+                    // As MySQL: super_read_only implies read_only, and read_only=OFF clears both.
+                    "super_read_only" if global && value == "ON" => &["super_read_only", "read_only"],
+                    "read_only" if global && value == "OFF" => &["read_only", "super_read_only"],
                     "character_set_connection" if !global => {
                         let charset = Charset::from_name(&value).unwrap_or_default();
                         self.set_connection_collation(charset.default_collation());
@@ -1399,7 +1435,13 @@ impl Session {
                         self.set_connection_collation(&value);
                         return Ok(());
                     }
-                    _ => std::slice::from_ref(&def.name),
+                    n => match vars::alias(n) {
+                        Some(other) => {
+                            pair = [n, other];
+                            &pair
+                        }
+                        None => std::slice::from_ref(&def.name),
+                    },
                 };
                 for &n in names {
                     if global {
@@ -1449,6 +1491,9 @@ impl Session {
         }
         if !params.is_empty() {
             return Err(SqlError::new((1295, "HY000"), "This command is not supported in the prepared statement protocol yet"));
+        }
+        if let Some(e) = self.read_only_refusal() {
+            return Err(e);
         }
         let engine = self.engine();
         // A checkpoint copying rows holds the gate: wait for it without blocking this thread.
@@ -1517,7 +1562,7 @@ impl Session {
                     engine.schemas.lock().record(at.lsn, &catalog);
                     engine.install_catalog(catalog);
                     drop(order);
-                    self.wait_for_log(at.end, quill_log::FlushMode::AtCommit);
+                    self.wait_for_log(at.end, quill_log::FlushMode::AtCommit, crate::commit_acks::AckWait::Commit);
                 }
                 None => engine.install_catalog(catalog),
             }
@@ -2018,7 +2063,7 @@ impl Session {
         let ls = &self.info.engine.txns.locks.stats;
         let lock_micros = ls.wait_micros.load(Ordering::Relaxed);
         let lock_waits = ls.waits.load(Ordering::Relaxed);
-        let items: Vec<(&str, String)> = vec![
+        let mut items: Vec<(&str, String)> = vec![
             ("Aborted_clients", get(&s.aborted_clients)),
             ("Aborted_connects", get(&s.aborted_connects)),
             ("Binlog_cache_disk_use", log_stat(|l| &l.streams)),
@@ -2057,6 +2102,10 @@ impl Session {
             ("Threads_connected", get(&s.threads_connected)),
             ("Uptime", self.info.engine.started.elapsed().as_secs().to_string()),
         ];
+        if let Some(acks) = self.info.engine.commit_acks.get() {
+            items.extend(acks.status());
+            items.sort_by(|a, b| a.0.cmp(b.0));
+        }
         ResultSet {
             columns: vec![OutColumn::computed("Variable_name", text.clone()), OutColumn::computed("Value", text)],
             rows: items.into_iter().filter(|(n, _)| show::like_filter(n, like)).map(|(n, v)| vec![Value::Str(n.into()), Value::Str(v)]).collect(),

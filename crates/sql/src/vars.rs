@@ -158,9 +158,24 @@ pub const VARIABLES: &[VarDef] = &[
     // Connections that have not logged in yet; past it the oldest is closed to make room.
     // Their own bound, so sockets that never log in cannot take max_connections' slots.
     v("quill_max_unauthenticated_connections", Global, int(1, 100_000), Live, "512"),
-    v("read_only", Global, Bool, Inert, "OFF"),
+    // Writes from accounts without SUPER are refused (1290); every account has SUPER until
+    // accounts land, so only super_read_only stops them. The replica applier is exempt.
+    v("read_only", Global, Bool, Live, "OFF"),
     // Where server-side files may be read and written (`session::server_files`): NULL, the
     // default, for nowhere; empty for anywhere; or one directory. Set at start-up only.
+    // Semi-synchronous replication (`docs/replication.md`), under MySQL 8's names and the
+    // older ones MariaDB's and MySQL 5.7's replicas ask for (`ALIASES`): a commit's reply
+    // waits, up to the timeout (milliseconds), for this many replicas to acknowledge it.
+    v("rpl_semi_sync_master_enabled", Global, Bool, Live, "OFF"),
+    v("rpl_semi_sync_master_timeout", Global, int(0, 4_294_967_295), Live, "10000"),
+    v("rpl_semi_sync_master_wait_for_slave_count", Global, int(1, 65_535), Live, "1"),
+    v("rpl_semi_sync_master_wait_no_slave", Global, Bool, Live, "ON"),
+    v("rpl_semi_sync_master_wait_point", Global, Str, Live, "AFTER_SYNC"),
+    v("rpl_semi_sync_source_enabled", Global, Bool, Live, "OFF"),
+    v("rpl_semi_sync_source_timeout", Global, int(0, 4_294_967_295), Live, "10000"),
+    v("rpl_semi_sync_source_wait_for_replica_count", Global, int(1, 65_535), Live, "1"),
+    v("rpl_semi_sync_source_wait_no_replica", Global, Bool, Live, "ON"),
+    v("rpl_semi_sync_source_wait_point", Global, Str, Live, "AFTER_SYNC"),
     v("secure_file_priv", Global, Str, ReadOnly, SECURE_FILE_PRIV_NONE),
     v("server_id", Global, int(0, 4_294_967_295), Inert, "1"),
     // Made when the data directory is first opened and kept in it (`server_uuid`).
@@ -175,6 +190,8 @@ pub const VARIABLES: &[VarDef] = &[
     // Sorts are held whole in memory, within temptable_max_ram (`tmp_memory`).
     v("sort_buffer_size", Both, int(32_768, u64::MAX), Inert, "262144"),
     v("sql_auto_is_null", Both, Bool, Inert, "OFF"),
+    // Writes from every account are refused (1290); ON sets read_only, read_only=OFF clears it.
+    v("super_read_only", Global, Bool, Live, "OFF"),
     // A configured replica starts with the server unless this is ON (command line only).
     v("skip_replica_start", Global, Bool, ReadOnly, "OFF"),
     v("sql_mode", Both, Str, Live, "ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION"),
@@ -257,6 +274,29 @@ impl VarSet {
     pub fn get(&self, name: &str) -> Option<&str> {
         self.values.get(name).map(String::as_str)
     }
+}
+
+/// Variables that are one setting under two names: setting either sets both.
+pub const ALIASES: &[(&str, &str)] = &[
+    ("rpl_semi_sync_source_enabled", "rpl_semi_sync_master_enabled"),
+    ("rpl_semi_sync_source_timeout", "rpl_semi_sync_master_timeout"),
+    ("rpl_semi_sync_source_wait_for_replica_count", "rpl_semi_sync_master_wait_for_slave_count"),
+    ("rpl_semi_sync_source_wait_no_replica", "rpl_semi_sync_master_wait_no_slave"),
+    ("rpl_semi_sync_source_wait_point", "rpl_semi_sync_master_wait_point"),
+];
+
+/// The other name of a variable that has two ([`ALIASES`]).
+#[must_use]
+pub fn alias(name: &str) -> Option<&'static str> {
+    ALIASES.iter().find_map(|&(a, b)| {
+        if a == name {
+            Some(b)
+        } else if b == name {
+            Some(a)
+        } else {
+            None
+        }
+    })
 }
 
 /// A value ready to store for a variable, with the warning its normalising gave.
@@ -342,6 +382,10 @@ pub fn normalise(def: &VarDef, v: &Value) -> Result<Normalised> {
                     }
                 }
                 "secure_file_priv" => secure_file_priv(&s).and_then(plain),
+                "rpl_semi_sync_source_wait_point" | "rpl_semi_sync_master_wait_point" => {
+                    let up = s.to_ascii_uppercase();
+                    if ["AFTER_SYNC", "AFTER_COMMIT"].contains(&up.as_str()) { plain(up) } else { Err(wrong()) }
+                }
                 "binlog_row_image" => {
                     let up = s.to_ascii_uppercase();
                     if ["FULL", "MINIMAL"].contains(&up.as_str()) { plain(up) } else { Err(wrong()) }

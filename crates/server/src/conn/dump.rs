@@ -9,6 +9,11 @@
 //! `@source_heartbeat_period`, in nanoseconds, as the replica sets it), a HEARTBEAT says
 //! where the stream is.
 //!
+//! A semi-sync replica (`@rpl_semi_sync_slave` or `@rpl_semi_sync_replica` set to 1) gets
+//! each event after a two-byte header (`replication::semisync`); while semi-sync is enabled
+//! the last transaction end of each batch asks for an acknowledgement, which the replica
+//! sends back on this connection and the dump hands to its `AckSlot`.
+//!
 //! A replica must say it reads event checksums (`@master_binlog_checksum` or
 //! `@source_binlog_checksum`, set before the dump, as MySQL's and MariaDB's replicas and
 //! python-mysql-replication do): Quill's events always carry a CRC-32, and one that did not
@@ -24,6 +29,7 @@ use quill_protocol::command::BinlogDump;
 use quill_protocol::response;
 use quill_replication::binlog::{Dump, Head, Origin, events, file_name};
 use quill_replication::events::Source;
+use quill_replication::semisync::{AckSlot, FLAG_ACK, HEADER_MAGIC, SemiSync, parse_ack};
 use quill_sql::session::BinaryLog;
 use quill_sql::{Engine, Session};
 use quill_storage::Value;
@@ -104,24 +110,65 @@ pub(super) async fn serve(conn: &mut Conn, session: &mut Session, request: Binlo
     };
     session.command_started(None);
     let kill = session.kill.clone();
+    // A semi-sync replica: every event carries the two-byte header, and acknowledgements
+    // come back on this connection.
+    let semi = session.info.engine.commit_acks.get().and_then(|a| (Arc::clone(a) as Arc<dyn std::any::Any + Send + Sync>).downcast::<SemiSync>().ok());
+    let wants_semi = user_var_text(session, &["rpl_semi_sync_slave", "rpl_semi_sync_replica"]).is_some_and(|v| v.trim() != "0");
+    let mut slot = semi.filter(|_| wants_semi).map(|s| s.register(request.server_id));
+    let mut acks = AckReader::default();
     let mut out = Vec::new();
     loop {
         out.clear();
+        let mut file = dump.position().0;
         let filled = tokio::task::block_in_place(|| dump.fill(&mut out));
         match filled {
             Ok(true) => {
-                for e in events(&out) {
-                    w.write_packet_with(|p| {
-                        p.push(0);
-                        p.extend_from_slice(e);
-                    });
+                match slot.as_mut() {
+                    None => {
+                        for e in events(&out) {
+                            w.write_packet_with(|p| {
+                                p.push(0);
+                                p.extend_from_slice(e);
+                            });
+                        }
+                    }
+                    Some(slot) => {
+                        // The last event that ends a transaction asks for an acknowledgement:
+                        // everything the batch read is then before it.
+                        let ask = if slot.requesting() { events(&out).enumerate().filter(|(_, e)| ends_transaction(e)).map(|(i, _)| i).last() } else { None };
+                        for (i, e) in events(&out).enumerate() {
+                            if let Some(name) = rotate_name(e) {
+                                file = name;
+                            }
+                            let flag = if ask == Some(i) { FLAG_ACK } else { 0 };
+                            w.write_packet_with(|p| {
+                                p.extend_from_slice(&[0, HEADER_MAGIC, flag]);
+                                p.extend_from_slice(e);
+                            });
+                            if flag == FLAG_ACK {
+                                slot.requested(file.clone(), event_end(e), dump.log_position());
+                            }
+                        }
+                    }
                 }
                 if !super::write_all_timed(&mut conn.stream, &w.take(), DUMP_WRITE_TIMEOUT).await {
                     return Flow::Close;
                 }
+                if let Some(slot) = slot.as_mut() {
+                    // Acknowledgements that arrived meanwhile, without waiting for more.
+                    while let Some(read) = futures_util::FutureExt::now_or_never(acks.read(&mut conn.stream)) {
+                        if !read || !acks.apply(slot) {
+                            return Flow::Close;
+                        }
+                    }
+                }
                 continue;
             }
-            Ok(false) => {}
+            Ok(false) => {
+                if let Some(slot) = slot.as_mut() {
+                    slot.caught_up(dump.log_position());
+                }
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "binlog dump stopped");
                 fail(&mut w, &e.to_string());
@@ -144,22 +191,109 @@ pub(super) async fn serve(conn: &mut Conn, session: &mut Session, request: Binlo
                 None => std::future::pending().await,
             }
         };
-        let mut probe = [0_u8; 1];
         tokio::select! {
             moved = wait_durable => if !moved { return Flow::Close },
             () = beat => {
                 let mut event = Vec::new();
                 dump.heartbeat(&mut event);
-                w.write_packet_with(|p| { p.push(0); p.extend_from_slice(&event); });
+                let header: &[u8] = if slot.is_some() { &[0, HEADER_MAGIC, 0] } else { &[0] };
+                w.write_packet_with(|p| { p.extend_from_slice(header); p.extend_from_slice(&event); });
                 if !super::write_all_timed(&mut conn.stream, &w.take(), DUMP_WRITE_TIMEOUT).await {
                     return Flow::Close;
                 }
             }
             () = kill.notified() => return Flow::Close,
-            // A replica sends nothing during a dump: anything, or the end of the stream, ends it.
-            _ = tokio::io::AsyncReadExt::read(&mut conn.stream, &mut probe) => return Flow::Close,
+            // A replica sends nothing during a dump but semi-sync acknowledgements: anything
+            // else, or the end of the stream, ends it.
+            read = acks.read(&mut conn.stream) => {
+                let applied = match slot.as_mut() {
+                    Some(slot) => acks.apply(slot),
+                    None => false,
+                };
+                if !read || !applied {
+                    return Flow::Close;
+                }
+            }
         }
     }
+}
+
+/// The most bytes of acknowledgements held before they are read whole: an acknowledgement
+/// is a few dozen bytes, so a replica past this is not speaking the protocol.
+const ACK_BUFFER_MAX: usize = 64 << 10;
+
+/// Reads semi-sync acknowledgements from the dump's connection: packets of a magic byte,
+/// a position and a file name.
+#[derive(Default)]
+struct AckReader {
+    buf: Vec<u8>,
+}
+
+impl AckReader {
+    /// Reads what arrived; `false` when the replica closed its end (or the read failed).
+    async fn read(&mut self, stream: &mut super::Stream) -> bool {
+        let mut chunk = [0_u8; 512];
+        match tokio::io::AsyncReadExt::read(stream, &mut chunk).await {
+            Ok(0) | Err(_) => false,
+            Ok(n) => {
+                self.buf.extend_from_slice(&chunk[..n]);
+                self.buf.len() <= ACK_BUFFER_MAX
+            }
+        }
+    }
+
+    /// Hands the whole acknowledgements read to `slot`; `false` when a packet is not one.
+    fn apply(&mut self, slot: &mut AckSlot) -> bool {
+        let mut at = 0;
+        while self.buf.len() >= at + 4 {
+            let len = usize::from(self.buf[at]) | usize::from(self.buf[at + 1]) << 8 | usize::from(self.buf[at + 2]) << 16;
+            if self.buf.len() < at + 4 + len {
+                break;
+            }
+            let Some((file, position)) = parse_ack(&self.buf[at + 4..at + 4 + len]) else { return false };
+            slot.acknowledge(&file, position);
+            at += 4 + len;
+        }
+        self.buf.drain(..at);
+        true
+    }
+}
+
+/// Whether an event ends a transaction: an XID, or a QUERY other than `BEGIN` (DDL).
+fn ends_transaction(event: &[u8]) -> bool {
+    match event.get(4) {
+        Some(&XID_EVENT) => true,
+        Some(&QUERY_EVENT) => query_text(event).is_some_and(|q| q != b"BEGIN"),
+        _ => false,
+    }
+}
+
+const QUERY_EVENT: u8 = 2;
+const ROTATE_EVENT: u8 = 4;
+const XID_EVENT: u8 = 16;
+const EVENT_HEADER_LEN: usize = 19;
+const CHECKSUM_LEN: usize = 4;
+
+/// A QUERY event's statement: after the post-header (thread id 4, time 4, database length
+/// 1, error 2, status length 2), the status variables and the database with its NUL.
+fn query_text(event: &[u8]) -> Option<&[u8]> {
+    let post = event.get(EVENT_HEADER_LEN..EVENT_HEADER_LEN + 13)?;
+    let db_len = usize::from(post[8]);
+    let status_len = usize::from(u16::from_le_bytes([post[11], post[12]]));
+    event.get(EVENT_HEADER_LEN + 13 + status_len + db_len + 1..event.len().checked_sub(CHECKSUM_LEN)?)
+}
+
+/// A ROTATE event's new file name.
+fn rotate_name(event: &[u8]) -> Option<String> {
+    (event.get(4) == Some(&ROTATE_EVENT))
+        .then(|| event.get(EVENT_HEADER_LEN + 8..event.len().checked_sub(CHECKSUM_LEN)?))
+        .flatten()
+        .map(|n| String::from_utf8_lossy(n).into_owned())
+}
+
+/// The position after an event in its file (its header's `log_pos`).
+fn event_end(event: &[u8]) -> u64 {
+    event.get(13..17).map_or(0, |b| u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])))
 }
 
 /// The binary log as SHOW BINARY LOG STATUS and SHOW BINARY LOGS see it: the current end is

@@ -38,6 +38,7 @@ use quill_storage::{TxnId, WrittenRows};
 
 use super::{Engine, Session, Txn, unix_micros};
 use crate::catalog::{Catalog, TableMeta};
+use crate::commit_acks::AckWait;
 use crate::durability::{add_row_change, log_error};
 use crate::error::{Result, SqlError};
 
@@ -91,7 +92,7 @@ impl Session {
                         if let Some(first) = t.stream.take() {
                             engine.open_streams.lock().remove(&first);
                         }
-                        self.wait_for_log(at.end, log.flush_mode());
+                        self.wait_for_log(at.end, log.flush_mode(), AckWait::Commit);
                     }
                     Err(e) => {
                         drop(order);
@@ -152,19 +153,29 @@ impl Session {
         self.info.var("binlog_row_image") != "MINIMAL"
     }
 
-    /// The reply to this statement must wait until the log is at `end` (as `mode` promises).
-    pub(super) fn wait_for_log(&mut self, end: quill_log::Lsn, mode: quill_log::FlushMode) {
-        let (end, mode) = self.durable_wait.map_or((end, mode), |(e, m)| (e.max(end), m.stronger(mode)));
-        self.durable_wait = Some((end, mode));
+    /// The reply to this statement must wait until the log is at `end` (as `mode` promises),
+    /// and replicas have it when semi-sync asks (`why`: the session's commit, or a read).
+    pub(super) fn wait_for_log(&mut self, end: quill_log::Lsn, mode: quill_log::FlushMode, why: AckWait) {
+        let (end, mode, why) = self.durable_wait.map_or((end, mode, why), |(e, m, w)| {
+            (e.max(end), m.stronger(mode), if w == AckWait::Commit || why == AckWait::Commit { AckWait::Commit } else { AckWait::Read })
+        });
+        self.durable_wait = Some((end, mode, why));
     }
 
-    /// Waits until every commit this session made since the last call is as durable as the
-    /// flush mode promises; called before a statement's reply is sent.
+    /// Waits until every commit this session made (or read) since the last call is as
+    /// durable as the flush mode promises, then for the replicas' acknowledgements semi-sync
+    /// asks for (`commit_acks`; never for the replica applier, whose commits are not sent on);
+    /// called before a statement's reply is sent.
     pub async fn wait_until_durable(&mut self) {
-        let Some((end, mode)) = self.durable_wait.take() else { return };
+        let Some((end, mode, why)) = self.durable_wait.take() else { return };
         let engine = self.engine();
         if let Some(log) = engine.log.get() {
             log.wait(end, mode).await;
+        }
+        if !self.replica_applier
+            && let Some(acks) = engine.commit_acks.get()
+        {
+            acks.wait(end, why).await;
         }
     }
 

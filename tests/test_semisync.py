@@ -1,0 +1,160 @@
+"""Semi-synchronous replication from a Quill source (issue 13), with MariaDB 10.11 as the
+semi-sync replica (`rpl_semi_sync_slave_enabled=ON`: it asks Quill whether the source side is
+there, sets `@rpl_semi_sync_slave`, reads the semi-sync header of each event and acknowledges the
+events flagged for it).
+
+- With the replica connected, commits wait for its acknowledgement and are counted in
+  `Rpl_semi_sync_source_yes_tx`; the replica has each committed row.
+- With the replica stopped, a commit waits `rpl_semi_sync_source_timeout`, then semi-sync
+  switches off, counted (`_no_times`, `_no_tx`) and logged, never silently; later commits
+  answer at once.
+- When the replica comes back and acknowledges what it missed, semi-sync switches on again,
+  and that is logged too.
+"""
+
+import time
+
+from conftest import PrivateMariaDB, PrivateQuill
+from test_mariadb_replica import SOURCE_OPTIONS, replica_status, start_replica, wait_until_applied
+
+TIMEOUT_MS = 700
+
+
+def status(cur) -> dict:
+    cur.execute("SHOW GLOBAL STATUS LIKE 'Rpl_semi_sync_source%'")
+    return dict(cur.fetchall())
+
+
+def wait_for(predicate, what: str, timeout_s: float = 20.0):
+    deadline = time.monotonic() + timeout_s
+    while not (value := predicate()):
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+    return value
+
+
+def test_commits_wait_for_a_mariadb_replica_and_fall_back_to_async_visibly(tmp_path):
+    options = (*SOURCE_OPTIONS, "--rpl_semi_sync_source_enabled=ON", f"--rpl_semi_sync_source_timeout={TIMEOUT_MS}")
+    with PrivateQuill(tmp_path / "source", *options) as source, \
+            PrivateMariaDB("--server-id=2", "--rpl-semi-sync-slave-enabled=ON") as mariadb:
+        replica = mariadb.server
+        c = source.connect()
+        cur = c.cursor()
+        cur.execute("SHOW VARIABLES LIKE 'rpl_semi_sync_master_enabled'")
+        assert cur.fetchall() == (("rpl_semi_sync_master_enabled", "ON"),)
+        cur.execute("CREATE DATABASE semi")
+        cur.execute("CREATE TABLE semi.t (id INT PRIMARY KEY, v VARCHAR(20))")
+        start_replica(replica, source, "quill-bin.000001", 4)
+        wait_until_applied(source, replica)
+        wait_for(lambda: status(cur)["Rpl_semi_sync_source_clients"] == "1", "the replica registered as semi-sync")
+        assert status(cur)["Rpl_semi_sync_source_status"] == "ON"
+
+        before = status(cur)
+        for i in range(1, 21):
+            started = time.monotonic()
+            cur.execute(f"INSERT INTO semi.t VALUES ({i}, 'acked')")
+            # Acknowledged, not timed out: far below the timeout.
+            assert time.monotonic() - started < TIMEOUT_MS / 1000 / 2
+        after = status(cur)
+        assert int(after["Rpl_semi_sync_source_yes_tx"]) - int(before["Rpl_semi_sync_source_yes_tx"]) == 20, after
+        # (The DDL before the replica connected waited in vain: semi-sync was off until it caught up.)
+        assert after["Rpl_semi_sync_source_no_times"] == before["Rpl_semi_sync_source_no_times"], after
+        assert after["Rpl_semi_sync_source_status"] == "ON", after
+        assert int(after["Rpl_semi_sync_source_tx_waits"]) >= 20
+        # Acknowledged means the replica has it (received; applied soon after).
+        rc = replica.connect()
+        rcur = rc.cursor()
+        wait_for(lambda: rcur.execute("SELECT COUNT(*) FROM semi.t") is not None and rcur.fetchone()[0] == 20, "rows applied")
+
+        # The replica stops: the next commit waits the timeout, then semi-sync is off.
+        rcur.execute("STOP SLAVE")
+        wait_for(lambda: status(cur)["Rpl_semi_sync_source_clients"] == "0", "the dump ended")
+        started = time.monotonic()
+        cur.execute("INSERT INTO semi.t VALUES (100, 'timed out')")
+        waited = time.monotonic() - started
+        assert waited >= TIMEOUT_MS / 1000 * 0.9, waited
+        off = status(cur)
+        assert off["Rpl_semi_sync_source_status"] == "OFF", off
+        assert int(off["Rpl_semi_sync_source_no_times"]) == int(after["Rpl_semi_sync_source_no_times"]) + 1, off
+        started = time.monotonic()
+        cur.execute("INSERT INTO semi.t VALUES (101, 'async')")
+        assert time.monotonic() - started < TIMEOUT_MS / 1000 / 2, "an async commit does not wait"
+        assert int(status(cur)["Rpl_semi_sync_source_no_tx"]) == int(after["Rpl_semi_sync_source_no_tx"]) + 2
+        assert "semi-sync replication switched OFF" in source.log()
+
+        # The replica comes back, catches up and acknowledges: semi-sync is on again.
+        rcur.execute("START SLAVE")
+        wait_for(lambda: status(cur)["Rpl_semi_sync_source_status"] == "ON", "semi-sync switched back on")
+        assert "semi-sync replication switched ON" in source.log()
+        cur.execute("INSERT INTO semi.t VALUES (102, 'acked again')")
+        wait_until_applied(source, replica)
+        rcur.execute("SELECT COUNT(*) FROM semi.t")
+        assert rcur.fetchone()[0] == 23
+        assert replica_status(replica)["Slave_SQL_Running"] == "Yes"
+        rc.close()
+        c.close()
+
+
+def test_semi_sync_variables_have_both_names_and_waits_without_a_replica_time_out(tmp_path):
+    import pymysql
+    import pytest
+
+    with PrivateQuill(tmp_path / "alone") as source:
+        c = source.connect()
+        cur = c.cursor()
+        cur.execute("SHOW VARIABLES LIKE 'rpl_semi_sync_%'")
+        names = dict(cur.fetchall())
+        assert names["rpl_semi_sync_source_enabled"] == names["rpl_semi_sync_master_enabled"] == "OFF"
+        assert names["rpl_semi_sync_source_wait_point"] == "AFTER_SYNC"
+        assert names["rpl_semi_sync_source_timeout"] == "10000"
+        cur.execute("SET GLOBAL rpl_semi_sync_master_timeout = 300")
+        cur.execute("SELECT @@rpl_semi_sync_source_timeout, @@rpl_semi_sync_master_timeout")
+        assert cur.fetchone() == (300, 300)
+        with pytest.raises(pymysql.err.OperationalError) as e:
+            cur.execute("SET GLOBAL rpl_semi_sync_source_wait_point = 'WHENEVER'")
+        assert e.value.args[0] == 1231
+        cur.execute("CREATE DATABASE d")
+        cur.execute("CREATE TABLE d.t (id INT PRIMARY KEY)")
+        # Disabled: no wait, nothing counted.
+        cur.execute("INSERT INTO d.t VALUES (1)")
+        assert status(cur)["Rpl_semi_sync_source_no_tx"] == "0"
+        # Enabled with no replica (wait_no_replica ON): the first commit waits the timeout.
+        cur.execute("SET GLOBAL rpl_semi_sync_source_enabled = ON")
+        started = time.monotonic()
+        cur.execute("INSERT INTO d.t VALUES (2)")
+        assert time.monotonic() - started >= 0.27
+        s = status(cur)
+        assert (s["Rpl_semi_sync_source_status"], s["Rpl_semi_sync_source_no_times"], s["Rpl_semi_sync_source_no_tx"]) == ("OFF", "1", "1"), s
+        cur.execute("SHOW GLOBAL STATUS LIKE 'Rpl_semi_sync_master_no_times'")
+        assert cur.fetchone() == ("Rpl_semi_sync_master_no_times", "1")
+        c.close()
+
+
+def test_super_read_only_refuses_writes_and_read_only_follows_it(tmp_path):
+    import pymysql
+    import pytest
+
+    with PrivateQuill(tmp_path / "ro") as server:
+        c = server.connect()
+        cur = c.cursor()
+        cur.execute("CREATE DATABASE d")
+        cur.execute("CREATE TABLE d.t (id INT PRIMARY KEY)")
+        cur.execute("SET GLOBAL super_read_only = ON")
+        cur.execute("SELECT @@global.read_only, @@global.super_read_only")
+        assert cur.fetchone() == (1, 1)
+        for sql in ("INSERT INTO d.t VALUES (1)", "UPDATE d.t SET id = 2", "DELETE FROM d.t",
+                    "CREATE TABLE d.u (id INT PRIMARY KEY)", "DROP TABLE d.t"):
+            with pytest.raises(pymysql.err.OperationalError) as e:
+                cur.execute(sql)
+            assert e.value.args[0] == 1290 and "--super-read-only" in e.value.args[1], sql
+        cur.execute("SELECT COUNT(*) FROM d.t")
+        assert cur.fetchone() == (0,)
+        # read_only alone binds accounts without SUPER; root has it.
+        cur.execute("SET GLOBAL read_only = OFF")
+        cur.execute("SELECT @@global.read_only, @@global.super_read_only")
+        assert cur.fetchone() == (0, 0)
+        cur.execute("SET GLOBAL read_only = ON")
+        cur.execute("INSERT INTO d.t VALUES (1)")
+        cur.execute("SHOW WARNINGS")
+        assert cur.fetchall() == ()
+        c.close()
