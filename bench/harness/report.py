@@ -25,6 +25,12 @@ def aggregate(options, all_runs, targets):
         problems.extend(problems_of(runs, failed_checks))
         rows.extend(rows_of(runs, failed_checks))
     add_floor_multiple(rows)
+    series = {}
+    for runs in all_runs:
+        for name, results in runs.results.items():
+            for result in results:
+                for label, samples in (result.get("series") or {}).items():
+                    series.setdefault(f"{runs.workload.name}: {label}", {}).setdefault(name, []).extend(samples)
     floor = next((r for r in rows if r["workload"] == FLOOR_WORKLOAD and r["metric"] == FLOOR_METRIC), None)
     return {
         "targets": targets,
@@ -32,6 +38,8 @@ def aggregate(options, all_runs, targets):
         "floor_us": floor["cells"]["machine"]["median"] if floor else None,
         "rows": rows,
         "problems": problems,
+        #: {workload: series name: {target: every sample of every repetition}}, for histograms.
+        "series": series,
     }
 
 
@@ -284,6 +292,43 @@ def chart(results, path):
     return True
 
 
+def histograms(results, path):
+    """One panel per measured series (replication lag): each target's samples as a histogram on
+    a log scale, with its p50 and p99 marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    matplotlib.rcParams["svg.fonttype"] = "none"
+    import matplotlib.pyplot as plt
+    import numpy
+
+    series = results.get("series") or {}
+    if not series:
+        return False
+    figure, panels = plt.subplots(len(series), 1, figsize=(10, 4 * len(series)), squeeze=False)
+    for axes, (label, by_target) in zip(panels[:, 0], series.items()):
+        values = [v for samples in by_target.values() for v in samples if v > 0]
+        if not values:
+            continue
+        bins = numpy.logspace(numpy.log10(min(values)), numpy.log10(max(values)), 60)
+        for i, (target, samples) in enumerate(by_target.items()):
+            ordered = sorted(samples)
+            p50, p99 = ordered[len(ordered) // 2], ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+            axes.hist([max(v, min(values)) for v in samples], bins=bins, alpha=0.6, color=f"C{i}",
+                      label=f"{TARGET_TITLES.get(target, target)}: p50 {p50:.0f} us, p99 {p99:.0f} us, n={len(samples)}")
+            for q, style in ((p50, "-"), (p99, "--")):
+                axes.axvline(q, color=f"C{i}", linestyle=style, linewidth=1)
+        axes.set_xscale("log")
+        axes.set_xlabel("microseconds (log scale); solid line p50, dashed p99")
+        axes.set_ylabel("transactions")
+        axes.set_title(label)
+        axes.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, format="svg")
+    plt.close(figure)
+    return True
+
+
 def write(results, options, can_chart=True):
     options.out.mkdir(parents=True, exist_ok=True)
     stamp = results["started"].replace(":", "").replace("-", "").replace("+0000", "").replace("T", "-")[:15]
@@ -295,6 +340,9 @@ def write(results, options, can_chart=True):
     try:
         if can_chart and chart(results, svg):
             paths.append(svg)
+        histogram_svg = base.with_name(base.name + "-histograms.svg")
+        if can_chart and histograms(results, histogram_svg):
+            paths.append(histogram_svg)
     except ImportError as e:
         print(f"bench/run: no chart: {e}")
     return paths

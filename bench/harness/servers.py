@@ -60,11 +60,13 @@ def die_with_parent():
 
 
 class Server:
-    def __init__(self, name, workdir):
+    def __init__(self, name, workdir, label=None, extra=()):
+        """`label` names the directory (default: the target); `extra` adds server options."""
         assert name in TARGETS, name
         self.name = name
         self.is_quill = name == "quill"
-        self.dir = workdir / name
+        self.extra = tuple(extra)
+        self.dir = workdir / (label or name)
         self.datadir = self.dir / "data"
         self.log_path = self.dir / "server.log"
         self.port = free_port()
@@ -89,6 +91,7 @@ class Server:
                 command += list(MARIADB_BINLOG_OPTIONS)
             if self.name == "mariadb-myisam":
                 command += ["--default-storage-engine=MyISAM"]
+        command += list(self.extra)
         # Own session: Ctrl-C in the terminal reaches only the harness, which stops the servers
         # in order; die_with_parent covers a harness that is killed outright.
         self.process = subprocess.Popen(command, stdout=log, stderr=log, cwd=self.dir, start_new_session=True,

@@ -14,6 +14,7 @@ from functools import partial
 from typing import Callable
 
 from .driver import DRIVER_TIMEOUT_S, run_driver, sql
+from .replication import replication_lag
 
 SYSBENCH_TESTS = ("oltp_point_select", "oltp_read_only", "oltp_insert", "oltp_update_index", "oltp_read_write", "oltp_write_only")
 READ_ONLY_SYSBENCH_TESTS = ("oltp_point_select", "oltp_read_only")
@@ -86,6 +87,10 @@ def all_workloads(o):
                               "from 128 KiB to 1 GiB: time and Quill_bulk_buffer_flushes",
                               partial(insert_select, o, ["--formats", "", "--buffer-sizes", sizes], rows=o.buffer_sweep_rows),
                               headline=tuple(f"copy time {label}" for label in BUFFER_SWEEP_LABELS), bulk=True))
+    workloads.append(Workload("replication-lag", "replication",
+                              f"source and replica on this host: {o.lag_count} single-row INSERTs {o.lag_interval_ms} ms apart, "
+                              "commit on the source to applied on the replica",
+                              partial(replication_lag, o), headline=("lag p50", "lag p99")))
     return workloads
 
 

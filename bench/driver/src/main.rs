@@ -17,6 +17,7 @@ mod insert_select;
 mod insert_storm;
 mod load_data;
 mod long_read;
+mod replication_lag;
 mod report;
 mod server;
 mod sql;
@@ -56,6 +57,8 @@ enum Workload {
     InsertSelect(insert_select::Args),
     /// `LOAD DATA LOCAL INFILE` of a price-list file.
     LoadData(load_data::Args),
+    /// Single-row INSERTs on a source, and when each was applied on its replica.
+    ReplicationLag(replication_lag::Args),
     /// Runs SQL statements and prints their rows and warnings (set-up and feature probes).
     Sql(sql::Args),
 }
@@ -71,6 +74,7 @@ fn main() -> ExitCode {
         Workload::LongRead(args) => long_read::run(&target, &args),
         Workload::InsertSelect(args) => insert_select::run(&target, &args),
         Workload::LoadData(args) => load_data::run(&target, &args),
+        Workload::ReplicationLag(args) => replication_lag::run(&target, &args),
         Workload::Sql(args) => sql::run(&target, &args),
     };
     match result {

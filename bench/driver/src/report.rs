@@ -36,6 +36,8 @@ pub struct Check {
 pub struct Report {
     metrics: Vec<Metric>,
     checks: Vec<Check>,
+    /// Named lists of raw samples (for a histogram in the report).
+    series: Vec<(String, Vec<f64>)>,
 }
 
 impl Report {
@@ -62,6 +64,11 @@ impl Report {
         }
     }
 
+    /// Every sample of a measurement, kept in the results for a histogram.
+    pub fn series(&mut self, name: &str, samples: Vec<f64>) {
+        self.series.push((name.to_owned(), samples));
+    }
+
     pub fn check(&mut self, name: &str, ok: bool, detail: String) {
         self.checks.push(Check { name: name.to_owned(), ok, detail });
     }
@@ -82,7 +89,8 @@ impl Report {
             })
             .collect();
         let checks: Vec<Value> = self.checks.iter().map(|c| json!({"name": c.name, "ok": c.ok, "detail": c.detail})).collect();
-        json!({ "metrics": metrics, "checks": checks })
+        let series: serde_json::Map<String, Value> = self.series.iter().map(|(n, v)| (n.clone(), json!(v))).collect();
+        json!({ "metrics": metrics, "checks": checks, "series": series })
     }
 }
 

@@ -1,5 +1,5 @@
-//! Runs SQL statements on one connection and prints, for each, its rows (as strings, NULL as
-//! JSON null) and the warnings it raised. `bench/run` uses it to set servers up and to probe
+//! Runs SQL statements on one connection and prints, for each, its column names and rows (as
+//! strings, NULL as JSON null) and the warnings it raised. `bench/run` uses it to set servers up and to probe
 //! what they support (e.g. whether `SET GLOBAL innodb_flush_log_at_trx_commit=2` is acted on
 //! or only accepted with a warning).
 
@@ -26,11 +26,12 @@ pub fn run(target: &Target, args: &Args) -> Result<Value, String> {
             }
             Err(e) => return Err(format!("{statement}: {e}")),
         };
+        let columns: Vec<String> = rows.first().map(|r| r.columns_ref().iter().map(|c| c.name_str().into_owned()).collect()).unwrap_or_default();
         let rows: Vec<Vec<Value>> = rows.into_iter().map(|row| row.unwrap().into_iter().map(text).collect()).collect();
         let warnings: Vec<(String, u32, String)> =
             if conn.warnings() > 0 { conn.query("SHOW WARNINGS").map_err(|e| format!("SHOW WARNINGS: {e}"))? } else { Vec::new() };
         let warnings: Vec<Value> = warnings.into_iter().map(|(level, code, message)| json!({"level": level, "code": code, "message": message})).collect();
-        results.push(json!({"statement": statement, "rows": rows, "warnings": warnings}));
+        results.push(json!({"statement": statement, "columns": columns, "rows": rows, "warnings": warnings}));
     }
     Ok(json!({ "results": results }))
 }
