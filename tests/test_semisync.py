@@ -158,3 +158,53 @@ def test_super_read_only_refuses_writes_and_read_only_follows_it(tmp_path):
         cur.execute("SHOW WARNINGS")
         assert cur.fetchall() == ()
         c.close()
+
+
+def reader_and_writer(server, table: str) -> tuple[float, float, int]:
+    """A commit that waits for an acknowledgement nobody sends, and, while it waits, a read of
+    its table on another session: the seconds each took, and what the read counted."""
+    import threading
+
+    writer = server.connect()
+    reader = server.connect()
+    took = {}
+
+    def write():
+        started = time.monotonic()
+        writer.cursor().execute(f"INSERT INTO {table} VALUES (1)")
+        took["write"] = time.monotonic() - started
+
+    t = threading.Thread(target=write)
+    t.start()
+    time.sleep(0.3)
+    cur = reader.cursor()
+    started = time.monotonic()
+    cur.execute(f"SELECT COUNT(*) FROM {table}")
+    took["read"] = time.monotonic() - started
+    counted = cur.fetchone()[0]
+    t.join()
+    writer.close()
+    reader.close()
+    return took["write"], took["read"], counted
+
+
+def test_after_sync_holds_readers_of_an_unacknowledged_commit_and_after_commit_does_not(tmp_path):
+    for point in ("AFTER_SYNC", "AFTER_COMMIT"):
+        with PrivateQuill(tmp_path / point, f"--rpl_semi_sync_source_wait_point={point}") as server:
+            c = server.connect()
+            cur = c.cursor()
+            cur.execute("CREATE DATABASE d")
+            cur.execute("CREATE TABLE d.t (id INT PRIMARY KEY)")
+            cur.execute("SET GLOBAL rpl_semi_sync_source_timeout = 1500")
+            cur.execute("SET GLOBAL rpl_semi_sync_source_enabled = ON")
+            wrote, read, counted = reader_and_writer(server, "d.t")
+            assert wrote >= 1.4, (point, wrote)
+            assert counted == 1, point
+            if point == "AFTER_SYNC":
+                # The read saw a commit no replica had: it answered when the commit's wait ended.
+                assert read >= 0.9, (point, read)
+            else:
+                assert read < 0.9, (point, read)
+            cur.execute("SHOW GLOBAL STATUS LIKE 'Rpl_semi_sync_source_no_times'")
+            assert cur.fetchone()[1] == "1"
+            c.close()

@@ -23,6 +23,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -54,9 +55,21 @@ struct State {
     wait_sessions: u64,
 }
 
+/// The settings, copied from the global variables at start and at each `SET GLOBAL` of one
+/// (`CommitAcks::reload`), so that a commit or a read asks no lock for them.
+#[derive(Default)]
+struct Settings {
+    enabled: AtomicBool,
+    after_commit: AtomicBool,
+    wait_no_replica: AtomicBool,
+    replicas: AtomicU64,
+    timeout_ms: AtomicU64,
+}
+
 /// The source's semi-sync state: the replicas' acknowledgements and the counters.
 pub struct SemiSync {
     engine: Weak<Engine>,
+    settings: Settings,
     state: Mutex<State>,
     /// Bumped at each acknowledgement, for the commits waiting on one.
     acked: watch::Sender<u64>,
@@ -65,7 +78,13 @@ pub struct SemiSync {
 impl SemiSync {
     /// Attaches semi-sync to `engine` (whose sessions then wait through it).
     pub fn attach(engine: &Arc<Engine>) -> Arc<SemiSync> {
-        let semi = Arc::new(SemiSync { engine: Arc::downgrade(engine), state: Mutex::new(State { on: true, ..State::default() }), acked: watch::channel(0).0 });
+        let semi = Arc::new(SemiSync {
+            engine: Arc::downgrade(engine),
+            settings: Settings::default(),
+            state: Mutex::new(State { on: true, ..State::default() }),
+            acked: watch::channel(0).0,
+        });
+        semi.reload();
         let _ = engine.commit_acks.set(Arc::clone(&semi) as Arc<dyn CommitAcks>);
         semi
     }
@@ -77,7 +96,11 @@ impl SemiSync {
     /// `rpl_semi_sync_source_enabled`.
     #[must_use]
     pub fn enabled(&self) -> bool {
-        self.global("rpl_semi_sync_source_enabled") == "ON"
+        self.settings.enabled.load(Ordering::Relaxed)
+    }
+
+    fn need(&self) -> usize {
+        usize::try_from(self.settings.replicas.load(Ordering::Relaxed)).unwrap_or(1).max(1)
     }
 
     /// A semi-sync replica's dump begins: it acknowledges through the slot it gets.
@@ -114,6 +137,9 @@ impl SemiSync {
             state.on = false;
             state.no_times += 1;
             tracing::warn!(lsn = end, "semi-sync: {why}; semi-sync replication switched OFF (commits no longer wait for replicas)");
+            drop(state);
+            // Every session still waiting stops waiting.
+            self.acked.send_modify(|n| *n += 1);
         }
     }
 
@@ -121,12 +147,11 @@ impl SemiSync {
         if !self.enabled() {
             return;
         }
-        let wait_point = self.global("rpl_semi_sync_source_wait_point");
-        if why == AckWait::Read && wait_point == "AFTER_COMMIT" {
+        if why == AckWait::Read && self.settings.after_commit.load(Ordering::Relaxed) {
             return;
         }
         let commit = why == AckWait::Commit;
-        let need = self.global("rpl_semi_sync_source_wait_for_replica_count").parse::<usize>().unwrap_or(1).max(1);
+        let need = self.need();
         {
             let mut state = self.state.lock();
             if !state.on {
@@ -136,7 +161,7 @@ impl SemiSync {
                 }
                 return;
             }
-            if state.replicas.len() < need && self.global("rpl_semi_sync_source_wait_no_replica") == "OFF" {
+            if state.replicas.len() < need && !self.settings.wait_no_replica.load(Ordering::Relaxed) {
                 drop(state);
                 self.switch_off(end, "fewer semi-sync replicas are connected than rpl_semi_sync_source_wait_for_replica_count");
                 if commit {
@@ -145,13 +170,15 @@ impl SemiSync {
                 return;
             }
         }
-        let timeout = Duration::from_millis(self.global("rpl_semi_sync_source_timeout").parse().unwrap_or(10_000));
+        let timeout = Duration::from_millis(self.settings.timeout_ms.load(Ordering::Relaxed));
         let started = Instant::now();
         let mut acked = self.acked.subscribe();
         self.state.lock().wait_sessions += 1;
         let waited = tokio::time::timeout(timeout, async {
             loop {
-                if self.enough(end, need) {
+                // Enough acknowledgements, or semi-sync switched off meanwhile (another
+                // session's wait timed out): waiting is over.
+                if self.enough(end, need) || !self.state.lock().on {
                     return;
                 }
                 if acked.changed().await.is_err() {
@@ -163,6 +190,11 @@ impl SemiSync {
         let mut state = self.state.lock();
         state.wait_sessions -= 1;
         match waited {
+            Ok(()) if !state.on => {
+                if commit {
+                    state.no_tx += 1;
+                }
+            }
             Ok(()) => {
                 if commit {
                     state.yes_tx += 1;
@@ -184,6 +216,23 @@ impl SemiSync {
 impl CommitAcks for SemiSync {
     fn wait(&self, end: Lsn, why: AckWait) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
         Box::pin(self.wait_for(end, why))
+    }
+
+    fn read_must_wait(&self, end: Lsn) -> bool {
+        if !self.enabled() || self.settings.after_commit.load(Ordering::Relaxed) {
+            return false;
+        }
+        let state = self.state.lock();
+        state.on && state.replicas.values().filter(|&&a| a >= end).count() < self.need()
+    }
+
+    fn reload(&self) {
+        let s = &self.settings;
+        s.enabled.store(self.global("rpl_semi_sync_source_enabled") == "ON", Ordering::Relaxed);
+        s.after_commit.store(self.global("rpl_semi_sync_source_wait_point") == "AFTER_COMMIT", Ordering::Relaxed);
+        s.wait_no_replica.store(self.global("rpl_semi_sync_source_wait_no_replica") != "OFF", Ordering::Relaxed);
+        s.replicas.store(self.global("rpl_semi_sync_source_wait_for_replica_count").parse().unwrap_or(1), Ordering::Relaxed);
+        s.timeout_ms.store(self.global("rpl_semi_sync_source_timeout").parse().unwrap_or(10_000), Ordering::Relaxed);
     }
 
     fn status(&self) -> Vec<(&'static str, String)> {

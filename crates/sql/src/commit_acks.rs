@@ -26,6 +26,12 @@ pub trait CommitAcks: std::any::Any + Send + Sync {
     /// Waits until as many replicas as asked have the log up to `end`, or until the wait
     /// gives up (and says so in its status).
     fn wait(&self, end: Lsn, why: AckWait) -> Pin<Box<dyn Future<Output = ()> + Send + '_>>;
+    /// Whether a statement that read what a commit ending at `end` may have written must wait
+    /// for its acknowledgement before it answers (semi-sync at AFTER_SYNC, not acknowledged
+    /// yet); cheap enough to ask at every read.
+    fn read_must_wait(&self, end: Lsn) -> bool;
+    /// A global variable of the implementation's changed (`SET GLOBAL`): read them again.
+    fn reload(&self);
     /// Status variables for SHOW STATUS: name and value.
     fn status(&self) -> Vec<(&'static str, String)>;
 }

@@ -1108,11 +1108,14 @@ impl Session {
     }
 
     /// The log position (and flush mode) a reader's reply must wait for: the end of the
-    /// newest commit it could have seen, when that is not yet durable.
+    /// newest commit it could have seen, when that is not yet durable, or not yet
+    /// acknowledged by semi-sync replicas at AFTER_SYNC (`commit_acks`).
     fn read_durability(&self) -> Option<(quill_log::Lsn, quill_log::FlushMode)> {
         let engine = &self.info.engine;
         let end = engine.last_commit_end.load(Ordering::Acquire);
-        engine.log.get().filter(|log| end > log.durable_lsn()).map(|log| (end, log.flush_mode()))
+        let log = engine.log.get()?;
+        let unacknowledged = || !self.replica_applier && engine.commit_acks.get().is_some_and(|a| a.read_must_wait(end));
+        (end > log.durable_lsn() || unacknowledged()).then(|| (end, log.flush_mode()))
     }
 
     /// An autocommit, non-locking SELECT outside any transaction: no transaction is
@@ -1449,6 +1452,12 @@ impl Session {
                     } else {
                         self.info.vars.values.insert(n, value.clone());
                     }
+                }
+                if global
+                    && def.name.starts_with("rpl_semi_sync_")
+                    && let Some(acks) = self.info.engine.commit_acks.get()
+                {
+                    acks.reload();
                 }
             }
         }
