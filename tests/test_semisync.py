@@ -12,7 +12,13 @@ events flagged for it).
   and that is logged too.
 """
 
+import socket
+import struct
+import threading
 import time
+
+import pymysql
+import pytest
 
 from conftest import PrivateMariaDB, PrivateQuill
 from test_mariadb_replica import SOURCE_OPTIONS, replica_status, start_replica, wait_until_applied
@@ -23,6 +29,15 @@ TIMEOUT_MS = 700
 def status(cur) -> dict:
     cur.execute("SHOW GLOBAL STATUS LIKE 'Rpl_semi_sync_source%'")
     return dict(cur.fetchall())
+
+
+def table_d_t(server):
+    """A connection to `server` and a cursor, with an empty table `d.t (id INT PRIMARY KEY)`."""
+    c = server.connect()
+    cur = c.cursor()
+    cur.execute("CREATE DATABASE d")
+    cur.execute("CREATE TABLE d.t (id INT PRIMARY KEY)")
+    return c, cur
 
 
 def wait_for(predicate, what: str, timeout_s: float = 20.0):
@@ -96,12 +111,8 @@ def test_commits_wait_for_a_mariadb_replica_and_fall_back_to_async_visibly(tmp_p
 
 
 def test_semi_sync_variables_have_both_names_and_waits_without_a_replica_time_out(tmp_path):
-    import pymysql
-    import pytest
-
     with PrivateQuill(tmp_path / "alone") as source:
-        c = source.connect()
-        cur = c.cursor()
+        c, cur = table_d_t(source)
         cur.execute("SHOW VARIABLES LIKE 'rpl_semi_sync_%'")
         names = dict(cur.fetchall())
         assert names["rpl_semi_sync_source_enabled"] == names["rpl_semi_sync_master_enabled"] == "OFF"
@@ -113,8 +124,6 @@ def test_semi_sync_variables_have_both_names_and_waits_without_a_replica_time_ou
         with pytest.raises(pymysql.err.OperationalError) as e:
             cur.execute("SET GLOBAL rpl_semi_sync_source_wait_point = 'WHENEVER'")
         assert e.value.args[0] == 1231
-        cur.execute("CREATE DATABASE d")
-        cur.execute("CREATE TABLE d.t (id INT PRIMARY KEY)")
         # Disabled: no wait, nothing counted.
         cur.execute("INSERT INTO d.t VALUES (1)")
         assert status(cur)["Rpl_semi_sync_source_no_tx"] == "0"
@@ -131,14 +140,8 @@ def test_semi_sync_variables_have_both_names_and_waits_without_a_replica_time_ou
 
 
 def test_super_read_only_refuses_writes_and_read_only_follows_it(tmp_path):
-    import pymysql
-    import pytest
-
     with PrivateQuill(tmp_path / "ro") as server:
-        c = server.connect()
-        cur = c.cursor()
-        cur.execute("CREATE DATABASE d")
-        cur.execute("CREATE TABLE d.t (id INT PRIMARY KEY)")
+        c, cur = table_d_t(server)
         cur.execute("SET GLOBAL super_read_only = ON")
         cur.execute("SELECT @@global.read_only, @@global.super_read_only")
         assert cur.fetchone() == (1, 1)
@@ -163,8 +166,6 @@ def test_super_read_only_refuses_writes_and_read_only_follows_it(tmp_path):
 def reader_and_writer(server, table: str) -> tuple[float, float, int]:
     """A commit that waits for an acknowledgement nobody sends, and, while it waits, a read of
     its table on another session: the seconds each took, and what the read counted."""
-    import threading
-
     writer = server.connect()
     reader = server.connect()
     took = {}
@@ -191,10 +192,7 @@ def reader_and_writer(server, table: str) -> tuple[float, float, int]:
 def test_after_sync_holds_readers_of_an_unacknowledged_commit_and_after_commit_does_not(tmp_path):
     for point in ("AFTER_SYNC", "AFTER_COMMIT"):
         with PrivateQuill(tmp_path / point, f"--rpl_semi_sync_source_wait_point={point}") as server:
-            c = server.connect()
-            cur = c.cursor()
-            cur.execute("CREATE DATABASE d")
-            cur.execute("CREATE TABLE d.t (id INT PRIMARY KEY)")
+            c, cur = table_d_t(server)
             cur.execute("SET GLOBAL rpl_semi_sync_source_timeout = 1500")
             cur.execute("SET GLOBAL rpl_semi_sync_source_enabled = ON")
             wrote, read, counted = reader_and_writer(server, "d.t")
@@ -208,3 +206,39 @@ def test_after_sync_holds_readers_of_an_unacknowledged_commit_and_after_commit_d
             cur.execute("SHOW GLOBAL STATUS LIKE 'Rpl_semi_sync_source_no_times'")
             assert cur.fetchone()[1] == "1"
             c.close()
+
+
+def packet(payload: bytes, seq: int = 0) -> bytes:
+    return struct.pack("<I", len(payload))[:3] + bytes([seq]) + payload
+
+
+def test_a_semi_sync_dump_ignores_a_stray_acknowledgement_and_ends_on_anything_else(tmp_path):
+    """Bad input on a semi-sync dump connection: an acknowledgement of no event awaiting one is
+    ignored (the replica stays counted); a packet that is not an acknowledgement, or one too
+    large for one, ends that dump and nothing else; committed rows stay."""
+    with PrivateQuill(tmp_path / "src", "--rpl_semi_sync_source_enabled=ON", "--rpl_semi_sync_source_timeout=200") as server:
+        c, cur = table_d_t(server)
+        cur.execute("INSERT INTO d.t VALUES (1)")
+        for bad in (packet(b"\x03SELECT 1"), struct.pack("<I", 1 << 20)[:3] + b"\x00"):
+            dump = server.connect()
+            dcur = dump.cursor()
+            for sql in ("SET @master_binlog_checksum = 'CRC32'", "SET @rpl_semi_sync_slave = 1"):
+                dcur.execute(sql)
+            # COM_BINLOG_DUMP from the first file: position, flags, server id, file name.
+            dump._execute_command(0x12, struct.pack("<IHI", 4, 0, 7) + b"quill-bin.000001")
+            wait_for(lambda: status(cur)["Rpl_semi_sync_source_clients"] == "1", "the dump registered as semi-sync")
+            dump._sock.sendall(packet(b"\xef" + struct.pack("<Q", 999_999) + b"quill-bin.000042"))
+            time.sleep(0.3)
+            assert status(cur)["Rpl_semi_sync_source_clients"] == "1", "a stray acknowledgement is ignored"
+            dump._sock.sendall(bad)
+            wait_for(lambda: status(cur)["Rpl_semi_sync_source_clients"] == "0", f"the dump ended on {bad!r}")
+            try:
+                dump._sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            dump._sock.close()
+        cur.execute("INSERT INTO d.t VALUES (2)")
+        cur.execute("SELECT COUNT(*) FROM d.t")
+        assert cur.fetchone() == (2,)
+        assert "an acknowledgement for an event not awaiting one" in server.log()
+        c.close()

@@ -177,8 +177,20 @@ pub struct Dump {
     /// Events made but not handed out yet.
     pending: Vec<u8>,
     finished_size: Option<u64>,
+    /// Where the last transaction the latest [`Dump::fill`] sent ends.
+    last_end: Option<TransactionEnd>,
     /// Keeps the segments the dump still reads from being removed by checkpoints.
     retention: Retention,
+}
+
+/// Where a transaction sent by [`Dump::fill`] ends: in the bytes that call added to, and in
+/// the binary log (its file and the position after its last event).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransactionEnd {
+    /// The length of the fill's output once the transaction's events were added.
+    pub offset: usize,
+    pub file: String,
+    pub position: u64,
 }
 
 impl Dump {
@@ -232,6 +244,7 @@ impl Dump {
             send_from_seq,
             pending: Vec::new(),
             finished_size: None,
+            last_end: None,
             origin,
         };
         let name = file_name(start);
@@ -271,6 +284,14 @@ impl Dump {
         Ok(())
     }
 
+    /// Where the last transaction the latest [`Dump::fill`] sent ends, if it sent one: a
+    /// replica that has it has everything the fill read (what follows it in the output is
+    /// a file's ROTATE and header events).
+    #[must_use]
+    pub fn last_transaction_end(&self) -> Option<&TransactionEnd> {
+        self.last_end.as_ref()
+    }
+
     /// The size of the last file the dump finished (where its ROTATE ended).
     #[must_use]
     pub fn finished_size(&self) -> Option<u64> {
@@ -292,6 +313,7 @@ impl Dump {
     pub fn fill(&mut self, out: &mut Vec<u8>) -> Result<bool, DumpError> {
         let start = out.len();
         out.append(&mut self.pending);
+        self.last_end = None;
         let durable = self.tail.durable_lsn();
         while out.len() - start < FILL_BYTES_MAX {
             if self.cursor.position() >= self.file_end && durable >= self.file_end {
@@ -309,6 +331,7 @@ impl Dump {
                 self.origin.translate(&mut scratch, &tx, &mut self.position)?;
             } else {
                 self.origin.translate(out, &tx, &mut self.position)?;
+                self.last_end = Some(TransactionEnd { offset: out.len(), file: file_name(self.file), position: self.position });
             }
             self.last_seq = tx.seq;
         }

@@ -55,6 +55,13 @@ struct State {
     wait_sessions: u64,
 }
 
+impl State {
+    /// How many connected replicas have acknowledged the log up to `end`.
+    fn acked_by(&self, end: Lsn) -> usize {
+        self.replicas.values().filter(|&&a| a >= end).count()
+    }
+}
+
 /// The settings, copied from the global variables at start and at each `SET GLOBAL` of one
 /// (`CommitAcks::reload`), so that a commit or a read asks no lock for them.
 #[derive(Default)]
@@ -62,7 +69,8 @@ struct Settings {
     enabled: AtomicBool,
     after_commit: AtomicBool,
     wait_no_replica: AtomicBool,
-    replicas: AtomicU64,
+    /// `rpl_semi_sync_source_wait_for_replica_count`.
+    wait_for: AtomicU64,
     timeout_ms: AtomicU64,
 }
 
@@ -100,7 +108,7 @@ impl SemiSync {
     }
 
     fn need(&self) -> usize {
-        usize::try_from(self.settings.replicas.load(Ordering::Relaxed)).unwrap_or(1).max(1)
+        usize::try_from(self.settings.wait_for.load(Ordering::Relaxed)).unwrap_or(1).max(1)
     }
 
     /// A semi-sync replica's dump begins: it acknowledges through the slot it gets.
@@ -127,7 +135,7 @@ impl SemiSync {
     }
 
     fn enough(&self, end: Lsn, need: usize) -> bool {
-        self.state.lock().replicas.values().filter(|&&a| a >= end).count() >= need
+        self.state.lock().acked_by(end) >= need
     }
 
     fn switch_off(&self, end: Lsn, why: &str) {
@@ -223,7 +231,7 @@ impl CommitAcks for SemiSync {
             return false;
         }
         let state = self.state.lock();
-        state.on && state.replicas.values().filter(|&&a| a >= end).count() < self.need()
+        state.on && state.acked_by(end) < self.need()
     }
 
     fn reload(&self) {
@@ -231,7 +239,7 @@ impl CommitAcks for SemiSync {
         s.enabled.store(self.global("rpl_semi_sync_source_enabled") == "ON", Ordering::Relaxed);
         s.after_commit.store(self.global("rpl_semi_sync_source_wait_point") == "AFTER_COMMIT", Ordering::Relaxed);
         s.wait_no_replica.store(self.global("rpl_semi_sync_source_wait_no_replica") != "OFF", Ordering::Relaxed);
-        s.replicas.store(self.global("rpl_semi_sync_source_wait_for_replica_count").parse().unwrap_or(1), Ordering::Relaxed);
+        s.wait_for.store(self.global("rpl_semi_sync_source_wait_for_replica_count").parse().unwrap_or(1), Ordering::Relaxed);
         s.timeout_ms.store(self.global("rpl_semi_sync_source_timeout").parse().unwrap_or(10_000), Ordering::Relaxed);
     }
 
@@ -239,34 +247,19 @@ impl CommitAcks for SemiSync {
         let s = self.state.lock();
         let on = if s.on && self.enabled() { "ON" } else { "OFF" };
         let avg = s.tx_wait_us.checked_div(s.tx_waits).unwrap_or(0);
-        let mut out = Vec::new();
-        for names in [
-            ["Rpl_semi_sync_source_clients", "Rpl_semi_sync_master_clients"],
-            ["Rpl_semi_sync_source_no_times", "Rpl_semi_sync_master_no_times"],
-            ["Rpl_semi_sync_source_no_tx", "Rpl_semi_sync_master_no_tx"],
-            ["Rpl_semi_sync_source_status", "Rpl_semi_sync_master_status"],
-            ["Rpl_semi_sync_source_tx_avg_wait_time", "Rpl_semi_sync_master_tx_avg_wait_time"],
-            ["Rpl_semi_sync_source_tx_wait_time", "Rpl_semi_sync_master_tx_wait_time"],
-            ["Rpl_semi_sync_source_tx_waits", "Rpl_semi_sync_master_tx_waits"],
-            ["Rpl_semi_sync_source_wait_sessions", "Rpl_semi_sync_master_wait_sessions"],
-            ["Rpl_semi_sync_source_yes_tx", "Rpl_semi_sync_master_yes_tx"],
-        ] {
-            let value = match names[0] {
-                "Rpl_semi_sync_source_clients" => s.replicas.len().to_string(),
-                "Rpl_semi_sync_source_no_times" => s.no_times.to_string(),
-                "Rpl_semi_sync_source_no_tx" => s.no_tx.to_string(),
-                "Rpl_semi_sync_source_status" => on.to_owned(),
-                "Rpl_semi_sync_source_tx_avg_wait_time" => avg.to_string(),
-                "Rpl_semi_sync_source_tx_wait_time" => s.tx_wait_us.to_string(),
-                "Rpl_semi_sync_source_tx_waits" => s.tx_waits.to_string(),
-                "Rpl_semi_sync_source_wait_sessions" => s.wait_sessions.to_string(),
-                _ => s.yes_tx.to_string(),
-            };
-            for name in names {
-                out.push((name, value.clone()));
-            }
-        }
-        out
+        // Each under MySQL 8's name and the 5.7 (and MariaDB) one.
+        let values = [
+            (["Rpl_semi_sync_source_clients", "Rpl_semi_sync_master_clients"], s.replicas.len().to_string()),
+            (["Rpl_semi_sync_source_no_times", "Rpl_semi_sync_master_no_times"], s.no_times.to_string()),
+            (["Rpl_semi_sync_source_no_tx", "Rpl_semi_sync_master_no_tx"], s.no_tx.to_string()),
+            (["Rpl_semi_sync_source_status", "Rpl_semi_sync_master_status"], on.to_owned()),
+            (["Rpl_semi_sync_source_tx_avg_wait_time", "Rpl_semi_sync_master_tx_avg_wait_time"], avg.to_string()),
+            (["Rpl_semi_sync_source_tx_wait_time", "Rpl_semi_sync_master_tx_wait_time"], s.tx_wait_us.to_string()),
+            (["Rpl_semi_sync_source_tx_waits", "Rpl_semi_sync_master_tx_waits"], s.tx_waits.to_string()),
+            (["Rpl_semi_sync_source_wait_sessions", "Rpl_semi_sync_master_wait_sessions"], s.wait_sessions.to_string()),
+            (["Rpl_semi_sync_source_yes_tx", "Rpl_semi_sync_master_yes_tx"], s.yes_tx.to_string()),
+        ];
+        values.into_iter().flat_map(|(names, value)| names.map(|n| (n, value.clone()))).collect()
     }
 }
 
@@ -339,11 +332,13 @@ pub const FLAG_ACK: u8 = 0x01;
 /// little-endian) and its file name. `None` for anything else.
 #[must_use]
 pub fn parse_ack(payload: &[u8]) -> Option<(String, u64)> {
-    if payload.len() < 9 || payload[0] != HEADER_MAGIC {
+    let mut r = quill_protocol::codec::Reader::new(payload);
+    if r.u8("semi-sync magic").ok()? != HEADER_MAGIC {
         return None;
     }
-    let position = u64::from_le_bytes(payload[1..9].try_into().ok()?);
-    let name = &payload[9..];
+    let position = r.u64_le("acknowledged position").ok()?;
+    let name = r.rest();
+    // MariaDB's replica sends the name bare, MySQL's may end it with a NUL.
     let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
     Some((String::from_utf8_lossy(name).into_owned(), position))
 }

@@ -24,9 +24,9 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use quill_protocol::PacketWriter;
 use quill_protocol::command::BinlogDump;
 use quill_protocol::response;
+use quill_protocol::{PacketDecoder, PacketWriter};
 use quill_replication::binlog::{Dump, Head, Origin, events, file_name};
 use quill_replication::events::Source;
 use quill_replication::semisync::{AckSlot, FLAG_ACK, HEADER_MAGIC, SemiSync, parse_ack};
@@ -119,37 +119,26 @@ pub(super) async fn serve(conn: &mut Conn, session: &mut Session, request: Binlo
     let mut out = Vec::new();
     loop {
         out.clear();
-        let mut file = dump.position().0;
         let filled = tokio::task::block_in_place(|| dump.fill(&mut out));
         match filled {
             Ok(true) => {
-                match slot.as_mut() {
-                    None => {
-                        for e in events(&out) {
-                            w.write_packet_with(|p| {
-                                p.push(0);
-                                p.extend_from_slice(e);
-                            });
+                // A semi-sync replica is asked to acknowledge the batch's last transaction:
+                // everything the batch read is then before it.
+                let ask = slot.as_ref().filter(|s| s.requesting()).and_then(|_| dump.last_transaction_end()).cloned();
+                let mut offset = 0;
+                for e in events(&out) {
+                    offset += e.len();
+                    let asking = ask.as_ref().is_some_and(|end| end.offset == offset);
+                    w.write_packet_with(|p| {
+                        match slot {
+                            Some(_) => p.extend_from_slice(&[0, HEADER_MAGIC, if asking { FLAG_ACK } else { 0 }]),
+                            None => p.push(0),
                         }
-                    }
-                    Some(slot) => {
-                        // The last event that ends a transaction asks for an acknowledgement:
-                        // everything the batch read is then before it.
-                        let ask = if slot.requesting() { events(&out).enumerate().filter(|(_, e)| ends_transaction(e)).map(|(i, _)| i).last() } else { None };
-                        for (i, e) in events(&out).enumerate() {
-                            if let Some(name) = rotate_name(e) {
-                                file = name;
-                            }
-                            let flag = if ask == Some(i) { FLAG_ACK } else { 0 };
-                            w.write_packet_with(|p| {
-                                p.extend_from_slice(&[0, HEADER_MAGIC, flag]);
-                                p.extend_from_slice(e);
-                            });
-                            if flag == FLAG_ACK {
-                                slot.requested(file.clone(), event_end(e), dump.log_position());
-                            }
-                        }
-                    }
+                        p.extend_from_slice(e);
+                    });
+                }
+                if let (Some(slot), Some(end)) = (slot.as_mut(), ask) {
+                    slot.requested(end.file, end.position, dump.log_position());
                 }
                 if !super::write_all_timed(&mut conn.stream, &w.take(), DUMP_WRITE_TIMEOUT).await {
                     return Flow::Close;
@@ -218,15 +207,21 @@ pub(super) async fn serve(conn: &mut Conn, session: &mut Session, request: Binlo
     }
 }
 
-/// The most bytes of acknowledgements held before they are read whole: an acknowledgement
-/// is a few dozen bytes, so a replica past this is not speaking the protocol.
-const ACK_BUFFER_MAX: usize = 64 << 10;
+/// The largest acknowledgement packet taken: the magic byte, a position and a file name. A
+/// replica that announces a larger packet is not speaking the protocol, so the dump's
+/// buffer stays within this and one read.
+const ACK_PACKET_MAX: usize = 1024;
 
-/// Reads semi-sync acknowledgements from the dump's connection: packets of a magic byte,
-/// a position and a file name.
-#[derive(Default)]
+/// Reads semi-sync acknowledgements from the dump's connection: each a packet of its own
+/// with sequence id 0, framed by the protocol's `PacketDecoder`.
 struct AckReader {
-    buf: Vec<u8>,
+    decoder: PacketDecoder,
+}
+
+impl Default for AckReader {
+    fn default() -> AckReader {
+        AckReader { decoder: PacketDecoder::new(ACK_PACKET_MAX) }
+    }
 }
 
 impl AckReader {
@@ -236,64 +231,26 @@ impl AckReader {
         match tokio::io::AsyncReadExt::read(stream, &mut chunk).await {
             Ok(0) | Err(_) => false,
             Ok(n) => {
-                self.buf.extend_from_slice(&chunk[..n]);
-                self.buf.len() <= ACK_BUFFER_MAX
+                self.decoder.feed(&chunk[..n]);
+                true
             }
         }
     }
 
     /// Hands the whole acknowledgements read to `slot`; `false` when a packet is not one.
     fn apply(&mut self, slot: &mut AckSlot) -> bool {
-        let mut at = 0;
-        while self.buf.len() >= at + 4 {
-            let len = usize::from(self.buf[at]) | usize::from(self.buf[at + 1]) << 8 | usize::from(self.buf[at + 2]) << 16;
-            if self.buf.len() < at + 4 + len {
-                break;
+        loop {
+            self.decoder.set_expected_seq(0);
+            match self.decoder.next_packet() {
+                Ok(None) => return true,
+                Ok(Some((_, payload))) => match parse_ack(&payload) {
+                    Some((file, position)) => slot.acknowledge(&file, position),
+                    None => return false,
+                },
+                Err(_) => return false,
             }
-            let Some((file, position)) = parse_ack(&self.buf[at + 4..at + 4 + len]) else { return false };
-            slot.acknowledge(&file, position);
-            at += 4 + len;
         }
-        self.buf.drain(..at);
-        true
     }
-}
-
-/// Whether an event ends a transaction: an XID, or a QUERY other than `BEGIN` (DDL).
-fn ends_transaction(event: &[u8]) -> bool {
-    match event.get(4) {
-        Some(&XID_EVENT) => true,
-        Some(&QUERY_EVENT) => query_text(event).is_some_and(|q| q != b"BEGIN"),
-        _ => false,
-    }
-}
-
-const QUERY_EVENT: u8 = 2;
-const ROTATE_EVENT: u8 = 4;
-const XID_EVENT: u8 = 16;
-const EVENT_HEADER_LEN: usize = 19;
-const CHECKSUM_LEN: usize = 4;
-
-/// A QUERY event's statement: after the post-header (thread id 4, time 4, database length
-/// 1, error 2, status length 2), the status variables and the database with its NUL.
-fn query_text(event: &[u8]) -> Option<&[u8]> {
-    let post = event.get(EVENT_HEADER_LEN..EVENT_HEADER_LEN + 13)?;
-    let db_len = usize::from(post[8]);
-    let status_len = usize::from(u16::from_le_bytes([post[11], post[12]]));
-    event.get(EVENT_HEADER_LEN + 13 + status_len + db_len + 1..event.len().checked_sub(CHECKSUM_LEN)?)
-}
-
-/// A ROTATE event's new file name.
-fn rotate_name(event: &[u8]) -> Option<String> {
-    (event.get(4) == Some(&ROTATE_EVENT))
-        .then(|| event.get(EVENT_HEADER_LEN + 8..event.len().checked_sub(CHECKSUM_LEN)?))
-        .flatten()
-        .map(|n| String::from_utf8_lossy(n).into_owned())
-}
-
-/// The position after an event in its file (its header's `log_pos`).
-fn event_end(event: &[u8]) -> u64 {
-    event.get(13..17).map_or(0, |b| u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])))
 }
 
 /// The binary log as SHOW BINARY LOG STATUS and SHOW BINARY LOGS see it: the current end is
