@@ -10,6 +10,9 @@ events flagged for it).
   answer at once.
 - When the replica comes back and acknowledges what it missed, semi-sync switches on again,
   and that is logged too.
+- A Quill replica with `rpl_semi_sync_replica_enabled=ON` (here over `SOURCE_SSL=1`) is a
+  semi-sync replica too: it acknowledges each transaction on receipt, and shows it in
+  `Rpl_semi_sync_replica_status`.
 """
 
 import socket
@@ -242,3 +245,49 @@ def test_a_semi_sync_dump_ignores_a_stray_acknowledgement_and_ends_on_anything_e
         assert cur.fetchone() == (2,)
         assert "an acknowledgement for an event not awaiting one" in server.log()
         c.close()
+
+
+def test_a_quill_replica_over_tls_acknowledges_each_commit(tmp_path):
+    from test_replica import caught_up, start_replica as start_quill_replica
+
+    timeout_ms = 5000
+    with PrivateQuill(tmp_path / "source", "--rpl_semi_sync_source_enabled=ON", f"--rpl_semi_sync_source_timeout={timeout_ms}") as source, \
+            PrivateQuill(tmp_path / "replica", "--server_id=2", "--rpl_semi_sync_replica_enabled=ON") as replica:
+        c, cur = table_d_t(source)
+        start_quill_replica(replica, source, "SOURCE_AUTO_POSITION=1, SOURCE_SSL=1")
+        wait_for(lambda: status(cur)["Rpl_semi_sync_source_clients"] == "1", "the replica registered as semi-sync")
+        r = replica.connect()
+        rcur = r.cursor()
+        rcur.execute("SHOW GLOBAL STATUS LIKE 'Rpl_semi_sync_replica_status'")
+        assert rcur.fetchall() == (("Rpl_semi_sync_replica_status", "ON"),)
+        caught_up(source, replica)
+        assert replica_row(rcur)["Source_SSL_Allowed"] == "Yes"
+        wait_for(lambda: status(cur)["Rpl_semi_sync_source_status"] == "ON", "semi-sync on once the replica caught up")
+
+        before = status(cur)
+        for i in range(1, 21):
+            started = time.monotonic()
+            cur.execute(f"INSERT INTO d.t VALUES ({i})")
+            assert time.monotonic() - started < timeout_ms / 1000 / 2, "acknowledged, not timed out"
+        after = status(cur)
+        assert int(after["Rpl_semi_sync_source_yes_tx"]) - int(before["Rpl_semi_sync_source_yes_tx"]) == 20, after
+        assert after["Rpl_semi_sync_source_no_times"] == before["Rpl_semi_sync_source_no_times"], after
+        caught_up(source, replica)
+        rcur.execute("SELECT COUNT(*) FROM d.t")
+        assert rcur.fetchone() == (20,)
+
+        # Off on the replica: after its I/O thread reconnects it no longer asks for semi-sync.
+        rcur.execute("SET GLOBAL rpl_semi_sync_slave_enabled = OFF")
+        rcur.execute("STOP REPLICA")
+        rcur.execute("START REPLICA")
+        wait_for(lambda: replica_row(rcur)["Replica_IO_Running"] == "Yes", "the replica reconnected")
+        rcur.execute("SHOW GLOBAL STATUS LIKE 'Rpl_semi_sync_slave_status'")
+        assert rcur.fetchall() == (("Rpl_semi_sync_slave_status", "OFF"),)
+        assert status(cur)["Rpl_semi_sync_source_clients"] == "0"
+        r.close()
+        c.close()
+
+
+def replica_row(cur) -> dict:
+    cur.execute("SHOW REPLICA STATUS")
+    return dict(zip([d[0] for d in cur.description], cur.fetchone()))

@@ -27,6 +27,7 @@
 pub mod auth;
 pub mod binary;
 pub mod binlog;
+pub mod client;
 pub mod codec;
 pub mod command;
 pub mod constants;

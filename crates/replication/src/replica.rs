@@ -1,8 +1,8 @@
 //! The replica: follows a source's binary log and applies its transactions
 //! (`docs/replication.md`).
 //!
-//! One task per running replica connects to the source (`mysql_async`: handshake, auth, TLS,
-//! `COM_BINLOG_DUMP_GTID` or `COM_BINLOG_DUMP`, the event stream decoded by `mysql_common`),
+//! One task per running replica connects to the source ([`connection`]: handshake, auth, TLS,
+//! `COM_BINLOG_DUMP_GTID` or `COM_BINLOG_DUMP`; the events decoded by `mysql_common`),
 //! gathers each transaction's events and applies it whole in a session of its own: row events
 //! become statements on the primary key, DDL runs as it came, and the transaction's GTID is
 //! written to `mysql.gtid_executed` in the same transaction. So the set of applied GTIDs is
@@ -11,13 +11,17 @@
 //! `mysql.gtid_executed` lacks. A transaction cut off by a lost connection is rolled back,
 //! never half applied. Reconnects back off from 0.1 s up to `SOURCE_CONNECT_RETRY`.
 //!
+//! With `rpl_semi_sync_replica_enabled`, a source that has semi-sync marks the last event of
+//! each transaction, and the replica acknowledges it as soon as it is received, before it
+//! applies it (MySQL's replica acknowledges once the event is in its relay log).
+//!
 //! The applier's commits are logged as replicated (`Session::replica_applier`): they take no
 //! sequence number of this server.
 //!
 //! Where it sits: above `sql` (it runs statements in a `Session`), beside `binlog`; the server
 //! attaches it to the engine (`Engine::replica`) for the SQL statements that drive it.
 //!
-//! Not yet: parallel apply, a relay log, semi-sync acknowledgements, `SOURCE_LOG_FILE` /
+//! Not yet: parallel apply, a relay log, `SOURCE_LOG_FILE` /
 //! `SOURCE_LOG_POS` beyond the first connection (later ones go by GTID), the DDL's `sql_mode`.
 
 use std::collections::BTreeMap;
@@ -25,12 +29,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mysql_async::binlog::events::{Event, EventData, RowsEventData, TableMapEvent};
-use mysql_async::binlog::row::BinlogRow;
-use mysql_async::binlog::value::BinlogValue;
-use mysql_async::{BinlogStreamRequest, Sid};
+use mysql_common::binlog::EventStreamReader;
+use mysql_common::binlog::consts::BinlogVersion;
+use mysql_common::binlog::events::{EventData, RowsEventData, TableMapEvent};
+use mysql_common::binlog::row::BinlogRow;
+use mysql_common::binlog::value::BinlogValue;
 use parking_lot::Mutex;
 use quill_io::Fs;
+use quill_protocol::command::{BinlogDump, RegisterReplica};
 use quill_sql::catalog::TableMeta;
 use quill_sql::error::{Result as SqlResult, SqlError};
 use quill_sql::replica_control::{AppliedTransaction, ReplicaControl, SourceOptions, WorkerStatus};
@@ -38,6 +44,10 @@ use quill_sql::types::SqlType;
 use quill_sql::{Engine, Outcome, Session};
 use quill_storage::Value;
 use tokio::sync::watch;
+
+use connection::{ConnError, ConnectOptions, Connection};
+
+mod connection;
 
 /// The file, in the data directory, that keeps the source's settings across restarts.
 pub const CONFIG_FILE: &str = "replica.info";
@@ -169,6 +179,8 @@ struct Status {
     /// When the SQL thread's last error happened (microseconds since the epoch).
     last_sql_error_us: u64,
     seconds_behind: Option<u64>,
+    /// The I/O thread runs with semi-sync (`Rpl_semi_sync_replica_status`).
+    semi_sync: bool,
 }
 
 struct Running {
@@ -400,6 +412,11 @@ impl ReplicaControl for Replica {
             applying: s.applying.clone(),
         }]
     }
+
+    fn status_counters(&self) -> Vec<(&'static str, String)> {
+        let on = if self.inner.status.lock().semi_sync { "ON" } else { "OFF" };
+        vec![("Rpl_semi_sync_replica_status", on.to_owned()), ("Rpl_semi_sync_slave_status", on.to_owned())]
+    }
 }
 
 /// Why the replica task stopped going on.
@@ -529,57 +546,95 @@ struct Pending {
 
 /// One connection to the source: from connect to the first error.
 async fn stream(inner: &Inner, config: &Config, session: &mut Session, executed: &mut GtidSet, first: bool) -> Stop {
-    let mut opts = mysql_async::OptsBuilder::default()
-        .ip_or_hostname(config.host.clone())
-        .tcp_port(config.port)
-        .user(Some(config.user.clone()))
-        .pass(Some(config.password.clone()))
-        .prefer_socket(false);
-    if config.ssl {
-        opts = opts.ssl_opts(Some(mysql_async::SslOpts::default().with_danger_accept_invalid_certs(true)));
-    }
+    let engine = &inner.engine;
+    let global_on = |name: &str| engine.global(name).is_some_and(|v| v == "ON" || v == "1");
+    let net_timeout = Duration::from_secs(engine.global("replica_net_timeout").and_then(|v| v.parse().ok()).unwrap_or(60));
+    let options = ConnectOptions { host: &config.host, port: config.port, user: &config.user, password: &config.password, ssl: config.ssl, net_timeout };
     inner.status.lock().io_state = "Connecting to source";
-    let conn = match mysql_async::Conn::new(opts).await {
+    let mut conn = match Connection::connect(&options).await {
         Ok(c) => c,
-        Err(e) => return io_stop(&e),
+        Err(e) => return io_stop(e),
     };
-    let server_id: u32 = inner.engine.global("server_id").and_then(|v| v.parse().ok()).unwrap_or(1);
-    let mut request = BinlogStreamRequest::new(server_id);
-    let by_gtid = config.auto_position || !executed.is_empty() || !first;
-    let file = config.log_file.clone();
-    if by_gtid {
-        let sids: Vec<Sid<'static>> = executed
-            .iter()
-            .filter_map(|(uuid, intervals)| {
-                let mut sid = Sid::new(uuid_bytes(uuid)?);
-                for &(s, e) in intervals {
-                    sid = sid.with_interval(mysql_async::GnoInterval::new(s, e + 1));
-                }
-                Some(sid)
-            })
-            .collect();
-        request = request.with_gtid().with_gtid_set(sids);
-    } else {
-        request = request.with_filename(file.as_bytes()).with_pos(config.log_pos);
-    }
-    let mut binlog = match conn.get_binlog_stream(request).await {
+    let server_id: u32 = engine.global("server_id").and_then(|v| v.parse().ok()).unwrap_or(1);
+    let semi_sync = match prepare(&mut conn, config, server_id, global_on("rpl_semi_sync_replica_enabled")).await {
         Ok(s) => s,
-        Err(e) => return io_stop(&e),
+        Err(e) => return io_stop(e),
     };
+    let by_gtid = config.auto_position || !executed.is_empty() || !first;
+    let request = BinlogDump {
+        server_id,
+        non_blocking: false,
+        file: if by_gtid { Vec::new() } else { config.log_file.clone().into_bytes() },
+        position: if by_gtid { 4 } else { config.log_pos },
+        gtids: by_gtid
+            .then(|| executed.iter().filter_map(|(uuid, intervals)| Some((uuid_bytes(uuid)?, intervals.iter().map(|&(s, e)| (s, e + 1)).collect()))).collect()),
+    };
+    if let Err(e) = conn.dump(&request).await {
+        return io_stop(e);
+    }
     {
         let mut status = inner.status.lock();
         status.io_running = "Yes";
         status.io_state = "Waiting for source to send event";
+        status.semi_sync = semi_sync;
     }
+    let stop = apply_stream(inner, &mut conn, session, executed).await;
+    inner.status.lock().semi_sync = false;
+    stop
+}
+
+/// What a replica says before its dump: the checksums it reads, the heartbeat it wants, and
+/// (with `rpl_semi_sync_replica_enabled`) semi-sync, when the source has it. Registers the
+/// replica. `Ok(true)` when the dump's events will carry the semi-sync header.
+async fn prepare(conn: &mut Connection, config: &Config, server_id: u32, semi_sync: bool) -> Result<bool, ConnError> {
+    conn.query("SET @master_binlog_checksum = @@global.binlog_checksum, @source_binlog_checksum = @@global.binlog_checksum").await?;
+    let heartbeat_ns = (config.heartbeat_period * 1e9) as u64;
+    conn.query(&format!("SET @master_heartbeat_period = {heartbeat_ns}, @source_heartbeat_period = {heartbeat_ns}")).await?;
+    let mut semi = false;
+    if semi_sync {
+        // As MySQL's replica: a source without the variable has no semi-sync, and the
+        // replica goes on asynchronously.
+        let mut has = conn.query("SELECT @@global.rpl_semi_sync_source_enabled").await;
+        if has.as_ref().is_err_and(|e| e.code == 1193) {
+            has = conn.query("SELECT @@global.rpl_semi_sync_master_enabled").await;
+        }
+        match has {
+            Ok(_) => {
+                conn.query("SET @rpl_semi_sync_slave = 1, @rpl_semi_sync_replica = 1").await?;
+                conn.expect_semi_sync();
+                semi = true;
+            }
+            Err(e) if e.code == 1193 => tracing::warn!("replica: the source does not support semi-sync; replicating asynchronously"),
+            Err(e) => return Err(e),
+        }
+    }
+    conn.register(&RegisterReplica { server_id, host: Vec::new(), user: config.user.clone().into_bytes(), port: 0 }).await?;
+    Ok(semi)
+}
+
+/// Reads the dump's events and applies each transaction whole, until an error or a stop.
+async fn apply_stream(inner: &Inner, conn: &mut Connection, session: &mut Session, executed: &mut GtidSet) -> Stop {
+    let mut reader = EventStreamReader::new(BinlogVersion::Version4);
     let mut pending = Pending::default();
-    use futures_util::StreamExt;
     loop {
-        let event: Event = match binlog.next().await {
-            Some(Ok(e)) => e,
-            Some(Err(e)) => return io_stop(&e),
-            None => return Stop::Io(2013, "Lost connection to source during query".into()),
+        let packet = match conn.next_event().await {
+            Ok(p) => p,
+            Err(e) => return io_stop(e),
+        };
+        let event = match reader.read(packet.event()) {
+            Ok(Some(e)) => e,
+            Ok(None) => continue,
+            Err(e) => return Stop::Io(1236, format!("could not read an event from the source: {e}")),
         };
         let log_pos = u64::from(event.header().log_pos());
+        if packet.ack_requested {
+            // On receipt, as MySQL's replica acknowledges once the event is in its relay log:
+            // the source's commit answers while this replica applies.
+            let file = inner.status.lock().source_log_file.clone();
+            if let Err(e) = conn.ack(&file, log_pos).await {
+                return io_stop(e);
+            }
+        }
         let data = match event.read_data() {
             Ok(Some(d)) => d,
             Ok(None) => continue,
@@ -632,7 +687,7 @@ async fn stream(inner: &Inner, config: &Config, session: &mut Session, executed:
                 if pending.gtid.as_ref().is_some_and(|(u, n)| contains(executed, u, *n)) {
                     continue;
                 }
-                let Some(tme) = binlog.get_tme(rows.table_id()) else { return Stop::Io(1236, "a rows event without its table map".into()) };
+                let Some(tme) = reader.get_tme(rows.table_id()) else { return Stop::Io(1236, "a rows event without its table map".into()) };
                 match statements(&inner.engine, tme, &rows) {
                     Ok(mut s) => pending.statements.append(&mut s),
                     Err(e) => return Stop::Sql(u32::from(e.code), e.message),
@@ -715,11 +770,8 @@ fn applying(inner: &Inner, pending: &Pending) {
     });
 }
 
-fn io_stop(e: &mysql_async::Error) -> Stop {
-    match e {
-        mysql_async::Error::Server(s) => Stop::Io(u32::from(s.code), s.message.clone()),
-        other => Stop::Io(2003, other.to_string()),
-    }
+fn io_stop(e: ConnError) -> Stop {
+    Stop::Io(e.code, e.message)
 }
 
 /// The statements that apply one rows event on this server's copy of its table.
@@ -808,8 +860,8 @@ fn repair_time(neg: bool, hours: u64, minutes: u8, seconds: u8, micros: u32) -> 
 }
 
 /// One value as a literal for a column of type `ty`.
-fn literal(v: &mysql_async::Value, ty: &SqlType) -> String {
-    use mysql_async::Value as V;
+fn literal(v: &mysql_common::Value, ty: &SqlType) -> String {
+    use mysql_common::Value as V;
     match v {
         V::NULL => "NULL".into(),
         // mysql_common (0.37) reads a signed MEDIUMINT without extending its sign.

@@ -328,6 +328,16 @@ impl Drop for AckSlot {
 pub const HEADER_MAGIC: u8 = 0xef;
 pub const FLAG_ACK: u8 = 0x01;
 
+/// Writes the acknowledgement a semi-sync replica sends for the event that ended at `position`
+/// of `file`, as a packet of its own (sequence id 0, whatever the dump's sequence has reached).
+pub fn write_ack(writer: &mut quill_protocol::PacketWriter, file: &str, position: u64) {
+    writer.write_packet_with(|out| {
+        out.push(HEADER_MAGIC);
+        out.extend_from_slice(&position.to_le_bytes());
+        out.extend_from_slice(file.as_bytes());
+    });
+}
+
 /// An acknowledgement packet's payload: the magic byte, the event's end position (8 bytes,
 /// little-endian) and its file name. `None` for anything else.
 #[must_use]
@@ -356,6 +366,10 @@ mod tests {
         p.push(0);
         assert_eq!(parse_ack(&p), Some(("quill-bin.000002".into(), 1234)));
         assert_eq!(parse_ack(&[0xef, 1, 2]), None);
+        let mut w = quill_protocol::PacketWriter::new(0);
+        write_ack(&mut w, "quill-bin.000003", 99);
+        assert_eq!(&w.buf[..4], &[25, 0, 0, 0]);
+        assert_eq!(parse_ack(&w.buf[4..]), Some(("quill-bin.000003".into(), 99)));
         assert_eq!(parse_ack(b"\x03SELECT 1"), None);
     }
 }

@@ -61,6 +61,8 @@ pub trait ReplicaControl: Send + Sync {
     fn executed(&self) -> String;
     /// The applier's workers, for `performance_schema.replication_applier_status_by_worker`.
     fn workers(&self) -> Vec<WorkerStatus>;
+    /// The replica's lines of `SHOW STATUS` (`Rpl_semi_sync_replica_status`).
+    fn status_counters(&self) -> Vec<(&'static str, String)>;
 }
 
 /// One transaction an applier worker applied or is applying; times in microseconds since

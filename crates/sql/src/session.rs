@@ -2113,8 +2113,11 @@ impl Session {
         ];
         if let Some(acks) = self.info.engine.commit_acks.get() {
             items.extend(acks.status());
-            items.sort_by(|a, b| a.0.cmp(b.0));
         }
+        if let Some(replica) = self.info.engine.replica.get() {
+            items.extend(replica.status_counters());
+        }
+        items.sort_by(|a, b| a.0.cmp(b.0));
         ResultSet {
             columns: vec![OutColumn::computed("Variable_name", text.clone()), OutColumn::computed("Value", text)],
             rows: items.into_iter().filter(|(n, _)| show::like_filter(n, like)).map(|(n, v)| vec![Value::Str(n.into()), Value::Str(v)]).collect(),

@@ -161,6 +161,9 @@ pub const VARIABLES: &[VarDef] = &[
     // Writes from accounts without SUPER are refused (1290); every account has SUPER until
     // accounts land, so only super_read_only stops them. The replica applier is exempt.
     v("read_only", Global, Bool, Live, "OFF"),
+    // Seconds a replica waits for data from its source (and for a connection to it) before it
+    // counts the connection lost and reconnects; read when the I/O thread connects.
+    v("replica_net_timeout", Global, int(1, 31_536_000), Live, "60"),
     // Where server-side files may be read and written (`session::server_files`): NULL, the
     // default, for nowhere; empty for anywhere; or one directory. Set at start-up only.
     // Semi-synchronous replication (`docs/replication.md`), under MySQL 8's names and the
@@ -171,6 +174,10 @@ pub const VARIABLES: &[VarDef] = &[
     v("rpl_semi_sync_master_wait_for_slave_count", Global, int(1, 65_535), Live, "1"),
     v("rpl_semi_sync_master_wait_no_slave", Global, Bool, Live, "ON"),
     v("rpl_semi_sync_master_wait_point", Global, Str, Live, "AFTER_SYNC"),
+    // The replica's side: its I/O thread asks the source for semi-sync and acknowledges each
+    // transaction on receipt. Read when the I/O thread connects, as MySQL does.
+    v("rpl_semi_sync_replica_enabled", Global, Bool, Live, "OFF"),
+    v("rpl_semi_sync_slave_enabled", Global, Bool, Live, "OFF"),
     v("rpl_semi_sync_source_enabled", Global, Bool, Live, "OFF"),
     v("rpl_semi_sync_source_timeout", Global, int(0, 4_294_967_295), Live, "10000"),
     v("rpl_semi_sync_source_wait_for_replica_count", Global, int(1, 65_535), Live, "1"),
@@ -185,6 +192,7 @@ pub const VARIABLES: &[VarDef] = &[
     v("session_track_system_variables", Both, Str, Inert, "time_zone,autocommit,character_set_client,character_set_results,character_set_connection"),
     v("session_track_transaction_info", Both, Str, Inert, "OFF"),
     v("skip_networking", Global, Bool, ReadOnly, "OFF"),
+    v("slave_net_timeout", Global, int(1, 31_536_000), Live, "60"),
     // Quill listens on TCP only; clients that look for a Unix socket find none.
     v("socket", Global, Str, ReadOnly, ""),
     // Sorts are held whole in memory, within temptable_max_ram (`tmp_memory`).
@@ -283,6 +291,8 @@ pub const ALIASES: &[(&str, &str)] = &[
     ("rpl_semi_sync_source_wait_for_replica_count", "rpl_semi_sync_master_wait_for_slave_count"),
     ("rpl_semi_sync_source_wait_no_replica", "rpl_semi_sync_master_wait_no_slave"),
     ("rpl_semi_sync_source_wait_point", "rpl_semi_sync_master_wait_point"),
+    ("rpl_semi_sync_replica_enabled", "rpl_semi_sync_slave_enabled"),
+    ("replica_net_timeout", "slave_net_timeout"),
 ];
 
 /// The other name of a variable that has two ([`ALIASES`]).
