@@ -166,9 +166,9 @@ def test_super_read_only_refuses_writes_and_read_only_follows_it(tmp_path):
         c.close()
 
 
-def reader_and_writer(server, table: str) -> tuple[float, float, int]:
+def reader_and_writer(server, table: str, read_sql: str | None = None) -> tuple[float, float, int]:
     """A commit that waits for an acknowledgement nobody sends, and, while it waits, a read of
-    its table on another session: the seconds each took, and what the read counted."""
+    its table (or `read_sql`) on another session: the seconds each took, and what it read."""
     writer = server.connect()
     reader = server.connect()
     took = {}
@@ -183,7 +183,7 @@ def reader_and_writer(server, table: str) -> tuple[float, float, int]:
     time.sleep(0.3)
     cur = reader.cursor()
     started = time.monotonic()
-    cur.execute(f"SELECT COUNT(*) FROM {table}")
+    cur.execute(read_sql or f"SELECT COUNT(*) FROM {table}")
     took["read"] = time.monotonic() - started
     counted = cur.fetchone()[0]
     t.join()
@@ -209,6 +209,21 @@ def test_after_sync_holds_readers_of_an_unacknowledged_commit_and_after_commit_d
             cur.execute("SHOW GLOBAL STATUS LIKE 'Rpl_semi_sync_source_no_times'")
             assert cur.fetchone()[1] == "1"
             c.close()
+
+
+def test_a_query_that_reads_no_table_never_waits_for_an_acknowledgement(tmp_path):
+    """Regression: at AFTER_SYNC every autocommit SELECT waited, `SELECT @@global...` too, so a
+    semi-sync replica reconnecting while commits waited for it could not ask its source's
+    variables before its dump: it waited out the timeout, and semi-sync fell back to async."""
+    with PrivateQuill(tmp_path / "source") as server:
+        c, cur = table_d_t(server)
+        cur.execute("SET GLOBAL rpl_semi_sync_source_timeout = 1500")
+        cur.execute("SET GLOBAL rpl_semi_sync_source_enabled = ON")
+        wrote, read, value = reader_and_writer(server, "d.t", "SELECT @@global.rpl_semi_sync_source_enabled")
+        assert wrote >= 1.4, wrote
+        assert value == 1
+        assert read < 0.9, read
+        c.close()
 
 
 def packet(payload: bytes, seq: int = 0) -> bytes:

@@ -1048,7 +1048,9 @@ impl Session {
         if result.as_ref().is_err_and(|e| e.lock_wait || e.rolls_back_transaction) {
             return result;
         }
-        self.after_read();
+        if reads_tables(q) {
+            self.after_read();
+        }
         self.statement_end()?;
         let outcome = result?;
         self.info.row_count = -1;
@@ -1099,7 +1101,8 @@ impl Session {
         LockSpec { txn: t.id, mode, policy, gaps, semi_consistent: !gaps, snapshot }
     }
 
-    /// The statement read rows: its reply waits until the newest commit it could have seen
+    /// The statement read rows (a query that names no table, `SELECT @@server_id`, reads
+    /// none and never waits): its reply waits until the newest commit it could have seen
     /// is as durable as the flush mode promises (locks are released before that).
     fn after_read(&mut self) {
         if let Some((end, mode)) = self.read_durability() {
@@ -1132,7 +1135,9 @@ impl Session {
         }
         engine.txns.release_view(&view);
         let outcome = outcome?;
-        self.after_read();
+        if reads_tables(q) {
+            self.after_read();
+        }
         self.info.row_count = -1;
         self.info.found_rows = outcome.result_rows();
         Ok(outcome)
@@ -2290,4 +2295,10 @@ fn rewrite_lock_in_share_mode(sql: &str) -> std::borrow::Cow<'_, str> {
         return std::borrow::Cow::Owned(format!("{} FOR SHARE", words[4]));
     }
     std::borrow::Cow::Borrowed(sql)
+}
+
+/// Whether a query names a table anywhere (its FROM, a join, a subquery): one that names none
+/// (`SELECT @@global.server_id`, `SELECT 1`) reads no commit, so its reply waits for none.
+fn reads_tables(q: &ast::Query) -> bool {
+    ast::visit_relations(q, |_| std::ops::ControlFlow::Break(())).is_break()
 }
