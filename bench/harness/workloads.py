@@ -14,7 +14,7 @@ from functools import partial
 from typing import Callable
 
 from .driver import DRIVER_TIMEOUT_S, run_driver, sql
-from .replication import replication_lag
+from .replication import insert_storm_replica, replication_lag
 
 SYSBENCH_TESTS = ("oltp_point_select", "oltp_read_only", "oltp_insert", "oltp_update_index", "oltp_read_write", "oltp_write_only")
 READ_ONLY_SYSBENCH_TESTS = ("oltp_point_select", "oltp_read_only")
@@ -91,6 +91,12 @@ def all_workloads(o):
                               f"source and replica on this host: {o.lag_count} single-row INSERTs {o.lag_interval_ms} ms apart, "
                               "commit on the source to applied on the replica",
                               partial(replication_lag, o), headline=("lag p50", "lag p99")))
+    for semi_sync, suffix, how in ((False, "", "asynchronous"), (True, "-semisync", "semi-synchronous")):
+        workloads.append(Workload(f"insert-storm-{o.insert_clients}-replica{suffix}", "replication",
+                                  f"{o.insert_clients} clients x {o.insert_count} prepared autocommit INSERT on a source with an "
+                                  f"{how} replica attached, against the same source with none".replace("an semi", "a semi"),
+                                  partial(insert_storm_replica, o, semi_sync=semi_sync),
+                                  headline=("inserts/s", "with replica / with none")))
     return workloads
 
 

@@ -24,14 +24,15 @@
 //! Not yet: parallel apply, a relay log, `SOURCE_LOG_FILE` /
 //! `SOURCE_LOG_POS` beyond the first connection (later ones go by GTID), the DDL's `sql_mode`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use mysql_common::binlog::EventStreamReader;
 use mysql_common::binlog::consts::BinlogVersion;
-use mysql_common::binlog::events::{EventData, RowsEventData, TableMapEvent};
+use mysql_common::binlog::consts::EventType;
+use mysql_common::binlog::events::{Event, EventData, RowsEventData, TableMapEvent};
 use mysql_common::binlog::row::BinlogRow;
 use mysql_common::binlog::value::BinlogValue;
 use parking_lot::Mutex;
@@ -43,7 +44,7 @@ use quill_sql::replica_control::{AppliedTransaction, ReplicaControl, SourceOptio
 use quill_sql::types::SqlType;
 use quill_sql::{Engine, Outcome, Session};
 use quill_storage::Value;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 
 use connection::{ConnError, ConnectOptions, Connection};
 
@@ -55,6 +56,16 @@ pub const CONFIG_FILE: &str = "replica.info";
 pub const GTID_TABLE: &str = "mysql.gtid_executed";
 /// The shortest wait before reconnecting; each failure doubles it up to `connect_retry`.
 pub const RECONNECT_WAIT_MIN: Duration = Duration::from_millis(100);
+/// Events received (and acknowledged, under semi-sync) but not yet applied, at most: the
+/// replica's relay, kept in memory (MySQL keeps it in relay log files). When it is full the
+/// receiver waits, and so does the source's dump.
+pub const RELAY_EVENTS_MAX: usize = 8192;
+/// Table maps the applier keeps, at most; past it they are forgotten at the next transaction,
+/// which maps its tables again before its rows.
+pub const TABLE_MAPS_MAX: usize = 65_536;
+/// Applied transactions whose commits are not yet known durable, at most, before the applier
+/// waits for the oldest.
+pub const DURABLE_STAMPS_MAX: usize = 4096;
 /// The connection id the applier's session reports.
 const APPLIER_CONNECTION_ID: u32 = u32::MAX - 1;
 
@@ -437,6 +448,7 @@ fn now_us() -> u64 {
 async fn run(inner: Arc<Inner>, config: Config, mut stopped: watch::Receiver<bool>) {
     let mut session = Session::new(Arc::clone(&inner.engine), APPLIER_CONNECTION_ID, "system user", "localhost");
     session.replica_applier = true;
+    session.answers_before_durable = true;
     session.client_found_rows = true;
     let setup = async {
         exec(&mut session, "SET SESSION time_zone = '+00:00'").await?;
@@ -612,14 +624,29 @@ async fn prepare(conn: &mut Connection, config: &Config, server_id: u32, semi_sy
     Ok(semi)
 }
 
-/// Reads the dump's events and applies each transaction whole, until an error or a stop.
+/// Receives the dump's events and applies each transaction whole, until an error or a stop:
+/// two loops joined by the relay, as MySQL's I/O and SQL threads, so the source's events are
+/// read (and acknowledged) while earlier ones apply.
 async fn apply_stream(inner: &Inner, conn: &mut Connection, session: &mut Session, executed: &mut GtidSet) -> Stop {
+    let (relay, relayed) = mpsc::channel(RELAY_EVENTS_MAX);
+    let (received, applied) = tokio::join!(receive(inner, conn, relay), apply(inner, relayed, session, executed));
+    // An apply error stops the replica. Otherwise the connection's end does, once everything
+    // received has been applied: so every acknowledged transaction is applied, source or not.
+    applied.unwrap_or(received)
+}
+
+/// The I/O side: reads events, acknowledges those the source asks about (semi-sync), and
+/// hands them to the applier in order. Ends when the connection does, or the applier stops.
+async fn receive(inner: &Inner, conn: &mut Connection, relay: mpsc::Sender<Event>) -> Stop {
     let mut reader = EventStreamReader::new(BinlogVersion::Version4);
-    let mut pending = Pending::default();
+    let mut file = String::new();
     loop {
-        let packet = match conn.next_event().await {
-            Ok(p) => p,
-            Err(e) => return io_stop(e),
+        let packet = tokio::select! {
+            packet = conn.next_event() => match packet {
+                Ok(p) => p,
+                Err(e) => return io_stop(e),
+            },
+            () = relay.closed() => return Stop::Asked,
         };
         let event = match reader.read(packet.event()) {
             Ok(Some(e)) => e,
@@ -627,34 +654,97 @@ async fn apply_stream(inner: &Inner, conn: &mut Connection, session: &mut Sessio
             Err(e) => return Stop::Io(1236, format!("could not read an event from the source: {e}")),
         };
         let log_pos = u64::from(event.header().log_pos());
+        match event.header().event_type() {
+            Ok(EventType::ROTATE_EVENT) => {
+                if let Ok(Some(EventData::RotateEvent(r))) = event.read_data() {
+                    // The ROTATE that opens a dump comes before the format description, so the
+                    // decoder cannot know to leave its checksum out of the name: a file name
+                    // is printable ASCII, and what follows is the checksum.
+                    let raw = r.name_raw();
+                    file = String::from_utf8_lossy(&raw[..raw.iter().position(|b| !b.is_ascii_graphic()).unwrap_or(raw.len())]).into_owned();
+                    let mut status = inner.status.lock();
+                    status.source_log_file.clone_from(&file);
+                    status.read_source_log_pos = r.position();
+                }
+                continue;
+            }
+            Ok(EventType::GTID_EVENT) => {
+                if let Ok(Some(EventData::GtidEvent(g))) = event.read_data() {
+                    add_gtid(&mut inner.status.lock().retrieved, &uuid_text(g.sid()), g.gno());
+                }
+            }
+            _ => {}
+        }
         if packet.ack_requested {
             // On receipt, as MySQL's replica acknowledges once the event is in its relay log:
             // the source's commit answers while this replica applies.
-            let file = inner.status.lock().source_log_file.clone();
             if let Err(e) = conn.ack(&file, log_pos).await {
                 return io_stop(e);
             }
         }
+        if log_pos > 0 {
+            inner.status.lock().read_source_log_pos = log_pos;
+        }
+        if relay.send(event).await.is_err() {
+            return Stop::Asked;
+        }
+    }
+}
+
+/// The SQL side: applies the relayed events' transactions in order; `Some` when one did not
+/// apply (or did not decode), `None` when the relay ended. The applier does not wait for a
+/// commit to be durable before it applies the next transaction (its commits share the log's
+/// syncs, as concurrent clients' do); each transaction's end of apply is stamped when its
+/// commit is durable ([`stamp_when_durable`]). Its GTID is durable with its rows either way.
+async fn apply(inner: &Inner, relayed: mpsc::Receiver<Event>, session: &mut Session, executed: &mut GtidSet) -> Option<Stop> {
+    let (stamps, stamped) = mpsc::channel(DURABLE_STAMPS_MAX);
+    let (stop, ()) = tokio::join!(apply_transactions(inner, relayed, session, executed, stamps), stamp_when_durable(inner, stamped));
+    stop
+}
+
+/// A transaction applied and committed, and the log position its commit is durable at.
+type Stamp = (Option<(quill_log::Lsn, quill_log::FlushMode)>, AppliedTransaction);
+
+/// Stamps each applied transaction's end of apply once its commit is durable, in order: it
+/// becomes the last applied transaction (`replication_applier_status_by_worker`).
+async fn stamp_when_durable(inner: &Inner, mut stamped: mpsc::Receiver<Stamp>) {
+    while let Some((wait, mut applied)) = stamped.recv().await {
+        if let (Some((end, mode)), Some(log)) = (wait, inner.engine.log.get()) {
+            log.wait(end, mode).await;
+        }
+        applied.end_apply_us = now_us();
+        let mut status = inner.status.lock();
+        status.seconds_behind = Some(applied.end_apply_us.saturating_sub(applied.original_commit_us) / 1_000_000);
+        status.last_applied = Some(applied);
+    }
+}
+
+async fn apply_transactions(
+    inner: &Inner,
+    mut relayed: mpsc::Receiver<Event>,
+    session: &mut Session,
+    executed: &mut GtidSet,
+    stamps: mpsc::Sender<Stamp>,
+) -> Option<Stop> {
+    let mut tables: HashMap<u64, TableMapEvent<'static>> = HashMap::new();
+    let mut pending = Pending::default();
+    while let Some(event) = relayed.recv().await {
+        let log_pos = u64::from(event.header().log_pos());
         let data = match event.read_data() {
             Ok(Some(d)) => d,
             Ok(None) => continue,
-            Err(e) => return Stop::Io(1236, format!("could not read an event from the source: {e}")),
+            Err(e) => return Some(Stop::Io(1236, format!("could not read an event from the source: {e}"))),
         };
         match data {
-            EventData::RotateEvent(r) => {
-                // The ROTATE that opens a dump comes before the format description, so the
-                // decoder cannot know to leave its checksum out of the name: a file name is
-                // printable ASCII, and what follows is the checksum.
-                let raw = r.name_raw();
-                let name = &raw[..raw.iter().position(|b| !b.is_ascii_graphic()).unwrap_or(raw.len())];
-                let mut status = inner.status.lock();
-                status.source_log_file = String::from_utf8_lossy(name).into_owned();
-                status.read_source_log_pos = r.position();
-                continue;
+            EventData::TableMapEvent(t) => {
+                tables.insert(t.table_id(), t.into_owned());
             }
             EventData::GtidEvent(g) => {
+                // Between transactions, which map their tables again before their rows.
+                if tables.len() >= TABLE_MAPS_MAX {
+                    tables.clear();
+                }
                 let uuid = uuid_text(g.sid());
-                add_gtid(&mut inner.status.lock().retrieved, &uuid, g.gno());
                 pending = Pending {
                     gtid: Some((uuid, g.gno())),
                     original_commit_us: g.original_commit_timestamp(),
@@ -673,13 +763,13 @@ async fn apply_stream(inner: &Inner, conn: &mut Connection, session: &mut Sessio
                     if !schema.is_empty()
                         && let Err(e) = exec(session, &format!("USE `{}`", schema.replace('`', "``"))).await
                     {
-                        return Stop::Sql(u32::from(e.code), e.message);
+                        return Some(Stop::Sql(u32::from(e.code), e.message));
                     }
                     if let Err(e) = exec(session, &query).await {
-                        return Stop::Sql(u32::from(e.code), format!("Error '{}' on query. Default database: '{schema}'. Query: '{query}'", e.message));
+                        return Some(Stop::Sql(u32::from(e.code), format!("Error '{}' on query. Default database: '{schema}'. Query: '{query}'", e.message)));
                     }
-                    if let Some(stop) = commit(inner, session, executed, &mut pending, log_pos).await {
-                        return stop;
+                    if let Some(stop) = commit(inner, session, executed, &mut pending, log_pos, &stamps).await {
+                        return Some(stop);
                     }
                 }
             }
@@ -687,10 +777,10 @@ async fn apply_stream(inner: &Inner, conn: &mut Connection, session: &mut Sessio
                 if pending.gtid.as_ref().is_some_and(|(u, n)| contains(executed, u, *n)) {
                     continue;
                 }
-                let Some(tme) = reader.get_tme(rows.table_id()) else { return Stop::Io(1236, "a rows event without its table map".into()) };
+                let Some(tme) = tables.get(&rows.table_id()) else { return Some(Stop::Io(1236, "a rows event without its table map".into())) };
                 match statements(&inner.engine, tme, &rows) {
                     Ok(mut s) => pending.statements.append(&mut s),
-                    Err(e) => return Stop::Sql(u32::from(e.code), e.message),
+                    Err(e) => return Some(Stop::Sql(u32::from(e.code), e.message)),
                 }
             }
             EventData::XidEvent(_) => {
@@ -700,32 +790,38 @@ async fn apply_stream(inner: &Inner, conn: &mut Connection, session: &mut Sessio
                 }
                 applying(inner, &pending);
                 if let Err(e) = exec(session, "BEGIN").await {
-                    return Stop::Sql(u32::from(e.code), e.message);
+                    return Some(Stop::Sql(u32::from(e.code), e.message));
                 }
                 for sql in std::mem::take(&mut pending.statements) {
                     match exec(session, &sql).await {
                         Ok(Outcome::Done { affected: 0, .. }) if !sql.starts_with("INSERT") => {
-                            return Stop::Sql(1032, format!("Could not execute a row event: Can't find record. Statement: {sql}"));
+                            return Some(Stop::Sql(1032, format!("Could not execute a row event: Can't find record. Statement: {sql}")));
                         }
                         Ok(_) => {}
-                        Err(e) => return Stop::Sql(u32::from(e.code), format!("Could not execute a row event: {}. Statement: {sql}", e.message)),
+                        Err(e) => return Some(Stop::Sql(u32::from(e.code), format!("Could not execute a row event: {}. Statement: {sql}", e.message))),
                     }
                 }
-                if let Some(stop) = commit(inner, session, executed, &mut pending, log_pos).await {
-                    return stop;
+                if let Some(stop) = commit(inner, session, executed, &mut pending, log_pos, &stamps).await {
+                    return Some(stop);
                 }
             }
             _ => {}
         }
-        if log_pos > 0 {
-            inner.status.lock().read_source_log_pos = log_pos;
-        }
     }
+    None
 }
 
 /// Records the transaction's GTID in `mysql.gtid_executed` and commits (a DDL statement has
-/// committed already: the GTID then commits on its own).
-async fn commit(inner: &Inner, session: &mut Session, executed: &mut GtidSet, pending: &mut Pending, log_pos: u64) -> Option<Stop> {
+/// committed already: the GTID then commits on its own); its end of apply is stamped once the
+/// commit is durable.
+async fn commit(
+    inner: &Inner,
+    session: &mut Session,
+    executed: &mut GtidSet,
+    pending: &mut Pending,
+    log_pos: u64,
+    stamps: &mpsc::Sender<Stamp>,
+) -> Option<Stop> {
     if let Some((uuid, gno)) = pending.gtid.clone() {
         let intervals = executed.get(&uuid).cloned().unwrap_or_default();
         let sql = match intervals.last() {
@@ -742,18 +838,20 @@ async fn commit(inner: &Inner, session: &mut Session, executed: &mut GtidSet, pe
     if let Err(e) = exec(session, "COMMIT").await {
         return Some(Stop::Sql(u32::from(e.code), e.message));
     }
-    let end_us = now_us();
-    let mut status = inner.status.lock();
-    status.executed = executed.clone();
-    if log_pos > 0 {
-        status.exec_source_log_pos = log_pos;
-    }
-    if let Some(mut applied) = status.applying.take() {
-        applied.end_apply_us = end_us;
-        status.last_applied = Some(applied);
-    }
-    status.seconds_behind = Some(end_us.saturating_sub(pending.original_commit_us) / 1_000_000);
+    let wait = session.take_log_wait();
+    let applied = {
+        let mut status = inner.status.lock();
+        status.executed = executed.clone();
+        if log_pos > 0 {
+            status.exec_source_log_pos = log_pos;
+        }
+        status.applying.take()
+    };
     *pending = Pending::default();
+    if let Some(applied) = applied {
+        // The stamper goes away only with this task.
+        let _ = stamps.send((wait, applied)).await;
+    }
     None
 }
 

@@ -387,6 +387,10 @@ pub struct Session {
     /// The replica's applier: its commits are a source's transactions, logged without a
     /// sequence number of this server (`quill_log::Body::set_replicated`).
     pub replica_applier: bool,
+    /// Statements answer as soon as their commits are ordered, without waiting for them to be
+    /// durable: the caller takes the wait with [`Session::take_log_wait`] (the replica's
+    /// applier, which starts its next transaction while the last one syncs).
+    pub answers_before_durable: bool,
     /// Notified when another session KILLs this one.
     pub kill: Arc<tokio::sync::Notify>,
     /// This session's `ProcessInfo::progress`.
@@ -467,6 +471,7 @@ impl Session {
             tls_cipher: String::new(),
             tls_version: String::new(),
             durable_wait: None,
+            answers_before_durable: false,
             closed: false,
             row_sink: None,
             may_stream: false,
@@ -579,7 +584,9 @@ impl Session {
         if out.is_empty() {
             out.push(Err(SqlError::new(codes::ER_EMPTY_QUERY, "Query was empty")));
         }
-        self.wait_until_durable().await;
+        if !self.answers_before_durable {
+            self.wait_until_durable().await;
+        }
         out
     }
 
@@ -675,7 +682,9 @@ impl Session {
         self.may_stream = true;
         let outcome = self.execute(&stmt, &params, &text).await;
         self.may_stream = false;
-        self.wait_until_durable().await;
+        if !self.answers_before_durable {
+            self.wait_until_durable().await;
+        }
         outcome
     }
 

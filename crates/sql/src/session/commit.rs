@@ -179,6 +179,13 @@ impl Session {
         }
     }
 
+    /// The log position (and flush mode) this session's commits since the last call must
+    /// reach to be as durable as the mode promises, taken: for a session that
+    /// [`answers_before_durable`](Session::answers_before_durable), whose caller waits (or not).
+    pub fn take_log_wait(&mut self) -> Option<(quill_log::Lsn, quill_log::FlushMode)> {
+        self.durable_wait.take().map(|(end, mode, _)| (end, mode))
+    }
+
     /// Roll back the open transaction, if any. A transaction that streamed parts ends its
     /// stream with an abort record, so recovery and log readers can forget its parts.
     /// `SAVEPOINT name`: marks the transaction's writes so far; a savepoint of the same
