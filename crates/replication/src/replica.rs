@@ -578,8 +578,12 @@ async fn stream(inner: &Inner, config: &Config, session: &mut Session, executed:
         non_blocking: false,
         file: if by_gtid { Vec::new() } else { config.log_file.clone().into_bytes() },
         position: if by_gtid { 4 } else { config.log_pos },
-        gtids: by_gtid
-            .then(|| executed.iter().filter_map(|(uuid, intervals)| Some((uuid_bytes(uuid)?, intervals.iter().map(|&(s, e)| (s, e + 1)).collect()))).collect()),
+        gtids: by_gtid.then(|| {
+            asked_set(engine, executed)
+                .iter()
+                .filter_map(|(uuid, intervals)| Some((uuid_bytes(uuid)?, intervals.iter().map(|&(s, e)| (s, e + 1)).collect())))
+                .collect()
+        }),
     };
     if let Err(e) = conn.dump(&request).await {
         return io_stop(e);
@@ -593,6 +597,25 @@ async fn stream(inner: &Inner, config: &Config, session: &mut Session, executed:
     let stop = apply_stream(inner, &mut conn, session, executed).await;
     inner.status.lock().semi_sync = false;
     stop
+}
+
+/// The GTID set a replica names in its dump: what it applied from sources and its own
+/// transactions (`@@gtid_executed`), so a former source that now replicates from its former
+/// replica is sent none of its own transactions back.
+fn asked_set(engine: &Engine, executed: &GtidSet) -> GtidSet {
+    let mut asked = executed.clone();
+    let own_last = engine.log.get().map_or(0, |log| log.next_position().1.saturating_sub(1));
+    if let Some(uuid) = engine.global("server_uuid").filter(|u| !u.is_empty() && own_last > 0) {
+        // Its own are 1..=own_last; what it applied of its own UUID (from a replica that logs
+        // what it applies) can only add to that.
+        let intervals = asked.entry(uuid).or_default();
+        intervals.retain(|&(_, end)| end > own_last);
+        for interval in intervals.iter_mut() {
+            interval.0 = interval.0.max(own_last + 1);
+        }
+        intervals.insert(0, (1, own_last));
+    }
+    asked
 }
 
 /// What a replica says before its dump: the checksums it reads, the heartbeat it wants, and
