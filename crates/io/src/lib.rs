@@ -71,6 +71,8 @@ pub trait Fs: Send + Sync {
     /// Makes the creations, renames and removals of names in `dir` durable.
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
     fn exists(&self, path: &Path) -> bool;
+    /// When `path` was last written: how old a log segment is, for `binlog_expire_logs_seconds`.
+    fn modified(&self, path: &Path) -> io::Result<std::time::SystemTime>;
 }
 
 /// The directory that holds `path`, for [`Fs::sync_dir`] after creating or renaming it.

@@ -82,4 +82,8 @@ impl Fs for RealFs {
     fn exists(&self, path: &Path) -> bool {
         path.exists()
     }
+
+    fn modified(&self, path: &Path) -> io::Result<std::time::SystemTime> {
+        std::fs::metadata(path)?.modified()
+    }
 }

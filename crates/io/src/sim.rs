@@ -270,6 +270,12 @@ impl Fs for SimFs {
         let state = self.state.lock();
         state.names.contains_key(path) || state.dirs.contains(path)
     }
+
+    /// The simulated disk keeps no times: every file is as old as the epoch, so retention by
+    /// age removes what it may at once (the simulations test what a checkpoint covers).
+    fn modified(&self, path: &Path) -> io::Result<std::time::SystemTime> {
+        if self.exists(path) { Ok(std::time::UNIX_EPOCH) } else { Err(not_found(path)) }
+    }
 }
 
 struct SimFile {

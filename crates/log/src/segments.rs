@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use quill_io::{File, Fs};
 
@@ -321,12 +322,25 @@ impl Segments {
         Ok(())
     }
 
-    /// Removes the segments that end at or before `lsn` (a checkpoint covers them).
+    /// Removes the segments that end at or before `lsn` (a checkpoint covers them) and, with
+    /// `written_before`, were last written before it: the oldest segments, up to the first
+    /// that is too new.
     ///
     /// # Errors
     /// I/O errors.
-    pub fn remove_before(&mut self, lsn: Lsn) -> io::Result<usize> {
-        let old: Vec<Lsn> = self.files.0.iter().filter(|(start, s)| **start + s.len <= lsn).map(|(start, _)| *start).collect();
+    pub fn remove_before(&mut self, lsn: Lsn, written_before: Option<SystemTime>) -> io::Result<usize> {
+        let mut old = Vec::new();
+        for (&start, s) in &self.files.0 {
+            if start + s.len > lsn {
+                break;
+            }
+            if let Some(cutoff) = written_before
+                && self.fs.modified(&self.dir.join(segment_name(start)))? >= cutoff
+            {
+                break;
+            }
+            old.push(start);
+        }
         for s in &old {
             self.files.0.remove(s);
             self.fs.remove(&self.dir.join(segment_name(*s)))?;

@@ -110,7 +110,14 @@ impl LogTail {
         if self.files.end().is_none_or(|end| lsn >= end) {
             self.files = self.shared.segments.lock().files();
         }
-        match read_one(&self.files, lsn)? {
+        let mut read = read_one(&self.files, lsn)?;
+        if matches!(read, Err(LogEnd::Cut(_))) {
+            // A durable record that starts in this tail's segments may run into one made
+            // since they were copied: read it again over the log's segments as they are now.
+            self.files = self.shared.segments.lock().files();
+            read = read_one(&self.files, lsn)?;
+        }
+        match read {
             Ok(record) => Ok(record),
             Err(LogEnd::Clean) => Err(io::Error::other(format!("no log record at LSN {lsn}: its segment was removed"))),
             Err(LogEnd::Cut(why)) => Err(io::Error::other(format!("the durable log record at LSN {lsn} does not read back: {why}"))),

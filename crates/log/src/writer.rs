@@ -49,7 +49,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use parking_lot::{Condvar, Mutex};
 use quill_io::Fs;
@@ -113,6 +113,9 @@ pub struct LogConfig {
     /// `binlog_group_commit_sync_no_delay_count`: stop waiting once this many records are
     /// pending (0: no count, wait the whole delay).
     pub group_no_delay_count: u64,
+    /// `binlog_expire_logs_seconds`: a segment a checkpoint covers is removed once it was last
+    /// written this long ago; `None` keeps it until `PURGE BINARY LOGS`.
+    pub segment_expiry: Option<Duration>,
     pub on_failure: FailureHook,
 }
 
@@ -151,6 +154,7 @@ impl Default for LogConfig {
             sync_interval: SYNC_INTERVAL,
             group_delay: Duration::ZERO,
             group_no_delay_count: 0,
+            segment_expiry: Some(Duration::ZERO),
             on_failure: Arc::new(|message| {
                 eprintln!("quill: commit log I/O failed, stopping: {message}");
                 std::process::abort();
@@ -267,6 +271,11 @@ pub(crate) struct Shared {
     group_delay_us: AtomicU64,
     group_no_delay_count: AtomicU64,
     pub(crate) segments: Mutex<Segments>,
+    /// [`LogConfig::segment_expiry`] in milliseconds, `EXPIRY_NEVER` for none.
+    segment_expiry_ms: AtomicU64,
+    /// Where recovery starts reading (the newest checkpoint's `read_from`): no segment at or
+    /// after it is ever removed.
+    recovery_start: AtomicU64,
     /// What readers still need (`tail::Retention`): no segment at or after the lowest LSN is
     /// removed. One entry per reader that holds a retention.
     pub(crate) retained: Mutex<std::collections::BTreeMap<u64, Lsn>>,
@@ -276,6 +285,18 @@ pub(crate) struct Shared {
     waiters: AtomicUsize,
     stats: LogStats,
     config: LogConfig,
+}
+
+/// `Shared::segment_expiry_ms` of a log that keeps covered segments until `PURGE BINARY LOGS`.
+const EXPIRY_NEVER: u64 = u64::MAX;
+
+fn expiry_ms(expiry: Option<Duration>) -> u64 {
+    expiry.map_or(EXPIRY_NEVER, |d| u64::try_from(d.as_millis()).unwrap_or(EXPIRY_NEVER - 1))
+}
+
+/// Segments last written before the returned time have expired; `None` when none ever do.
+fn expiry_cutoff(expiry: Option<Duration>) -> Option<SystemTime> {
+    expiry.map(|d| SystemTime::now().checked_sub(d).unwrap_or(std::time::UNIX_EPOCH))
 }
 
 /// The commit log. Dropping it writes and syncs everything pending, then stops the writer.
@@ -320,9 +341,11 @@ impl Log {
         let (end_lsn, end, streams_discarded) = read;
         let preserved = if matches!(end, LogEnd::Cut(_)) { segments.preserve_from(end_lsn)? } else { None };
         segments.cut_at(end_lsn)?;
-        // Segments wholly before the checkpoint are covered by it; removing them also means the
-        // writer never finds a gap between the last segment and its position.
-        segments.remove_before(start.read_from)?;
+        // Segments wholly before the checkpoint are covered by it: removed once they expire
+        // (the oldest first, so the rest stay contiguous up to the writer's position).
+        if let Some(cutoff) = expiry_cutoff(config.segment_expiry) {
+            segments.remove_before(start.read_from, Some(cutoff))?;
+        }
         let recovered = Recovered { start_lsn, end_lsn, records, next_seq, end, preserved, streams_discarded };
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
@@ -351,6 +374,8 @@ impl Log {
             mode: AtomicU8::new(config.flush_mode as u8),
             group_delay_us: AtomicU64::new(u64::try_from(config.group_delay.as_micros()).unwrap_or(u64::MAX)),
             group_no_delay_count: AtomicU64::new(config.group_no_delay_count),
+            segment_expiry_ms: AtomicU64::new(expiry_ms(config.segment_expiry)),
+            recovery_start: AtomicU64::new(start.read_from),
             segments: Mutex::new(segments),
             retained: Mutex::new(std::collections::BTreeMap::new()),
             next_retention: AtomicU64::new(0),
@@ -664,12 +689,33 @@ impl Log {
     /// # Errors
     /// I/O errors.
     pub fn remove_segments_before(&self, lsn: Lsn) -> io::Result<usize> {
+        self.shared.recovery_start.fetch_max(lsn, Ordering::AcqRel);
+        let expiry = self.shared.segment_expiry_ms.load(Ordering::Relaxed);
+        match expiry_cutoff((expiry != EXPIRY_NEVER).then(|| Duration::from_millis(expiry))) {
+            Some(cutoff) => self.purge_segments_before(lsn, Some(cutoff)),
+            None => Ok(0),
+        }
+    }
+
+    /// `PURGE BINARY LOGS`: removes the oldest segments wholly before `lsn` (and, with
+    /// `written_before`, last written before it), but none recovery still reads (from the
+    /// newest checkpoint on), none not yet durable, and none a reader still needs
+    /// (`LogTail::retain`). Returns how many went.
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn purge_segments_before(&self, lsn: Lsn, written_before: Option<SystemTime>) -> io::Result<usize> {
         // Never past what the writer has made durable: a checkpoint's position may still be
-        // pending (modes 0 and 2), and the writer must find its segments where it left them;
-        // nor past what a reader still needs (`LogTail::retain`).
+        // pending (modes 0 and 2), and the writer must find its segments where it left them.
         let floor = self.shared.retained.lock().values().copied().min().unwrap_or(Lsn::MAX);
-        let mut segments = self.shared.segments.lock();
-        segments.remove_before(lsn.min(self.durable_lsn()).min(floor))
+        let bound = lsn.min(self.durable_lsn()).min(floor).min(self.shared.recovery_start.load(Ordering::Acquire));
+        self.shared.segments.lock().remove_before(bound, written_before)
+    }
+
+    /// `SET GLOBAL binlog_expire_logs_seconds` ([`LogConfig::segment_expiry`]); acted on at
+    /// the next checkpoint.
+    pub fn set_segment_expiry(&self, expiry: Option<Duration>) {
+        self.shared.segment_expiry_ms.store(expiry_ms(expiry), Ordering::Relaxed);
     }
 
     /// Writes and syncs everything pending, then stops the writer.

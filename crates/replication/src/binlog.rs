@@ -159,6 +159,18 @@ fn file_begin(origin: &Origin, tail: &mut LogTail, start: Lsn) -> io::Result<Fil
     Ok(FileStart { boundary, previous })
 }
 
+/// The last of this server's own transactions no longer in the binary log (its GTIDs
+/// `uuid:1-N` are `gtid_purged`): those before the oldest file. 0 when none went.
+///
+/// # Errors
+/// I/O errors reading the oldest file.
+pub fn purged_through(origin: &Origin) -> io::Result<u64> {
+    let mut tail = origin.log().tail();
+    let _retention = tail.retain(0);
+    let Some(&(first, _)) = origin.log().segment_bounds().first() else { return Ok(origin.log().next_position().1 - 1) };
+    Ok(file_begin(origin, &mut tail, first)?.previous)
+}
+
 /// One replica's stream of the binary log.
 pub struct Dump {
     origin: Origin,

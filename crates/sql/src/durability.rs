@@ -116,8 +116,14 @@ fn log_config(globals: &VarSet) -> LogConfig {
             .and_then(|v| v.parse().ok())
             .filter(|&b: &u64| b >= 4096)
             .unwrap_or(quill_log::DEFAULT_SEGMENT_BYTES),
+        segment_expiry: segment_expiry(int("binlog_expire_logs_seconds")),
         ..LogConfig::default()
     }
+}
+
+/// `binlog_expire_logs_seconds` as the log keeps it: 0 never expires (as in MySQL).
+fn segment_expiry(seconds: u64) -> Option<Duration> {
+    (seconds > 0).then(|| Duration::from_secs(seconds))
 }
 
 /// Applies a global variable that configures the log. `value` comes normalised by
@@ -129,6 +135,7 @@ pub fn apply_global(engine: &Engine, name: &str, value: &str) -> Result<()> {
     let Some(log) = engine.log.get() else { return Ok(()) };
     let wrong = || SqlError::new((1231, "42000"), format!("Variable '{name}' can't be set to the value of '{value}'"));
     match name {
+        "binlog_expire_logs_seconds" => log.set_segment_expiry(segment_expiry(value.parse().map_err(|_| wrong())?)),
         "innodb_flush_log_at_trx_commit" => {
             let mode = value.parse::<u8>().ok().and_then(FlushMode::from_value).ok_or_else(wrong)?;
             log.set_flush_mode(mode);

@@ -102,6 +102,18 @@ pub trait BinaryLog: Send + Sync {
     /// # Errors
     /// Why the log cannot be read.
     fn files(&self) -> std::result::Result<Vec<(String, u64)>, String>;
+    /// `PURGE BINARY LOGS TO 'file'` (`to`) or `BEFORE` a time: removes the files before it
+    /// that crash recovery and connected replicas no longer need, the oldest first; returns
+    /// the names of those it had to keep.
+    ///
+    /// # Errors
+    /// 1373 for a file the log does not have; 1377 for an I/O error.
+    fn purge(&self, to: Option<&str>, before: Option<std::time::SystemTime>) -> Result<Vec<String>>;
+    /// The last of this server's own transactions no longer in the binary log (0: none).
+    ///
+    /// # Errors
+    /// Why the log cannot be read.
+    fn purged_through(&self) -> std::result::Result<u64, String>;
 }
 
 /// `SHOW MASTER STATUS`, `SHOW BINARY LOG STATUS` (MySQL 8.2's name) and `SHOW BINARY LOGS`
@@ -141,6 +153,17 @@ fn show_binary_log(engine: &Engine, words: &[String]) -> Result<ResultSet> {
 pub fn gtid_executed(engine: &Engine) -> String {
     let last = engine.log.get().map_or(0, |log| log.next_position().1 - 1);
     let local = if last == 0 { String::new() } else { format!("{}:1-{last}", engine.global("server_uuid").unwrap_or_default()) };
+    let replicated = engine.replica.get().map(|r| r.executed()).unwrap_or_default();
+    [replicated, local].into_iter().filter(|s| !s.is_empty()).collect::<Vec<_>>().join(",\n")
+}
+
+/// `@@gtid_purged`: the transactions this server executed that its binary log no longer
+/// holds: those it applied from sources (a replica does not log them, `log_replica_updates`
+/// being OFF) and its own before the oldest file.
+#[must_use]
+pub fn gtid_purged(engine: &Engine) -> String {
+    let own = engine.binary_log.get().and_then(|b| b.purged_through().ok()).unwrap_or(0);
+    let local = if own == 0 { String::new() } else { format!("{}:1-{own}", engine.global("server_uuid").unwrap_or_default()) };
     let replicated = engine.replica.get().map(|r| r.executed()).unwrap_or_default();
     [replicated, local].into_iter().filter(|s| !s.is_empty()).collect::<Vec<_>>().join(",\n")
 }
@@ -261,6 +284,9 @@ impl SessionInfo {
         }
         if def.name == "gtid_executed" {
             return Ok(Value::Str(gtid_executed(&self.engine)));
+        }
+        if def.name == "gtid_purged" {
+            return Ok(Value::Str(gtid_purged(&self.engine)));
         }
         if global && def.scope == vars::Scope::Session {
             return Err(SqlError::new(codes::ER_INCORRECT_GLOBAL_LOCAL_VAR, format!("Variable '{}' is a SESSION variable", def.name)));
@@ -1650,9 +1676,47 @@ impl Session {
             "ALTER" if words.len() == 5 && up(1) == "TABLE" && matches!(up(3), "DISABLE" | "ENABLE") && up(4).trim_end_matches(';') == "KEYS" => {
                 Some(self.alter_keys(words[2]))
             }
+            "PURGE" if matches!(up(1), "BINARY" | "MASTER") && up(2) == "LOGS" => Some(self.purge_binary_logs(statement, &words).await),
             "CHANGE" | "START" | "STOP" | "RESET" => crate::replica_control::parse(sql, &upper).map(|r| r.and_then(|s| self.replica_statement(s))),
             _ => None,
         }
+    }
+
+    /// `PURGE {BINARY | MASTER} LOGS {TO 'file' | BEFORE datetime}`: a warning (1867) names
+    /// each file it had to keep, as MySQL's does for a file a replica reads.
+    async fn purge_binary_logs(&mut self, statement: &StatementText, words: &[&str]) -> Result<Outcome> {
+        let Some(binlog) = self.engine().binary_log.get().cloned() else {
+            return Err(SqlError::new((1381, "HY000"), "You are not using binary logging"));
+        };
+        let rest = words.get(4..).unwrap_or_default().join(" ");
+        let (to, before) = match words.get(3).map(|w| w.to_ascii_uppercase()).as_deref() {
+            Some("TO") if !rest.is_empty() => (Some(rest.trim_matches(|c| c == '\'' || c == '"').to_owned()), None),
+            Some("BEFORE") if !rest.is_empty() => {
+                let select = StatementText { text: format!("SELECT UNIX_TIMESTAMP({rest})"), warnings: Vec::new(), ..statement.clone() };
+                // Evaluated here, never sent to the client.
+                let may_stream = std::mem::replace(&mut self.may_stream, false);
+                let evaluated = Box::pin(self.run_one(&select)).await;
+                self.may_stream = may_stream;
+                let seconds = match evaluated? {
+                    Outcome::Rows(rs) => rs.rows.first().and_then(|r| r.first()).filter(|v| !matches!(v, Value::Null)).map(crate::ops::to_f64),
+                    _ => None,
+                };
+                let seconds = seconds.filter(|s| *s >= 0.0).ok_or_else(|| SqlError::new((1210, "HY000"), "Incorrect arguments to PURGE BINARY LOGS BEFORE"))?;
+                (None, Some(std::time::UNIX_EPOCH + Duration::from_secs_f64(seconds)))
+            }
+            _ => return Err(SqlError::parse(&statement.text)),
+        };
+        let kept = tokio::task::block_in_place(|| binlog.purge(to.as_deref(), before))?;
+        for name in kept {
+            self.warnings.push(Warning {
+                level: "Warning",
+                code: 1867,
+                message: format!(
+                    "file {name} was not purged because it is still needed: by crash recovery (until the next checkpoint) or by a connected replica"
+                ),
+            });
+        }
+        Ok(Outcome::ok())
     }
 
     /// CHANGE REPLICATION SOURCE TO, START / STOP / RESET REPLICA (`replica_control`).

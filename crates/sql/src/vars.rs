@@ -91,6 +91,10 @@ pub const VARIABLES: &[VarDef] = &[
     v("autocommit", Both, Bool, Live, "ON"),
     // Binlog events always carry a CRC-32 (`docs/binlog.md`).
     v("binlog_checksum", Global, Str, ReadOnly, "CRC32"),
+    // How long the binary log's files (the commit log's segments) are kept once a checkpoint
+    // covers them, in seconds; 0 keeps them until PURGE BINARY LOGS. Removal happens at
+    // checkpoints (and at start-up), the oldest file first.
+    v("binlog_expire_logs_seconds", Global, int(0, 4_294_967_295), Live, "2592000"),
     // Replication is row-based only: the commit log holds row images.
     v("binlog_format", Both, Str, ReadOnly, "ROW"),
     v("binlog_group_commit_sync_delay", Global, int(0, crate::durability::GROUP_DELAY_US_MAX), Live, "0"),
@@ -121,6 +125,8 @@ pub const VARIABLES: &[VarDef] = &[
     v("foreign_key_checks", Both, Bool, Inert, "ON"),
     // Computed when read (`session::gtid_executed`).
     v("gtid_executed", Global, Str, ReadOnly, ""),
+    // Computed when read (`session::gtid_purged`); it cannot be set.
+    v("gtid_purged", Global, Str, ReadOnly, ""),
     v("gtid_mode", Global, Str, ReadOnly, "ON"),
     v("hostname", Global, Str, ReadOnly, "localhost"),
     v("init_connect", Global, Str, Inert, ""),

@@ -27,9 +27,10 @@ use parking_lot::Mutex;
 use quill_protocol::command::BinlogDump;
 use quill_protocol::response;
 use quill_protocol::{PacketDecoder, PacketWriter};
-use quill_replication::binlog::{Dump, Head, Origin, events, file_name};
+use quill_replication::binlog::{Dump, Head, Origin, events, file_name, file_start};
 use quill_replication::events::Source;
 use quill_replication::semisync::{AckSlot, FLAG_ACK, HEADER_MAGIC, SemiSync, parse_ack};
+use quill_sql::error::SqlError;
 use quill_sql::session::BinaryLog;
 use quill_sql::{Engine, Session};
 use quill_storage::Value;
@@ -298,5 +299,23 @@ impl BinaryLog for BinaryLogView {
             files.push((name, size));
         }
         Ok(files)
+    }
+
+    fn purge(&self, to: Option<&str>, before: Option<std::time::SystemTime>) -> quill_sql::error::Result<Vec<String>> {
+        let log = self.origin.engine.log.get().ok_or_else(|| SqlError::new((1381, "HY000"), "You are not using binary logging"))?;
+        let target = match to {
+            Some(name) => file_start(name)
+                .filter(|start| log.segment_bounds().iter().any(|(s, _)| s == start))
+                .ok_or_else(|| SqlError::new((1373, "HY000"), "Target log not found in binlog index"))?,
+            None => quill_log::Lsn::MAX,
+        };
+        log.purge_segments_before(target, before).map_err(|e| SqlError::new((1377, "HY000"), format!("Fatal error during log purge: {e}")))?;
+        // Files wholly before the target that are still there were kept (a time bound keeps
+        // newer files by design, so only TO reports them).
+        Ok(if to.is_some() { log.segment_bounds().iter().filter(|(s, len)| s + len <= target).map(|(s, _)| file_name(*s)).collect() } else { Vec::new() })
+    }
+
+    fn purged_through(&self) -> Result<u64, String> {
+        tokio::task::block_in_place(|| quill_replication::binlog::purged_through(&self.origin)).map_err(|e| e.to_string())
     }
 }
