@@ -15,10 +15,8 @@ import subprocess
 import threading
 import time
 
-import pymysql
-
 from conftest import PrivateQuill
-from test_replica import rows, status
+from test_replica import ledger_workload, rows, status
 from test_replication_crash import CLIENTS, SEMI_SYNC_TIMEOUT_MS, global_status, settled
 
 LEDGER = "SELECT client, n FROM ledger.entries"
@@ -52,23 +50,7 @@ def test_promote_the_replica_when_the_source_dies_under_load_and_rejoin_the_old_
         acknowledged = {k: [] for k in range(CLIENTS)}
         stop = threading.Event()
 
-        def client(k):
-            n = 0
-            while not stop.is_set():
-                try:
-                    conn = primary[0].connect()
-                    with conn.cursor() as cur:
-                        while not stop.is_set():
-                            n += 1
-                            cur.execute("INSERT INTO ledger.entries VALUES (%s, %s)", (k, n))
-                            acknowledged[k].append(n)
-                except pymysql.err.MySQLError:
-                    # Gone, or still read-only: the commit in flight is not acknowledged.
-                    time.sleep(0.05)
-
-        threads = [threading.Thread(target=client, args=(k,), daemon=True) for k in range(CLIENTS)]
-        for t in threads:
-            t.start()
+        threads = ledger_workload(lambda: primary[0].connect(), stop, acknowledged)
         time.sleep(1.5)
         assert global_status(a, "Rpl_semi_sync_source_no_times") == "0", "semi-sync fell back to async"
         a.kill()

@@ -74,6 +74,30 @@ def start_replica(replica, source, extra: str = "SOURCE_AUTO_POSITION=1", user: 
     c.close()
 
 
+def ledger_workload(connect, stop: threading.Event, acknowledged: dict) -> list:
+    """One thread per key of `acknowledged`, each inserting rows (client, n) into
+    `ledger.entries` one autocommit at a time on `connect()` and appending each n the server
+    acknowledged; a failed connection or statement (the server went away, or is read-only)
+    is retried on a new connection, and its n is never counted."""
+    def client(k):
+        n = 0
+        while not stop.is_set():
+            try:
+                conn = connect()
+                with conn.cursor() as cur:
+                    while not stop.is_set():
+                        n += 1
+                        cur.execute("INSERT INTO ledger.entries VALUES (%s, %s)", (k, n))
+                        acknowledged[k].append(n)
+            except pymysql.err.MySQLError:
+                time.sleep(0.05)
+
+    threads = [threading.Thread(target=client, args=(k,), daemon=True) for k in acknowledged]
+    for t in threads:
+        t.start()
+    return threads
+
+
 @pytest.fixture
 def pair(tmp_path):
     with PrivateQuill(tmp_path / "source") as source, PrivateQuill(tmp_path / "replica", "--server_id=2") as replica:
@@ -122,23 +146,7 @@ def test_kill_9_of_the_replica_and_of_the_source_under_load_loses_and_repeats_no
     start_replica(replica, source)
     acknowledged = {k: [] for k in range(8)}
     stop = threading.Event()
-
-    def client(k):
-        n = 0
-        while not stop.is_set():
-            try:
-                conn = source.connect()
-                with conn.cursor() as cur:
-                    while not stop.is_set():
-                        n += 1
-                        cur.execute("INSERT INTO ledger.entries VALUES (%s, %s)", (k, n))
-                        acknowledged[k].append(n)
-            except pymysql.err.OperationalError:
-                time.sleep(0.05)
-
-    threads = [threading.Thread(target=client, args=(k,), daemon=True) for k in range(8)]
-    for t in threads:
-        t.start()
+    threads = ledger_workload(source.connect, stop, acknowledged)
     time.sleep(1.0)
     replica.kill()
     time.sleep(0.5)

@@ -17,35 +17,13 @@ source. What must hold on every server:
 import threading
 import time
 
-import pymysql
 import pytest
 
 from conftest import PrivateQuill
-from test_replica import caught_up, rows, start_replica, status
+from test_replica import caught_up, ledger_workload, rows, start_replica, status
 
 CLIENTS = 16
 SEMI_SYNC_TIMEOUT_MS = 20_000
-
-
-def ledger_workload(source, stop: threading.Event, acknowledged: dict) -> list:
-    def client(k):
-        n = 0
-        while not stop.is_set():
-            try:
-                conn = source.connect()
-                with conn.cursor() as cur:
-                    while not stop.is_set():
-                        n += 1
-                        cur.execute("INSERT INTO ledger.entries VALUES (%s, %s)", (k, n))
-                        acknowledged[k].append(n)
-            except pymysql.err.OperationalError:
-                # The source went away; the commit in flight is not acknowledged.
-                time.sleep(0.05)
-
-    threads = [threading.Thread(target=client, args=(k,), daemon=True) for k in range(CLIENTS)]
-    for t in threads:
-        t.start()
-    return threads
 
 
 def global_status(server, name: str) -> str:
@@ -90,7 +68,7 @@ def test_kill_9_of_replica_and_source_under_16_clients_keeps_every_acknowledged_
 
         acknowledged = {k: [] for k in range(CLIENTS)}
         stop = threading.Event()
-        threads = ledger_workload(source, stop, acknowledged)
+        threads = ledger_workload(source.connect, stop, acknowledged)
         time.sleep(1.5)
         replica.kill()
         time.sleep(0.3)
