@@ -232,3 +232,21 @@ def test_a_super_read_only_replica_applies_and_reports_each_transaction_in_perfo
     assert rows(replica, "SELECT id FROM app.t ORDER BY id") == tuple((i,) for i in range(1, 6))
     rc.close()
     c.close()
+
+
+def test_ddl_runs_under_its_source_sessions_sql_mode(pair):
+    """A DDL statement is run on the replica under the `sql_mode` its QUERY event carries:
+    here ANSI_QUOTES, under which "d"."q" names a table (under the replica's own mode it is a
+    string, and the statement would not parse)."""
+    source, replica = pair
+    start_replica(replica, source)
+    c = source.connect()
+    with c.cursor() as cur:
+        cur.execute("SET SESSION sql_mode = 'ANSI_QUOTES'")
+        cur.execute('CREATE DATABASE "d"')
+        cur.execute('CREATE TABLE "d"."q" (id INT PRIMARY KEY, note VARCHAR(10))')
+        cur.execute("""INSERT INTO "d"."q" VALUES (1, 'one')""")
+    c.close()
+    s = caught_up(source, replica)
+    assert s["Replica_SQL_Running"] == "Yes", s
+    assert rows(replica, "SELECT id, note FROM d.q") == ((1, "one"),)

@@ -325,6 +325,13 @@ const SQL_MODE_BITS: [(&str, u64); 17] = [
     ("NO_ENGINE_SUBSTITUTION", 1 << 30),
 ];
 
+/// The `sql_mode` value a QUERY event's bits stand for (bits MySQL 8 does not name are left
+/// out): what a replica runs the statement under.
+#[must_use]
+pub fn sql_mode_names(bits: u64) -> String {
+    SQL_MODE_BITS.iter().filter(|(_, bit)| bits & bit != 0).map(|(name, _)| *name).collect::<Vec<_>>().join(",")
+}
+
 /// The bits of a `sql_mode` value (names MySQL 8 does not have count for nothing).
 fn sql_mode_bits(mode: &str) -> u64 {
     mode.split(',').filter_map(|name| SQL_MODE_BITS.iter().find(|(n, _)| n.eq_ignore_ascii_case(name.trim())).map(|(_, bit)| bit)).fold(0, |acc, bit| acc | bit)

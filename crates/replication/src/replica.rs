@@ -4,7 +4,8 @@
 //! One task per running replica connects to the source ([`connection`]: handshake, auth, TLS,
 //! `COM_BINLOG_DUMP_GTID` or `COM_BINLOG_DUMP`; the events decoded by `mysql_common`),
 //! gathers each transaction's events and applies it whole in a session of its own: row events
-//! become statements on the primary key, DDL runs as it came, and the transaction's GTID is
+//! become prepared statements on the primary key ([`rows`]), DDL runs as it came under its
+//! source's `sql_mode` and time zone, and the transaction's GTID is
 //! written to `mysql.gtid_executed` in the same transaction. So the set of applied GTIDs is
 //! durable with the rows (the commit log holds both in one record) and a kill -9 of either
 //! side neither loses nor repeats a transaction: the replica reconnects asking for what
@@ -21,8 +22,8 @@
 //! Where it sits: above `sql` (it runs statements in a `Session`), beside `binlog`; the server
 //! attaches it to the engine (`Engine::replica`) for the SQL statements that drive it.
 //!
-//! Not yet: parallel apply, a relay log, `SOURCE_LOG_FILE` /
-//! `SOURCE_LOG_POS` beyond the first connection (later ones go by GTID), the DDL's `sql_mode`.
+//! Not yet: parallel apply, a relay log on disk, `SOURCE_LOG_FILE` / `SOURCE_LOG_POS` beyond
+//! the first connection (later ones go by GTID), a DDL's GTID atomic with it.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -32,23 +33,21 @@ use std::time::Duration;
 use mysql_common::binlog::EventStreamReader;
 use mysql_common::binlog::consts::BinlogVersion;
 use mysql_common::binlog::consts::EventType;
-use mysql_common::binlog::events::{Event, EventData, RowsEventData, TableMapEvent};
-use mysql_common::binlog::row::BinlogRow;
-use mysql_common::binlog::value::BinlogValue;
+use mysql_common::binlog::events::{Event, EventData, TableMapEvent};
 use parking_lot::Mutex;
 use quill_io::Fs;
 use quill_protocol::command::{BinlogDump, RegisterReplica};
-use quill_sql::catalog::TableMeta;
 use quill_sql::error::{Result as SqlResult, SqlError};
 use quill_sql::replica_control::{AppliedTransaction, ReplicaControl, SourceOptions, WorkerStatus};
-use quill_sql::types::SqlType;
 use quill_sql::{Engine, Outcome, Session};
 use quill_storage::Value;
 use tokio::sync::{mpsc, watch};
 
 use connection::{ConnError, ConnectOptions, Connection};
+use rows::{Prepared, RowStatement};
 
 mod connection;
+mod rows;
 
 /// The file, in the data directory, that keeps the source's settings across restarts.
 pub const CONFIG_FILE: &str = "replica.info";
@@ -63,6 +62,12 @@ pub const RELAY_EVENTS_MAX: usize = 8192;
 /// Table maps the applier keeps, at most; past it they are forgotten at the next transaction,
 /// which maps its tables again before its rows.
 pub const TABLE_MAPS_MAX: usize = 65_536;
+/// The applier's own session settings, between the DDL statements it runs under their
+/// source's. Row values arrive as the source stored them (TIMESTAMPs in UTC): strict, so a
+/// value this server's column cannot hold stops the applier rather than being cut, but with
+/// zero dates allowed, which a source may have stored.
+const APPLIER_SQL_MODE: &str = "STRICT_TRANS_TABLES,NO_ENGINE_SUBSTITUTION";
+const APPLIER_TIME_ZONE: &str = "+00:00";
 /// Applied transactions whose commits are not yet known durable, at most, before the applier
 /// waits for the oldest.
 pub const DURABLE_STAMPS_MAX: usize = 4096;
@@ -451,7 +456,7 @@ async fn run(inner: Arc<Inner>, config: Config, mut stopped: watch::Receiver<boo
     session.answers_before_durable = true;
     session.client_found_rows = true;
     let setup = async {
-        exec(&mut session, "SET SESSION time_zone = '+00:00'").await?;
+        exec(&mut session, &format!("SET SESSION time_zone = '{APPLIER_TIME_ZONE}', sql_mode = '{APPLIER_SQL_MODE}'")).await?;
         exec(&mut session, "SET SESSION foreign_key_checks = 0").await?;
         exec(
             &mut session,
@@ -552,7 +557,7 @@ struct Pending {
     gtid: Option<(String, u64)>,
     original_commit_us: u64,
     immediate_commit_us: u64,
-    statements: Vec<String>,
+    statements: Vec<RowStatement>,
     open: bool,
 }
 
@@ -750,6 +755,7 @@ async fn apply_transactions(
     stamps: mpsc::Sender<Stamp>,
 ) -> Option<Stop> {
     let mut tables: HashMap<u64, TableMapEvent<'static>> = HashMap::new();
+    let mut prepared = Prepared::default();
     let mut pending = Pending::default();
     while let Some(event) = relayed.recv().await {
         let log_pos = u64::from(event.header().log_pos());
@@ -788,10 +794,24 @@ async fn apply_transactions(
                     {
                         return Some(Stop::Sql(u32::from(e.code), e.message));
                     }
-                    if let Err(e) = exec(session, &query).await {
+                    // The statements prepared so far may name what the DDL changes.
+                    prepared.forget(session);
+                    // Under the source's sql_mode and time zone, as it ran there.
+                    let (sql_mode, time_zone) = query_context(&q);
+                    let context = format!(
+                        "SET SESSION sql_mode = '{}', time_zone = '{}'",
+                        sql_mode.unwrap_or_else(|| APPLIER_SQL_MODE.to_owned()),
+                        time_zone.unwrap_or_else(|| APPLIER_TIME_ZONE.to_owned()).replace('\'', "")
+                    );
+                    let ran = match exec(session, &context).await {
+                        Ok(_) => exec(session, &query).await,
+                        Err(e) => Err(e),
+                    };
+                    let restored = exec(session, &format!("SET SESSION sql_mode = '{APPLIER_SQL_MODE}', time_zone = '{APPLIER_TIME_ZONE}'")).await;
+                    if let Err(e) = ran.and(restored) {
                         return Some(Stop::Sql(u32::from(e.code), format!("Error '{}' on query. Default database: '{schema}'. Query: '{query}'", e.message)));
                     }
-                    if let Some(stop) = commit(inner, session, executed, &mut pending, log_pos, &stamps).await {
+                    if let Some(stop) = commit(inner, session, executed, &mut pending, log_pos, &stamps, &mut prepared).await {
                         return Some(stop);
                     }
                 }
@@ -801,7 +821,7 @@ async fn apply_transactions(
                     continue;
                 }
                 let Some(tme) = tables.get(&rows.table_id()) else { return Some(Stop::Io(1236, "a rows event without its table map".into())) };
-                match statements(&inner.engine, tme, &rows) {
+                match rows::statements(&inner.engine, tme, &rows) {
                     Ok(mut s) => pending.statements.append(&mut s),
                     Err(e) => return Some(Stop::Sql(u32::from(e.code), e.message)),
                 }
@@ -815,16 +835,17 @@ async fn apply_transactions(
                 if let Err(e) = exec(session, "BEGIN").await {
                     return Some(Stop::Sql(u32::from(e.code), e.message));
                 }
-                for sql in std::mem::take(&mut pending.statements) {
-                    match exec(session, &sql).await {
-                        Ok(Outcome::Done { affected: 0, .. }) if !sql.starts_with("INSERT") => {
-                            return Some(Stop::Sql(1032, format!("Could not execute a row event: Can't find record. Statement: {sql}")));
+                for row in std::mem::take(&mut pending.statements) {
+                    let what = format!("Statement: {} with {:?}", row.template, row.params);
+                    match prepared.run(session, &row.template, row.params).await {
+                        Ok(Outcome::Done { affected: 0, .. }) if row.finds_row => {
+                            return Some(Stop::Sql(1032, format!("Could not execute a row event: Can't find record. {what}")));
                         }
                         Ok(_) => {}
-                        Err(e) => return Some(Stop::Sql(u32::from(e.code), format!("Could not execute a row event: {}. Statement: {sql}", e.message))),
+                        Err(e) => return Some(Stop::Sql(u32::from(e.code), format!("Could not execute a row event: {}. {what}", e.message))),
                     }
                 }
-                if let Some(stop) = commit(inner, session, executed, &mut pending, log_pos, &stamps).await {
+                if let Some(stop) = commit(inner, session, executed, &mut pending, log_pos, &stamps, &mut prepared).await {
                     return Some(stop);
                 }
             }
@@ -844,16 +865,22 @@ async fn commit(
     pending: &mut Pending,
     log_pos: u64,
     stamps: &mpsc::Sender<Stamp>,
+    prepared: &mut Prepared,
 ) -> Option<Stop> {
     if let Some((uuid, gno)) = pending.gtid.clone() {
         let intervals = executed.get(&uuid).cloned().unwrap_or_default();
-        let sql = match intervals.last() {
+        let done = match intervals.last() {
             Some(&(start, end)) if end + 1 == gno => {
-                format!("UPDATE mysql.gtid_executed SET interval_end = {gno} WHERE source_uuid = '{uuid}' AND interval_start = {start}")
+                let sql = "UPDATE mysql.gtid_executed SET interval_end = ? WHERE source_uuid = ? AND interval_start = ?";
+                prepared.run(session, sql, vec![Value::UInt(gno), Value::Str(uuid.clone()), Value::UInt(start)]).await
             }
-            _ => format!("INSERT INTO mysql.gtid_executed VALUES ('{uuid}', {gno}, {gno})"),
+            _ => {
+                prepared
+                    .run(session, "INSERT INTO mysql.gtid_executed VALUES (?, ?, ?)", vec![Value::Str(uuid.clone()), Value::UInt(gno), Value::UInt(gno)])
+                    .await
+            }
         };
-        if let Err(e) = exec(session, &sql).await {
+        if let Err(e) = done {
             return Some(Stop::Sql(u32::from(e.code), e.message));
         }
         add_gtid(executed, &uuid, gno);
@@ -878,6 +905,22 @@ async fn commit(
     None
 }
 
+/// A QUERY event's `sql_mode` (as names) and time zone, when it carries them.
+fn query_context(q: &mysql_common::binlog::events::QueryEvent<'_>) -> (Option<String>, Option<String>) {
+    use mysql_common::binlog::consts::StatusVarKey;
+    use mysql_common::binlog::events::StatusVarVal;
+    let vars = q.status_vars();
+    let sql_mode = vars.get_status_var(StatusVarKey::SqlMode).and_then(|v| match v.get_value() {
+        Ok(StatusVarVal::SqlMode(mode)) => Some(crate::events::sql_mode_names(mode.0)),
+        _ => None,
+    });
+    let time_zone = vars.get_status_var(StatusVarKey::TimeZone).and_then(|v| match v.get_value() {
+        Ok(StatusVarVal::TimeZone(tz)) => Some(tz.as_str().into_owned()),
+        _ => None,
+    });
+    (sql_mode, time_zone)
+}
+
 /// The transaction `pending` starts being applied.
 fn applying(inner: &Inner, pending: &Pending) {
     let gtid = pending.gtid.as_ref().map(|(uuid, gno)| format!("{uuid}:{gno}")).unwrap_or_default();
@@ -895,149 +938,9 @@ fn io_stop(e: ConnError) -> Stop {
     Stop::Io(e.code, e.message)
 }
 
-/// The statements that apply one rows event on this server's copy of its table.
-fn statements(engine: &Engine, tme: &TableMapEvent<'_>, rows: &RowsEventData<'_>) -> SqlResult<Vec<String>> {
-    let (db, table) = (tme.database_name().into_owned(), tme.table_name().into_owned());
-    let catalog = engine.catalog();
-    let meta = catalog.table(&db, &table)?;
-    let name = format!("`{}`.`{}`", db.replace('`', "``"), table.replace('`', "``"));
-    let mut out = Vec::new();
-    for row in rows.rows(tme) {
-        let (before, after) = row.map_err(|e| SqlError::new((1594, "HY000"), format!("a row event of {db}.{table} does not decode: {e}")))?;
-        let after = after.map(|r| literals(meta, &r)).transpose()?;
-        let before = before.map(|r| literals(meta, &r)).transpose()?;
-        out.push(match (before, after) {
-            (None, Some(after)) => format!("INSERT INTO {name} VALUES ({})", after.join(", ")),
-            (Some(before), Some(after)) => {
-                let set: Vec<String> = meta.columns.iter().zip(&after).map(|(c, v)| format!("`{}` = {v}", c.name)).collect();
-                format!("UPDATE {name} SET {} WHERE {} LIMIT 1", set.join(", "), key_match(meta, &before))
-            }
-            (Some(before), None) => format!("DELETE FROM {name} WHERE {} LIMIT 1", key_match(meta, &before)),
-            (None, None) => continue,
-        });
-    }
-    Ok(out)
-}
-
-/// `WHERE` for the row whose values are `before`: its primary key, or every column.
-fn key_match(meta: &TableMeta, before: &[String]) -> String {
-    let columns: Vec<usize> = if meta.primary.is_empty() { (0..meta.columns.len()).collect() } else { meta.primary.clone() };
-    columns.iter().map(|&i| format!("`{}` <=> {}", meta.columns[i].name, before[i])).collect::<Vec<_>>().join(" AND ")
-}
-
-/// A row's values as SQL literals for this server's columns.
-fn literals(meta: &TableMeta, row: &BinlogRow) -> SqlResult<Vec<String>> {
-    if row.len() != meta.columns.len() {
-        return Err(SqlError::new(
-            (1677, "HY000"),
-            format!("Column count of {}.{} differs: the source has {} columns, this server {}", meta.db, meta.name, row.len(), meta.columns.len()),
-        ));
-    }
-    (0..row.len())
-        .map(|i| match row.as_ref(i) {
-            Some(BinlogValue::Value(v)) => Ok(literal(v, &meta.columns[i].ty)),
-            _ => Err(SqlError::new((1677, "HY000"), format!("column {i} of {}.{}: a value type Quill does not apply", meta.db, meta.name))),
-        })
-        .collect()
-}
-
-fn quoted(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('\'');
-    for c in text.chars() {
-        match c {
-            '\'' => out.push_str("''"),
-            '\\' => out.push_str("\\\\"),
-            '\0' => out.push_str("\\0"),
-            c => out.push(c),
-        }
-    }
-    out.push('\'');
-    out
-}
-
-fn hex(bytes: &[u8]) -> String {
-    let digits: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!("X'{digits}'")
-}
-
-/// `mysql_common`'s decoder (0.37) reads a negative TIME(1) or TIME(2) with a fraction wrongly:
-/// it subtracts 0x100 from the fraction byte as a `u32`, which wraps, so the packed value it
-/// makes is the right one plus 2³² × 10,000. The time it then shows always has 1,000,000
-/// microseconds or more (the fraction field of the wrapped value), which no right value has:
-/// such a time is made back into the packed value and corrected. Other times pass as they
-/// are. (Release builds wrap; a debug build of the decoder panics first.)
-fn repair_time(neg: bool, hours: u64, minutes: u8, seconds: u8, micros: u32) -> (bool, u64, u8, u8, u32) {
-    const WRAPPED_BY: i64 = (1_i64 << 32) * 10_000;
-    if micros < 1_000_000 {
-        return (neg, hours, minutes, seconds, micros);
-    }
-    let hms = (i64::try_from(hours).unwrap_or(0) << 12) | (i64::from(minutes) << 6) | i64::from(seconds);
-    let magnitude = (hms << 24) + i64::from(micros);
-    let packed = if neg { -magnitude } else { magnitude } - WRAPPED_BY;
-    let t = packed.unsigned_abs();
-    let hms = t >> 24;
-    (packed < 0, hms >> 12, ((hms >> 6) & 63) as u8, (hms & 63) as u8, (t % (1 << 24)) as u32)
-}
-
-/// One value as a literal for a column of type `ty`.
-fn literal(v: &mysql_common::Value, ty: &SqlType) -> String {
-    use mysql_common::Value as V;
-    match v {
-        V::NULL => "NULL".into(),
-        // mysql_common (0.37) reads a signed MEDIUMINT without extending its sign.
-        V::Int(i) if matches!(ty, SqlType::Int { kind: quill_sql::types::IntKind::Medium, unsigned: false, .. }) && *i >= 1 << 23 => {
-            (i - (1 << 24)).to_string()
-        }
-        V::Int(i) => i.to_string(),
-        V::UInt(u) => u.to_string(),
-        V::Float(f) => format!("{f:?}"),
-        V::Double(d) => format!("{d:?}"),
-        V::Bytes(b) => match ty {
-            SqlType::Decimal { .. } | SqlType::Year | SqlType::Int { .. } => String::from_utf8_lossy(b).into_owned(),
-            SqlType::Timestamp(_) => {
-                // Seconds since the epoch, with a fraction: as UTC, which the applier's session uses.
-                let text = String::from_utf8_lossy(b);
-                let (secs, frac) = text.split_once('.').unwrap_or((&text, "0"));
-                let micros: u32 = format!("{frac:0<6}")[..6].parse().unwrap_or(0);
-                chrono::DateTime::from_timestamp(secs.parse().unwrap_or(0), micros * 1000)
-                    .map_or("NULL".into(), |t| quoted(&t.format("%Y-%m-%d %H:%M:%S%.6f").to_string()))
-            }
-            t if t.is_string() => {
-                let id = u8::try_from(t.collation().id()).unwrap_or(255);
-                let charset = quill_sql::text::Charset::from_collation_id(id).unwrap_or(quill_sql::text::Charset::Utf8mb4);
-                match charset.decode(b) {
-                    Some(text) => quoted(&text),
-                    None => hex(b),
-                }
-            }
-            _ => hex(b),
-        },
-        V::Date(y, mo, d, h, mi, s, us) => {
-            if matches!(ty, SqlType::Date) {
-                format!("'{y:04}-{mo:02}-{d:02}'")
-            } else {
-                format!("'{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}.{us:06}'")
-            }
-        }
-        V::Time(neg, d, h, mi, s, us) => {
-            let (neg, hours, mi, s, us) = repair_time(*neg, u64::from(*d) * 24 + u64::from(*h), *mi, *s, *us);
-            format!("'{}{hours:02}:{mi:02}:{s:02}.{us:06}'", if neg { "-" } else { "" })
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_negative_time_with_a_short_fraction_is_repaired_and_others_pass() {
-        // -01:02:03.45 as mysql_common 0.37 decodes it.
-        assert_eq!(repair_time(false, 623, 61, 60, 16_327_216), (true, 1, 2, 3, 450_000));
-        assert_eq!(repair_time(true, 838, 59, 59, 990_000), (true, 838, 59, 59, 990_000));
-        assert_eq!(repair_time(false, 12, 0, 1, 0), (false, 12, 0, 1, 0));
-    }
 
     #[test]
     fn gtid_sets_grow_by_intervals_and_print_as_mysql_does() {
