@@ -250,3 +250,23 @@ def test_ddl_runs_under_its_source_sessions_sql_mode(pair):
     s = caught_up(source, replica)
     assert s["Replica_SQL_Running"] == "Yes", s
     assert rows(replica, "SELECT id, note FROM d.q") == ((1, "one"),)
+
+
+def test_a_replica_knows_its_source_and_refuses_one_with_its_own_server_id(pair, tmp_path):
+    source, replica = pair
+    start_replica(replica, source)
+    s = caught_up(source, replica)
+    assert s["Source_Server_Id"] == 1 and s["Source_UUID"] == one(source, "SELECT @@server_uuid")[0], s
+    # A server with the source's server_id (both the default, 1): MySQL's 1593, and the I/O
+    # thread stops rather than retrying.
+    with PrivateQuill(tmp_path / "same-id") as same:
+        start_replica(same, source)
+        deadline = time.monotonic() + 20
+        while (s := status(same)).get("Last_IO_Errno") != 1593:
+            assert time.monotonic() < deadline, s
+            time.sleep(0.05)
+        assert "equal MySQL server ids" in s["Last_IO_Error"]
+        deadline = time.monotonic() + 5
+        while (s := status(same))["Replica_IO_Running"] != "No":
+            assert time.monotonic() < deadline, s
+            time.sleep(0.05)

@@ -197,6 +197,9 @@ struct Status {
     seconds_behind: Option<u64>,
     /// The I/O thread runs with semi-sync (`Rpl_semi_sync_replica_status`).
     semi_sync: bool,
+    /// The source's `server_id` and `server_uuid`, as it said at the last connection.
+    source_server_id: u64,
+    source_uuid: String,
 }
 
 struct Running {
@@ -404,7 +407,8 @@ impl ReplicaControl for Replica {
             ("Last_IO_Error", io_error),
             ("Last_SQL_Errno", sql_errno),
             ("Last_SQL_Error", sql_error),
-            ("Source_Server_Id", Value::UInt(0)),
+            ("Source_Server_Id", Value::UInt(s.source_server_id)),
+            ("Source_UUID", text(&s.source_uuid)),
             ("Source_SSL_Allowed", yes_no(config.ssl)),
             ("Retrieved_Gtid_Set", text(&gtid_text(&s.retrieved))),
             ("Executed_Gtid_Set", text(&gtid_text(&s.executed))),
@@ -505,8 +509,9 @@ async fn run(inner: Arc<Inner>, config: Config, mut stopped: watch::Receiver<boo
                     status.io_running = "Connecting";
                     status.io_state = "Waiting to reconnect after a failed source event read";
                 }
-                if code == 1236 && !executed.is_empty() {
-                    // The source cannot serve what the replica needs: as MySQL, the I/O thread stops.
+                if (code == 1236 && !executed.is_empty()) || code == 1593 {
+                    // The source cannot serve what the replica needs, or is this very server:
+                    // as MySQL, the I/O thread stops.
                     inner.status.lock().io_running = "No";
                     return;
                 }
@@ -573,7 +578,8 @@ async fn stream(inner: &Inner, config: &Config, session: &mut Session, executed:
         Err(e) => return io_stop(e),
     };
     let server_id: u32 = engine.global("server_id").and_then(|v| v.parse().ok()).unwrap_or(1);
-    let semi_sync = match prepare(&mut conn, config, server_id, global_on("rpl_semi_sync_replica_enabled")).await {
+    let own_uuid = engine.global("server_uuid").unwrap_or_default();
+    let source = match prepare(&mut conn, config, (server_id, &own_uuid), global_on("rpl_semi_sync_replica_enabled")).await {
         Ok(s) => s,
         Err(e) => return io_stop(e),
     };
@@ -597,7 +603,9 @@ async fn stream(inner: &Inner, config: &Config, session: &mut Session, executed:
         let mut status = inner.status.lock();
         status.io_running = "Yes";
         status.io_state = "Waiting for source to send event";
-        status.semi_sync = semi_sync;
+        status.semi_sync = source.semi_sync;
+        status.source_server_id = source.server_id;
+        status.source_uuid = source.uuid;
     }
     let stop = apply_stream(inner, &mut conn, session, executed).await;
     inner.status.lock().semi_sync = false;
@@ -623,10 +631,34 @@ fn asked_set(engine: &Engine, executed: &GtidSet) -> GtidSet {
     asked
 }
 
-/// What a replica says before its dump: the checksums it reads, the heartbeat it wants, and
-/// (with `rpl_semi_sync_replica_enabled`) semi-sync, when the source has it. Registers the
-/// replica. `Ok(true)` when the dump's events will carry the semi-sync header.
-async fn prepare(conn: &mut Connection, config: &Config, server_id: u32, semi_sync: bool) -> Result<bool, ConnError> {
+/// What the replica learnt of its source before the dump.
+struct SourceInfo {
+    server_id: u64,
+    uuid: String,
+    /// The dump's events carry the semi-sync header.
+    semi_sync: bool,
+}
+
+/// What a replica says before its dump: it asks the source who it is (and stops with MySQL's
+/// 1593 when the source has its own server id or UUID), sets the checksums it reads, the
+/// heartbeat it wants and (with `rpl_semi_sync_replica_enabled`) semi-sync, when the source
+/// has it, then registers.
+async fn prepare(conn: &mut Connection, config: &Config, (own_id, own_uuid): (u32, &str), semi_sync: bool) -> Result<SourceInfo, ConnError> {
+    let who = conn.query("SELECT @@global.server_id, @@global.server_uuid").await?;
+    let text = |i: usize| who.first().and_then(|r| r.get(i)).and_then(Clone::clone).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
+    let (server_id, uuid) = (text(0).parse::<u64>().unwrap_or(0), text(1));
+    if server_id == u64::from(own_id) {
+        return Err(ConnError {
+            code: 1593,
+            message: "Fatal error: The replica I/O thread stops because source and replica have equal MySQL server ids; these ids must be different for replication to work (or the --replicate-same-server-id option must be used on replica but this does not always make sense; please check the manual before using it).".into(),
+        });
+    }
+    if !uuid.is_empty() && uuid == own_uuid {
+        return Err(ConnError {
+            code: 1593,
+            message: "Fatal error: The replica I/O thread stops because source and replica have equal MySQL server UUIDs; these UUIDs must be different for replication to work.".into(),
+        });
+    }
     conn.query("SET @master_binlog_checksum = @@global.binlog_checksum, @source_binlog_checksum = @@global.binlog_checksum").await?;
     let heartbeat_ns = (config.heartbeat_period * 1e9) as u64;
     conn.query(&format!("SET @master_heartbeat_period = {heartbeat_ns}, @source_heartbeat_period = {heartbeat_ns}")).await?;
@@ -648,8 +680,8 @@ async fn prepare(conn: &mut Connection, config: &Config, server_id: u32, semi_sy
             Err(e) => return Err(e),
         }
     }
-    conn.register(&RegisterReplica { server_id, host: Vec::new(), user: config.user.clone().into_bytes(), port: 0 }).await?;
-    Ok(semi)
+    conn.register(&RegisterReplica { server_id: own_id, host: Vec::new(), user: config.user.clone().into_bytes(), port: 0 }).await?;
+    Ok(SourceInfo { server_id, uuid, semi_sync: semi })
 }
 
 /// Receives the dump's events and applies each transaction whole, until an error or a stop:
