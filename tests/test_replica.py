@@ -255,7 +255,10 @@ def test_ddl_runs_under_its_source_sessions_sql_mode(pair):
 def test_a_replica_knows_its_source_and_refuses_one_with_its_own_server_id(pair, tmp_path):
     source, replica = pair
     start_replica(replica, source)
-    s = caught_up(source, replica)
+    deadline = time.monotonic() + 20
+    while (s := status(replica))["Replica_IO_Running"] != "Yes":
+        assert time.monotonic() < deadline, s
+        time.sleep(0.05)
     assert s["Source_Server_Id"] == 1 and s["Source_UUID"] == one(source, "SELECT @@server_uuid")[0], s
     # A server with the source's server_id (both the default, 1): MySQL's 1593, and the I/O
     # thread stops rather than retrying.
