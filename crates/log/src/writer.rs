@@ -114,7 +114,8 @@ pub struct LogConfig {
     /// pending (0: no count, wait the whole delay).
     pub group_no_delay_count: u64,
     /// `binlog_expire_logs_seconds`: a segment a checkpoint covers is removed once it was last
-    /// written this long ago; `None` keeps it until `PURGE BINARY LOGS`.
+    /// written this long ago; `None` keeps it until `PURGE BINARY LOGS`. (At start-up every
+    /// segment the checkpoint covers goes.)
     pub segment_expiry: Option<Duration>,
     pub on_failure: FailureHook,
 }
@@ -341,11 +342,10 @@ impl Log {
         let (end_lsn, end, streams_discarded) = read;
         let preserved = if matches!(end, LogEnd::Cut(_)) { segments.preserve_from(end_lsn)? } else { None };
         segments.cut_at(end_lsn)?;
-        // Segments wholly before the checkpoint are covered by it: removed once they expire
-        // (the oldest first, so the rest stay contiguous up to the writer's position).
-        if let Some(cutoff) = expiry_cutoff(config.segment_expiry) {
-            segments.remove_before(start.read_from, Some(cutoff))?;
-        }
+        // Segments wholly before the checkpoint are covered by it. A restart removes them
+        // whatever their age: the table definitions their records need are not kept across
+        // restarts yet (`docs/binlog.md`), so they could not be read as the binary log.
+        segments.remove_before(start.read_from, None)?;
         let recovered = Recovered { start_lsn, end_lsn, records, next_seq, end, preserved, streams_discarded };
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
@@ -707,9 +707,14 @@ impl Log {
     pub fn purge_segments_before(&self, lsn: Lsn, written_before: Option<SystemTime>) -> io::Result<usize> {
         // Never past what the writer has made durable: a checkpoint's position may still be
         // pending (modes 0 and 2), and the writer must find its segments where it left them.
-        let floor = self.shared.retained.lock().values().copied().min().unwrap_or(Lsn::MAX);
+        // The claims stay locked while segments go, so a reader claiming one meanwhile
+        // either keeps it or finds it gone, never has it removed under its claim.
+        let retained = self.shared.retained.lock();
+        let floor = retained.values().copied().min().unwrap_or(Lsn::MAX);
         let bound = lsn.min(self.durable_lsn()).min(floor).min(self.shared.recovery_start.load(Ordering::Acquire));
-        self.shared.segments.lock().remove_before(bound, written_before)
+        let removed = self.shared.segments.lock().remove_before(bound, written_before);
+        drop(retained);
+        removed
     }
 
     /// `SET GLOBAL binlog_expire_logs_seconds` ([`LogConfig::segment_expiry`]); acted on at

@@ -33,7 +33,7 @@ use std::time::Duration;
 use mysql_common::binlog::EventStreamReader;
 use mysql_common::binlog::consts::BinlogVersion;
 use mysql_common::binlog::consts::EventType;
-use mysql_common::binlog::events::{Event, EventData, TableMapEvent};
+use mysql_common::binlog::events::{Event, EventData, TableMapEvent, TransactionPayloadEvent};
 use parking_lot::Mutex;
 use quill_io::Fs;
 use quill_protocol::command::{BinlogDump, RegisterReplica};
@@ -607,7 +607,7 @@ async fn stream(inner: &Inner, config: &Config, session: &mut Session, executed:
         status.source_server_id = source.server_id;
         status.source_uuid = source.uuid;
     }
-    let stop = apply_stream(inner, &mut conn, session, executed).await;
+    let stop = apply_stream(inner, &mut conn, session, executed, source.checksum).await;
     inner.status.lock().semi_sync = false;
     stop
 }
@@ -637,6 +637,8 @@ struct SourceInfo {
     uuid: String,
     /// The dump's events carry the semi-sync header.
     semi_sync: bool,
+    /// Its events end with a CRC32 (`binlog_checksum`), the first ROTATE's too.
+    checksum: bool,
 }
 
 /// What a replica says before its dump: it asks the source who it is (and stops with MySQL's
@@ -644,9 +646,9 @@ struct SourceInfo {
 /// heartbeat it wants and (with `rpl_semi_sync_replica_enabled`) semi-sync, when the source
 /// has it, then registers.
 async fn prepare(conn: &mut Connection, config: &Config, (own_id, own_uuid): (u32, &str), semi_sync: bool) -> Result<SourceInfo, ConnError> {
-    let who = conn.query("SELECT @@global.server_id, @@global.server_uuid").await?;
+    let who = conn.query("SELECT @@global.server_id, @@global.server_uuid, @@global.binlog_checksum").await?;
     let text = |i: usize| who.first().and_then(|r| r.get(i)).and_then(Clone::clone).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
-    let (server_id, uuid) = (text(0).parse::<u64>().unwrap_or(0), text(1));
+    let (server_id, uuid, checksum) = (text(0).parse::<u64>().unwrap_or(0), text(1), !text(2).eq_ignore_ascii_case("NONE"));
     if server_id == u64::from(own_id) {
         return Err(ConnError {
             code: 1593,
@@ -681,15 +683,15 @@ async fn prepare(conn: &mut Connection, config: &Config, (own_id, own_uuid): (u3
         }
     }
     conn.register(&RegisterReplica { server_id: own_id, host: Vec::new(), user: config.user.clone().into_bytes(), port: 0 }).await?;
-    Ok(SourceInfo { server_id, uuid, semi_sync: semi })
+    Ok(SourceInfo { server_id, uuid, semi_sync: semi, checksum })
 }
 
 /// Receives the dump's events and applies each transaction whole, until an error or a stop:
 /// two loops joined by the relay, as MySQL's I/O and SQL threads, so the source's events are
 /// read (and acknowledged) while earlier ones apply.
-async fn apply_stream(inner: &Inner, conn: &mut Connection, session: &mut Session, executed: &mut GtidSet) -> Stop {
+async fn apply_stream(inner: &Inner, conn: &mut Connection, session: &mut Session, executed: &mut GtidSet, checksum: bool) -> Stop {
     let (relay, relayed) = mpsc::channel(RELAY_EVENTS_MAX);
-    let (received, applied) = tokio::join!(receive(inner, conn, relay), apply(inner, relayed, session, executed));
+    let (received, applied) = tokio::join!(receive(inner, conn, relay, checksum), apply(inner, relayed, session, executed));
     // An apply error stops the replica. Otherwise the connection's end does, once everything
     // received has been applied: so every acknowledged transaction is applied, source or not.
     applied.unwrap_or(received)
@@ -697,9 +699,10 @@ async fn apply_stream(inner: &Inner, conn: &mut Connection, session: &mut Sessio
 
 /// The I/O side: reads events, acknowledges those the source asks about (semi-sync), and
 /// hands them to the applier in order. Ends when the connection does, or the applier stops.
-async fn receive(inner: &Inner, conn: &mut Connection, relay: mpsc::Sender<Event>) -> Stop {
+async fn receive(inner: &Inner, conn: &mut Connection, relay: mpsc::Sender<Event>, checksum: bool) -> Stop {
     let mut reader = EventStreamReader::new(BinlogVersion::Version4);
     let mut file = String::new();
+    let mut described = false;
     loop {
         let packet = tokio::select! {
             packet = conn.next_event() => match packet {
@@ -715,13 +718,14 @@ async fn receive(inner: &Inner, conn: &mut Connection, relay: mpsc::Sender<Event
         };
         let log_pos = u64::from(event.header().log_pos());
         match event.header().event_type() {
+            Ok(EventType::FORMAT_DESCRIPTION_EVENT) => described = true,
             Ok(EventType::ROTATE_EVENT) => {
                 if let Ok(Some(EventData::RotateEvent(r))) = event.read_data() {
                     // The ROTATE that opens a dump comes before the format description, so the
-                    // decoder cannot know to leave its checksum out of the name: a file name
-                    // is printable ASCII, and what follows is the checksum.
+                    // decoder cannot know to leave its checksum out of the name: it is cut here.
                     let raw = r.name_raw();
-                    file = String::from_utf8_lossy(&raw[..raw.iter().position(|b| !b.is_ascii_graphic()).unwrap_or(raw.len())]).into_owned();
+                    let name = if checksum && !described { &raw[..raw.len().saturating_sub(4)] } else { raw };
+                    file = String::from_utf8_lossy(name).into_owned();
                     let mut status = inner.status.lock();
                     status.source_log_file.clone_from(&file);
                     status.read_source_log_pos = r.position();
@@ -745,6 +749,26 @@ async fn receive(inner: &Inner, conn: &mut Connection, relay: mpsc::Sender<Event
         if log_pos > 0 {
             inner.status.lock().read_source_log_pos = log_pos;
         }
+        if event.header().event_type_raw() == EventType::TRANSACTION_PAYLOAD_EVENT as u8 {
+            // A compressed transaction (`binlog_transaction_compression`): its events, unpacked.
+            let unpacked = match event.read_event::<TransactionPayloadEvent<'_>>() {
+                Ok(payload) => payload.danger_decompress(),
+                Err(e) => return Stop::Io(1236, format!("could not read a compressed transaction from the source: {e}")),
+            };
+            let mut events = std::io::Cursor::new(unpacked);
+            loop {
+                match reader.read_decompressed(&mut events) {
+                    Ok(Some(inner_event)) => {
+                        if relay.send(inner_event).await.is_err() {
+                            return Stop::Asked;
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(e) => return Stop::Io(1236, format!("could not read a compressed transaction from the source: {e}")),
+                }
+            }
+            continue;
+        }
         if relay.send(event).await.is_err() {
             return Stop::Asked;
         }
@@ -758,24 +782,42 @@ async fn receive(inner: &Inner, conn: &mut Connection, relay: mpsc::Sender<Event
 /// commit is durable ([`stamp_when_durable`]). Its GTID is durable with its rows either way.
 async fn apply(inner: &Inner, relayed: mpsc::Receiver<Event>, session: &mut Session, executed: &mut GtidSet) -> Option<Stop> {
     let (stamps, stamped) = mpsc::channel(DURABLE_STAMPS_MAX);
-    let (stop, ()) = tokio::join!(apply_transactions(inner, relayed, session, executed, stamps), stamp_when_durable(inner, stamped));
+    let mut prepared = Prepared::default();
+    let (stop, ()) = tokio::join!(apply_transactions(inner, relayed, session, executed, stamps, &mut prepared), stamp_when_durable(inner, stamped));
+    // The session outlives this connection: its statements go with it.
+    prepared.forget(session);
     stop
 }
 
-/// A transaction applied and committed, and the log position its commit is durable at.
-type Stamp = (Option<(quill_log::Lsn, quill_log::FlushMode)>, AppliedTransaction);
+/// A transaction applied and committed, and what to publish once its commit is durable.
+struct Stamp {
+    /// The log position (and flush mode) its commit is durable at.
+    wait: Option<(quill_log::Lsn, quill_log::FlushMode)>,
+    applied: Option<AppliedTransaction>,
+    /// The applied GTIDs with it, and where it ended in the source's file.
+    executed: GtidSet,
+    exec_source_log_pos: u64,
+}
 
-/// Stamps each applied transaction's end of apply once its commit is durable, in order: it
-/// becomes the last applied transaction (`replication_applier_status_by_worker`).
+/// Publishes each applied transaction once its commit is durable, in order: it becomes the
+/// last applied transaction (`replication_applier_status_by_worker`), and its GTID joins
+/// `Executed_Gtid_Set`, which so never shows what a crash could take back.
 async fn stamp_when_durable(inner: &Inner, mut stamped: mpsc::Receiver<Stamp>) {
-    while let Some((wait, mut applied)) = stamped.recv().await {
-        if let (Some((end, mode)), Some(log)) = (wait, inner.engine.log.get()) {
+    while let Some(stamp) = stamped.recv().await {
+        if let (Some((end, mode)), Some(log)) = (stamp.wait, inner.engine.log.get()) {
             log.wait(end, mode).await;
         }
-        applied.end_apply_us = now_us();
+        let end_us = now_us();
         let mut status = inner.status.lock();
-        status.seconds_behind = Some(applied.end_apply_us.saturating_sub(applied.original_commit_us) / 1_000_000);
-        status.last_applied = Some(applied);
+        status.executed = stamp.executed;
+        if stamp.exec_source_log_pos > 0 {
+            status.exec_source_log_pos = stamp.exec_source_log_pos;
+        }
+        if let Some(mut applied) = stamp.applied {
+            applied.end_apply_us = end_us;
+            status.seconds_behind = Some(end_us.saturating_sub(applied.original_commit_us) / 1_000_000);
+            status.last_applied = Some(applied);
+        }
     }
 }
 
@@ -785,9 +827,9 @@ async fn apply_transactions(
     session: &mut Session,
     executed: &mut GtidSet,
     stamps: mpsc::Sender<Stamp>,
+    prepared: &mut Prepared,
 ) -> Option<Stop> {
     let mut tables: HashMap<u64, TableMapEvent<'static>> = HashMap::new();
-    let mut prepared = Prepared::default();
     let mut pending = Pending::default();
     while let Some(event) = relayed.recv().await {
         let log_pos = u64::from(event.header().log_pos());
@@ -843,7 +885,7 @@ async fn apply_transactions(
                     if let Err(e) = ran.and(restored) {
                         return Some(Stop::Sql(u32::from(e.code), format!("Error '{}' on query. Default database: '{schema}'. Query: '{query}'", e.message)));
                     }
-                    if let Some(stop) = commit(inner, session, executed, &mut pending, log_pos, &stamps, &mut prepared).await {
+                    if let Some(stop) = commit(inner, session, executed, &mut pending, log_pos, &stamps, prepared).await {
                         return Some(stop);
                     }
                 }
@@ -877,7 +919,7 @@ async fn apply_transactions(
                         Err(e) => return Some(Stop::Sql(u32::from(e.code), format!("Could not execute a row event: {}. {what}", e.message))),
                     }
                 }
-                if let Some(stop) = commit(inner, session, executed, &mut pending, log_pos, &stamps, &mut prepared).await {
+                if let Some(stop) = commit(inner, session, executed, &mut pending, log_pos, &stamps, prepared).await {
                     return Some(stop);
                 }
             }
@@ -921,19 +963,10 @@ async fn commit(
         return Some(Stop::Sql(u32::from(e.code), e.message));
     }
     let wait = session.take_log_wait();
-    let applied = {
-        let mut status = inner.status.lock();
-        status.executed = executed.clone();
-        if log_pos > 0 {
-            status.exec_source_log_pos = log_pos;
-        }
-        status.applying.take()
-    };
+    let applied = inner.status.lock().applying.take();
     *pending = Pending::default();
-    if let Some(applied) = applied {
-        // The stamper goes away only with this task.
-        let _ = stamps.send((wait, applied)).await;
-    }
+    // The stamper goes away only with this task.
+    let _ = stamps.send(Stamp { wait, applied, executed: executed.clone(), exec_source_log_pos: log_pos }).await;
     None
 }
 

@@ -1109,9 +1109,10 @@ impl Session {
         let result = match sink {
             None => cost::run_heavy(heavy, || query::run_select(&plan, env, None)).map(Outcome::Rows),
             Some(sink) => {
-                // Nothing reaches the client before the newest commit it could see is durable.
+                // Nothing reaches the client before the newest commit it could see is durable
+                // (a query that reads no table saw none).
                 let mut rows = 0;
-                sink.begin(&plan.columns, self.read_durability())
+                sink.begin(&plan.columns, if reads_tables(q) { self.read_durability() } else { None })
                     .and_then(|()| {
                         cost::run_heavy(heavy, || {
                             query::run_select_into(&plan, env, None, &mut |row| {

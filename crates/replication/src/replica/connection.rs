@@ -233,13 +233,15 @@ impl Connection {
                 _ => {}
             }
         }
+        // Among rows only EOF and ERR are special: a row whose first value is empty starts
+        // with 0x00 like an OK packet.
         let mut rows = Vec::new();
         loop {
-            match client::parse_reply_packet(&self.read_packet().await?)? {
+            let packet = self.read_packet().await?;
+            match client::parse_reply_packet(&packet)? {
                 ReplyPacket::Eof => return Ok(rows),
                 ReplyPacket::Err(e) => return Err(e.into()),
-                ReplyPacket::Ok => return Err(ConnError::new(2027, "an OK packet among rows")),
-                ReplyPacket::Data(row) => rows.push(client::parse_text_row(&row)?),
+                ReplyPacket::Ok | ReplyPacket::Data(_) => rows.push(client::parse_text_row(&packet)?),
             }
         }
     }

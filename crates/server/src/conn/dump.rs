@@ -259,13 +259,18 @@ impl AckReader {
 pub struct BinaryLogView {
     origin: Origin,
     head: Mutex<Head>,
+    /// Finished files' sizes by segment start: a finished file never changes, so each is
+    /// translated once (entries of removed segments are dropped at each listing).
+    sizes: Mutex<std::collections::HashMap<quill_log::Lsn, u64>>,
+    /// The oldest segment's start and the last own transaction before it (`gtid_purged`).
+    purged: Mutex<Option<(quill_log::Lsn, u64)>>,
 }
 
 impl BinaryLogView {
     /// Attaches the view to `engine`, which must have a commit log.
     pub fn attach(engine: &Arc<Engine>) {
         if let Some(origin) = origin(engine) {
-            let view: Arc<dyn BinaryLog> = Arc::new(BinaryLogView { origin, head: Mutex::new(Head::new()) });
+            let view: Arc<dyn BinaryLog> = Arc::new(BinaryLogView { origin, head: Mutex::new(Head::new()), sizes: Mutex::default(), purged: Mutex::default() });
             let _ = engine.binary_log.set(view);
         }
     }
@@ -282,11 +287,17 @@ impl BinaryLog for BinaryLogView {
         let log = self.origin.engine.log.get().ok_or("no commit log")?;
         // A finished file's size is where its ROTATE ends: the position a dump of it reaches.
         let mut files = Vec::new();
-        for (start, _) in log.segment_bounds() {
+        let bounds = log.segment_bounds();
+        self.sizes.lock().retain(|start, _| bounds.iter().any(|(s, _)| s == start));
+        for (start, _) in bounds {
             let name = file_name(start);
             if name == current {
                 files.push((name, position));
                 break;
+            }
+            if let Some(&size) = self.sizes.lock().get(&start) {
+                files.push((name, size));
+                continue;
             }
             let size = tokio::task::block_in_place(|| -> Result<u64, String> {
                 let mut dump = Dump::open(self.origin.clone(), &name, quill_replication::binlog::FIRST_EVENT_POSITION, None).map_err(|e| e.to_string())?;
@@ -296,6 +307,7 @@ impl BinaryLog for BinaryLogView {
                 }
                 Ok(dump.finished_size().unwrap_or(dump.position().1))
             })?;
+            self.sizes.lock().insert(start, size);
             files.push((name, size));
         }
         Ok(files)
@@ -316,6 +328,17 @@ impl BinaryLog for BinaryLogView {
     }
 
     fn purged_through(&self) -> Result<u64, String> {
-        tokio::task::block_in_place(|| quill_replication::binlog::purged_through(&self.origin)).map_err(|e| e.to_string())
+        let log = self.origin.engine.log.get().ok_or("no commit log")?;
+        let oldest = log.segment_bounds().first().map(|&(s, _)| s);
+        if let (Some(oldest), Some((start, seq))) = (oldest, *self.purged.lock())
+            && oldest == start
+        {
+            return Ok(seq);
+        }
+        let seq = tokio::task::block_in_place(|| quill_replication::binlog::purged_through(&self.origin)).map_err(|e| e.to_string())?;
+        if let Some(oldest) = oldest {
+            *self.purged.lock() = Some((oldest, seq));
+        }
+        Ok(seq)
     }
 }
