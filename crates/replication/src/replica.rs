@@ -41,7 +41,7 @@ use quill_sql::error::{Result as SqlResult, SqlError};
 use quill_sql::replica_control::{AppliedTransaction, ReplicaControl, SourceOptions, WorkerStatus};
 use quill_sql::{Engine, Outcome, Session};
 use quill_storage::Value;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 
 use connection::{ConnError, ConnectOptions, Connection};
 use rows::{Prepared, RowStatement};
@@ -59,6 +59,8 @@ pub const RECONNECT_WAIT_MIN: Duration = Duration::from_millis(100);
 /// replica's relay, kept in memory (MySQL keeps it in relay log files). When it is full the
 /// receiver waits, and so does the source's dump.
 pub const RELAY_EVENTS_MAX: usize = 8192;
+/// Bytes of events the relay holds, at most (an event larger than this passes alone).
+pub const RELAY_BYTES_MAX: usize = 64 << 20;
 /// Table maps the applier keeps, at most; past it they are forgotten at the next transaction,
 /// which maps its tables again before its rows.
 pub const TABLE_MAPS_MAX: usize = 65_536;
@@ -690,7 +692,8 @@ async fn prepare(conn: &mut Connection, config: &Config, (own_id, own_uuid): (u3
 /// two loops joined by the relay, as MySQL's I/O and SQL threads, so the source's events are
 /// read (and acknowledged) while earlier ones apply.
 async fn apply_stream(inner: &Inner, conn: &mut Connection, session: &mut Session, executed: &mut GtidSet, checksum: bool) -> Stop {
-    let (relay, relayed) = mpsc::channel(RELAY_EVENTS_MAX);
+    let (events, relayed) = mpsc::channel(RELAY_EVENTS_MAX);
+    let relay = Relay { events, bytes: Arc::new(Semaphore::new(RELAY_BYTES_MAX)) };
     let (received, applied) = tokio::join!(receive(inner, conn, relay, checksum), apply(inner, relayed, session, executed));
     // An apply error stops the replica. Otherwise the connection's end does, once everything
     // received has been applied: so every acknowledged transaction is applied, source or not.
@@ -699,7 +702,31 @@ async fn apply_stream(inner: &Inner, conn: &mut Connection, session: &mut Sessio
 
 /// The I/O side: reads events, acknowledges those the source asks about (semi-sync), and
 /// hands them to the applier in order. Ends when the connection does, or the applier stops.
-async fn receive(inner: &Inner, conn: &mut Connection, relay: mpsc::Sender<Event>, checksum: bool) -> Stop {
+/// The receiver's end of the relay: events in order, bounded by count ([`RELAY_EVENTS_MAX`])
+/// and by bytes ([`RELAY_BYTES_MAX`]); each event carries its share of the bytes, given back
+/// when the applier is done with it.
+struct Relay {
+    events: mpsc::Sender<Relayed>,
+    bytes: Arc<Semaphore>,
+}
+
+/// An event and the relay bytes it holds.
+type Relayed = (Event, OwnedSemaphorePermit);
+
+impl Relay {
+    /// Hands `event` on, waiting for room; `Err` once the applier has stopped.
+    async fn send(&self, event: Event) -> Result<(), ()> {
+        let len = usize::try_from(event.header().event_size()).unwrap_or(usize::MAX).clamp(1, RELAY_BYTES_MAX);
+        let permit = Arc::clone(&self.bytes).acquire_many_owned(u32::try_from(len).unwrap_or(u32::MAX)).await.map_err(|_| ())?;
+        self.events.send((event, permit)).await.map_err(|_| ())
+    }
+
+    async fn closed(&self) {
+        self.events.closed().await;
+    }
+}
+
+async fn receive(inner: &Inner, conn: &mut Connection, relay: Relay, checksum: bool) -> Stop {
     let mut reader = EventStreamReader::new(BinlogVersion::Version4);
     let mut file = String::new();
     let mut described = false;
@@ -780,7 +807,7 @@ async fn receive(inner: &Inner, conn: &mut Connection, relay: mpsc::Sender<Event
 /// commit to be durable before it applies the next transaction (its commits share the log's
 /// syncs, as concurrent clients' do); each transaction's end of apply is stamped when its
 /// commit is durable ([`stamp_when_durable`]). Its GTID is durable with its rows either way.
-async fn apply(inner: &Inner, relayed: mpsc::Receiver<Event>, session: &mut Session, executed: &mut GtidSet) -> Option<Stop> {
+async fn apply(inner: &Inner, relayed: mpsc::Receiver<Relayed>, session: &mut Session, executed: &mut GtidSet) -> Option<Stop> {
     let (stamps, stamped) = mpsc::channel(DURABLE_STAMPS_MAX);
     let mut prepared = Prepared::default();
     let (stop, ()) = tokio::join!(apply_transactions(inner, relayed, session, executed, stamps, &mut prepared), stamp_when_durable(inner, stamped));
@@ -823,7 +850,7 @@ async fn stamp_when_durable(inner: &Inner, mut stamped: mpsc::Receiver<Stamp>) {
 
 async fn apply_transactions(
     inner: &Inner,
-    mut relayed: mpsc::Receiver<Event>,
+    mut relayed: mpsc::Receiver<Relayed>,
     session: &mut Session,
     executed: &mut GtidSet,
     stamps: mpsc::Sender<Stamp>,
@@ -831,7 +858,8 @@ async fn apply_transactions(
 ) -> Option<Stop> {
     let mut tables: HashMap<u64, TableMapEvent<'static>> = HashMap::new();
     let mut pending = Pending::default();
-    while let Some(event) = relayed.recv().await {
+    // Each event's relay bytes go back once it is applied (`_room` is dropped then).
+    while let Some((event, _room)) = relayed.recv().await {
         let log_pos = u64::from(event.header().log_pos());
         let data = match event.read_data() {
             Ok(Some(d)) => d,
