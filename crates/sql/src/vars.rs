@@ -170,8 +170,6 @@ pub const VARIABLES: &[VarDef] = &[
     // Seconds a replica waits for data from its source (and for a connection to it) before it
     // counts the connection lost and reconnects; read when the I/O thread connects.
     v("replica_net_timeout", Global, int(1, 31_536_000), Live, "60"),
-    // Where server-side files may be read and written (`session::server_files`): NULL, the
-    // default, for nowhere; empty for anywhere; or one directory. Set at start-up only.
     // Semi-synchronous replication (`docs/replication.md`), under MySQL 8's names and the
     // older ones MariaDB's and MySQL 5.7's replicas ask for (`ALIASES`): a commit's reply
     // waits, up to the timeout (milliseconds), for this many replicas to acknowledge it.
@@ -189,6 +187,8 @@ pub const VARIABLES: &[VarDef] = &[
     v("rpl_semi_sync_source_wait_for_replica_count", Global, int(1, 65_535), Live, "1"),
     v("rpl_semi_sync_source_wait_no_replica", Global, Bool, Live, "ON"),
     v("rpl_semi_sync_source_wait_point", Global, Str, Live, "AFTER_SYNC"),
+    // Where server-side files may be read and written (`session::server_files`): NULL, the
+    // default, for nowhere; empty for anywhere; or one directory. Set at start-up only.
     v("secure_file_priv", Global, Str, ReadOnly, SECURE_FILE_PRIV_NONE),
     v("server_id", Global, int(0, 4_294_967_295), Inert, "1"),
     // Made when the data directory is first opened and kept in it (`server_uuid`).
@@ -290,7 +290,9 @@ impl VarSet {
     }
 }
 
-/// Variables that are one setting under two names: setting either sets both.
+/// Variables that are one setting under two names: setting either sets both. Each name has
+/// its own entry in [`VARIABLES`] (both are listed and read), and the two entries must agree:
+/// `an_alias_pair_is_defined_alike` checks it.
 pub const ALIASES: &[(&str, &str)] = &[
     ("rpl_semi_sync_source_enabled", "rpl_semi_sync_master_enabled"),
     ("rpl_semi_sync_source_timeout", "rpl_semi_sync_master_timeout"),
@@ -475,4 +477,17 @@ pub fn parse_time_zone(s: &str) -> Option<Option<i64>> {
         return None;
     }
     Some(Some(sign * (h * 3600 + m * 60)))
+}
+
+#[cfg(test)]
+mod alias_tests {
+    use super::*;
+
+    #[test]
+    fn an_alias_pair_is_defined_alike() {
+        for &(a, b) in ALIASES {
+            let (a, b) = (lookup(a).expect("alias defined"), lookup(b).expect("alias defined"));
+            assert_eq!((a.scope, a.kind, a.effect, a.default), (b.scope, b.kind, b.effect, b.default), "{} and {}", a.name, b.name);
+        }
+    }
 }
