@@ -821,8 +821,8 @@ struct Stamp {
     /// The log position (and flush mode) its commit is durable at.
     wait: Option<(quill_log::Lsn, quill_log::FlushMode)>,
     applied: Option<AppliedTransaction>,
-    /// The applied GTIDs with it, and where it ended in the source's file.
-    executed: GtidSet,
+    /// Its GTID, and where it ended in the source's file.
+    gtid: Option<(String, u64)>,
     exec_source_log_pos: u64,
 }
 
@@ -836,7 +836,9 @@ async fn stamp_when_durable(inner: &Inner, mut stamped: mpsc::Receiver<Stamp>) {
         }
         let end_us = now_us();
         let mut status = inner.status.lock();
-        status.executed = stamp.executed;
+        if let Some((uuid, gno)) = &stamp.gtid {
+            add_gtid(&mut status.executed, uuid, *gno);
+        }
         if stamp.exec_source_log_pos > 0 {
             status.exec_source_log_pos = stamp.exec_source_log_pos;
         }
@@ -992,9 +994,9 @@ async fn commit(
     }
     let wait = session.take_log_wait();
     let applied = inner.status.lock().applying.take();
-    *pending = Pending::default();
+    let gtid = std::mem::take(pending).gtid;
     // The stamper goes away only with this task.
-    let _ = stamps.send(Stamp { wait, applied, executed: executed.clone(), exec_source_log_pos: log_pos }).await;
+    let _ = stamps.send(Stamp { wait, applied, gtid, exec_source_log_pos: log_pos }).await;
     None
 }
 
