@@ -48,8 +48,16 @@ pub const KIND_UPDATE: u8 = 9;
 pub const KIND_DELETE: u8 = 10;
 /// A DDL statement with its default database, `sql_mode` and `time_zone`.
 pub const KIND_DDL: u8 = 11;
+/// Where a replicated transaction came from: the GTID its source gave it, its original
+/// commit time and the version of the server that first committed it.
+pub const KIND_ORIGIN: u8 = 12;
 /// Bytes of a stream marker: its kind and the LSN of the stream's first part.
 pub const STREAM_MARK_BYTES: usize = 1 + 8;
+/// Bytes of an ORIGIN change: its kind, the UUID, the GTID's number, the original commit time
+/// and the original server version.
+pub const ORIGIN_BYTES: usize = 1 + ORIGIN_UUID_BYTES + 8 + 8 + 4;
+/// Bytes of a server UUID in an ORIGIN change.
+pub const ORIGIN_UUID_BYTES: usize = 16;
 
 /// A position in the log stream.
 pub type Lsn = u64;
@@ -84,6 +92,20 @@ pub enum Change {
     StreamCommit { first: Lsn },
     /// The only change of the record that ends a streamed transaction that rolled back.
     StreamAbort { first: Lsn },
+    /// The last change of the commit record of a transaction a replica applied: the GTID it
+    /// came with (`docs/log-format.md`, "Body: changes"). Replay passes over it.
+    Origin(Origin),
+}
+
+/// A replicated transaction's identity at its source: its GTID (`uuid:gno`), when it was
+/// first committed (microseconds since the Unix epoch) and by which server version
+/// (`major * 10000 + minor * 100 + patch`), as the GTID event it arrived with said.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Origin {
+    pub uuid: [u8; ORIGIN_UUID_BYTES],
+    pub gno: u64,
+    pub original_commit_us: u64,
+    pub original_server_version: u32,
 }
 
 /// The session variables a DDL statement ran with that can change what it does when run
@@ -148,6 +170,7 @@ pub fn body_len(changes: &[Change]) -> usize {
             Change::Delete { db, table, key, before } => keyed_len(db, table, key) + 4 + before.as_ref().map_or(0, Vec::len),
             Change::Ddl { db, sql, context } => 1 + 2 + db.len() + context.as_ref().map_or(0, |c| 2 + c.sql_mode.len() + 2 + c.time_zone.len()) + 4 + sql.len(),
             Change::StreamPart { .. } | Change::StreamCommit { .. } | Change::StreamAbort { .. } => STREAM_MARK_BYTES,
+            Change::Origin(_) => ORIGIN_BYTES,
         })
         .sum()
 }
@@ -267,6 +290,15 @@ impl Body {
         Ok(())
     }
 
+    /// Adds the ORIGIN change of a replicated transaction: its commit record's last change.
+    pub fn origin(&mut self, origin: &Origin) {
+        self.bytes.push(KIND_ORIGIN);
+        self.bytes.extend_from_slice(&origin.uuid);
+        self.bytes.extend_from_slice(&origin.gno.to_le_bytes());
+        self.bytes.extend_from_slice(&origin.original_commit_us.to_le_bytes());
+        self.bytes.extend_from_slice(&origin.original_server_version.to_le_bytes());
+    }
+
     /// Adds `change`. A stream marker is only valid as a body's first change (readers refuse
     /// it anywhere else); the log's own appends write theirs ahead of the body. The kinds
     /// only read from old logs are written as they were (for tests of reading them).
@@ -303,6 +335,10 @@ impl Body {
             }
             Change::StreamPart { .. } | Change::StreamCommit { .. } | Change::StreamAbort { .. } => {
                 put_marker(&mut self.bytes, change);
+                Ok(())
+            }
+            Change::Origin(origin) => {
+                self.origin(origin);
                 Ok(())
             }
         }
@@ -466,16 +502,32 @@ pub fn decode_body(mut body: &[u8]) -> Option<Vec<Change>> {
                     _ => Change::StreamAbort { first },
                 }
             }
+            KIND_ORIGIN => {
+                let fixed = body.get(..ORIGIN_BYTES - 1)?;
+                body = &body[ORIGIN_BYTES - 1..];
+                let u64_at = |o: usize| u64::from_le_bytes(fixed[o..o + 8].try_into().expect("8 bytes"));
+                Change::Origin(Origin {
+                    uuid: fixed[..ORIGIN_UUID_BYTES].try_into().expect("16 bytes"),
+                    gno: u64_at(ORIGIN_UUID_BYTES),
+                    original_commit_us: u64_at(ORIGIN_UUID_BYTES + 8),
+                    original_server_version: u32::from_le_bytes(fixed[ORIGIN_UUID_BYTES + 16..].try_into().expect("4 bytes")),
+                })
+            }
             _ => return None,
         };
         changes.push(change);
     }
+    // An origin is a commit record's last change, and comes once.
+    let origins = changes.iter().filter(|c| matches!(c, Change::Origin(_))).count();
+    if origins > 1 || (origins == 1 && !matches!(changes.last(), Some(Change::Origin(_)))) {
+        return None;
+    }
     let valid = match changes.first() {
-        None => false,
+        None | Some(Change::Origin(_)) => false,
         Some(Change::StreamAbort { .. }) => changes.len() == 1,
-        Some(Change::StreamPart { .. }) => {
-            changes[1..].iter().all(|c| !matches!(c, Change::Ddl { .. } | Change::StreamPart { .. } | Change::StreamCommit { .. } | Change::StreamAbort { .. }))
-        }
+        Some(Change::StreamPart { .. }) => changes[1..].iter().all(|c| {
+            !matches!(c, Change::Ddl { .. } | Change::StreamPart { .. } | Change::StreamCommit { .. } | Change::StreamAbort { .. } | Change::Origin(_))
+        }),
         Some(_) => true,
     };
     valid.then_some(changes)
@@ -533,6 +585,25 @@ mod tests {
         assert_eq!((header.lsn, header.seq, header.body_len), (4096, 7, out.len() - HEADER_BYTES));
         assert!(checksum_ok(&header_bytes, &out[HEADER_BYTES..]));
         assert_eq!(decode_body(&out[HEADER_BYTES..]), Some(changes));
+    }
+
+    #[test]
+    fn an_origin_round_trips_as_the_last_change_and_only_there() {
+        let origin = Origin { uuid: [7; ORIGIN_UUID_BYTES], gno: 42, original_commit_us: 1_700_000_000_000_001, original_server_version: 80_036 };
+        let mut changes = sample_changes()[1..].to_vec();
+        changes.push(Change::Origin(origin));
+        let body = Body::of(&changes).unwrap();
+        assert_eq!(body.len(), body_len(&changes));
+        assert_eq!(decode_body(body.bytes()), Some(changes.clone()));
+        // Anywhere but last, twice, or alone, it is not a record this format writes.
+        changes.swap(0, 2);
+        assert_eq!(decode_body(Body::of(&changes).unwrap().bytes()), None);
+        assert_eq!(decode_body(Body::of(&[Change::Origin(origin)]).unwrap().bytes()), None);
+        let twice = [sample_changes()[1].clone(), Change::Origin(origin), Change::Origin(origin)];
+        assert_eq!(decode_body(Body::of(&twice).unwrap().bytes()), None);
+        // Cut short, it does not decode.
+        let whole = Body::of(&[sample_changes()[1].clone(), Change::Origin(origin)]).unwrap();
+        assert_eq!(decode_body(&whole.bytes()[..whole.len() - 1]), None);
     }
 
     #[test]

@@ -21,7 +21,8 @@ mod writer;
 
 pub use format::{
     Body, COMMIT_US_OFFSET, CRC_OFFSET, CRC_START, Change, DEFAULT_SEGMENT_BYTES, DdlContext, EncodeError, HEADER_BYTES, LEN_OFFSET, LSN_OFFSET, Lsn,
-    MAX_BODY_BYTES, Record, RecordKind, SEGMENT_BYTES_MIN, SEQ_OFFSET, STREAM_MARK_BYTES, body_len, encode_record, encode_record_body, segment_name,
+    MAX_BODY_BYTES, ORIGIN_BYTES, Origin, Record, RecordKind, SEGMENT_BYTES_MIN, SEQ_OFFSET, STREAM_MARK_BYTES, body_len, encode_record, encode_record_body,
+    segment_name,
 };
 pub use reader::{CutReason, LogEnd};
 pub use tail::{LogTail, Retention, Transaction, TransactionCursor};

@@ -21,8 +21,9 @@ use quill_io::Fs;
 ///    session context;
 /// 2. row images (PUT), then row kinds with before images (INSERT, UPDATE, DELETE) and DDL
 ///    with its `sql_mode` and `time_zone`;
-/// 3. commit records of replicated transactions with sequence number 0.
-pub const LOG_FORMAT_VERSION: u32 = 3;
+/// 3. commit records of replicated transactions with sequence number 0;
+/// 4. their ORIGIN change (the GTID they came with).
+pub const LOG_FORMAT_VERSION: u32 = 4;
 /// The version file's name in the log directory.
 pub const VERSION_FILE: &str = "VERSION";
 /// The most bytes a version file holds: a `u32` in decimal and a newline.

@@ -21,12 +21,22 @@
 //! from being removed by checkpoints (`quill_log::Retention`), so a connected replica never
 //! finds its next events gone; the claim goes when the dump ends.
 //!
-//! Transactions a replica applied from its source (commit records numbered 0) are not in
-//! its binary log, as with MySQL's `log_replica_updates=OFF`.
+//! Transactions this server applied as a replica (commit records numbered 0, their GTID in
+//! an ORIGIN change) are in its binary log with the GTID they came with, so replicas of a
+//! replica form chains (`log_replica_updates`, ON by default as in MySQL 8). With it OFF, or
+//! for records logged before ORIGIN changes existed, they are not. A file's PREVIOUS_GTIDS
+//! names this server's own transactions only (replicas read GTIDs from the GTID events).
+//!
+//! A GTID dump skips every transaction the replica has. It starts at the first file that
+//! holds one it lacks: found by sequence number for this server's own transactions, and,
+//! when the replica lacks some of the transactions this server applied from sources, by
+//! reading the retained log's ORIGIN changes from the oldest file
+//! ([`first_file_with_origin`]); a lacking GTID that is in no retained file was purged (1236).
 //!
 //! Bounds: one transaction's events are held in memory at a time (a replica needs the
 //! transaction's length first); [`Dump::fill`] stops after [`FILL_BYTES_MAX`].
 
+use std::collections::HashMap;
 use std::io;
 use std::sync::Arc;
 
@@ -37,6 +47,7 @@ use quill_protocol::binlog::{
 use quill_sql::Engine;
 
 use crate::events::{Source, Transaction, TranslateError, transaction};
+use crate::gtid;
 
 /// The base name of the virtual binary log files.
 pub const FILE_BASENAME: &str = "quill-bin";
@@ -99,6 +110,17 @@ impl Origin {
         self.engine.log.get().expect("a server that streams its binary log has a commit log")
     }
 
+    /// Whether transactions applied from sources are in the binary log (`log_replica_updates`).
+    fn logs_replica_updates(&self) -> bool {
+        self.engine.global("log_replica_updates").is_none_or(|v| v == "ON" || v == "1")
+    }
+
+    /// The GTIDs this server applied from sources (`mysql.gtid_executed`), by source UUID.
+    fn replicated(&self) -> HashMap<[u8; 16], Vec<(u64, u64)>> {
+        let text = self.engine.replica.get().map(|r| r.executed()).unwrap_or_default();
+        gtid::parse(&text).into_iter().filter_map(|(uuid, intervals)| Some((quill_sql::server_uuid::uuid_bytes(&uuid)?, intervals))).collect()
+    }
+
     /// The segment starting at `start`: its end.
     fn segment_end(&self, start: Lsn) -> Option<Lsn> {
         self.log().segment_bounds().into_iter().find(|&(s, _)| s == start).map(|(s, len)| s + len)
@@ -126,13 +148,98 @@ impl Origin {
         position
     }
 
-    /// The events of `tx`, logged at `lsn`, starting at `*position`.
-    fn translate(&self, out: &mut Vec<u8>, tx: &quill_log::Transaction, position: &mut u64) -> Result<(), TranslateError> {
+    /// The events of `tx`, the file's `ordinal`th transaction, starting at `*position`.
+    fn translate(&self, out: &mut Vec<u8>, tx: &quill_log::Transaction, ordinal: u64, position: &mut u64) -> Result<(), TranslateError> {
         let schemas = &self.engine.schemas;
         let tables = |db: &str, name: &str| schemas.lock().table_at(db, name, tx.lsn);
-        let t = Transaction { seq: tx.seq, commit_us: tx.commit_us, changes: &tx.changes };
+        let t = Transaction { seq: tx.seq, commit_us: tx.commit_us, changes: &tx.changes, ordinal };
         transaction(out, &self.source, &tables, &t, position)
     }
+
+    /// The GTID a logged transaction has in the binary log: this server's own, or the one it
+    /// came with; `None` when it is not in the binary log (applied from a source before
+    /// ORIGIN changes, or with `log_replica_updates` OFF).
+    fn gtid_of(&self, tx: &quill_log::Transaction, replica_updates: bool) -> Option<([u8; 16], u64)> {
+        if tx.seq > 0 {
+            return Some((self.source.uuid, tx.seq));
+        }
+        match tx.changes.last() {
+            Some(quill_log::Change::Origin(o)) if replica_updates => Some((o.uuid, o.gno)),
+            _ => None,
+        }
+    }
+}
+
+/// One source UUID's intervals `start..end` (end excluded) in a `COM_BINLOG_DUMP_GTID`.
+pub type RequestedSet = ([u8; 16], Vec<(u64, u64)>);
+
+/// The GTIDs a replica has, as its `COM_BINLOG_DUMP_GTID` names them: intervals
+/// `start..end` (end excluded) by source UUID.
+#[derive(Debug, Default, Clone)]
+pub struct ReplicaHas {
+    sets: HashMap<[u8; 16], Vec<(u64, u64)>>,
+}
+
+impl ReplicaHas {
+    #[must_use]
+    pub fn new(set: &[RequestedSet]) -> ReplicaHas {
+        let mut sets: HashMap<[u8; 16], Vec<(u64, u64)>> = HashMap::new();
+        for (uuid, intervals) in set {
+            sets.entry(*uuid).or_default().extend(intervals.iter().copied());
+        }
+        ReplicaHas { sets }
+    }
+
+    #[must_use]
+    pub fn contains(&self, uuid: &[u8; 16], gno: u64) -> bool {
+        self.sets.get(uuid).is_some_and(|i| i.iter().any(|&(s, e)| s <= gno && gno < e))
+    }
+
+    /// Of `set` (inclusive intervals), the GTIDs the replica lacks, counted per UUID.
+    fn lacking(&self, set: &HashMap<[u8; 16], Vec<(u64, u64)>>) -> HashMap<[u8; 16], Vec<(u64, u64)>> {
+        let mut lacking = HashMap::new();
+        for (uuid, intervals) in set {
+            let have: Vec<(u64, u64)> = self.sets.get(uuid).cloned().unwrap_or_default();
+            let mut missing = Vec::new();
+            for &(start, end) in intervals {
+                // `start..=end` minus every `s..e` the replica has.
+                let mut pieces = vec![(start, end)];
+                for &(s, e) in have.iter().filter(|&&(s, e)| s < e) {
+                    pieces = pieces.into_iter().flat_map(|piece| gtid::without(piece, (s, e - 1))).collect();
+                }
+                missing.extend(pieces);
+            }
+            if !missing.is_empty() {
+                lacking.insert(*uuid, missing);
+            }
+        }
+        lacking
+    }
+}
+
+/// Of `lacking` (transactions applied from sources that a replica lacks), the first
+/// retained file holding one, read from the oldest file's ORIGIN changes; `None` when none
+/// is in the retained log, and [`DumpError::Purged`] when only some are (the rest went with
+/// purged files, or were applied before ORIGIN changes were logged).
+fn first_file_with_origin(origin: &Origin, tail: &mut LogTail, lacking: &HashMap<[u8; 16], Vec<(u64, u64)>>) -> Result<Option<Lsn>, DumpError> {
+    let wanted: u64 = lacking.values().flatten().map(|&(s, e)| e - s + 1).sum();
+    let segments = origin.log().segment_bounds();
+    let Some(&(oldest, _)) = segments.first() else { return Ok(None) };
+    let durable = tail.durable_lsn();
+    let boundary = tail.first_record_from(oldest, durable)?.unwrap_or(durable.max(oldest));
+    let mut cursor = TransactionCursor::new(boundary);
+    let (mut found, mut first) = (0, None);
+    while let Some(tx) = cursor.next(tail, durable)? {
+        let Some(quill_log::Change::Origin(o)) = tx.changes.last() else { continue };
+        if tx.seq == 0 && lacking.get(&o.uuid).is_some_and(|i| i.iter().any(|&(s, e)| s <= o.gno && o.gno <= e)) {
+            found += 1;
+            first = first.or_else(|| segments.iter().rev().find(|&&(s, _)| s <= tx.lsn).map(|&(s, _)| s));
+        }
+    }
+    if found < wanted {
+        return Err(DumpError::Purged);
+    }
+    Ok(first)
 }
 
 /// Where a virtual file's transactions begin: the first record in its segment (or, when none
@@ -171,6 +278,30 @@ pub fn purged_through(origin: &Origin) -> io::Result<u64> {
     Ok(file_begin(origin, &mut tail, first)?.previous)
 }
 
+/// The GTIDs of the transactions applied from sources that the retained binary log holds,
+/// read from the oldest file's ORIGIN changes on (none with `log_replica_updates` OFF).
+///
+/// # Errors
+/// I/O errors reading the log.
+pub fn replicated_in_log(origin: &Origin) -> io::Result<gtid::GtidSet> {
+    let mut set = gtid::GtidSet::new();
+    if !origin.logs_replica_updates() {
+        return Ok(set);
+    }
+    let mut tail = origin.log().tail();
+    let _retention = tail.retain(0);
+    let Some(&(oldest, _)) = origin.log().segment_bounds().first() else { return Ok(set) };
+    let durable = tail.durable_lsn();
+    let boundary = tail.first_record_from(oldest, durable)?.unwrap_or(durable.max(oldest));
+    let mut cursor = TransactionCursor::new(boundary);
+    while let Some(tx) = cursor.next(&mut tail, durable)? {
+        if let (0, Some(quill_log::Change::Origin(o))) = (tx.seq, tx.changes.last()) {
+            gtid::add_gtid(&mut set, &gtid::uuid_text(o.uuid), o.gno);
+        }
+    }
+    Ok(set)
+}
+
 /// One replica's stream of the binary log.
 pub struct Dump {
     origin: Origin,
@@ -183,9 +314,12 @@ pub struct Dump {
     cursor: TransactionCursor,
     /// The sequence number of the last transaction read.
     last_seq: u64,
-    /// Transactions numbered below this are passed over unsent (a GTID dump: the replica
-    /// has them).
-    send_from_seq: u64,
+    /// A GTID dump: the transactions the replica has, passed over unsent.
+    has: Option<ReplicaHas>,
+    /// Transactions applied from sources are in the binary log (`log_replica_updates`).
+    replica_updates: bool,
+    /// Transactions of the current file read so far (the logical clock's count).
+    ordinal: u64,
     /// Events made but not handed out yet.
     pending: Vec<u8>,
     finished_size: Option<u64>,
@@ -206,25 +340,27 @@ pub struct TransactionEnd {
 }
 
 impl Dump {
-    /// A dump from `file` at `position`, or, with `gtids` (what the replica has of this
-    /// server's transactions, `start..end` intervals), from the first file that holds a
-    /// transaction it lacks. The first events are a made-up ROTATE naming the file and the
+    /// A dump from `file` at `position`, or, with `gtids` (what the replica has, `start..end`
+    /// intervals by source UUID), from the first file that holds a transaction it lacks. The first events are a made-up ROTATE naming the file and the
     /// file's FORMAT_DESCRIPTION (and PREVIOUS_GTIDS from the file's start).
     ///
     /// # Errors
     /// See [`DumpError`].
-    pub fn open(origin: Origin, file: &str, position: u64, gtids: Option<&[(u64, u64)]>) -> Result<Dump, DumpError> {
+    pub fn open(origin: Origin, file: &str, position: u64, gtids: Option<&[RequestedSet]>) -> Result<Dump, DumpError> {
         let mut tail = origin.log().tail();
         // Claim the whole log while looking for the start, then only from there on.
         let retention = tail.retain(0);
         let segments = origin.log().segment_bounds();
         let (mut start, mut position) = (file_start(file), position.max(FIRST_EVENT_POSITION));
-        let mut send_from_seq = 0;
-        if let Some(have) = gtids {
-            // The replica has 1..next: everything it has of ours must be a prefix.
-            let next = have.iter().find(|(s, _)| *s <= 1).map_or(1, |&(_, e)| e);
+        let replica_updates = origin.logs_replica_updates();
+        let mut has = None;
+        if let Some(set) = gtids {
+            let replica = ReplicaHas::new(set);
+            let own: Vec<(u64, u64)> = replica.sets.get(&origin.source.uuid).cloned().unwrap_or_default();
+            // The replica has 1..next of ours (and maybe more, as a later source's replica).
+            let next = own.iter().find(|(s, _)| *s <= 1).map_or(1, |&(_, e)| e);
             let executed = origin.log().next_position().1 - 1;
-            if next > executed + 1 || have.iter().any(|&(_, e)| e > executed + 1) {
+            if next > executed + 1 || own.iter().any(|&(_, e)| e > executed + 1) {
                 return Err(DumpError::ReplicaAhead);
             }
             let mut chosen = None;
@@ -235,9 +371,22 @@ impl Dump {
                     break;
                 }
             }
-            start = Some(chosen.ok_or(DumpError::Purged)?);
+            let mut chosen = chosen.ok_or(DumpError::Purged)?;
+            // What it lacks of the transactions this server applied from sources.
+            let mut replicated = origin.replicated();
+            replicated.remove(&origin.source.uuid);
+            let lacking = replica.lacking(&replicated);
+            if !lacking.is_empty() {
+                if !replica_updates {
+                    return Err(DumpError::Purged);
+                }
+                if let Some(first) = first_file_with_origin(&origin, &mut tail, &lacking)? {
+                    chosen = chosen.min(first);
+                }
+            }
+            start = Some(chosen);
             position = FIRST_EVENT_POSITION;
-            send_from_seq = next;
+            has = Some(replica);
         } else if file.is_empty() {
             start = segments.first().map(|&(s, _)| s);
         }
@@ -253,7 +402,9 @@ impl Dump {
             position: FIRST_EVENT_POSITION,
             cursor: TransactionCursor::new(begin.boundary),
             last_seq: begin.previous,
-            send_from_seq,
+            has,
+            replica_updates,
+            ordinal: 0,
             pending: Vec::new(),
             finished_size: None,
             last_end: None,
@@ -280,12 +431,13 @@ impl Dump {
         while self.position < target {
             let before = self.position;
             let Some(tx) = self.cursor.next(&mut self.tail, self.file_end.min(durable))? else { return Err(DumpError::PastEnd) };
-            if tx.seq == 0 {
+            if self.origin.gtid_of(&tx, self.replica_updates).is_none() {
                 continue;
             }
             scratch.clear();
-            self.origin.translate(&mut scratch, &tx, &mut self.position)?;
-            self.last_seq = tx.seq;
+            self.ordinal += 1;
+            self.origin.translate(&mut scratch, &tx, self.ordinal, &mut self.position)?;
+            self.last_seq = self.last_seq.max(tx.seq);
             if self.position > target {
                 return Err(DumpError::ImpossiblePosition(file_name(self.file), before, self.position));
             }
@@ -333,19 +485,17 @@ impl Dump {
                 continue;
             }
             let Some(tx) = self.cursor.next(&mut self.tail, self.file_end.min(durable))? else { break };
-            if tx.seq == 0 {
-                // Applied from a source: not in this server's binary log
-                // (log_replica_updates=OFF).
-                continue;
-            }
-            if tx.seq < self.send_from_seq {
+            // Not in the binary log: applied from a source, and not logged for replicas.
+            let Some((uuid, gno)) = self.origin.gtid_of(&tx, self.replica_updates) else { continue };
+            self.ordinal += 1;
+            if self.has.as_ref().is_some_and(|has| has.contains(&uuid, gno)) {
                 let mut scratch = Vec::new();
-                self.origin.translate(&mut scratch, &tx, &mut self.position)?;
+                self.origin.translate(&mut scratch, &tx, self.ordinal, &mut self.position)?;
             } else {
-                self.origin.translate(out, &tx, &mut self.position)?;
+                self.origin.translate(out, &tx, self.ordinal, &mut self.position)?;
                 self.last_end = Some(TransactionEnd { offset: out.len(), file: file_name(self.file), position: self.position });
             }
-            self.last_seq = tx.seq;
+            self.last_seq = self.last_seq.max(tx.seq);
         }
         self.retention.set(self.file.min(self.cursor.oldest_needed()));
         Ok(out.len() > start)
@@ -366,6 +516,7 @@ impl Dump {
         self.file = next;
         self.file_end = next_end;
         self.position = FIRST_EVENT_POSITION;
+        self.ordinal = 0;
         self.origin.header_events(out, &mut self.position, previous, false);
         Ok(())
     }

@@ -1,22 +1,29 @@
 //! One committed transaction, as the commit log holds it, made into binlog events
 //! (`docs/binlog.md`, "A transaction"):
 //!
-//! - rows: a GTID event (`server_uuid:seq`, with the commit time in microseconds as both the
-//!   original and the immediate one), a QUERY `BEGIN`, then per run of changes of one kind on
+//! - rows: a GTID event, a QUERY `BEGIN`, then per run of changes of one kind on
 //!   one table a row event (WRITE, UPDATE or DELETE_ROWS) of at most
 //!   [`ROWS_EVENT_BYTES_MAX`] of rows, each table's TABLE_MAP before its first, and an XID;
 //! - DDL: a GTID event and a QUERY with the statement, its default database, `sql_mode` and
 //!   time zone.
+//!
+//! The GTID event names this server's own transactions `server_uuid:seq`, with the commit
+//! time in microseconds as both the original and the immediate one. A transaction this
+//! server applied as a replica keeps the GTID, original commit time and original server
+//! version it came with (its ORIGIN change); its immediate commit time is this server's.
+//! Its changes to `mysql.gtid_executed` (the replica's own bookkeeping) are left out, as
+//! MySQL's binary log has none.
 //!
 //! Each event's `log_pos` is where it ends in the binary log the caller says it starts in.
 //! The columns are the ones the table had when the change was logged (the caller's
 //! [`Tables`], over `quill_sql::schema_history`), so events and their sizes do not change
 //! when a table is altered later. Updates and deletes need the images they replaced
 //! (`binlog_row_image=FULL`, the default): a change logged without one is an error.
-//! Parallel apply is not offered yet: each transaction's `last_committed` is the one before
-//! it.
+//! The logical clock counts transactions within the file (`sequence_number` is the
+//! transaction's ordinal there, from 1, as MySQL's), and parallel apply is not offered yet:
+//! each transaction's `last_committed` is the one before it.
 
-use quill_log::{Change, DdlContext};
+use quill_log::{Change, DdlContext, Origin};
 use quill_protocol::binary::BinaryValue;
 use quill_protocol::binlog::rows::{Column, ColumnKind, RowValueError, Rows, rows_body, table_map_body};
 use quill_protocol::binlog::{EventHeader, Gtid, QueryContext, UUID_BYTES, event_at, event_type, gtid_body, gtid_event_bytes, query_body, xid_body};
@@ -44,13 +51,37 @@ pub struct Source {
 }
 
 /// A committed transaction: its sequence number (the `seq` of its commit record, the GTID's
-/// number), commit time and changes.
+/// number; 0 for a replicated one), commit time, changes (a replicated one's end with its
+/// ORIGIN), and its ordinal among the transactions of its binary log file, from 1.
 #[derive(Debug, Clone, Copy)]
 pub struct Transaction<'a> {
     pub seq: u64,
     pub commit_us: u64,
     pub changes: &'a [Change],
+    pub ordinal: u64,
 }
+
+impl Transaction<'_> {
+    /// Where a replicated transaction came from (`None`: this server's own).
+    #[must_use]
+    pub fn origin(&self) -> Option<&Origin> {
+        match self.changes.last() {
+            Some(Change::Origin(origin)) => Some(origin),
+            _ => None,
+        }
+    }
+
+    /// Its changes, without the ORIGIN.
+    fn body(&self) -> &[Change] {
+        match self.changes.split_last() {
+            Some((Change::Origin(_), rest)) => rest,
+            _ => self.changes,
+        }
+    }
+}
+
+/// The replica's own bookkeeping, which its binary log leaves out.
+const GTID_TABLE: (&str, &str) = ("mysql", "gtid_executed");
 
 /// The definition a table had when the transaction was logged, by database and name.
 pub type Tables<'a> = &'a dyn Fn(&str, &str) -> Option<Arc<TableDef>>;
@@ -77,15 +108,21 @@ pub enum TranslateError {
 /// See [`TranslateError`]; `out` and `*position` are as they were then.
 pub fn transaction(out: &mut Vec<u8>, source: &Source, tables: Tables<'_>, tx: &Transaction<'_>, position: &mut u64) -> Result<(), TranslateError> {
     let header = EventHeader { timestamp: (tx.commit_us / 1_000_000) as u32, server_id: source.server_id, log_pos: 0, flags: 0 };
-    let mut gtid = Gtid {
+    let origin = tx.origin().copied().unwrap_or(Origin {
         uuid: source.uuid,
         gno: tx.seq,
-        last_committed: tx.seq.saturating_sub(1),
-        sequence_number: tx.seq,
         original_commit_us: tx.commit_us,
+        original_server_version: source.server_version,
+    });
+    let mut gtid = Gtid {
+        uuid: origin.uuid,
+        gno: origin.gno,
+        last_committed: tx.ordinal.saturating_sub(1),
+        sequence_number: tx.ordinal,
+        original_commit_us: origin.original_commit_us,
         immediate_commit_us: tx.commit_us,
         transaction_length: 1 << 10,
-        original_server_version: source.server_version,
+        original_server_version: origin.original_server_version,
         immediate_server_version: source.server_version,
     };
     // The GTID event says how long the transaction is, itself included, and its own length
@@ -112,7 +149,7 @@ pub fn transaction(out: &mut Vec<u8>, source: &Source, tables: Tables<'_>, tx: &
 
 /// Everything after the GTID event.
 fn body_events(out: &mut Vec<u8>, source: &Source, header: &EventHeader, tables: Tables<'_>, tx: &Transaction<'_>, at: &mut u64) -> Result<(), TranslateError> {
-    if let [Change::Ddl { db, sql, context }] = tx.changes {
+    if let [Change::Ddl { db, sql, context }] = tx.body() {
         let context = context.clone().unwrap_or_default();
         event_at(out, header, at, event_type::QUERY, |b| query_body(b, &query_context(source, db, &context), sql));
         return Ok(());
@@ -120,7 +157,7 @@ fn body_events(out: &mut Vec<u8>, source: &Source, header: &EventHeader, tables:
     event_at(out, header, at, event_type::QUERY, |b| query_body(b, &query_context(source, "", &DdlContext::default()), "BEGIN"));
     let mut mapped: Vec<u64> = Vec::new();
     let mut run: Option<Run> = None;
-    for change in tx.changes {
+    for change in tx.body() {
         let (db, table, kind, before, after) = match change {
             Change::Insert { db, table, row, .. } => (db, table, Kind::Write, None, Some(row)),
             Change::Update { db, table, before, row, .. } => {
@@ -130,8 +167,11 @@ fn body_events(out: &mut Vec<u8>, source: &Source, header: &EventHeader, tables:
                 (db, table, Kind::Delete, Some(before.as_ref().ok_or_else(|| TranslateError::NoBeforeImage(db.clone(), table.clone()))?), None)
             }
             Change::Put { .. } | Change::PutV1 { .. } => return Err(TranslateError::OldChange("PUT")),
-            Change::Ddl { .. } | Change::StreamPart { .. } | Change::StreamCommit { .. } | Change::StreamAbort { .. } => continue,
+            Change::Ddl { .. } | Change::StreamPart { .. } | Change::StreamCommit { .. } | Change::StreamAbort { .. } | Change::Origin(_) => continue,
         };
+        if (db.as_str(), table.as_str()) == GTID_TABLE {
+            continue;
+        }
         let meta = tables(db, table).ok_or_else(|| TranslateError::UnknownTable(db.clone(), table.clone()))?;
         if run.as_ref().is_some_and(|r| r.table.id != meta.id || r.kind != kind || r.bytes >= ROWS_EVENT_BYTES_MAX) {
             run.take().expect("checked").write(out, header, at, false)?;
@@ -153,7 +193,7 @@ fn body_events(out: &mut Vec<u8>, source: &Source, header: &EventHeader, tables:
     if let Some(run) = run {
         run.write(out, header, at, true)?;
     }
-    event_at(out, header, at, event_type::XID, |b| xid_body(b, tx.seq));
+    event_at(out, header, at, event_type::XID, |b| xid_body(b, tx.ordinal));
     Ok(())
 }
 

@@ -8,6 +8,7 @@
 //! - [`events`]: one committed transaction made into events;
 //! - [`binlog`]: virtual binary log files over the log's segments, their positions, and the
 //!   dump a replica reads (`COM_BINLOG_DUMP`);
+//! - [`gtid`]: GTID sets, as the replica keeps them and `@@gtid_executed` prints them;
 //! - [`replica`]: a Quill replica following a source and applying its transactions;
 //! - [`semisync`]: the source's semi-synchronous acknowledgements.
 //!
@@ -16,5 +17,6 @@
 
 pub mod binlog;
 pub mod events;
+pub mod gtid;
 pub mod replica;
 pub mod semisync;

@@ -25,7 +25,7 @@
 //! Not yet: parallel apply, a relay log on disk, `SOURCE_LOG_FILE` / `SOURCE_LOG_POS` beyond
 //! the first connection (later ones go by GTID), a DDL's GTID atomic with it.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -43,6 +43,7 @@ use quill_sql::{Engine, Outcome, Session};
 use quill_storage::Value;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 
+use crate::gtid::{GtidSet, add_gtid, contains, gtid_text, uuid_text};
 use connection::{ConnError, ConnectOptions, Connection};
 use rows::{Prepared, RowStatement};
 
@@ -145,37 +146,6 @@ impl Config {
         }
         c
     }
-}
-
-/// A GTID set: per source UUID (as text), intervals `start..=end`, ascending.
-type GtidSet = BTreeMap<String, Vec<(u64, u64)>>;
-
-fn gtid_text(set: &GtidSet) -> String {
-    set.iter()
-        .map(|(uuid, intervals)| {
-            let parts: Vec<String> = intervals.iter().map(|&(s, e)| if s == e { s.to_string() } else { format!("{s}-{e}") }).collect();
-            format!("{uuid}:{}", parts.join(":"))
-        })
-        .collect::<Vec<_>>()
-        .join(",\n")
-}
-
-fn add_gtid(set: &mut GtidSet, uuid: &str, gno: u64) {
-    let intervals = set.entry(uuid.to_owned()).or_default();
-    if let Some(last) = intervals.last_mut()
-        && last.1 + 1 == gno
-    {
-        last.1 = gno;
-        return;
-    }
-    if !intervals.iter().any(|&(s, e)| s <= gno && gno <= e) {
-        intervals.push((gno, gno));
-        intervals.sort_unstable();
-    }
-}
-
-fn contains(set: &GtidSet, uuid: &str, gno: u64) -> bool {
-    set.get(uuid).is_some_and(|i| i.iter().any(|&(s, e)| s <= gno && gno <= e))
 }
 
 /// What SHOW REPLICA STATUS reports.
@@ -492,6 +462,7 @@ async fn run(inner: Arc<Inner>, config: Config, mut stopped: watch::Receiver<boo
         };
         // Whatever was half applied goes.
         let _ = session.run("ROLLBACK").await;
+        session.replica_origin = None;
         match outcome {
             Stop::Asked => return,
             Stop::Sql(code, message) => {
@@ -549,11 +520,6 @@ async fn executed_set(session: &mut Session) -> SqlResult<GtidSet> {
     Ok(set)
 }
 
-fn uuid_text(sid: [u8; 16]) -> String {
-    let h: String = sid.iter().map(|b| format!("{b:02x}")).collect();
-    format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
-}
-
 fn uuid_bytes(text: &str) -> Option<[u8; 16]> {
     quill_sql::server_uuid::uuid_bytes(text)
 }
@@ -562,6 +528,9 @@ fn uuid_bytes(text: &str) -> Option<[u8; 16]> {
 #[derive(Default)]
 struct Pending {
     gtid: Option<(String, u64)>,
+    /// The GTID as the commit log's ORIGIN change keeps it (`log_replica_updates`): taken by
+    /// the record that commits the transaction.
+    origin: Option<quill_log::Origin>,
     original_commit_us: u64,
     immediate_commit_us: u64,
     statements: Vec<RowStatement>,
@@ -860,6 +829,7 @@ async fn apply_transactions(
 ) -> Option<Stop> {
     let mut tables: HashMap<u64, TableMapEvent<'static>> = HashMap::new();
     let mut pending = Pending::default();
+    let own_uuid = inner.engine.global("server_uuid").unwrap_or_default();
     // Each event's relay bytes go back once it is applied (`_room` is dropped then).
     while let Some((event, _room)) = relayed.recv().await {
         let log_pos = u64::from(event.header().log_pos());
@@ -880,6 +850,12 @@ async fn apply_transactions(
                 let uuid = uuid_text(g.sid());
                 pending = Pending {
                     gtid: Some((uuid, g.gno())),
+                    origin: Some(quill_log::Origin {
+                        uuid: g.sid(),
+                        gno: g.gno(),
+                        original_commit_us: g.original_commit_timestamp(),
+                        original_server_version: g.original_server_version(),
+                    }),
                     original_commit_us: g.original_commit_timestamp(),
                     immediate_commit_us: g.immediate_commit_timestamp(),
                     ..Pending::default()
@@ -889,7 +865,7 @@ async fn apply_transactions(
                 let query = q.query().into_owned();
                 if query.eq_ignore_ascii_case("BEGIN") {
                     pending.open = true;
-                } else if !pending.gtid.as_ref().is_some_and(|(u, n)| contains(executed, u, *n)) {
+                } else if !has_applied(&inner.engine, &own_uuid, executed, &pending) {
                     // DDL: runs on its own (it commits), then its GTID is recorded.
                     applying(inner, &pending);
                     let schema = q.schema().into_owned();
@@ -900,6 +876,9 @@ async fn apply_transactions(
                     }
                     // The statements prepared so far may name what the DDL changes.
                     prepared.forget(session);
+                    // Its record keeps its GTID (one that logs nothing leaves it to the
+                    // GTID's own commit below).
+                    session.replica_origin = pending.origin.take();
                     // Under the source's sql_mode and time zone, as it ran there.
                     let (sql_mode, time_zone) = query_context(&q);
                     let context = format!(
@@ -912,6 +891,7 @@ async fn apply_transactions(
                         Err(e) => Err(e),
                     };
                     let restored = exec(session, &format!("SET SESSION sql_mode = '{APPLIER_SQL_MODE}', time_zone = '{APPLIER_TIME_ZONE}'")).await;
+                    pending.origin = pending.origin.or(session.replica_origin.take());
                     if let Err(e) = ran.and(restored) {
                         return Some(Stop::Sql(u32::from(e.code), format!("Error '{}' on query. Default database: '{schema}'. Query: '{query}'", e.message)));
                     }
@@ -921,7 +901,7 @@ async fn apply_transactions(
                 }
             }
             EventData::RowsEvent(rows) => {
-                if pending.gtid.as_ref().is_some_and(|(u, n)| contains(executed, u, *n)) {
+                if has_applied(&inner.engine, &own_uuid, executed, &pending) {
                     continue;
                 }
                 let Some(tme) = tables.get(&rows.table_id()) else { return Some(Stop::Io(1236, "a rows event without its table map".into())) };
@@ -931,7 +911,7 @@ async fn apply_transactions(
                 }
             }
             EventData::XidEvent(_) => {
-                if pending.gtid.as_ref().is_some_and(|(u, n)| contains(executed, u, *n)) {
+                if has_applied(&inner.engine, &own_uuid, executed, &pending) {
                     pending = Pending::default();
                     continue;
                 }
@@ -957,6 +937,14 @@ async fn apply_transactions(
         }
     }
     None
+}
+
+/// Whether the transaction `pending` has already been applied here: its GTID is in
+/// `mysql.gtid_executed`, or it is one of this server's own (come back round a chain of
+/// replicas that log what they apply).
+fn has_applied(engine: &Engine, own_uuid: &str, executed: &GtidSet, pending: &Pending) -> bool {
+    let Some((uuid, gno)) = &pending.gtid else { return false };
+    contains(executed, uuid, *gno) || (own_uuid.eq_ignore_ascii_case(uuid) && engine.log.get().is_some_and(|log| *gno < log.next_position().1))
 }
 
 /// Records the transaction's GTID in `mysql.gtid_executed` and commits (a DDL statement has
@@ -988,6 +976,9 @@ async fn commit(
             return Some(Stop::Sql(u32::from(e.code), e.message));
         }
         add_gtid(executed, &uuid, gno);
+    }
+    if let Some(origin) = pending.origin.take() {
+        session.replica_origin = Some(origin);
     }
     if let Err(e) = exec(session, "COMMIT").await {
         return Some(Stop::Sql(u32::from(e.code), e.message));
@@ -1031,20 +1022,4 @@ fn applying(inner: &Inner, pending: &Pending) {
 
 fn io_stop(e: ConnError) -> Stop {
     Stop::Io(e.code, e.message)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn gtid_sets_grow_by_intervals_and_print_as_mysql_does() {
-        let mut set = GtidSet::new();
-        for gno in [1, 2, 3, 5] {
-            add_gtid(&mut set, "u", gno);
-        }
-        add_gtid(&mut set, "u", 2);
-        assert_eq!(gtid_text(&set), "u:1-3:5");
-        assert!(contains(&set, "u", 3) && !contains(&set, "u", 4) && !contains(&set, "v", 1));
-    }
 }

@@ -325,6 +325,8 @@ impl Replayer {
                 Change::Delete { db, table, key, .. } => {
                     self.engine.catalog().table(&db, &table).map_err(|e| fail(e.to_string()))?.data.apply_committed(key, None, ts);
                 }
+                // Where a replicated transaction came from: for binary log readers only.
+                Change::Origin(_) => {}
                 // The log hands over a streamed transaction's changes without their markers.
                 Change::StreamPart { .. } | Change::StreamCommit { .. } | Change::StreamAbort { .. } => {
                     return Err(fail("a stream marker where changes belong".into()));

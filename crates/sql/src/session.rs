@@ -114,6 +114,12 @@ pub trait BinaryLog: Send + Sync {
     /// # Errors
     /// Why the log cannot be read.
     fn purged_through(&self) -> std::result::Result<u64, String>;
+    /// The transactions applied from sources that the binary log does not hold (all of them
+    /// with `log_replica_updates` OFF), as `uuid:1-N,...`.
+    ///
+    /// # Errors
+    /// Why the log cannot be read.
+    fn purged_replicated(&self) -> std::result::Result<String, String>;
 }
 
 /// `SHOW MASTER STATUS`, `SHOW BINARY LOG STATUS` (MySQL 8.2's name) and `SHOW BINARY LOGS`
@@ -158,13 +164,16 @@ pub fn gtid_executed(engine: &Engine) -> String {
 }
 
 /// `@@gtid_purged`: the transactions this server executed that its binary log no longer
-/// holds: those it applied from sources (a replica does not log them, `log_replica_updates`
-/// being OFF) and its own before the oldest file.
+/// holds: those it applied from sources that are in no retained file (all of them with
+/// `log_replica_updates` OFF) and its own before the oldest file.
 #[must_use]
 pub fn gtid_purged(engine: &Engine) -> String {
     let own = engine.binary_log.get().and_then(|b| b.purged_through().ok()).unwrap_or(0);
     let local = if own == 0 { String::new() } else { format!("{}:1-{own}", engine.global("server_uuid").unwrap_or_default()) };
-    let replicated = engine.replica.get().map(|r| r.executed()).unwrap_or_default();
+    let replicated = match engine.binary_log.get() {
+        Some(binlog) => binlog.purged_replicated().unwrap_or_default(),
+        None => engine.replica.get().map(|r| r.executed()).unwrap_or_default(),
+    };
     [replicated, local].into_iter().filter(|s| !s.is_empty()).collect::<Vec<_>>().join(",\n")
 }
 
@@ -413,6 +422,10 @@ pub struct Session {
     /// The replica's applier: its commits are a source's transactions, logged without a
     /// sequence number of this server (`quill_log::Body::set_replicated`).
     pub replica_applier: bool,
+    /// The GTID (and original commit time) of the transaction the replica's applier is
+    /// applying: the next commit or DDL record takes it as its ORIGIN change, so the
+    /// transaction keeps its GTID in this server's binary log (`log_replica_updates`).
+    pub replica_origin: Option<quill_log::Origin>,
     /// Statements answer as soon as their commits are ordered, without waiting for them to be
     /// durable: the caller takes the wait with [`Session::take_log_wait`] (the replica's
     /// applier, which starts its next transaction while the last one syncs).
@@ -488,6 +501,7 @@ impl Session {
             cache: HashMap::new(),
             client_found_rows: false,
             replica_applier: false,
+            replica_origin: None,
             kill,
             progress,
             next_isolation: None,
@@ -1599,7 +1613,8 @@ impl Session {
             let order = engine.commit_order.lock();
             let logged = engine.log.get().map(|log| {
                 let context = quill_log::DdlContext { sql_mode: self.info.var("sql_mode").to_owned(), time_zone: self.info.var("time_zone").to_owned() };
-                let changes = crate::durability::ddl_changes(&catalog, self.info.db.as_deref(), text.to_owned(), context, created_by_select.as_ref());
+                let mut changes = crate::durability::ddl_changes(&catalog, self.info.db.as_deref(), text.to_owned(), context, created_by_select.as_ref());
+                changes.extend(self.replica_origin.take().map(quill_log::Change::Origin));
                 log.append_ddl(unix_micros(), &changes, self.replica_applier)
             });
             match logged {

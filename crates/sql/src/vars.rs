@@ -141,9 +141,10 @@ pub const VARIABLES: &[VarDef] = &[
     // The binary log is the commit log seen through replication (`docs/binlog.md`): always on.
     v("log_bin", Global, Bool, ReadOnly, "ON"),
     v("log_bin_basename", Global, Str, ReadOnly, "quill-bin"),
-    // A replica's binary log holds its own transactions only, not those it applied from its
-    // source (`docs/binlog.md`): replica chains are not offered yet.
-    v("log_replica_updates", Global, Bool, ReadOnly, "OFF"),
+    // A replica's binary log holds the transactions it applied from its source, with their
+    // GTIDs, so replicas of it form chains (`docs/binlog.md`); a startup option, as MySQL's.
+    v("log_replica_updates", Global, Bool, ReadOnly, "ON"),
+    v("log_slave_updates", Global, Bool, ReadOnly, "ON"),
     v("max_execution_time", Both, int(0, 4_294_967_295), Live, "0"),
     v("lower_case_table_names", Global, int(0, 2), ReadOnly, "0"),
     v("max_allowed_packet", Both, int_blocks(MAX_ALLOWED_PACKET_MIN, MAX_ALLOWED_PACKET_MAX, 1024), Live, "67108864"),
@@ -301,6 +302,7 @@ pub const ALIASES: &[(&str, &str)] = &[
     ("rpl_semi_sync_source_wait_point", "rpl_semi_sync_master_wait_point"),
     ("rpl_semi_sync_replica_enabled", "rpl_semi_sync_slave_enabled"),
     ("replica_net_timeout", "slave_net_timeout"),
+    ("log_replica_updates", "log_slave_updates"),
 ];
 
 /// The other name of a variable that has two ([`ALIASES`]).

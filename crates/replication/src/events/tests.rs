@@ -10,7 +10,7 @@ use mysql_common::binlog::consts::BinlogVersion;
 use mysql_common::binlog::events::{Event, EventData};
 use mysql_common::binlog::value::BinlogValue;
 use quill_io::SimFs;
-use quill_log::Record;
+use quill_log::{Change, Record};
 use quill_protocol::binlog::{EventHeader, event_at, event_type, format_description_body};
 use quill_sql::session::Outcome;
 use quill_sql::{Engine, Session};
@@ -56,7 +56,7 @@ fn translate(engine: &Engine, records: &[Record]) -> Vec<u8> {
         format_description_body(b, "8.0.40", 0);
     });
     for r in records {
-        let tx = Transaction { seq: r.seq, commit_us: r.commit_us, changes: &r.changes };
+        let tx = Transaction { seq: r.seq, commit_us: r.commit_us, changes: &r.changes, ordinal: r.seq };
         let tables = |db: &str, name: &str| engine.schemas.lock().table_at(db, name, r.lsn);
         transaction(&mut out, &SOURCE, &tables, &tx, &mut position).unwrap();
     }
@@ -148,4 +148,31 @@ fn a_change_reads_with_the_columns_its_table_had_when_it_was_logged() {
         }
     }
     assert_eq!(maps, vec![2, 3], "the first insert has the table's columns before the ALTER");
+}
+
+#[test]
+fn a_replicated_transaction_keeps_its_gtid_and_original_commit_time_and_leaves_out_the_gtid_bookkeeping() {
+    let (engine, records) = run(&["CREATE DATABASE d", "CREATE TABLE d.t (id INT PRIMARY KEY)", "INSERT INTO d.t VALUES (1)"]);
+    let insert = &records[2];
+    let origin = quill_log::Origin { uuid: [9; 16], gno: 77, original_commit_us: 1_600_000_000_000_123, original_server_version: 80_040 };
+    let mut changes = insert.changes.clone();
+    // The applier's row in mysql.gtid_executed: a table the binary log never names.
+    changes.push(Change::Insert { db: "mysql".into(), table: "gtid_executed".into(), key: vec![1], row: vec![0] });
+    changes.push(Change::Origin(origin));
+    let replicated = Record { lsn: insert.lsn, seq: 0, commit_us: insert.commit_us + 5, changes };
+    let bytes = translate(&engine, &[replicated]);
+    let mut reader = EventStreamReader::new(BinlogVersion::Version4);
+    let mut rest = &bytes[..];
+    let mut events: Vec<Event> = Vec::new();
+    while let Some(e) = reader.read(&mut rest).unwrap() {
+        events.push(e);
+    }
+    let types: Vec<u8> = events.iter().map(|e| e.header().event_type_raw()).collect();
+    // FDE, then GTID, BEGIN, TABLE_MAP and WRITE_ROWS of d.t only, XID.
+    assert_eq!(types, [15, 33, 2, 19, 30, 16]);
+    let Some(EventData::GtidEvent(g)) = events[1].read_data().unwrap() else { panic!() };
+    assert_eq!((g.sid(), g.gno()), ([9; 16], 77));
+    assert_eq!(g.original_commit_timestamp(), origin.original_commit_us);
+    assert_eq!(g.immediate_commit_timestamp(), insert.commit_us + 5, "the immediate commit is this server's");
+    assert_eq!(g.original_server_version(), 80_040);
 }

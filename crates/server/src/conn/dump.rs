@@ -94,13 +94,10 @@ pub(super) async fn serve(conn: &mut Conn, session: &mut Session, request: Binlo
         .and_then(|v| v.trim().parse::<f64>().ok())
         .filter(|ns| *ns > 0.0)
         .map(|ns| Duration::from_secs_f64(ns / 1e9).min(HEARTBEAT_PERIOD_MAX));
-    let ours = origin.source.uuid;
-    let gtids: Option<Vec<(u64, u64)>> =
-        request.gtids.as_ref().map(|set| set.iter().filter(|(uuid, _)| *uuid == ours).flat_map(|(_, intervals)| intervals.clone()).collect());
     let file = String::from_utf8_lossy(&request.file).into_owned();
     let Some(log) = origin.engine.log.get() else { return Flow::Close };
     let mut durable = log.durable_receiver();
-    let opened = tokio::task::block_in_place(|| Dump::open(origin.clone(), &file, request.position, gtids.as_deref()));
+    let opened = tokio::task::block_in_place(|| Dump::open(origin.clone(), &file, request.position, request.gtids.as_deref()));
     let mut dump = match opened {
         Ok(d) => d,
         Err(e) => {
@@ -325,6 +322,15 @@ impl BinaryLog for BinaryLogView {
         // Files wholly before the target that are still there were kept (a time bound keeps
         // newer files by design, so only TO reports them).
         Ok(if to.is_some() { log.segment_bounds().iter().filter(|(s, len)| s + len <= target).map(|(s, _)| file_name(*s)).collect() } else { Vec::new() })
+    }
+
+    fn purged_replicated(&self) -> Result<String, String> {
+        let executed = quill_replication::gtid::parse(&self.origin.engine.replica.get().map(|r| r.executed()).unwrap_or_default());
+        if executed.is_empty() {
+            return Ok(String::new());
+        }
+        let in_log = tokio::task::block_in_place(|| quill_replication::binlog::replicated_in_log(&self.origin)).map_err(|e| e.to_string())?;
+        Ok(quill_replication::gtid::gtid_text(&quill_replication::gtid::subtract(&executed, &in_log)))
     }
 
     fn purged_through(&self) -> Result<u64, String> {

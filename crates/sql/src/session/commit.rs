@@ -78,6 +78,12 @@ impl Session {
             // all of the commit (once its timestamp is published) or none of it.
             // A transaction the replica applies is numbered by its source, not by this server.
             last.body.set_replicated(self.replica_applier);
+            // Its GTID goes with it, on a record that has changes (or ends a stream).
+            if let Some(origin) = self.replica_origin.take()
+                && (t.stream.is_some() || !last.body.is_empty())
+            {
+                last.body.origin(&origin);
+            }
             let order = engine.commit_order.lock();
             if let Some(log) = log
                 && (t.stream.is_some() || !last.body.is_empty())
