@@ -806,6 +806,11 @@ pub(crate) fn choose_access(table: &crate::catalog::TableMeta, conds: &[Expr], o
                     CmpOp::Eq => {
                         eq.insert(col, val.clone());
                     }
+                    // On a column that is never NULL, `<=>` finds what `=` finds (the
+                    // replica's applier finds each row by its key so).
+                    CmpOp::NullSafeEq if !table.columns[col].nullable => {
+                        eq.entry(col).or_insert_with(|| val.clone());
+                    }
                     CmpOp::Gt | CmpOp::Ge if Some(col) == first_pk => low = Some((val.clone(), op == CmpOp::Ge)),
                     CmpOp::Lt | CmpOp::Le if Some(col) == first_pk => high = Some((val.clone(), op == CmpOp::Le)),
                     _ => {}
