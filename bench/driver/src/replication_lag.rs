@@ -104,10 +104,13 @@ fn perf_schema(src: &mut mysql::Conn, replica: &mut mysql::Conn, args: &Args) ->
         let expected = format!("{uuid}:{gno}");
         let deadline = Instant::now() + APPLY_TIMEOUT;
         loop {
+            // One row per applier worker: the one that applied it.
             let row: Option<(String, Option<i64>)> = replica
-                .query_first(
+                .exec_first(
                     "SELECT LAST_APPLIED_TRANSACTION, TIMESTAMPDIFF(MICROSECOND, LAST_APPLIED_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP, \
-                     LAST_APPLIED_TRANSACTION_END_APPLY_TIMESTAMP) FROM performance_schema.replication_applier_status_by_worker",
+                     LAST_APPLIED_TRANSACTION_END_APPLY_TIMESTAMP) FROM performance_schema.replication_applier_status_by_worker \
+                     WHERE LAST_APPLIED_TRANSACTION = ?",
+                    (expected.as_str(),),
                 )
                 .map_err(|e| format!("replication_applier_status_by_worker: {e}"))?;
             if let Some((applied, Some(lag))) = row

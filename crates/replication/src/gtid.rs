@@ -37,6 +37,21 @@ pub fn contains(set: &GtidSet, uuid: &str, gno: u64) -> bool {
     set.get(uuid).is_some_and(|i| i.iter().any(|&(s, e)| s <= gno && gno <= e))
 }
 
+/// Adds `start..=end` to `uuid`'s intervals, keeping them ascending and merged.
+pub fn add_interval(set: &mut GtidSet, uuid: &str, start: u64, end: u64) {
+    let intervals = set.entry(uuid.to_owned()).or_default();
+    intervals.push((start, end));
+    intervals.sort_unstable();
+    let mut merged: Vec<(u64, u64)> = Vec::with_capacity(intervals.len());
+    for &(s, e) in intervals.iter() {
+        match merged.last_mut() {
+            Some(last) if s <= last.1.saturating_add(1) => last.1 = last.1.max(e),
+            _ => merged.push((s, e)),
+        }
+    }
+    *intervals = merged;
+}
+
 /// A UUID's text, as a GTID set names its source.
 #[must_use]
 pub fn uuid_text(sid: [u8; 16]) -> String {
@@ -111,6 +126,15 @@ mod tests {
         add_gtid(&mut set, "u", 2);
         assert_eq!(gtid_text(&set), "u:1-3:5");
         assert!(contains(&set, "u", 3) && !contains(&set, "u", 4) && !contains(&set, "v", 1));
+    }
+
+    #[test]
+    fn intervals_added_in_any_order_merge() {
+        let mut set = GtidSet::new();
+        for (s, e) in [(5, 5), (1, 2), (3, 3), (7, 9), (6, 6), (20, 20)] {
+            add_interval(&mut set, "u", s, e);
+        }
+        assert_eq!(gtid_text(&set), "u:1-3:5-9:20");
     }
 
     #[test]

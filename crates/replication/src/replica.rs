@@ -3,14 +3,16 @@
 //!
 //! One task per running replica connects to the source ([`connection`]: handshake, auth, TLS,
 //! `COM_BINLOG_DUMP_GTID` or `COM_BINLOG_DUMP`; the events decoded by `mysql_common`),
-//! gathers each transaction's events and applies it whole in a session of its own: row events
-//! become prepared statements on the primary key ([`rows`]), DDL runs as it came under its
-//! source's `sql_mode` and time zone, and the transaction's GTID is
-//! written to `mysql.gtid_executed` in the same transaction. So the set of applied GTIDs is
-//! durable with the rows (the commit log holds both in one record) and a kill -9 of either
-//! side neither loses nor repeats a transaction: the replica reconnects asking for what
-//! `mysql.gtid_executed` lacks. A transaction cut off by a lost connection is rolled back,
-//! never half applied. Reconnects back off from 0.1 s up to `SOURCE_CONNECT_RETRY`.
+//! receives the events into a bounded relay, and hands them to the applier ([`apply`]), which
+//! applies each transaction whole, in parallel where transactions touch different rows,
+//! committing in source order: row events become prepared statements on the primary key
+//! ([`rows`]), DDL runs as it came under its source's `sql_mode` and time zone, and the
+//! transaction's GTID is written to `mysql.gtid_executed` in the same transaction. So the set
+//! of applied GTIDs is durable with the rows (the commit log holds both in one record) and a
+//! kill -9 of either side neither loses nor repeats a transaction: the replica reconnects
+//! asking for what `mysql.gtid_executed` lacks. A transaction cut off by a lost connection is
+//! rolled back, never half applied. Reconnects back off from 0.1 s up to
+//! `SOURCE_CONNECT_RETRY`.
 //!
 //! With `rpl_semi_sync_replica_enabled`, a source that has semi-sync marks the last event of
 //! each transaction, and the replica acknowledges it as soon as it is received, before it
@@ -22,10 +24,9 @@
 //! Where it sits: above `sql` (it runs statements in a `Session`), beside `binlog`; the server
 //! attaches it to the engine (`Engine::replica`) for the SQL statements that drive it.
 //!
-//! Not yet: parallel apply, a relay log on disk, `SOURCE_LOG_FILE` / `SOURCE_LOG_POS` beyond
+//! Not yet: a relay log on disk, `SOURCE_LOG_FILE` / `SOURCE_LOG_POS` beyond
 //! the first connection (later ones go by GTID), a DDL's GTID atomic with it.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,7 +34,7 @@ use std::time::Duration;
 use mysql_common::binlog::EventStreamReader;
 use mysql_common::binlog::consts::BinlogVersion;
 use mysql_common::binlog::consts::EventType;
-use mysql_common::binlog::events::{Event, EventData, TableMapEvent, TransactionPayloadEvent};
+use mysql_common::binlog::events::{Event, EventData, TransactionPayloadEvent};
 use parking_lot::Mutex;
 use quill_io::Fs;
 use quill_protocol::command::{BinlogDump, RegisterReplica};
@@ -43,10 +44,10 @@ use quill_sql::{Engine, Outcome, Session};
 use quill_storage::Value;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 
-use crate::gtid::{GtidSet, add_gtid, contains, gtid_text, uuid_text};
+use crate::gtid::{GtidSet, add_gtid, add_interval, gtid_text, uuid_text};
 use connection::{ConnError, ConnectOptions, Connection};
-use rows::{Prepared, RowStatement};
 
+mod apply;
 mod connection;
 mod rows;
 
@@ -71,9 +72,6 @@ pub const TABLE_MAPS_MAX: usize = 65_536;
 /// zero dates allowed, which a source may have stored.
 const APPLIER_SQL_MODE: &str = "STRICT_TRANS_TABLES,NO_ENGINE_SUBSTITUTION";
 const APPLIER_TIME_ZONE: &str = "+00:00";
-/// Applied transactions whose commits are not yet known durable, at most, before the applier
-/// waits for the oldest.
-pub const DURABLE_STAMPS_MAX: usize = 4096;
 /// The connection id the applier's session reports.
 const APPLIER_CONNECTION_ID: u32 = u32::MAX - 1;
 
@@ -161,9 +159,8 @@ struct Status {
     last_sql_error: Option<(u32, String)>,
     retrieved: GtidSet,
     executed: GtidSet,
-    /// The last transaction applied, and the one being applied.
-    last_applied: Option<AppliedTransaction>,
-    applying: Option<AppliedTransaction>,
+    /// Each applier worker's last transaction applied, and the one it is applying.
+    workers: Vec<WorkerSlot>,
     /// When the SQL thread's last error happened (microseconds since the epoch).
     last_sql_error_us: u64,
     seconds_behind: Option<u64>,
@@ -172,6 +169,13 @@ struct Status {
     /// The source's `server_id` and `server_uuid`, as it said at the last connection.
     source_server_id: u64,
     source_uuid: String,
+}
+
+/// One applier worker, as `replication_applier_status_by_worker` shows it.
+#[derive(Debug, Default, Clone)]
+struct WorkerSlot {
+    last_applied: Option<AppliedTransaction>,
+    applying: Option<AppliedTransaction>,
 }
 
 struct Running {
@@ -358,6 +362,8 @@ impl ReplicaControl for Replica {
         let (io_errno, io_error) = error(&s.last_io_error);
         let (sql_errno, sql_error) = error(&s.last_sql_error);
         let yes_no = |b: bool| text(if b { "Yes" } else { "No" });
+        // The newest of the workers' last applied transactions.
+        let last_applied = s.workers.iter().filter_map(|w| w.last_applied.as_ref()).max_by_key(|a| a.end_apply_us);
         Some(vec![
             ("Replica_IO_State", text(s.io_state)),
             ("Source_Host", text(&config.host)),
@@ -385,8 +391,8 @@ impl ReplicaControl for Replica {
             ("Retrieved_Gtid_Set", text(&gtid_text(&s.retrieved))),
             ("Executed_Gtid_Set", text(&gtid_text(&s.executed))),
             ("Auto_Position", Value::UInt(u64::from(config.auto_position))),
-            ("Last_Applied_Original_Commit_Us", s.last_applied.as_ref().map_or(Value::Null, |a| Value::UInt(a.original_commit_us))),
-            ("Last_Applied_End_Apply_Us", s.last_applied.as_ref().map_or(Value::Null, |a| Value::UInt(a.end_apply_us))),
+            ("Last_Applied_Original_Commit_Us", last_applied.map_or(Value::Null, |a| Value::UInt(a.original_commit_us))),
+            ("Last_Applied_End_Apply_Us", last_applied.map_or(Value::Null, |a| Value::UInt(a.end_apply_us))),
         ])
     }
 
@@ -395,14 +401,20 @@ impl ReplicaControl for Replica {
             return Vec::new();
         }
         let s = self.inner.status.lock();
-        // One worker: transactions are applied one at a time, in source order.
-        vec![WorkerStatus {
-            worker_id: 1,
-            running: s.sql_running,
-            last_error: s.last_sql_error.clone().map(|(code, message)| (code, message, s.last_sql_error_us)),
-            last_applied: s.last_applied.clone(),
-            applying: s.applying.clone(),
-        }]
+        let error = s.last_sql_error.clone().map(|(code, message)| (code, message, s.last_sql_error_us));
+        // Before the applier first started: one idle worker.
+        let slots = if s.workers.is_empty() { vec![WorkerSlot::default()] } else { s.workers.clone() };
+        slots
+            .into_iter()
+            .zip(1..)
+            .map(|(slot, worker_id)| WorkerStatus {
+                worker_id,
+                running: s.sql_running,
+                last_error: error.clone(),
+                last_applied: slot.last_applied,
+                applying: slot.applying,
+            })
+            .collect()
     }
 
     fn status_counters(&self) -> Vec<(&'static str, String)> {
@@ -452,12 +464,13 @@ async fn run(inner: Arc<Inner>, config: Config, mut stopped: watch::Receiver<boo
         }
     };
     inner.status.lock().executed = executed.clone();
-    let mut executed = executed;
+    // What `mysql.gtid_executed` holds, as the applier's workers commit to it.
+    let executed = Arc::new(Mutex::new(executed));
     let mut wait = RECONNECT_WAIT_MIN;
     let mut first = true;
     loop {
         let outcome = tokio::select! {
-            r = stream(&inner, &config, &mut session, &mut executed, first) => r,
+            r = stream(&inner, &config, &executed, first) => r,
             _ = stopped.changed() => Stop::Asked,
         };
         // Whatever was half applied goes.
@@ -482,7 +495,7 @@ async fn run(inner: Arc<Inner>, config: Config, mut stopped: watch::Receiver<boo
                     status.io_running = "Connecting";
                     status.io_state = "Waiting to reconnect after a failed source event read";
                 }
-                if (code == 1236 && !executed.is_empty()) || code == 1593 {
+                if (code == 1236 && !executed.lock().is_empty()) || code == 1593 {
                     // The source cannot serve what the replica needs, or is this very server:
                     // as MySQL, the I/O thread stops.
                     inner.status.lock().io_running = "No";
@@ -514,7 +527,8 @@ async fn executed_set(session: &mut Session) -> SqlResult<GtidSet> {
                 Value::UInt(u) => *u,
                 _ => 0,
             };
-            set.entry(uuid.clone()).or_default().push((n(start), n(end)));
+            // Rows the applier's workers added one per transaction, not yet compressed.
+            add_interval(&mut set, uuid, n(start), n(end));
         }
     }
     Ok(set)
@@ -524,21 +538,8 @@ fn uuid_bytes(text: &str) -> Option<[u8; 16]> {
     quill_sql::server_uuid::uuid_bytes(text)
 }
 
-/// The transaction being received.
-#[derive(Default)]
-struct Pending {
-    gtid: Option<(String, u64)>,
-    /// The GTID as the commit log's ORIGIN change keeps it (`log_replica_updates`): taken by
-    /// the record that commits the transaction.
-    origin: Option<quill_log::Origin>,
-    original_commit_us: u64,
-    immediate_commit_us: u64,
-    statements: Vec<RowStatement>,
-    open: bool,
-}
-
 /// One connection to the source: from connect to the first error.
-async fn stream(inner: &Inner, config: &Config, session: &mut Session, executed: &mut GtidSet, first: bool) -> Stop {
+async fn stream(inner: &Arc<Inner>, config: &Config, executed: &Arc<Mutex<GtidSet>>, first: bool) -> Stop {
     let engine = &inner.engine;
     let global_on = |name: &str| engine.global(name).is_some_and(|v| v == "ON" || v == "1");
     let net_timeout = Duration::from_secs(engine.global("replica_net_timeout").and_then(|v| v.parse().ok()).unwrap_or(60));
@@ -554,14 +555,14 @@ async fn stream(inner: &Inner, config: &Config, session: &mut Session, executed:
         Ok(s) => s,
         Err(e) => return io_stop(e),
     };
-    let by_gtid = config.auto_position || !executed.is_empty() || !first;
+    let by_gtid = config.auto_position || !executed.lock().is_empty() || !first;
     let request = BinlogDump {
         server_id,
         non_blocking: false,
         file: if by_gtid { Vec::new() } else { config.log_file.clone().into_bytes() },
         position: if by_gtid { 4 } else { config.log_pos },
         gtids: by_gtid.then(|| {
-            asked_set(engine, executed)
+            asked_set(engine, &executed.lock())
                 .iter()
                 .filter_map(|(uuid, intervals)| Some((uuid_bytes(uuid)?, intervals.iter().map(|&(s, e)| (s, e + 1)).collect())))
                 .collect()
@@ -578,7 +579,7 @@ async fn stream(inner: &Inner, config: &Config, session: &mut Session, executed:
         status.source_server_id = source.server_id;
         status.source_uuid = source.uuid;
     }
-    let stop = apply_stream(inner, &mut conn, session, executed, source.checksum).await;
+    let stop = apply_stream(inner, &mut conn, executed, source.checksum).await;
     inner.status.lock().semi_sync = false;
     stop
 }
@@ -660,10 +661,10 @@ async fn prepare(conn: &mut Connection, config: &Config, (own_id, own_uuid): (u3
 /// Receives the dump's events and applies each transaction whole, until an error or a stop:
 /// two loops joined by the relay, as MySQL's I/O and SQL threads, so the source's events are
 /// read (and acknowledged) while earlier ones apply.
-async fn apply_stream(inner: &Inner, conn: &mut Connection, session: &mut Session, executed: &mut GtidSet, checksum: bool) -> Stop {
+async fn apply_stream(inner: &Arc<Inner>, conn: &mut Connection, executed: &Arc<Mutex<GtidSet>>, checksum: bool) -> Stop {
     let (events, relayed) = mpsc::channel(RELAY_EVENTS_MAX);
     let relay = Relay { events, bytes: Arc::new(Semaphore::new(RELAY_BYTES_MAX)) };
-    let (received, applied) = tokio::join!(receive(inner, conn, relay, checksum), apply(inner, relayed, session, executed));
+    let (received, applied) = tokio::join!(receive(inner, conn, relay, checksum), apply::apply(inner, relayed, executed));
     // An apply error stops the replica. Otherwise the connection's end does, once everything
     // received has been applied: so every acknowledged transaction is applied, source or not.
     applied.unwrap_or(received)
@@ -769,255 +770,6 @@ async fn receive(inner: &Inner, conn: &mut Connection, relay: Relay, checksum: b
             return Stop::Asked;
         }
     }
-}
-
-/// The SQL side: applies the relayed events' transactions in order; `Some` when one did not
-/// apply (or did not decode), `None` when the relay ended. The applier does not wait for a
-/// commit to be durable before it applies the next transaction (its commits share the log's
-/// syncs, as concurrent clients' do); each transaction's end of apply is stamped when its
-/// commit is durable ([`stamp_when_durable`]). Its GTID is durable with its rows either way.
-async fn apply(inner: &Inner, relayed: mpsc::Receiver<Relayed>, session: &mut Session, executed: &mut GtidSet) -> Option<Stop> {
-    let (stamps, stamped) = mpsc::channel(DURABLE_STAMPS_MAX);
-    let mut prepared = Prepared::default();
-    let (stop, ()) = tokio::join!(apply_transactions(inner, relayed, session, executed, stamps, &mut prepared), stamp_when_durable(inner, stamped));
-    // The session outlives this connection: its statements go with it.
-    prepared.forget(session);
-    stop
-}
-
-/// A transaction applied and committed, and what to publish once its commit is durable.
-struct Stamp {
-    /// The log position (and flush mode) its commit is durable at.
-    wait: Option<(quill_log::Lsn, quill_log::FlushMode)>,
-    applied: Option<AppliedTransaction>,
-    /// Its GTID, and where it ended in the source's file.
-    gtid: Option<(String, u64)>,
-    exec_source_log_pos: u64,
-}
-
-/// Publishes each applied transaction once its commit is durable, in order: it becomes the
-/// last applied transaction (`replication_applier_status_by_worker`), and its GTID joins
-/// `Executed_Gtid_Set`, which so never shows what a crash could take back.
-async fn stamp_when_durable(inner: &Inner, mut stamped: mpsc::Receiver<Stamp>) {
-    while let Some(stamp) = stamped.recv().await {
-        if let (Some((end, mode)), Some(log)) = (stamp.wait, inner.engine.log.get()) {
-            log.wait(end, mode).await;
-        }
-        let end_us = now_us();
-        let mut status = inner.status.lock();
-        if let Some((uuid, gno)) = &stamp.gtid {
-            add_gtid(&mut status.executed, uuid, *gno);
-        }
-        if stamp.exec_source_log_pos > 0 {
-            status.exec_source_log_pos = stamp.exec_source_log_pos;
-        }
-        if let Some(mut applied) = stamp.applied {
-            applied.end_apply_us = end_us;
-            status.seconds_behind = Some(end_us.saturating_sub(applied.original_commit_us) / 1_000_000);
-            status.last_applied = Some(applied);
-        }
-    }
-}
-
-async fn apply_transactions(
-    inner: &Inner,
-    mut relayed: mpsc::Receiver<Relayed>,
-    session: &mut Session,
-    executed: &mut GtidSet,
-    stamps: mpsc::Sender<Stamp>,
-    prepared: &mut Prepared,
-) -> Option<Stop> {
-    let mut tables: HashMap<u64, TableMapEvent<'static>> = HashMap::new();
-    let mut pending = Pending::default();
-    let own_uuid = inner.engine.global("server_uuid").unwrap_or_default();
-    // Each event's relay bytes go back once it is applied (`_room` is dropped then).
-    while let Some((event, _room)) = relayed.recv().await {
-        let log_pos = u64::from(event.header().log_pos());
-        let data = match event.read_data() {
-            Ok(Some(d)) => d,
-            Ok(None) => continue,
-            Err(e) => return Some(Stop::Io(1236, format!("could not read an event from the source: {e}"))),
-        };
-        match data {
-            EventData::TableMapEvent(t) => {
-                tables.insert(t.table_id(), t.into_owned());
-            }
-            EventData::GtidEvent(g) => {
-                // Between transactions, which map their tables again before their rows.
-                if tables.len() >= TABLE_MAPS_MAX {
-                    tables.clear();
-                }
-                let uuid = uuid_text(g.sid());
-                pending = Pending {
-                    gtid: Some((uuid, g.gno())),
-                    origin: Some(quill_log::Origin {
-                        uuid: g.sid(),
-                        gno: g.gno(),
-                        original_commit_us: g.original_commit_timestamp(),
-                        original_server_version: g.original_server_version(),
-                    }),
-                    original_commit_us: g.original_commit_timestamp(),
-                    immediate_commit_us: g.immediate_commit_timestamp(),
-                    ..Pending::default()
-                };
-            }
-            EventData::QueryEvent(q) => {
-                let query = q.query().into_owned();
-                if query.eq_ignore_ascii_case("BEGIN") {
-                    pending.open = true;
-                } else if !has_applied(&inner.engine, &own_uuid, executed, &pending) {
-                    // DDL: runs on its own (it commits), then its GTID is recorded.
-                    applying(inner, &pending);
-                    let schema = q.schema().into_owned();
-                    if !schema.is_empty()
-                        && let Err(e) = exec(session, &format!("USE `{}`", schema.replace('`', "``"))).await
-                    {
-                        return Some(Stop::Sql(u32::from(e.code), e.message));
-                    }
-                    // The statements prepared so far may name what the DDL changes.
-                    prepared.forget(session);
-                    // Its record keeps its GTID (one that logs nothing leaves it to the
-                    // GTID's own commit below).
-                    session.replica_origin = pending.origin.take();
-                    // Under the source's sql_mode and time zone, as it ran there.
-                    let (sql_mode, time_zone) = query_context(&q);
-                    let context = format!(
-                        "SET SESSION sql_mode = '{}', time_zone = '{}'",
-                        sql_mode.unwrap_or_else(|| APPLIER_SQL_MODE.to_owned()),
-                        time_zone.unwrap_or_else(|| APPLIER_TIME_ZONE.to_owned()).replace('\'', "")
-                    );
-                    let ran = match exec(session, &context).await {
-                        Ok(_) => exec(session, &query).await,
-                        Err(e) => Err(e),
-                    };
-                    let restored = exec(session, &format!("SET SESSION sql_mode = '{APPLIER_SQL_MODE}', time_zone = '{APPLIER_TIME_ZONE}'")).await;
-                    pending.origin = pending.origin.or(session.replica_origin.take());
-                    if let Err(e) = ran.and(restored) {
-                        return Some(Stop::Sql(u32::from(e.code), format!("Error '{}' on query. Default database: '{schema}'. Query: '{query}'", e.message)));
-                    }
-                    if let Some(stop) = commit(inner, session, executed, &mut pending, log_pos, &stamps, prepared).await {
-                        return Some(stop);
-                    }
-                }
-            }
-            EventData::RowsEvent(rows) => {
-                if has_applied(&inner.engine, &own_uuid, executed, &pending) {
-                    continue;
-                }
-                let Some(tme) = tables.get(&rows.table_id()) else { return Some(Stop::Io(1236, "a rows event without its table map".into())) };
-                match rows::statements(&inner.engine, tme, &rows) {
-                    Ok(mut s) => pending.statements.append(&mut s),
-                    Err(e) => return Some(Stop::Sql(u32::from(e.code), e.message)),
-                }
-            }
-            EventData::XidEvent(_) => {
-                if has_applied(&inner.engine, &own_uuid, executed, &pending) {
-                    pending = Pending::default();
-                    continue;
-                }
-                applying(inner, &pending);
-                if let Err(e) = exec(session, "BEGIN").await {
-                    return Some(Stop::Sql(u32::from(e.code), e.message));
-                }
-                for row in std::mem::take(&mut pending.statements) {
-                    let what = format!("Statement: {} with {:?}", row.template, row.params);
-                    match prepared.run(session, &row.template, row.params).await {
-                        Ok(Outcome::Done { affected: 0, .. }) if row.finds_row => {
-                            return Some(Stop::Sql(1032, format!("Could not execute a row event: Can't find record. {what}")));
-                        }
-                        Ok(_) => {}
-                        Err(e) => return Some(Stop::Sql(u32::from(e.code), format!("Could not execute a row event: {}. {what}", e.message))),
-                    }
-                }
-                if let Some(stop) = commit(inner, session, executed, &mut pending, log_pos, &stamps, prepared).await {
-                    return Some(stop);
-                }
-            }
-            _ => {}
-        }
-    }
-    None
-}
-
-/// Whether the transaction `pending` has already been applied here: its GTID is in
-/// `mysql.gtid_executed`, or it is one of this server's own (come back round a chain of
-/// replicas that log what they apply).
-fn has_applied(engine: &Engine, own_uuid: &str, executed: &GtidSet, pending: &Pending) -> bool {
-    let Some((uuid, gno)) = &pending.gtid else { return false };
-    contains(executed, uuid, *gno) || (own_uuid.eq_ignore_ascii_case(uuid) && engine.log.get().is_some_and(|log| *gno < log.next_position().1))
-}
-
-/// Records the transaction's GTID in `mysql.gtid_executed` and commits (a DDL statement has
-/// committed already: the GTID then commits on its own); its end of apply is stamped once the
-/// commit is durable.
-async fn commit(
-    inner: &Inner,
-    session: &mut Session,
-    executed: &mut GtidSet,
-    pending: &mut Pending,
-    log_pos: u64,
-    stamps: &mpsc::Sender<Stamp>,
-    prepared: &mut Prepared,
-) -> Option<Stop> {
-    if let Some((uuid, gno)) = pending.gtid.clone() {
-        let intervals = executed.get(&uuid).cloned().unwrap_or_default();
-        let done = match intervals.last() {
-            Some(&(start, end)) if end + 1 == gno => {
-                let sql = "UPDATE mysql.gtid_executed SET interval_end = ? WHERE source_uuid = ? AND interval_start = ?";
-                prepared.run(session, sql, vec![Value::UInt(gno), Value::Str(uuid.clone()), Value::UInt(start)]).await
-            }
-            _ => {
-                prepared
-                    .run(session, "INSERT INTO mysql.gtid_executed VALUES (?, ?, ?)", vec![Value::Str(uuid.clone()), Value::UInt(gno), Value::UInt(gno)])
-                    .await
-            }
-        };
-        if let Err(e) = done {
-            return Some(Stop::Sql(u32::from(e.code), e.message));
-        }
-        add_gtid(executed, &uuid, gno);
-    }
-    if let Some(origin) = pending.origin.take() {
-        session.replica_origin = Some(origin);
-    }
-    if let Err(e) = exec(session, "COMMIT").await {
-        return Some(Stop::Sql(u32::from(e.code), e.message));
-    }
-    let wait = session.take_log_wait();
-    let applied = inner.status.lock().applying.take();
-    let gtid = std::mem::take(pending).gtid;
-    // The stamper goes away only with this task.
-    let _ = stamps.send(Stamp { wait, applied, gtid, exec_source_log_pos: log_pos }).await;
-    None
-}
-
-/// A QUERY event's `sql_mode` (as names) and time zone, when it carries them.
-fn query_context(q: &mysql_common::binlog::events::QueryEvent<'_>) -> (Option<String>, Option<String>) {
-    use mysql_common::binlog::consts::StatusVarKey;
-    use mysql_common::binlog::events::StatusVarVal;
-    let vars = q.status_vars();
-    let sql_mode = vars.get_status_var(StatusVarKey::SqlMode).and_then(|v| match v.get_value() {
-        Ok(StatusVarVal::SqlMode(mode)) => Some(crate::events::sql_mode_names(mode.0)),
-        _ => None,
-    });
-    let time_zone = vars.get_status_var(StatusVarKey::TimeZone).and_then(|v| match v.get_value() {
-        Ok(StatusVarVal::TimeZone(tz)) => Some(tz.as_str().into_owned()),
-        _ => None,
-    });
-    (sql_mode, time_zone)
-}
-
-/// The transaction `pending` starts being applied.
-fn applying(inner: &Inner, pending: &Pending) {
-    let gtid = pending.gtid.as_ref().map(|(uuid, gno)| format!("{uuid}:{gno}")).unwrap_or_default();
-    let immediate = if pending.immediate_commit_us == 0 { pending.original_commit_us } else { pending.immediate_commit_us };
-    inner.status.lock().applying = Some(AppliedTransaction {
-        gtid,
-        original_commit_us: pending.original_commit_us,
-        immediate_commit_us: immediate,
-        start_apply_us: now_us(),
-        end_apply_us: 0,
-    });
 }
 
 fn io_stop(e: ConnError) -> Stop {

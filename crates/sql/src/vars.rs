@@ -171,6 +171,11 @@ pub const VARIABLES: &[VarDef] = &[
     // Seconds a replica waits for data from its source (and for a connection to it) before it
     // counts the connection lost and reconnects; read when the I/O thread connects.
     v("replica_net_timeout", Global, int(1, 31_536_000), Live, "60"),
+    // The replica's applier workers (`docs/replication.md`, "Parallel apply"): read when the
+    // applier starts; 0 and 1 apply one transaction at a time. MySQL 8's default.
+    v("replica_parallel_workers", Global, int(0, 1024), Live, "4"),
+    // Workers always commit in source order.
+    v("replica_preserve_commit_order", Global, Bool, ReadOnly, "ON"),
     // Semi-synchronous replication (`docs/replication.md`), under MySQL 8's names and the
     // older ones MariaDB's and MySQL 5.7's replicas ask for (`ALIASES`): a commit's reply
     // waits, up to the timeout (milliseconds), for this many replicas to acknowledge it.
@@ -200,6 +205,8 @@ pub const VARIABLES: &[VarDef] = &[
     v("session_track_transaction_info", Both, Str, Inert, "OFF"),
     v("skip_networking", Global, Bool, ReadOnly, "OFF"),
     v("slave_net_timeout", Global, int(1, 31_536_000), Live, "60"),
+    v("slave_parallel_workers", Global, int(0, 1024), Live, "4"),
+    v("slave_preserve_commit_order", Global, Bool, ReadOnly, "ON"),
     // Quill listens on TCP only; clients that look for a Unix socket find none.
     v("socket", Global, Str, ReadOnly, ""),
     // Sorts are held whole in memory, within temptable_max_ram (`tmp_memory`).
@@ -303,6 +310,8 @@ pub const ALIASES: &[(&str, &str)] = &[
     ("rpl_semi_sync_replica_enabled", "rpl_semi_sync_slave_enabled"),
     ("replica_net_timeout", "slave_net_timeout"),
     ("log_replica_updates", "log_slave_updates"),
+    ("replica_parallel_workers", "slave_parallel_workers"),
+    ("replica_preserve_commit_order", "slave_preserve_commit_order"),
 ];
 
 /// The other name of a variable that has two ([`ALIASES`]).

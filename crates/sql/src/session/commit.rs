@@ -192,6 +192,12 @@ impl Session {
         self.durable_wait.take().map(|(end, mode, _)| (end, mode))
     }
 
+    /// The open transaction's id, if one is open (what the lock manager knows it by).
+    #[must_use]
+    pub fn txn_id(&self) -> Option<TxnId> {
+        self.txn.as_ref().map(|t| t.id)
+    }
+
     /// Roll back the open transaction, if any. A transaction that streamed parts ends its
     /// stream with an abort record, so recovery and log readers can forget its parts.
     /// `SAVEPOINT name`: marks the transaction's writes so far; a savepoint of the same
