@@ -110,3 +110,56 @@ def test_a_parallel_replica_ends_equal_to_its_source_under_conflicting_transacti
         else:
             assert len(rows(replica, "SELECT WORKER_ID FROM performance_schema.replication_applier_status_by_worker")) == workers
             assert len(busy) > 1, "transactions went to more than one worker"
+
+
+def test_a_long_read_on_the_replica_never_stalls_apply(tmp_path):
+    """A read view held open and a long query on the replica (MVCC reads: no locks) while the
+    source writes: the replica applies every transaction while they run."""
+    import time
+
+    with (
+        PrivateQuill(tmp_path / "source") as source,
+        PrivateQuill(tmp_path / "replica", "--server_id=2") as replica,
+    ):
+        c = source.connect()
+        cur = c.cursor()
+        cur.execute("CREATE DATABASE r")
+        cur.execute("CREATE TABLE r.t (id INT PRIMARY KEY, v INT)")
+        cur.execute("INSERT INTO r.t VALUES " + ", ".join(f"({i}, {i})" for i in range(300)))
+        start_replica(replica, source)
+        caught_up(source, replica)
+        # A snapshot held open on the replica.
+        snapshot = replica.connect()
+        scur = snapshot.cursor()
+        scur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+        scur.execute("SELECT COUNT(*) FROM r.t")
+        assert scur.fetchone()[0] == 300
+        # A long join on the replica, in a thread.
+        finished = {}
+
+        def long_query():
+            q = replica.connect()
+            with q.cursor() as qcur:
+                qcur.execute("SELECT COUNT(*) FROM r.t a, r.t b, r.t c WHERE a.v + b.v + c.v >= 0")
+                finished["rows"] = qcur.fetchone()[0]
+            finished["at"] = time.monotonic()
+            q.close()
+
+        reader = threading.Thread(target=long_query)
+        reader.start()
+        time.sleep(0.2)
+        for i in range(300, 400):
+            cur.execute("INSERT INTO r.t VALUES (%s, %s)", (i, i))
+        cur.execute("UPDATE r.t SET v = v + 1 WHERE id < 100")
+        caught_up(source, replica)
+        applied_at = time.monotonic()
+        long_running = reader.is_alive()
+        reader.join()
+        assert finished["rows"] >= 300**3
+        assert long_running and applied_at < finished["at"], "the replica caught up while the long query ran"
+        # The snapshot still sees what it saw.
+        scur.execute("SELECT COUNT(*) FROM r.t")
+        assert scur.fetchone()[0] == 300
+        snapshot.close()
+        assert rows(replica, "SELECT * FROM r.t ORDER BY id") == rows(source, "SELECT * FROM r.t ORDER BY id")
+        c.close()
