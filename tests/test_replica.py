@@ -282,3 +282,23 @@ def test_a_replica_knows_its_source_and_refuses_one_with_its_own_server_id(pair,
         while (s := status(same))["Replica_IO_Running"] != "No":
             assert time.monotonic() < deadline, s
             time.sleep(0.05)
+
+
+def test_create_table_select_replicates_as_one_transaction(pair):
+    """CREATE TABLE ... SELECT is logged as MySQL 8.0.21+ logs it: one transaction, a QUERY
+    with the table's definition and START TRANSACTION, then its rows. The replica creates the
+    table and applies the rows under the transaction's GTID."""
+    source, replica = pair
+    start_replica(replica, source)
+    c = source.connect()
+    with c.cursor() as cur:
+        cur.execute("CREATE DATABASE d")
+        cur.execute("CREATE TABLE d.a (id INT PRIMARY KEY, v VARCHAR(10))")
+        cur.execute("INSERT INTO d.a VALUES (1, 'one'), (2, 'two'), (3, 'three')")
+        cur.execute("CREATE TABLE d.b AS SELECT id, UPPER(v) AS v FROM d.a WHERE id > 1")
+        cur.execute("INSERT INTO d.b VALUES (9, 'NINE')")
+    c.close()
+    s = caught_up(source, replica)
+    assert s["Last_SQL_Errno"] == 0
+    assert rows(replica, "SELECT * FROM d.b ORDER BY id") == ((2, "TWO"), (3, "THREE"), (9, "NINE"))
+    assert rows(replica, "SHOW CREATE TABLE d.b") == rows(source, "SHOW CREATE TABLE d.b")

@@ -5,7 +5,11 @@
 //!   one table a row event (WRITE, UPDATE or DELETE_ROWS) of at most
 //!   [`ROWS_EVENT_BYTES_MAX`] of rows, each table's TABLE_MAP before its first, and an XID;
 //! - DDL: a GTID event and a QUERY with the statement, its default database, `sql_mode` and
-//!   time zone.
+//!   time zone;
+//! - `CREATE TABLE ... SELECT` (a DDL change followed by the rows it inserted): one
+//!   transaction, as MySQL 8.0.21+ logs it: a GTID event, a QUERY with the table's definition
+//!   and ` START TRANSACTION` (the clause MySQL's replicas read as "rows follow in this
+//!   transaction"), the row events and an XID.
 //!
 //! The GTID event names this server's own transactions `server_uuid:seq`, with the commit
 //! time in microseconds as both the original and the immediate one. A transaction this
@@ -80,6 +84,10 @@ impl Transaction<'_> {
     }
 }
 
+/// What ends the QUERY of a `CREATE TABLE ... SELECT` whose rows follow in the same
+/// transaction (MySQL 8.0.21+'s atomic CTAS).
+pub const CREATE_SELECT_SUFFIX: &str = "START TRANSACTION";
+
 /// The replica's own bookkeeping, which its binary log leaves out.
 const GTID_TABLE: (&str, &str) = ("mysql", "gtid_executed");
 
@@ -149,12 +157,19 @@ pub fn transaction(out: &mut Vec<u8>, source: &Source, tables: Tables<'_>, tx: &
 
 /// Everything after the GTID event.
 fn body_events(out: &mut Vec<u8>, source: &Source, header: &EventHeader, tables: Tables<'_>, tx: &Transaction<'_>, at: &mut u64) -> Result<(), TranslateError> {
-    if let [Change::Ddl { db, sql, context }] = tx.body() {
-        let context = context.clone().unwrap_or_default();
-        event_at(out, header, at, event_type::QUERY, |b| query_body(b, &query_context(source, db, &context), sql));
-        return Ok(());
+    match tx.body() {
+        [Change::Ddl { db, sql, context }] => {
+            let context = context.clone().unwrap_or_default();
+            event_at(out, header, at, event_type::QUERY, |b| query_body(b, &query_context(source, db, &context), sql));
+            return Ok(());
+        }
+        [Change::Ddl { db, sql, context }, ..] => {
+            let context = context.clone().unwrap_or_default();
+            let create = format!("{sql} {CREATE_SELECT_SUFFIX}");
+            event_at(out, header, at, event_type::QUERY, |b| query_body(b, &query_context(source, db, &context), &create));
+        }
+        _ => event_at(out, header, at, event_type::QUERY, |b| query_body(b, &query_context(source, "", &DdlContext::default()), "BEGIN")),
     }
-    event_at(out, header, at, event_type::QUERY, |b| query_body(b, &query_context(source, "", &DdlContext::default()), "BEGIN"));
     let mut mapped: Vec<u64> = Vec::new();
     let mut run: Option<Run> = None;
     for change in tx.body() {

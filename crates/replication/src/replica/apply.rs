@@ -334,9 +334,27 @@ async fn coordinate(shared: &Arc<Shared>, mut relayed: mpsc::Receiver<Relayed>, 
                     continue;
                 }
                 let (sql_mode, time_zone) = query_context(&q);
-                let p = std::mem::take(&mut pending);
                 index += 1;
                 write_sets.barrier(index);
+                if let Some(create) = create_select(&query) {
+                    // CREATE TABLE ... SELECT: the table first, on its own; its rows follow
+                    // in this transaction and take its GTID.
+                    let job = Job {
+                        index,
+                        depends_on: index - 1,
+                        gtid: None,
+                        origin: None,
+                        original_commit_us: pending.original_commit_us,
+                        immediate_commit_us: pending.immediate_commit_us,
+                        work: Work::Ddl { schema: q.schema().into_owned(), query: create.to_owned(), sql_mode, time_zone },
+                        log_pos: 0,
+                    };
+                    if jobs.send(job).await.is_err() || !shared.committed_through(index).await {
+                        break;
+                    }
+                    continue;
+                }
+                let p = std::mem::take(&mut pending);
                 Job {
                     index,
                     depends_on: index - 1,
@@ -395,6 +413,16 @@ async fn coordinate(shared: &Arc<Shared>, mut relayed: mpsc::Receiver<Relayed>, 
             break;
         }
     }
+}
+
+/// The CREATE TABLE of a `CREATE TABLE ... SELECT` logged as one transaction (its QUERY ends
+/// with `START TRANSACTION`, and its rows follow), without the clause.
+fn create_select(query: &str) -> Option<&str> {
+    let suffix = crate::events::CREATE_SELECT_SUFFIX;
+    let trimmed = query.trim_end();
+    let cut = trimmed.len().checked_sub(suffix.len())?;
+    (trimmed.is_char_boundary(cut) && trimmed[cut..].eq_ignore_ascii_case(suffix) && trimmed[..cut].ends_with(char::is_whitespace))
+        .then(|| trimmed[..cut].trim_end())
 }
 
 /// Whether the transaction `pending` has already been applied here: its GTID is in
@@ -756,6 +784,15 @@ mod tests {
         w.barrier(6);
         assert_eq!(w.depends_on(7, &[99]), 6, "nothing passes a DDL statement");
         assert_eq!(w.depends_on(8, &[10]), 6, "the writers before it are forgotten");
+    }
+
+    #[test]
+    fn a_create_select_logged_as_one_transaction_is_recognised() {
+        assert_eq!(create_select("CREATE TABLE `b` (`id` int) START TRANSACTION"), Some("CREATE TABLE `b` (`id` int)"));
+        assert_eq!(create_select("CREATE TABLE b (id int) start transaction "), Some("CREATE TABLE b (id int)"));
+        assert_eq!(create_select("CREATE TABLE b (id int)"), None);
+        assert_eq!(create_select("START TRANSACTION"), None);
+        assert_eq!(create_select("CREATE TABLE xSTART TRANSACTION"), None);
     }
 
     #[test]
