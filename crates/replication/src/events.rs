@@ -88,8 +88,16 @@ impl Transaction<'_> {
 /// transaction (MySQL 8.0.21+'s atomic CTAS).
 pub const CREATE_SELECT_SUFFIX: &str = "START TRANSACTION";
 
-/// The replica's own bookkeeping, which its binary log leaves out.
-const GTID_TABLE: (&str, &str) = ("mysql", "gtid_executed");
+/// A change of the replica's own bookkeeping (`mysql.gtid_executed`), which its binary log
+/// leaves out.
+fn is_gtid_bookkeeping(change: &Change) -> bool {
+    match change {
+        Change::Insert { db, table, .. } | Change::Update { db, table, .. } | Change::Delete { db, table, .. } => {
+            (db.as_str(), table.as_str()) == quill_sql::replica_control::GTID_TABLE
+        }
+        _ => false,
+    }
+}
 
 /// The definition a table had when the transaction was logged, by database and name.
 pub type Tables<'a> = &'a dyn Fn(&str, &str) -> Option<Arc<TableDef>>;
@@ -158,13 +166,13 @@ pub fn transaction(out: &mut Vec<u8>, source: &Source, tables: Tables<'_>, tx: &
 /// Everything after the GTID event.
 fn body_events(out: &mut Vec<u8>, source: &Source, header: &EventHeader, tables: Tables<'_>, tx: &Transaction<'_>, at: &mut u64) -> Result<(), TranslateError> {
     match tx.body() {
-        [Change::Ddl { db, sql, context }] => {
+        [Change::Ddl { db, sql, context }, rest @ ..] => {
             let context = context.clone().unwrap_or_default();
-            event_at(out, header, at, event_type::QUERY, |b| query_body(b, &query_context(source, db, &context), sql));
-            return Ok(());
-        }
-        [Change::Ddl { db, sql, context }, ..] => {
-            let context = context.clone().unwrap_or_default();
+            // A replicated statement's record also holds its GTID's row, which is left out.
+            if rest.iter().all(is_gtid_bookkeeping) {
+                event_at(out, header, at, event_type::QUERY, |b| query_body(b, &query_context(source, db, &context), sql));
+                return Ok(());
+            }
             let create = format!("{sql} {CREATE_SELECT_SUFFIX}");
             event_at(out, header, at, event_type::QUERY, |b| query_body(b, &query_context(source, db, &context), &create));
         }
@@ -184,7 +192,7 @@ fn body_events(out: &mut Vec<u8>, source: &Source, header: &EventHeader, tables:
             Change::Put { .. } | Change::PutV1 { .. } => return Err(TranslateError::OldChange("PUT")),
             Change::Ddl { .. } | Change::StreamPart { .. } | Change::StreamCommit { .. } | Change::StreamAbort { .. } | Change::Origin(_) => continue,
         };
-        if (db.as_str(), table.as_str()) == GTID_TABLE {
+        if is_gtid_bookkeeping(change) {
             continue;
         }
         let meta = tables(db, table).ok_or_else(|| TranslateError::UnknownTable(db.clone(), table.clone()))?;

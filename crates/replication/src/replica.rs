@@ -53,8 +53,6 @@ mod rows;
 
 /// The file, in the data directory, that keeps the source's settings across restarts.
 pub const CONFIG_FILE: &str = "replica.info";
-/// The table that holds the GTIDs the replica applied, one row per source and interval.
-pub const GTID_TABLE: &str = "mysql.gtid_executed";
 /// The shortest wait before reconnecting; each failure doubles it up to `connect_retry`.
 pub const RECONNECT_WAIT_MIN: Duration = Duration::from_millis(100);
 /// Events received (and acknowledged, under semi-sync) but not yet applied, at most: the

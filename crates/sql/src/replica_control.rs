@@ -15,6 +15,23 @@ use quill_storage::Value;
 
 use crate::error::{Result, SqlError};
 
+/// The table where a replica keeps the GTIDs it applied (MySQL's): one row per GTID or
+/// interval, `(source_uuid, interval_start, interval_end)`, keyed by the first two.
+pub const GTID_TABLE: (&str, &str) = ("mysql", "gtid_executed");
+
+/// The row of `mysql.gtid_executed` that records `origin`'s GTID, and its primary key, when
+/// the table exists: a replicated DDL statement writes it in its own log record
+/// (`Session::replica_origin`), so the statement and its GTID are durable together.
+#[must_use]
+pub fn gtid_row(catalog: &crate::catalog::Catalog, origin: &quill_log::Origin) -> Option<(Vec<u8>, quill_storage::Row)> {
+    let table = catalog.table(GTID_TABLE.0, GTID_TABLE.1).ok()?;
+    let h: String = origin.uuid.iter().map(|b| format!("{b:02x}")).collect();
+    let uuid = format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32]);
+    let gno = i64::try_from(origin.gno).ok()?;
+    let row: quill_storage::Row = vec![Value::Str(uuid), Value::Int(gno), Value::Int(gno)];
+    (row.len() == table.columns.len() && !table.primary.is_empty()).then(|| (table.data.primary_key(&row), row))
+}
+
 /// What `CHANGE REPLICATION SOURCE TO` sets; `None` leaves a setting as it was.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SourceOptions {

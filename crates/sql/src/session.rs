@@ -158,9 +158,20 @@ fn show_binary_log(engine: &Engine, words: &[String]) -> Result<ResultSet> {
 #[must_use]
 pub fn gtid_executed(engine: &Engine) -> String {
     let last = engine.log.get().map_or(0, |log| log.next_position().1 - 1);
-    let local = if last == 0 { String::new() } else { format!("{}:1-{last}", engine.global("server_uuid").unwrap_or_default()) };
+    let local = own_interval(engine, last);
     let replicated = engine.replica.get().map(|r| r.executed()).unwrap_or_default();
     [replicated, local].into_iter().filter(|s| !s.is_empty()).collect::<Vec<_>>().join(",\n")
+}
+
+/// This server's transactions `1..=last` as a GTID set names them: `uuid:1-N`, `uuid:1` for
+/// one, as MySQL prints them; empty for none.
+fn own_interval(engine: &Engine, last: u64) -> String {
+    let uuid = engine.global("server_uuid").unwrap_or_default();
+    match last {
+        0 => String::new(),
+        1 => format!("{uuid}:1"),
+        n => format!("{uuid}:1-{n}"),
+    }
 }
 
 /// `@@gtid_purged`: the transactions this server executed that its binary log no longer
@@ -169,7 +180,7 @@ pub fn gtid_executed(engine: &Engine) -> String {
 #[must_use]
 pub fn gtid_purged(engine: &Engine) -> String {
     let own = engine.binary_log.get().and_then(|b| b.purged_through().ok()).unwrap_or(0);
-    let local = if own == 0 { String::new() } else { format!("{}:1-{own}", engine.global("server_uuid").unwrap_or_default()) };
+    let local = own_interval(engine, own);
     let replicated = match engine.binary_log.get() {
         Some(binlog) => binlog.purged_replicated().unwrap_or_default(),
         None => engine.replica.get().map(|r| r.executed()).unwrap_or_default(),
@@ -1611,10 +1622,20 @@ impl Session {
         // MySQL's DDL is. Not logged means not done: the copy is dropped.
         if r.is_ok() {
             let order = engine.commit_order.lock();
+            let mut gtid_row = None;
             let logged = engine.log.get().map(|log| {
                 let context = quill_log::DdlContext { sql_mode: self.info.var("sql_mode").to_owned(), time_zone: self.info.var("time_zone").to_owned() };
                 let mut changes = crate::durability::ddl_changes(&catalog, self.info.db.as_deref(), text.to_owned(), context, created_by_select.as_ref());
-                changes.extend(self.replica_origin.take().map(quill_log::Change::Origin));
+                // A replicated statement's GTID goes in its own record: its row of the
+                // replica's GTID table, then where it came from.
+                if let Some(origin) = self.replica_origin.take() {
+                    gtid_row = crate::replica_control::gtid_row(&catalog, &origin);
+                    if let Some((key, row)) = &gtid_row {
+                        let (db, table) = crate::replica_control::GTID_TABLE;
+                        changes.push(quill_log::Change::Insert { db: db.into(), table: table.into(), key: key.clone(), row: quill_storage::log_row(row) });
+                    }
+                    changes.push(quill_log::Change::Origin(origin));
+                }
                 log.append_ddl(unix_micros(), &changes, self.replica_applier)
             });
             match logged {
@@ -1625,6 +1646,14 @@ impl Session {
                 }
                 Some(Ok(at)) => {
                     engine.schemas.lock().record(at.lsn, &catalog);
+                    if let Some((key, row)) = gtid_row
+                        && let Ok(table) = catalog.table(crate::replica_control::GTID_TABLE.0, crate::replica_control::GTID_TABLE.1)
+                    {
+                        // Committed with the statement, as recovery replays the record.
+                        let ts = engine.txns.commit_ts_to_assign();
+                        table.data.apply_committed(key, Some(row), ts);
+                        engine.txns.publish_commit(ts);
+                    }
                     engine.install_catalog(catalog);
                     drop(order);
                     self.wait_for_log(at.end, quill_log::FlushMode::AtCommit, crate::commit_acks::AckWait::Commit);

@@ -19,6 +19,8 @@
 //!   transactions and when the applier stops, as MySQL compresses its table
 //!   ([`compress_gtid_table`]); a merge that would wait for a lock gives up and is tried
 //!   again later.
+//! - A DDL statement's GTID goes in the statement's own log record, with its row of
+//!   `mysql.gtid_executed` (`Session::replica_origin`): the two are durable together.
 //! - A transaction that fails while earlier ones are still open (a dependency its write-set
 //!   did not show, a foreign key, a key the collation folds otherwise) is rolled back and
 //!   applied again at its turn, when nothing before it is open; failing then stops the
@@ -627,9 +629,10 @@ async fn run_ddl(
 async fn commit(shared: &Shared, worker: usize, session: &mut Session, prepared: &mut Prepared, job: Job, applied: AppliedTransaction) -> Result<(), Stop> {
     match job.work {
         Work::Rows(_) => session.replica_origin = job.origin,
-        // Its own record took the GTID, or, when it logged nothing, this insert's commit (in
-        // autocommit) does.
-        Work::Ddl { .. } => record_gtid(session, prepared, &job).await?,
+        // The statement's own record took the GTID, with its row of `mysql.gtid_executed`;
+        // when it logged nothing, the GTID's row commits on its own (in autocommit).
+        Work::Ddl { .. } if session.replica_origin.is_some() => record_gtid(session, prepared, &job).await?,
+        Work::Ddl { .. } => {}
     }
     exec(session, "COMMIT").await.map_err(sql_stop)?;
     session.replica_origin = None;
