@@ -7,6 +7,8 @@
   server's transactions that went with them, and a replica that needs them gets MySQL's 1236.
 - An unknown file is MySQL's 1373. `PURGE ... BEFORE` takes an expression.
 - With a short expiry, the next checkpoint removes the expired files by itself.
+- A restart keeps the files its checkpoint covers from just past the newest DDL statement on,
+  event for event and position for position.
 """
 
 import time
@@ -80,3 +82,71 @@ def test_files_outlive_checkpoints_until_purged_or_expired(tmp_path):
         with source.connect().cursor() as cur:
             cur.execute("SELECT COUNT(*) FROM d.t")
             assert cur.fetchone()[0] == 300
+
+
+def binary_log_sizes(cur) -> list[tuple]:
+    cur.execute("SHOW BINARY LOGS")
+    return [tuple(row[:2]) for row in cur.fetchall()]
+
+
+def events_from(server, log_file: str) -> list[tuple]:
+    """Every row event from `log_file`'s start to the end of the binary log, with the file
+    and position after it, as python-mysql-replication reads them."""
+    from pymysqlreplication import BinLogStreamReader
+    from pymysqlreplication.row_event import WriteRowsEvent
+
+    reader = BinLogStreamReader(
+        connection_settings={"host": server.host, "port": server.port, "user": "root", "password": ""},
+        server_id=100, blocking=False, only_events=[WriteRowsEvent], log_file=log_file, log_pos=4, resume_stream=True,
+    )
+    try:
+        return [(reader.log_file, reader.log_pos, tuple(r["values"]["id"] for r in e.rows)) for e in reader]
+    finally:
+        reader.close()
+
+
+def test_a_restart_keeps_the_files_after_the_newest_ddl_statement(tmp_path):
+    """A restart used to remove every file its checkpoint covered. Now it keeps those the
+    checkpoint's table definitions still describe (the files after the one holding the newest
+    DDL statement it covers): the same names, sizes and events, read from the first."""
+    with PrivateQuill(tmp_path / "source", *OPTIONS) as source:
+        c = source.connect()
+        cur = c.cursor()
+        cur.execute("CREATE DATABASE d")
+        cur.execute("CREATE TABLE d.t (id INT PRIMARY KEY, pad TEXT)")
+        cur.execute("SHOW MASTER STATUS")
+        ddl_file = cur.fetchone()[0]
+        fill(cur, 1, 200)
+        time.sleep(2.5)  # checkpoints ran meanwhile
+        before = binary_log_sizes(cur)
+        assert len(before) >= 4 and before[0][0] == ddl_file, before
+        events = events_from(source, before[1][0])
+        assert events
+        c.close()
+        source.kill()
+        source.start()
+        c = source.connect()
+        cur = c.cursor()
+        after = binary_log_sizes(cur)
+        # The file with the DDL statements went; every later one is as it was (the last may
+        # have grown), and reads back event for event, position for position.
+        assert after[: len(before) - 2] == before[1:-1], (before, after)
+        assert events_from(source, before[1][0]) == events
+
+        # A DDL statement, more rows and a checkpoint: the next restart removes the files up
+        # to the one that holds the statement, and keeps the ones after it.
+        cur.execute("CREATE TABLE d.u (id INT PRIMARY KEY)")
+        cur.execute("SHOW MASTER STATUS")
+        alter_file = cur.fetchone()[0]
+        fill(cur, 1000, 200)
+        time.sleep(2.5)
+        files = [name for name, _ in binary_log_sizes(cur)]
+        assert files[0] < alter_file < files[-1], (alter_file, files)
+        c.close()
+        source.kill()
+        source.start()
+        with source.connect().cursor() as cur:
+            kept = [name for name, _ in binary_log_sizes(cur)]
+            assert kept[0] > alter_file and kept == [f for f in files if f > alter_file][: len(kept)], (alter_file, files, kept)
+            cur.execute("SELECT COUNT(*) FROM d.t")
+            assert cur.fetchone()[0] == 400

@@ -451,7 +451,7 @@ fn recovery_starts_at_a_checkpoint_position() {
         Arc::new(fs.clone()),
         &dir(),
         config(1 << 16),
-        Some(Start { lsn: appended[5].lsn, next_seq: 6, read_from: appended[5].lsn }),
+        Some(Start { lsn: appended[5].lsn, next_seq: 6, read_from: appended[5].lsn, definitions_from: appended[5].lsn }),
         |r| {
             seen.push(r.seq);
             Ok(())
@@ -511,10 +511,10 @@ fn a_streamed_transaction_replays_whole_at_its_commit_and_not_at_all_without_one
 
     // From a checkpoint taken after the plain commit while A was streaming: A's first part is
     // before the checkpoint, so reading starts there, and the plain commit is not applied again.
-    let (seen, _) = replay_from(&fs, Some(Start { lsn: plain.end, next_seq: 2, read_from: a1.lsn }));
+    let (seen, _) = replay_from(&fs, Some(Start { lsn: plain.end, next_seq: 2, read_from: a1.lsn, definitions_from: plain.end }));
     assert_eq!(seen, vec![(2, vec![1]), (2, vec![3, 4]), (2, vec![9])]);
     // From a checkpoint after A's commit: A is in the checkpoint, nothing of it is applied.
-    let (seen, _) = replay_from(&fs, Some(Start { lsn: commit.end, next_seq: 3, read_from: commit.end }));
+    let (seen, _) = replay_from(&fs, Some(Start { lsn: commit.end, next_seq: 3, read_from: commit.end, definitions_from: commit.end }));
     assert!(seen.is_empty(), "{seen:?}");
 }
 
@@ -527,10 +527,13 @@ fn a_stream_whose_first_part_was_not_read_stops_recovery() {
     log.append(3, &[Change::StreamCommit { first: first.lsn }]).unwrap();
     log.wait_durable_blocking(log.next_position().0);
     drop(log);
-    let opened =
-        Log::open::<std::io::Error>(Arc::new(fs.clone()), &dir(), config(1 << 12), Some(Start { lsn: second.lsn, next_seq: 1, read_from: second.lsn }), |_| {
-            Ok(())
-        });
+    let opened = Log::open::<std::io::Error>(
+        Arc::new(fs.clone()),
+        &dir(),
+        config(1 << 12),
+        Some(Start { lsn: second.lsn, next_seq: 1, read_from: second.lsn, definitions_from: second.lsn }),
+        |_| Ok(()),
+    );
     let error = opened.err().expect("a stream cut in half must not replay");
     assert!(error.to_string().contains("was not read"), "{error}");
 }
@@ -672,4 +675,33 @@ fn a_replicated_transaction_takes_no_sequence_number_of_this_server() {
     assert_eq!(records.iter().map(|r| r.seq).collect::<Vec<_>>(), vec![1, 0, 2], "the replicated one is replayed, numbered 0");
     assert_eq!(recovered.next_seq, 3);
     assert_eq!(log.append(4, &change(4)).unwrap().seq, 3);
+}
+
+#[test]
+fn a_restart_keeps_the_covered_segments_its_definitions_still_describe() {
+    // About 60 records per 4 KiB segment: several segments.
+    let fs = SimFs::new();
+    let appended = write_records(&fs, 1 << 12, 400);
+    let segments = segment_files(&fs);
+    assert!(segments.len() >= 4, "{segments:?}");
+    let checkpoint = appended[350].lsn;
+    let reopen = |definitions_from: u64| {
+        let fs = fs.clone();
+        let start = Start { lsn: checkpoint, next_seq: 351, read_from: checkpoint, definitions_from };
+        let (log, _) = Log::open::<std::io::Error>(Arc::new(fs.clone()), &dir(), config(1 << 12), Some(start), |_| Ok(())).unwrap();
+        drop(log);
+        segment_files(&fs)
+    };
+    // No DDL before the checkpoint: every covered segment stays.
+    assert_eq!(reopen(0), segments);
+    // A DDL record at record 100: the segments holding anything before its end go, the ones
+    // after it stay.
+    let ddl_end = appended[100].end;
+    let kept = reopen(ddl_end);
+    let first_kept: u64 = kept[0].trim_end_matches(crate::format::SEGMENT_SUFFIX).parse().unwrap();
+    assert!(first_kept >= ddl_end && first_kept < ddl_end + (1 << 12), "first kept {first_kept}, DDL ends at {ddl_end}");
+    assert!(kept.len() < segments.len());
+    // Definitions from the checkpoint itself: as before, everything it covers goes.
+    let last = reopen(checkpoint);
+    assert!(last.iter().all(|name| name.trim_end_matches(crate::format::SEGMENT_SUFFIX).parse::<u64>().unwrap() + (1 << 12) > checkpoint), "{last:?}");
 }

@@ -204,6 +204,10 @@ pub struct Start {
     pub lsn: Lsn,
     pub next_seq: u64,
     pub read_from: Lsn,
+    /// Records from here on are described by the checkpoint's table definitions (none
+    /// before a DDL record after it): covered segments from here on can still be read as the
+    /// binary log, and are kept.
+    pub definitions_from: Lsn,
 }
 
 /// What leads a record: a commit has a sequence number and a commit time; a part or an
@@ -326,7 +330,7 @@ impl Log {
         if start.is_none() && segments.first_lsn().is_some_and(|first| first > 0) {
             return Err(io::Error::other("the commit log does not start at LSN 0 and there is no checkpoint before it").into());
         }
-        let start = start.unwrap_or(Start { lsn: 0, next_seq: 1, read_from: 0 });
+        let start = start.unwrap_or(Start { lsn: 0, next_seq: 1, read_from: 0, definitions_from: 0 });
         let (start_lsn, mut next_seq) = (start.lsn, start.next_seq);
         if segments.first_lsn().is_some_and(|first| first > start.read_from) {
             return Err(io::Error::other(format!("the commit log starts after LSN {}, where recovery must begin", start.read_from)).into());
@@ -342,10 +346,18 @@ impl Log {
         let (end_lsn, end, streams_discarded) = read;
         let preserved = if matches!(end, LogEnd::Cut(_)) { segments.preserve_from(end_lsn)? } else { None };
         segments.cut_at(end_lsn)?;
-        // Segments wholly before the checkpoint are covered by it. A restart removes them
-        // whatever their age: the table definitions their records need are not kept across
-        // restarts yet (`docs/binlog.md`), so they could not be read as the binary log.
-        segments.remove_before(start.read_from, None)?;
+        // Segments wholly before the checkpoint are covered by it. Those that hold a record
+        // from before `definitions_from` go: their records need table definitions the
+        // checkpoint does not have (`docs/binlog.md`), so they could not be read as the
+        // binary log. The rest stay, for replicas, until they expire or are purged.
+        let readable_from =
+            segments
+                .map()
+                .bounds()
+                .into_iter()
+                .find(|&(s, len)| s + len > start.definitions_from)
+                .map_or(start.definitions_from, |(s, len)| if s >= start.definitions_from { s } else { s + len });
+        segments.remove_before(start.read_from.min(readable_from), None)?;
         let recovered = Recovered { start_lsn, end_lsn, records, next_seq, end, preserved, streams_discarded };
         let shared = Arc::new(Shared {
             state: Mutex::new(State {

@@ -70,6 +70,8 @@ pub fn checkpoint(engine: &Engine, fs: &Arc<dyn Fs>, datadir: &Path) -> std::io:
         let (lsn, next_seq) = log.next_position();
         // Read after the position: a stream that starts later has its parts after it.
         let read_from = engine.open_streams.lock().keys().next().map_or(lsn, |&first| first.min(lsn));
+        // DDL records its end under the same lock.
+        let definitions_from = engine.definitions_from.load(std::sync::atomic::Ordering::Acquire).min(lsn);
         let view = engine.txns.read_view(view_txn, false);
         drop(order);
         let databases: Vec<String> = catalog.databases.keys().filter(|d| !SYSTEM_DATABASES.contains(&d.as_str())).cloned().collect();
@@ -80,10 +82,11 @@ pub fn checkpoint(engine: &Engine, fs: &Arc<dyn Fs>, datadir: &Path) -> std::io:
                 tables.push((db.name.clone(), t.name.clone(), definition, t.data.auto_increment()));
             }
         }
-        (CheckpointPosition { lsn, next_seq, read_from }, view, databases, tables)
+        ((CheckpointPosition { lsn, next_seq, read_from }, definitions_from), view, databases, tables)
     };
+    let (position, definitions_from) = position;
     let verified = tables.iter().try_for_each(|(db, name, definition, _)| verify_definition(engine, db, name, definition));
-    let result = verified.and_then(|()| write_file(&catalog, fs, datadir, position, view, &databases, &tables));
+    let result = verified.and_then(|()| write_file(&catalog, fs, datadir, (position, definitions_from), view, &databases, &tables));
     engine.txns.release_view(&view);
     engine.txns.end(view_txn);
     let (path, bytes, rows) = result?;
@@ -118,12 +121,13 @@ fn write_file(
     catalog: &Catalog,
     fs: &Arc<dyn Fs>,
     datadir: &Path,
-    position: CheckpointPosition,
+    (position, definitions_from): (CheckpointPosition, u64),
     view: ReadView,
     databases: &[String],
     tables: &[(String, String, String, u64)],
 ) -> std::io::Result<(PathBuf, u64, u64)> {
     let mut writer = CheckpointWriter::create(Arc::clone(fs), datadir, position)?;
+    writer.definitions_from(definitions_from)?;
     for db in databases {
         writer.database(db)?;
     }

@@ -88,7 +88,12 @@ impl Engine {
         }
         let checkpoint = replayer.load_checkpoint(fs.as_ref(), datadir)?;
         engine.schemas.lock().record(0, &engine.catalog());
-        let start = checkpoint.map(|c| quill_log::Start { lsn: c.position.lsn, next_seq: c.position.next_seq, read_from: c.position.read_from });
+        let start = checkpoint.map(|c| quill_log::Start {
+            lsn: c.position.lsn,
+            next_seq: c.position.next_seq,
+            read_from: c.position.read_from,
+            definitions_from: c.definitions_from,
+        });
         let (log, recovered) = Log::open(fs, &datadir.join(LOG_DIR), config, start, |record| replayer.apply(record))?;
         drop(replayer);
         if let Some(c) = checkpoint {
@@ -103,6 +108,8 @@ impl Engine {
 struct LoadedCheckpoint {
     position: CheckpointPosition,
     rows: u64,
+    /// Every record from here on is described by the loaded definitions.
+    definitions_from: u64,
 }
 
 fn log_config(globals: &VarSet) -> LogConfig {
@@ -268,6 +275,7 @@ impl Replayer {
         let ts = self.engine.txns.next_commit_ts();
         let mut table: Option<(String, String)> = None;
         let mut rows = 0;
+        let mut definitions_from = None;
         let position = read_checkpoint(fs, &path, |entry| {
             match entry {
                 CheckpointEntry::Database(name) => {
@@ -279,6 +287,7 @@ impl Replayer {
                     self.engine.catalog().table(&db, &name).map_err(|e| fail(e.to_string()))?.data.set_auto_increment(auto_increment);
                     table = Some((db, name));
                 }
+                CheckpointEntry::DefinitionsFrom(lsn) => definitions_from = Some(lsn),
                 CheckpointEntry::Row { key, row } => {
                     let (db, name) = table.as_ref().ok_or_else(|| fail("a row before any table".into()))?;
                     self.engine.catalog().table(db, name).map_err(|e| fail(e.to_string()))?.data.apply_committed(key, Some(row), ts);
@@ -287,7 +296,11 @@ impl Replayer {
             }
             Ok::<(), OpenError>(())
         })?;
-        Ok(Some(LoadedCheckpoint { position, rows }))
+        // A checkpoint from before the entry: its definitions are known to hold from its
+        // own position only.
+        let definitions_from = definitions_from.unwrap_or(position.lsn).min(position.lsn);
+        self.engine.definitions_from.store(definitions_from, std::sync::atomic::Ordering::Release);
+        Ok(Some(LoadedCheckpoint { position, rows, definitions_from }))
     }
 
     /// Replays a PUT of `row` (`None`: its bytes did not decode) at `key` of `db`.`table`,
@@ -317,6 +330,8 @@ impl Replayer {
                 Change::Ddl { db, sql, context } => {
                     self.session.replay_ddl_in((!db.is_empty()).then_some(db), &sql, context.as_ref()).map_err(|e| fail(format!("{sql}: {e}")))?;
                     self.engine.schemas.lock().record(lsn, &self.engine.catalog());
+                    // Records after this one are described by the catalog it made.
+                    self.engine.definitions_from.fetch_max(lsn + 1, std::sync::atomic::Ordering::AcqRel);
                 }
                 Change::Insert { db, table, key, row } | Change::Update { db, table, key, row, .. } | Change::Put { db, table, key, row } => {
                     self.put(&db, &table, key, decode_log_row(&row), ts).map_err(fail)?;

@@ -212,6 +212,11 @@ pub struct Engine {
     /// The log position just past the newest commit record: a statement that read waits
     /// until the log is durable to here, so it never answers with data a crash could lose.
     pub last_commit_end: AtomicU64,
+    /// Where the newest DDL record ends: every record from here on is described by the
+    /// current catalog's definitions. Set under `commit_order` with the record; checkpoints
+    /// keep it, so a restart knows which binary log files it can still read
+    /// (`docs/binlog.md`, "Files and positions").
+    pub definitions_from: AtomicU64,
     /// Transactions streaming into the log (see `session::commit`): the LSN of each one's
     /// first part record, and its id. A checkpoint reads the log back from the oldest.
     pub open_streams: Mutex<std::collections::BTreeMap<quill_log::Lsn, TxnId>>,
@@ -244,6 +249,7 @@ impl Engine {
             log: std::sync::OnceLock::new(),
             ddl_gate: RwLock::new(()),
             last_commit_end: AtomicU64::new(0),
+            definitions_from: AtomicU64::new(0),
             open_streams: Mutex::new(std::collections::BTreeMap::new()),
             binary_log: std::sync::OnceLock::new(),
             commit_acks: std::sync::OnceLock::new(),
@@ -1646,6 +1652,7 @@ impl Session {
                 }
                 Some(Ok(at)) => {
                     engine.schemas.lock().record(at.lsn, &catalog);
+                    engine.definitions_from.fetch_max(at.end, Ordering::AcqRel);
                     if let Some((key, row)) = gtid_row
                         && let Ok(table) = catalog.table(crate::replica_control::GTID_TABLE.0, crate::replica_control::GTID_TABLE.1)
                     {

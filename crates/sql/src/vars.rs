@@ -93,7 +93,8 @@ pub const VARIABLES: &[VarDef] = &[
     v("binlog_checksum", Global, Str, ReadOnly, "CRC32"),
     // How long the binary log's files (the commit log's segments) are kept once a checkpoint
     // covers them, in seconds; 0 keeps them until PURGE BINARY LOGS. Removal happens at
-    // checkpoints, the oldest file first; a restart removes every file its checkpoint covers.
+    // checkpoints, the oldest file first; a restart also removes those before the newest DDL
+    // statement its checkpoint covers (`docs/binlog.md`).
     v("binlog_expire_logs_seconds", Global, int(0, 4_294_967_295), Live, "2592000"),
     // Replication is row-based only: the commit log holds row images.
     v("binlog_format", Both, Str, ReadOnly, "ROW"),

@@ -27,9 +27,9 @@ use crate::row::decode_row;
 use crate::value::Row;
 
 pub const MAGIC: &[u8; 8] = b"QUILLCKP";
-/// The version written. Versions 1 (no `read_from`, a 32-byte header) and 2 (rows in the
-/// first row encoding, `crate::row`) are still read.
-pub const VERSION: u32 = 3;
+/// The version written. Versions 1 (no `read_from`, a 32-byte header), 2 (rows in the
+/// first row encoding, `crate::row`) and 3 (no DEFINITIONS_FROM entry) are still read.
+pub const VERSION: u32 = 4;
 pub const MAGIC_OFFSET: usize = 0;
 pub const VERSION_OFFSET: usize = MAGIC_OFFSET + 8;
 pub const LSN_OFFSET: usize = VERSION_OFFSET + 8; // 4 bytes of version, 4 reserved
@@ -45,6 +45,9 @@ pub const ENTRY_DATABASE: u8 = 1;
 pub const ENTRY_TABLE: u8 = 2;
 pub const ENTRY_ROW: u8 = 3;
 pub const ENTRY_END: u8 = 4;
+/// The LSN from which the checkpoint's table definitions describe every record: the end of
+/// the newest DDL record at or before the checkpoint's position.
+pub const ENTRY_DEFINITIONS_FROM: u8 = 5;
 
 pub const FILE_PREFIX: &str = "checkpoint-";
 pub const FILE_SUFFIX: &str = ".qckpt";
@@ -124,6 +127,9 @@ pub enum CheckpointEntry {
         key: Vec<u8>,
         row: Row,
     },
+    /// Every log record from this LSN on is described by the checkpoint's definitions (no
+    /// DDL statement lies between it and the checkpoint's position).
+    DefinitionsFrom(u64),
 }
 
 /// Streams a checkpoint to disk; see the module doc.
@@ -172,6 +178,16 @@ impl CheckpointWriter {
         buffer.extend_from_slice(&read_from.to_le_bytes());
         debug_assert_eq!(buffer.len(), HEADER_BYTES);
         Ok(CheckpointWriter { fs, file, tmp_path, final_path, buffer, written: 0, crc: 0, entries: 0, finished: false })
+    }
+
+    /// The [`CheckpointEntry::DefinitionsFrom`] entry, written first.
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn definitions_from(&mut self, lsn: u64) -> io::Result<()> {
+        self.buffer.push(ENTRY_DEFINITIONS_FROM);
+        self.buffer.extend_from_slice(&lsn.to_le_bytes());
+        self.entry_done()
     }
 
     /// # Errors
@@ -318,6 +334,10 @@ pub fn read_checkpoint<E: From<CheckpointError>>(
                 let parsed = (|| Some(CheckpointEntry::Row { key: take_len32(&mut rest)?.to_vec(), row: decode(take_len32(&mut rest)?)? }))();
                 parsed.ok_or_else(|| damaged("bad row entry"))?
             }
+            ENTRY_DEFINITIONS_FROM => {
+                let lsn = take(&mut rest, 8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
+                CheckpointEntry::DefinitionsFrom(lsn.ok_or_else(|| damaged("bad definitions entry"))?)
+            }
             ENTRY_END => {
                 let count = take(&mut rest, 8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
                 if count != Some(entries) || !body.is_at_end() {
@@ -366,7 +386,7 @@ fn verify(file: &dyn File, damaged: impl Fn(&'static str) -> CheckpointError) ->
     match version {
         1 => {}
         2..=VERSION if body_end >= (HEADER_BYTES + 9) as u64 => {}
-        _ => return Err(damaged("not a version 1, 2 or 3 checkpoint")),
+        _ => return Err(damaged("not a checkpoint of a version this build reads (1 to 4)")),
     }
     let u64_at = |o: usize| u64::from_le_bytes(head[o..o + 8].try_into().expect("8 bytes"));
     let (lsn, next_seq) = (u64_at(LSN_OFFSET), u64_at(NEXT_SEQ_OFFSET));
@@ -462,7 +482,7 @@ fn entry_len(bytes: &[u8]) -> Option<usize> {
             field(4)?;
             field(4)?;
         }
-        ENTRY_END => at += 8,
+        ENTRY_END | ENTRY_DEFINITIONS_FROM => at += 8,
         _ => {}
     }
     Some(at)
