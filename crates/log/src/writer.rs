@@ -350,13 +350,12 @@ impl Log {
         // from before `definitions_from` go: their records need table definitions the
         // checkpoint does not have (`docs/binlog.md`), so they could not be read as the
         // binary log. The rest stay, for replicas, until they expire or are purged.
-        let readable_from =
-            segments
-                .map()
-                .bounds()
-                .into_iter()
-                .find(|&(s, len)| s + len > start.definitions_from)
-                .map_or(start.definitions_from, |(s, len)| if s >= start.definitions_from { s } else { s + len });
+        let readable_from = segments
+            .map()
+            .bounds()
+            .into_iter()
+            .find(|&(s, len)| s + len > start.definitions_from)
+            .map_or(start.definitions_from, |(s, len)| if s >= start.definitions_from { s } else { s + len });
         segments.remove_before(start.read_from.min(readable_from), None)?;
         let recovered = Recovered { start_lsn, end_lsn, records, next_seq, end, preserved, streams_discarded };
         let shared = Arc::new(Shared {
