@@ -23,7 +23,7 @@ WORKLOADS = [
     "counter-1", "counter-2-different", "counter-2-same", "counter-2-for-update", "insert-storm-16", "insert-storm-1",
     *[f"sysbench-{t}-{n}" for t in ("point-select", "read-only", "insert", "update-index", "read-write", "write-only") for n in (1, 16)],
     "hot-row-16", "long-read-vs-write", "join-no-index", "bulk-insert-select-5k", "load-data-5k", "bulk-buffer-sweep-2k",
-    "replication-lag", "insert-storm-16-replica", "insert-storm-16-replica-semisync",
+    "replication-lag", "insert-storm-16-replica", "insert-storm-16-replica-semisync", "replica-catch-up-16",
 ]
 #: Small counts: the smoke test checks the harness, not the speed.
 SMALL = ["--repetitions", "1", "--sysbench-time", "1", "--hot-row-seconds", "0.5", "--counter-count", "100",

@@ -15,6 +15,12 @@ twice in one pair: first with no replica attached, then with the replica attache
 up (semi-sync off, or on: `rpl_semi_sync_master_enabled` on the source and the replica's
 `rpl_semi_sync_slave_enabled`, under each server's name). They report the second run's
 figures, the first's inserts/s and the ratio of the two: what a replica costs the source.
+
+The replica-catch-up workload runs the storm (three times the storm's count per client) on a
+source alone, then attaches a fresh replica from the start of the source's binary log, once
+with one applier worker and once with four (Quill: `replica_parallel_workers` 0 and 4;
+MariaDB: `slave_parallel_threads` 0 and 4, optimistic mode), and times each until it holds every
+row: the rate a replica applies a backlog at, connection set-up included.
 """
 
 import time
@@ -112,7 +118,56 @@ def insert_storm_replica(o, server, semi_sync):
     return replicated
 
 
-def wait_rows(replica, rows):
+def replica_catch_up(o, server):
+    source, _ = pair_servers(o, server, "catch-up")
+    count = int(o.insert_count) * 3
+    rows = int(o.insert_clients) * count
+    result = {"metrics": [], "checks": []}
+    rates = {}
+    try:
+        source.start()
+        alone = run_driver(source, "insert-storm", "--clients", o.insert_clients, "--count", count)
+        result["checks"] += alone["checks"]
+        for workers in (1, 4):
+            threads = 0 if workers == 1 else workers
+            if server.is_quill:
+                extra = [f"--replica_parallel_workers={threads}"]
+            else:
+                extra = [f"--slave-parallel-threads={threads}", "--slave-parallel-mode=optimistic"]
+            _, replica = pair_servers(o, server, f"catch-up-{workers}", replica_extra=extra)
+            try:
+                replica.start()
+                started = time.monotonic()
+                attach_from_start(source, replica, server.is_quill)
+                held = wait_rows(replica, rows, poll_s=0.02)
+                elapsed = time.monotonic() - started
+            finally:
+                replica.stop()
+            label = "1 worker" if workers == 1 else f"{workers} workers"
+            rates[workers] = rows / elapsed if held == rows else None
+            result["metrics"].append({"name": f"applied/s, {label}", "value": rates[workers], "unit": "1/s", "better": "higher",
+                                      "missing": rates[workers] is None, "unsupported": False})
+            result["checks"].append({"name": f"the replica with {label} holds every row", "ok": held == rows, "detail": f"{held} of {rows}"})
+    finally:
+        source.stop()
+    ratio = rates[4] / rates[1] if rates.get(1) and rates.get(4) else None
+    result["metrics"].append({"name": "4 workers / 1", "value": ratio, "unit": "x", "better": "higher", "missing": ratio is None,
+                              "unsupported": False})
+    return result
+
+
+def attach_from_start(source, replica, quill):
+    """Points the replica at the start of the source's binary log (Quill: by GTID, from
+    nothing; MariaDB: its first file) and starts it."""
+    if quill:
+        attach(source, replica, quill)
+        return
+    first = sql(source, "SHOW BINARY LOGS")[0]["rows"][0][0]
+    sql(replica, f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={source.port}, MASTER_USER='root', "
+                 f"MASTER_PASSWORD='', MASTER_USE_GTID=no, MASTER_LOG_FILE='{first}', MASTER_LOG_POS=4", "START SLAVE")
+
+
+def wait_rows(replica, rows, poll_s=0.2):
     """Waits until the replica's storm table has `rows` rows, at most CATCH_UP_TIMEOUT_S;
     returns how many it has."""
     deadline = time.monotonic() + CATCH_UP_TIMEOUT_S
@@ -122,7 +177,7 @@ def wait_rows(replica, rows):
         held = 0 if result.get("error") else int(result["rows"][0][0])
         if held >= rows:
             break
-        time.sleep(0.2)
+        time.sleep(poll_s)
     return held
 
 

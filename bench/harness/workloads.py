@@ -14,7 +14,7 @@ from functools import partial
 from typing import Callable
 
 from .driver import DRIVER_TIMEOUT_S, run_driver, sql
-from .replication import insert_storm_replica, replication_lag
+from .replication import insert_storm_replica, replica_catch_up, replication_lag
 
 SYSBENCH_TESTS = ("oltp_point_select", "oltp_read_only", "oltp_insert", "oltp_update_index", "oltp_read_write", "oltp_write_only")
 READ_ONLY_SYSBENCH_TESTS = ("oltp_point_select", "oltp_read_only")
@@ -97,6 +97,10 @@ def all_workloads(o):
                                   f"{how} replica attached, against the same source with none".replace("an semi", "a semi"),
                                   partial(insert_storm_replica, o, semi_sync=semi_sync),
                                   headline=("inserts/s", "with replica / with none")))
+    workloads.append(Workload(f"replica-catch-up-{o.insert_clients}", "replication",
+                              f"a backlog of {o.insert_clients} clients x {int(o.insert_count) * 3} autocommit INSERTs applied by a "
+                              "fresh replica, with one applier worker and with four",
+                              partial(replica_catch_up, o), headline=("applied/s, 1 worker", "applied/s, 4 workers", "4 workers / 1")))
     return workloads
 
 
