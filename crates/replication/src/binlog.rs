@@ -199,16 +199,9 @@ impl ReplicaHas {
     fn lacking(&self, set: &HashMap<[u8; 16], Vec<(u64, u64)>>) -> HashMap<[u8; 16], Vec<(u64, u64)>> {
         let mut lacking = HashMap::new();
         for (uuid, intervals) in set {
-            let have: Vec<(u64, u64)> = self.sets.get(uuid).cloned().unwrap_or_default();
-            let mut missing = Vec::new();
-            for &(start, end) in intervals {
-                // `start..=end` minus every `s..e` the replica has.
-                let mut pieces = vec![(start, end)];
-                for &(s, e) in have.iter().filter(|&&(s, e)| s < e) {
-                    pieces = pieces.into_iter().flat_map(|piece| gtid::without(piece, (s, e - 1))).collect();
-                }
-                missing.extend(pieces);
-            }
+            // What the replica has is `s..e`, end excluded.
+            let have = self.sets.get(uuid).into_iter().flatten().filter(|&&(s, e)| s < e).map(|&(s, e)| (s, e - 1));
+            let missing = gtid::minus(intervals, have);
             if !missing.is_empty() {
                 lacking.insert(*uuid, missing);
             }
@@ -224,18 +217,13 @@ impl ReplicaHas {
 fn first_file_with_origin(origin: &Origin, tail: &mut LogTail, lacking: &HashMap<[u8; 16], Vec<(u64, u64)>>) -> Result<Option<Lsn>, DumpError> {
     let wanted: u64 = lacking.values().flatten().map(|&(s, e)| e - s + 1).sum();
     let segments = origin.log().segment_bounds();
-    let Some(&(oldest, _)) = segments.first() else { return Ok(None) };
-    let durable = tail.durable_lsn();
-    let boundary = tail.first_record_from(oldest, durable)?.unwrap_or(durable.max(oldest));
-    let mut cursor = TransactionCursor::new(boundary);
     let (mut found, mut first) = (0, None);
-    while let Some(tx) = cursor.next(tail, durable)? {
-        let Some(quill_log::Change::Origin(o)) = tx.changes.last() else { continue };
-        if tx.seq == 0 && lacking.get(&o.uuid).is_some_and(|i| i.iter().any(|&(s, e)| s <= o.gno && o.gno <= e)) {
+    retained_origins(origin, tail, |o, lsn| {
+        if lacking.get(&o.uuid).is_some_and(|i| i.iter().any(|&(s, e)| s <= o.gno && o.gno <= e)) {
             found += 1;
-            first = first.or_else(|| segments.iter().rev().find(|&&(s, _)| s <= tx.lsn).map(|&(s, _)| s));
+            first = first.or_else(|| segments.iter().rev().find(|&&(s, _)| s <= lsn).map(|&(s, _)| s));
         }
-    }
+    })?;
     if found < wanted {
         return Err(DumpError::Purged);
     }
@@ -290,16 +278,23 @@ pub fn replicated_in_log(origin: &Origin) -> io::Result<gtid::GtidSet> {
     }
     let mut tail = origin.log().tail();
     let _retention = tail.retain(0);
-    let Some(&(oldest, _)) = origin.log().segment_bounds().first() else { return Ok(set) };
+    retained_origins(origin, &mut tail, |o, _| gtid::add_gtid(&mut set, &gtid::uuid_text(o.uuid), o.gno))?;
+    Ok(set)
+}
+
+/// Hands `each` the ORIGIN of every transaction applied from a source that the retained log
+/// holds, with its commit record's LSN, oldest first: the whole retained log is read.
+fn retained_origins(origin: &Origin, tail: &mut LogTail, mut each: impl FnMut(&quill_log::Origin, Lsn)) -> io::Result<()> {
+    let Some(&(oldest, _)) = origin.log().segment_bounds().first() else { return Ok(()) };
     let durable = tail.durable_lsn();
     let boundary = tail.first_record_from(oldest, durable)?.unwrap_or(durable.max(oldest));
     let mut cursor = TransactionCursor::new(boundary);
-    while let Some(tx) = cursor.next(&mut tail, durable)? {
+    while let Some(tx) = cursor.next(tail, durable)? {
         if let (0, Some(quill_log::Change::Origin(o))) = (tx.seq, tx.changes.last()) {
-            gtid::add_gtid(&mut set, &gtid::uuid_text(o.uuid), o.gno);
+            each(o, tx.lsn);
         }
     }
-    Ok(set)
+    Ok(())
 }
 
 /// One replica's stream of the binary log.

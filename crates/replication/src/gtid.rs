@@ -55,13 +55,21 @@ pub fn add_interval(set: &mut GtidSet, uuid: &str, start: u64, end: u64) {
 /// A UUID's text, as a GTID set names its source.
 #[must_use]
 pub fn uuid_text(sid: [u8; 16]) -> String {
-    let h: String = sid.iter().map(|b| format!("{b:02x}")).collect();
-    format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
+    quill_sql::server_uuid::uuid_text(&sid)
+}
+
+/// The intervals `start..=end` without every interval `cuts` names (also `start..=end`).
+#[must_use]
+pub fn minus(intervals: &[(u64, u64)], cuts: impl IntoIterator<Item = (u64, u64)>) -> Vec<(u64, u64)> {
+    let mut pieces = intervals.to_vec();
+    for cut in cuts {
+        pieces = pieces.into_iter().flat_map(|piece| without(piece, cut)).collect();
+    }
+    pieces
 }
 
 /// `a..=b` without `s..=e`: up to two pieces.
-#[must_use]
-pub fn without((a, b): (u64, u64), (s, e): (u64, u64)) -> Vec<(u64, u64)> {
+fn without((a, b): (u64, u64), (s, e): (u64, u64)) -> Vec<(u64, u64)> {
     if b < s || a > e {
         return vec![(a, b)];
     }
@@ -80,10 +88,7 @@ pub fn without((a, b): (u64, u64), (s, e): (u64, u64)) -> Vec<(u64, u64)> {
 pub fn subtract(set: &GtidSet, minus: &GtidSet) -> GtidSet {
     let mut out = GtidSet::new();
     for (uuid, intervals) in set {
-        let mut pieces = intervals.clone();
-        for &cut in minus.get(uuid).into_iter().flatten() {
-            pieces = pieces.into_iter().flat_map(|piece| without(piece, cut)).collect();
-        }
+        let pieces = self::minus(intervals, minus.get(uuid).into_iter().flatten().copied());
         if !pieces.is_empty() {
             out.insert(uuid.clone(), pieces);
         }

@@ -55,9 +55,10 @@ mod rows;
 pub const CONFIG_FILE: &str = "replica.info";
 /// The shortest wait before reconnecting; each failure doubles it up to `connect_retry`.
 pub const RECONNECT_WAIT_MIN: Duration = Duration::from_millis(100);
-/// Events received (and acknowledged, under semi-sync) but not yet applied, at most: the
-/// replica's relay, kept in memory (MySQL keeps it in relay log files). When it is full the
-/// receiver waits, and so does the source's dump.
+/// Events received (and acknowledged, under semi-sync) but not yet read into transactions for
+/// the applier's workers, at most: the replica's relay, kept in memory (MySQL keeps it in relay
+/// log files). When it is full the receiver waits, and so does the source's dump. Past it, at
+/// most `apply::JOBS_QUEUED_MAX` transactions wait for a worker.
 pub const RELAY_EVENTS_MAX: usize = 8192;
 /// Bytes of events the relay holds, at most (an event larger than this passes alone).
 pub const RELAY_BYTES_MAX: usize = 64 << 20;
@@ -668,11 +669,9 @@ async fn apply_stream(inner: &Arc<Inner>, conn: &mut Connection, executed: &Arc<
     applied.unwrap_or(received)
 }
 
-/// The I/O side: reads events, acknowledges those the source asks about (semi-sync), and
-/// hands them to the applier in order. Ends when the connection does, or the applier stops.
 /// The receiver's end of the relay: events in order, bounded by count ([`RELAY_EVENTS_MAX`])
 /// and by bytes ([`RELAY_BYTES_MAX`]); each event carries its share of the bytes, given back
-/// when the applier is done with it.
+/// once the applier's coordinator has read it into a transaction.
 struct Relay {
     events: mpsc::Sender<Relayed>,
     bytes: Arc<Semaphore>,
@@ -694,6 +693,8 @@ impl Relay {
     }
 }
 
+/// The I/O side: reads events, acknowledges those the source asks about (semi-sync), and
+/// hands them to the applier in order. Ends when the connection does, or the applier stops.
 async fn receive(inner: &Inner, conn: &mut Connection, relay: Relay, checksum: bool) -> Stop {
     let mut reader = EventStreamReader::new(BinlogVersion::Version4);
     let mut file = String::new();

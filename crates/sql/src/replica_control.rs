@@ -25,8 +25,7 @@ pub const GTID_TABLE: (&str, &str) = ("mysql", "gtid_executed");
 #[must_use]
 pub fn gtid_row(catalog: &crate::catalog::Catalog, origin: &quill_log::Origin) -> Option<(Vec<u8>, quill_storage::Row)> {
     let table = catalog.table(GTID_TABLE.0, GTID_TABLE.1).ok()?;
-    let h: String = origin.uuid.iter().map(|b| format!("{b:02x}")).collect();
-    let uuid = format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32]);
+    let uuid = crate::server_uuid::uuid_text(&origin.uuid);
     let gno = i64::try_from(origin.gno).ok()?;
     let row: quill_storage::Row = vec![Value::Str(uuid), Value::Int(gno), Value::Int(gno)];
     (row.len() == table.columns.len() && !table.primary.is_empty()).then(|| (table.data.primary_key(&row), row))

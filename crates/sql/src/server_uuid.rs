@@ -50,6 +50,12 @@ fn new_uuid() -> String {
     let mut bytes: [u8; 16] = rand::rng().random();
     bytes[6] = (bytes[6] & 0x0f) | 0x40;
     bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    uuid_text(&bytes)
+}
+
+/// A UUID's 36-character text form, from its 16 bytes (as GTID events carry them).
+#[must_use]
+pub fn uuid_text(bytes: &[u8; 16]) -> String {
     let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
     format!("{}-{}-{}-{}-{}", &hex[..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..])
 }

@@ -186,17 +186,36 @@ impl Shared {
 
     /// Waits until transaction `index` has committed; false when the applier aborted.
     async fn committed_through(&self, index: u64) -> bool {
+        matches!(self.wait_committed(index, None).await, Turn::Mine)
+    }
+
+    /// Waits until transaction `index` has committed (all before it have), or the applier
+    /// aborted; with `holder`, also ends when that transaction (its index and open
+    /// transaction) holds a lock an earlier one waits for, looked at every
+    /// [`COMMIT_ORDER_CHECK_INTERVAL`].
+    async fn wait_committed(&self, index: u64, holder: Option<(u64, TxnId)>) -> Turn {
         let (mut committed, mut aborted) = (self.committed.subscribe(), self.aborted.subscribe());
         loop {
             if *committed.borrow_and_update() >= index {
-                return true;
+                return Turn::Mine;
             }
             if *aborted.borrow_and_update() {
-                return false;
+                return Turn::Aborted;
             }
+            let check = async {
+                match holder {
+                    Some(_) => tokio::time::sleep(COMMIT_ORDER_CHECK_INTERVAL).await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 _ = committed.changed() => {}
                 _ = aborted.changed() => {}
+                () = check => {
+                    if holder.is_some_and(|(own, txn)| self.blocks_earlier(own, txn)) {
+                        return Turn::Yield;
+                    }
+                }
             }
         }
     }
@@ -520,7 +539,8 @@ async fn run_job(shared: &Shared, worker: usize, session: &mut Session, prepared
                         continue;
                     }
                 }
-                match turn(shared, job.index, session.txn_id()).await {
+                // Its turn: every transaction before it committed.
+                match shared.wait_committed(job.index - 1, session.txn_id().map(|txn| (job.index, txn))).await {
                     Turn::Mine => break,
                     Turn::Aborted => return Ok(()),
                     Turn::Yield => {
@@ -563,29 +583,6 @@ async fn record_gtid(session: &mut Session, prepared: &mut Prepared, job: &Job) 
         prepared.run(session, INSERT_GTID, vec![Value::Str(uuid.clone()), Value::UInt(*gno), Value::UInt(*gno)]).await.map_err(sql_stop)?;
     }
     Ok(())
-}
-
-/// Waits until every transaction before `index` has committed, or until this one's open
-/// transaction `txn` blocks an earlier one.
-async fn turn(shared: &Shared, index: u64, txn: Option<TxnId>) -> Turn {
-    let (mut committed, mut aborted) = (shared.committed.subscribe(), shared.aborted.subscribe());
-    loop {
-        if *committed.borrow_and_update() + 1 >= index {
-            return Turn::Mine;
-        }
-        if *aborted.borrow_and_update() {
-            return Turn::Aborted;
-        }
-        tokio::select! {
-            _ = committed.changed() => {}
-            _ = aborted.changed() => {}
-            () = tokio::time::sleep(COMMIT_ORDER_CHECK_INTERVAL) => {
-                if txn.is_some_and(|txn| shared.blocks_earlier(index, txn)) {
-                    return Turn::Yield;
-                }
-            }
-        }
-    }
 }
 
 /// Runs a DDL statement under its source's `sql_mode` and time zone, in `schema`; its record
