@@ -49,13 +49,21 @@ def test_a_replica_of_a_replica_follows_the_first_source(tmp_path):
         start_replica(b, a)
         start_replica(c, b)
         execute(a, "UPDATE shop.items SET n = n * 10 WHERE id <= 5", "DELETE FROM shop.items WHERE id > 15",
-                "ALTER TABLE shop.items ADD COLUMN note VARCHAR(10) DEFAULT 'x'", "INSERT INTO shop.items (id, name, n) VALUES (100, 'late', 1)")
+                "ALTER TABLE shop.items ADD COLUMN note VARCHAR(10) DEFAULT 'x'", "INSERT INTO shop.items (id, name, n) VALUES (100, 'late', 1)",
+                "CREATE TABLE shop.cheap (id INT PRIMARY KEY) AS SELECT id, UPPER(name) AS name FROM shop.items WHERE n < 10",
+                "INSERT INTO shop.cheap VALUES (500, 'AFTER')")
         caught_up(a, b)
         s = caught_up(a, c)
-        assert (s["Replica_IO_Running"], s["Replica_SQL_Running"]) == ("Yes", "Yes")
+        assert (s["Replica_IO_Running"], s["Replica_SQL_Running"]) == ("Yes", "Yes"), s
         want = rows(a, "SELECT * FROM shop.items ORDER BY id")
         assert rows(b, "SELECT * FROM shop.items ORDER BY id") == want
         assert rows(c, "SELECT * FROM shop.items ORDER BY id") == want
+        # CREATE TABLE ... SELECT passes the chain: B logs the table and its rows as one
+        # transaction under A's GTID, as A did.
+        cheap = rows(a, "SELECT * FROM shop.cheap ORDER BY id")
+        assert len(cheap) == 6 and cheap[-1] == (500, "AFTER")
+        assert rows(c, "SELECT * FROM shop.cheap ORDER BY id") == cheap
+        assert rows(c, "SHOW CREATE TABLE shop.cheap") == rows(a, "SHOW CREATE TABLE shop.cheap")
         # C holds A's GTIDs, and none of B's own (B has none): the whole chain is A's.
         assert one(c, "SELECT @@gtid_executed")[0] == one(a, "SELECT @@gtid_executed")[0]
         assert one(b, "SELECT @@gtid_purged")[0] == "", "B's binary log holds everything it applied"

@@ -323,6 +323,17 @@ pub fn create_table(catalog: &mut Catalog, info: &SessionInfo, env_params: (&[Va
     meta.comment = comment;
     meta.data.set_auto_increment(auto_increment_start.max(1));
     // Rows of CREATE ... SELECT are written and committed with the DDL itself.
+    fill_new_table(&meta, rows, warnings)?;
+    catalog.add_table(meta)
+}
+
+/// Writes `rows` (every column, in order) into `meta`, a table being created and seen by no
+/// one else yet, committed with the statement that creates it: the rows of `CREATE TABLE ...
+/// SELECT`, and those a replica applies with a `CREATE TABLE ... SELECT` it replicates.
+///
+/// # Errors
+/// A value the column cannot hold (strictly), or a duplicate key (1062).
+pub fn fill_new_table(meta: &TableMeta, rows: Vec<Vec<Value>>, warnings: &mut Vec<Warning>) -> Result<()> {
     for (n, r) in rows.into_iter().enumerate() {
         let mut coerced = Vec::with_capacity(r.len());
         for (v, c) in r.into_iter().zip(&meta.columns) {
@@ -330,12 +341,12 @@ pub fn create_table(catalog: &mut Catalog, info: &SessionInfo, env_params: (&[Va
             coerced.push(coerce_to_column(v, &c.ty, &mut cx)?);
         }
         let pk = meta.data.write_row(&meta.data.write_latch(), 0, &coerced).map_err(|e| match e {
-            quill_storage::WriteError::Duplicate { .. } => SqlError::new(codes::ER_DUP_ENTRY, format!("Duplicate entry for key '{name}.PRIMARY'")),
+            quill_storage::WriteError::Duplicate { .. } => SqlError::new(codes::ER_DUP_ENTRY, format!("Duplicate entry for key '{}.PRIMARY'", meta.name)),
             quill_storage::WriteError::Locked { .. } => SqlError::internal("new table row locked"),
         })?;
         meta.data.commit_row(0, &pk, 0, 0);
     }
-    catalog.add_table(meta)
+    Ok(())
 }
 
 fn add_constraint(c: &TableConstraint, columns: &mut [Column], primary: &mut Vec<usize>, indexes: &mut Vec<IndexMeta>) -> Result<()> {

@@ -45,7 +45,7 @@ pub mod vars;
 pub mod write_log;
 
 pub use error::{SqlError, Warning};
-pub use session::{Engine, Outcome, Session};
+pub use session::{CreateRows, Engine, Outcome, Session};
 
 /// The version string Quill presents (MySQL 8 compatible).
 pub const SERVER_VERSION: &str = concat!("8.0.40-quill-", env!("CARGO_PKG_VERSION"));

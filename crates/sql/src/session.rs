@@ -426,6 +426,9 @@ pub const PLAN_CACHE_TEXT_BYTES_MAX: usize = 4096;
 /// Most prepared statements one session may hold (MySQL's max_prepared_stmt_count default is per server; this bounds one session).
 pub const PREPARED_STATEMENTS_MAX: usize = 16_382;
 
+/// Makes the rows of a table being created from its definition (every column, in order).
+pub type CreateRows = Box<dyn FnOnce(&crate::catalog::TableMeta) -> Result<Vec<Vec<Value>>> + Send>;
+
 /// One client connection's SQL state.
 pub struct Session {
     pub info: SessionInfo,
@@ -443,6 +446,10 @@ pub struct Session {
     /// applying: the next commit or DDL record takes it as its ORIGIN change, so the
     /// transaction keeps its GTID in this server's binary log (`log_replica_updates`).
     pub replica_origin: Option<quill_log::Origin>,
+    /// The rows the next CREATE TABLE statement's table is created with, in the same record
+    /// (the replica's applier applying a `CREATE TABLE ... SELECT`): made from the new table's
+    /// definition, once it is known.
+    pub replica_create_rows: Option<CreateRows>,
     /// Statements answer as soon as their commits are ordered, without waiting for them to be
     /// durable: the caller takes the wait with [`Session::take_log_wait`] (the replica's
     /// applier, which starts its next transaction while the last one syncs).
@@ -519,6 +526,7 @@ impl Session {
             client_found_rows: false,
             replica_applier: false,
             replica_origin: None,
+            replica_create_rows: None,
             kill,
             progress,
             next_isolation: None,
@@ -1581,7 +1589,7 @@ impl Session {
         let Some(_gate) = engine.ddl_gate.try_write() else { return Err(SqlError::ddl_gate_busy()) };
         // DDL commits the open transaction first.
         self.commit()?;
-        let created_by_select = match stmt {
+        let mut created_by_select = match stmt {
             Statement::CreateTable(ct) if ct.query.is_some() => {
                 query::resolve_table_name(&self.info, &ct.name).ok().filter(|(db, t)| engine.catalog().table(db, t).is_err())
             }
@@ -1608,7 +1616,14 @@ impl Session {
                 // The default database is cleared below once the drop succeeded.
                 ddl::drop_database(&mut catalog, &ident_of(&names[0]), *if_exists, &mut warnings).map(|n| affected = n)
             }
-            Statement::CreateTable(ct) => ddl::create_table(&mut catalog, info, (params, self.info.now_us()), ct, &mut warnings),
+            Statement::CreateTable(ct) => ddl::create_table(&mut catalog, info, (params, self.info.now_us()), ct, &mut warnings).and_then(|()| {
+                let Some(make) = self.replica_create_rows.take() else { return Ok(()) };
+                let (db, name) = query::resolve_table_name(info, &ct.name)?;
+                let table = catalog.table(&db, &name)?;
+                ddl::fill_new_table(table, make(table)?, &mut warnings)?;
+                created_by_select = Some((db, name));
+                Ok(())
+            }),
             Statement::Drop { object_type: ast::ObjectType::Table, if_exists, names, .. } => {
                 ddl::drop_tables(&mut catalog, info, names, *if_exists, &mut warnings)
             }

@@ -50,7 +50,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use mysql_common::binlog::events::{EventData, TableMapEvent};
+use mysql_common::binlog::events::{EventData, RowsEventData, TableMapEvent};
 use parking_lot::Mutex;
 use quill_sql::error::{Result as SqlResult, SqlError};
 use quill_sql::replica_control::AppliedTransaction;
@@ -86,9 +86,13 @@ const INSERT_GTID: &str = "INSERT INTO mysql.gtid_executed VALUES (?, ?, ?)";
 enum Work {
     /// Row changes, as prepared statements.
     Rows(Vec<RowStatement>),
-    /// A DDL statement, its default database and the source's `sql_mode` and time zone.
-    Ddl { schema: String, query: String, sql_mode: Option<String>, time_zone: Option<String> },
+    /// A DDL statement, its default database and the source's `sql_mode` and time zone; a
+    /// `CREATE TABLE ... SELECT` also has the rows events it wrote, applied in its own record.
+    Ddl { schema: String, query: String, sql_mode: Option<String>, time_zone: Option<String>, rows: Option<CreatedRows> },
 }
+
+/// The rows events of a `CREATE TABLE ... SELECT`, with their table maps.
+type CreatedRows = Vec<(TableMapEvent<'static>, RowsEventData<'static>)>;
 
 /// One transaction to apply.
 struct Job {
@@ -114,6 +118,8 @@ struct Pending {
     immediate_commit_us: u64,
     statements: Vec<RowStatement>,
     keys: Vec<u64>,
+    /// A `CREATE TABLE ... SELECT` whose rows are being read: its job, without them yet.
+    create: Option<Work>,
 }
 
 /// The last writer of each key, as far as remembered.
@@ -355,26 +361,15 @@ async fn coordinate(shared: &Arc<Shared>, mut relayed: mpsc::Receiver<Relayed>, 
                     continue;
                 }
                 let (sql_mode, time_zone) = query_context(&q);
-                index += 1;
-                write_sets.barrier(index);
                 if let Some(create) = create_select(&query) {
-                    // CREATE TABLE ... SELECT: the table first, on its own; its rows follow
-                    // in this transaction and take its GTID.
-                    let job = Job {
-                        index,
-                        depends_on: index - 1,
-                        gtid: None,
-                        origin: None,
-                        original_commit_us: pending.original_commit_us,
-                        immediate_commit_us: pending.immediate_commit_us,
-                        work: Work::Ddl { schema: q.schema().into_owned(), query: create.to_owned(), sql_mode, time_zone },
-                        log_pos: 0,
-                    };
-                    if jobs.send(job).await.is_err() || !shared.committed_through(index).await {
-                        break;
-                    }
+                    // CREATE TABLE ... SELECT: its rows follow in this transaction; the table
+                    // is created with them, in one record, at its XID.
+                    let query = create.to_owned();
+                    pending.create = Some(Work::Ddl { schema: q.schema().into_owned(), query, sql_mode, time_zone, rows: Some(Vec::new()) });
                     continue;
                 }
+                index += 1;
+                write_sets.barrier(index);
                 let p = std::mem::take(&mut pending);
                 Job {
                     index,
@@ -383,7 +378,7 @@ async fn coordinate(shared: &Arc<Shared>, mut relayed: mpsc::Receiver<Relayed>, 
                     origin: p.origin,
                     original_commit_us: p.original_commit_us,
                     immediate_commit_us: p.immediate_commit_us,
-                    work: Work::Ddl { schema: q.schema().into_owned(), query, sql_mode, time_zone },
+                    work: Work::Ddl { schema: q.schema().into_owned(), query, sql_mode, time_zone, rows: None },
                     log_pos,
                 }
             }
@@ -395,6 +390,11 @@ async fn coordinate(shared: &Arc<Shared>, mut relayed: mpsc::Receiver<Relayed>, 
                     shared.fail(Stop::Io(1236, "a rows event without its table map".into()));
                     break;
                 };
+                if let Some(Work::Ddl { rows: Some(created), .. }) = &mut pending.create {
+                    // Decoded against the table once it is made.
+                    created.push((tme.clone(), rows.into_owned()));
+                    continue;
+                }
                 match rows::statements(&inner.engine, tme, &rows, &mut pending.keys) {
                     Ok(mut s) => pending.statements.append(&mut s),
                     Err(e) => {
@@ -411,14 +411,21 @@ async fn coordinate(shared: &Arc<Shared>, mut relayed: mpsc::Receiver<Relayed>, 
                 }
                 let p = std::mem::take(&mut pending);
                 index += 1;
+                let (depends_on, work) = match p.create {
+                    Some(create) => {
+                        write_sets.barrier(index);
+                        (index - 1, create)
+                    }
+                    None => (write_sets.depends_on(index, &p.keys), Work::Rows(p.statements)),
+                };
                 Job {
                     index,
-                    depends_on: write_sets.depends_on(index, &p.keys),
+                    depends_on,
                     gtid: p.gtid,
                     origin: p.origin,
                     original_commit_us: p.original_commit_us,
                     immediate_commit_us: p.immediate_commit_us,
-                    work: Work::Rows(p.statements),
+                    work,
                     log_pos,
                 }
             }
@@ -513,12 +520,26 @@ async fn work(shared: Arc<Shared>, id: usize, queue: Arc<tokio::sync::Mutex<mpsc
 
 /// Applies one job and commits it at its turn; `Ok` also when the applier aborted meanwhile
 /// (the job then rolls back).
-async fn run_job(shared: &Shared, worker: usize, session: &mut Session, prepared: &mut Prepared, job: Job) -> Result<(), Stop> {
+async fn run_job(shared: &Shared, worker: usize, session: &mut Session, prepared: &mut Prepared, mut job: Job) -> Result<(), Stop> {
     let applied = started(shared, worker, &job);
+    let created = match &mut job.work {
+        Work::Ddl { rows, .. } => rows.take(),
+        Work::Rows(_) => None,
+    };
     match &job.work {
-        Work::Ddl { schema, query, sql_mode, time_zone } => {
+        Work::Ddl { schema, query, sql_mode, time_zone, .. } => {
             // It depends on everything before it: its turn has come.
-            run_ddl(session, prepared, job.origin, schema, query, sql_mode.as_deref(), time_zone.as_deref()).await?;
+            session.replica_create_rows = created.map(|created| -> quill_sql::CreateRows {
+                Box::new(move |meta| {
+                    created.iter().try_fold(Vec::new(), |mut all, (tme, events)| {
+                        all.append(&mut rows::created_rows(meta, tme, events)?);
+                        Ok(all)
+                    })
+                })
+            });
+            let ran = run_ddl(session, prepared, job.origin, schema, query, sql_mode.as_deref(), time_zone.as_deref()).await;
+            session.replica_create_rows = None;
+            ran?;
             shared.ddl_epoch.fetch_add(1, Ordering::AcqRel);
         }
         Work::Rows(statements) => {

@@ -117,6 +117,27 @@ pub fn statements(engine: &Engine, tme: &TableMapEvent<'_>, rows: &RowsEventData
     Ok(out)
 }
 
+/// The rows a `CREATE TABLE ... SELECT` wrote, from its WRITE_ROWS event, for `meta`, the
+/// table it creates (every column, in order).
+///
+/// # Errors
+/// An event for another table, or of another kind, or a row that does not decode (1594), or
+/// a column count or value type the table cannot take (1677).
+pub fn created_rows(meta: &TableMeta, tme: &TableMapEvent<'_>, rows: &RowsEventData<'_>) -> SqlResult<Vec<Vec<Value>>> {
+    let (db, table) = (tme.database_name(), tme.table_name());
+    if db != meta.db.as_str() || table != meta.name.as_str() {
+        return Err(SqlError::new((1594, "HY000"), format!("CREATE TABLE ... SELECT of {}.{} came with rows of {db}.{table}", meta.db, meta.name)));
+    }
+    let mut out = Vec::new();
+    for row in rows.rows(tme) {
+        match row.map_err(|e| SqlError::new((1594, "HY000"), format!("a row event of {db}.{table} does not decode: {e}")))? {
+            (None, Some(after)) => out.push(values(meta, &after)?),
+            _ => return Err(SqlError::new((1594, "HY000"), format!("CREATE TABLE ... SELECT of {db}.{table} came with a row that is not an insert"))),
+        }
+    }
+    Ok(out)
+}
+
 /// The write-set keys of one row image of `meta`'s table.
 fn write_set(meta: &TableMeta, row: &[Value], keys: &mut Vec<u64>) {
     let key = |index: usize, columns: &[usize]| -> Option<u64> {
