@@ -20,6 +20,11 @@ pub struct SqlError {
     /// Set when a DDL statement found a checkpoint copying the tables: the session waits
     /// (asynchronously) and re-runs it (never sent to a client as is).
     pub wait_for_ddl_gate: bool,
+    /// Set (with `lock_wait`) when a function must wait (`statement_waits`: `GET_LOCK` for a
+    /// lock another connection holds, `SLEEP`): the session undoes the statement, waits
+    /// (what for is in `SessionInfo::function_calls`) and re-runs it (never sent to a
+    /// client as is).
+    pub function_wait: bool,
 }
 
 impl fmt::Display for SqlError {
@@ -121,7 +126,15 @@ errors! {
 impl SqlError {
     #[must_use]
     pub fn new(code: (u16, &'static str), message: impl Into<String>) -> SqlError {
-        SqlError { code: code.0, state: code.1, message: message.into(), lock_wait: false, rolls_back_transaction: false, wait_for_ddl_gate: false }
+        SqlError {
+            code: code.0,
+            state: code.1,
+            message: message.into(),
+            lock_wait: false,
+            rolls_back_transaction: false,
+            wait_for_ddl_gate: false,
+            function_wait: false,
+        }
     }
 
     /// A checkpoint holds the DDL gate: wait and retry (see `Engine::ddl_gate`).
@@ -169,6 +182,12 @@ impl SqlError {
     #[must_use]
     pub fn lock_wait() -> SqlError {
         SqlError { lock_wait: true, ..SqlError::lock_wait_timeout() }
+    }
+
+    /// A function must wait (`statement_waits`): wait, then re-run.
+    #[must_use]
+    pub fn function_wait() -> SqlError {
+        SqlError { lock_wait: true, function_wait: true, ..SqlError::internal("this statement cannot wait in GET_LOCK or SLEEP") }
     }
 
     /// KILL QUERY (or KILL CONNECTION) stopped the statement.

@@ -115,6 +115,14 @@ pub enum Func {
     User,
     CurrentUser,
     IsNullFn,
+    /// User-level locks (`user_locks`).
+    GetLock,
+    ReleaseLock,
+    ReleaseAllLocks,
+    IsFreeLock,
+    IsUsedLock,
+    /// SLEEP(seconds): waits, then 0 (`statement_waits`).
+    Sleep,
     /// A DATETIME or TIME as text with a fixed number of fractional digits: what
     /// string functions see of a temporal argument.
     TemporalText(u8),
@@ -190,6 +198,12 @@ impl Func {
             "USER" | "SESSION_USER" | "SYSTEM_USER" => Func::User,
             "CURRENT_USER" => Func::CurrentUser,
             "ISNULL" if argc == 1 => Func::IsNullFn,
+            "GET_LOCK" => Func::GetLock,
+            "RELEASE_LOCK" => Func::ReleaseLock,
+            "RELEASE_ALL_LOCKS" => Func::ReleaseAllLocks,
+            "IS_FREE_LOCK" => Func::IsFreeLock,
+            "IS_USED_LOCK" => Func::IsUsedLock,
+            "SLEEP" => Func::Sleep,
             _ => return None,
         })
     }
@@ -210,7 +224,9 @@ impl Func {
             Locate => (2, 3),
             Now(_) | SysDate(_) | CurTime(_) | UtcTimestamp(_) | LastInsertId | UnixTimestamp | Rand => (0, 1),
             Round => (1, 2),
-            CurDate | RowCount | FoundRows | Database | Version | ConnectionId | User | CurrentUser => (0, 0),
+            CurDate | RowCount | FoundRows | Database | Version | ConnectionId | User | CurrentUser | ReleaseAllLocks => (0, 0),
+            ReleaseLock | IsFreeLock | IsUsedLock | Sleep => (1, 1),
+            GetLock => (2, 2),
         }
     }
 
@@ -244,7 +260,10 @@ impl Func {
     /// Functions whose value changes between calls within one statement.
     #[must_use]
     pub fn is_deterministic(self) -> bool {
-        !matches!(self, Func::Rand | Func::SysDate(_))
+        !matches!(
+            self,
+            Func::Rand | Func::SysDate(_) | Func::GetLock | Func::ReleaseLock | Func::ReleaseAllLocks | Func::IsFreeLock | Func::IsUsedLock | Func::Sleep
+        )
     }
 
     /// The result type, given the argument types.
@@ -267,7 +286,8 @@ impl Func {
             Database | Version | User | CurrentUser | TemporalText(_) => text,
             Length | CharLength | Instr | Locate | TimestampDiff(_) | DateDiff | Year | Month | Day | Hour | Minute | Second | Microsecond | DayOfWeek
             | Sign | RowCount | IsNullFn => int,
-            LastInsertId | ConnectionId | FoundRows => SqlType::Int { kind: IntKind::Big, unsigned: true, display: None },
+            LastInsertId | ConnectionId | FoundRows | IsUsedLock | ReleaseAllLocks => SqlType::Int { kind: IntKind::Big, unsigned: true, display: None },
+            GetLock | ReleaseLock | IsFreeLock | Sleep => int,
             Now(f) | SysDate(f) | UtcTimestamp(f) => SqlType::DateTime(f),
             CurDate | Date => SqlType::Date,
             CurTime(f) => SqlType::Time(f),
@@ -336,6 +356,9 @@ pub fn call(f: Func, args: &[Expr], env: &Env<'_>, cx: &RowCtx<'_>) -> Result<Va
         _ => {}
     }
     let vals: Vec<Value> = args.iter().map(|a| a.eval(env, cx)).collect::<Result<_>>()?;
+    if matches!(f, GetLock | ReleaseLock | ReleaseAllLocks | IsFreeLock | IsUsedLock | Sleep) {
+        return user_lock(f, &vals, env);
+    }
     let null_in = vals.iter().any(Value::is_null);
     let propagates_null = !matches!(f, ConcatWs | Greatest | Least | NullIf | IsNullFn | LastInsertId | UnixTimestamp | Rand | Now(_) | SysDate(_));
     if null_in && propagates_null {
@@ -607,7 +630,75 @@ pub fn call(f: Func, args: &[Expr], env: &Env<'_>, cx: &RowCtx<'_>) -> Result<Va
         User => Value::Str(format!("{}@{}", info.user, info.host)),
         CurrentUser => Value::Str(format!("{}@{}", info.user, info.account_host)),
         If | IfNull | Coalesce => unreachable!("handled before argument evaluation"),
+        GetLock | ReleaseLock | ReleaseAllLocks | IsFreeLock | IsUsedLock | Sleep => unreachable!("handled by user_lock"),
     })
+}
+
+/// The user-level lock functions (`user_locks`) and SLEEP. Those that act answer, when the
+/// statement runs again after a wait, what they answered the first time
+/// (`statement_waits`).
+fn user_lock(f: Func, vals: &[Value], env: &Env<'_>) -> Result<Value> {
+    use crate::statement_waits::Pending;
+    use crate::user_locks::{Get, LockName, Wait};
+    let info = env.info;
+    let locks = &info.engine.user_locks;
+    let session = info.connection_id;
+    let name = || {
+        let text = vals.first().filter(|v| !v.is_null()).map(str_arg);
+        LockName::parse(text.as_deref())
+    };
+    let bool_int = |b: bool| Value::Int(i64::from(b));
+    match f {
+        Func::IsFreeLock => return Ok(bool_int(locks.owner(&name()?).is_none())),
+        Func::IsUsedLock => return Ok(locks.owner(&name()?).map_or(Value::Null, |id| Value::UInt(u64::from(id)))),
+        _ => {}
+    }
+    let mut calls = info.function_calls.borrow_mut();
+    if let Some(v) = calls.replay() {
+        return Ok(v);
+    }
+    let v = match f {
+        Func::GetLock => {
+            let name = name()?;
+            match locks.try_get(session, &name) {
+                Get::Granted => Value::Int(1),
+                Get::Busy => {
+                    // NULL waits no time, a negative timeout (or one past any clock) for ever.
+                    let seconds = if vals[1].is_null() { 0.0 } else { ops::to_f64(&vals[1]) };
+                    if seconds.is_nan() || seconds == 0.0 {
+                        Value::Int(0)
+                    } else {
+                        let deadline = (seconds > 0.0)
+                            .then(|| std::time::Duration::try_from_secs_f64(seconds).ok().and_then(|d| std::time::Instant::now().checked_add(d)))
+                            .flatten();
+                        let grant = locks.enqueue(session, &name)?;
+                        calls.waiting = Some(Pending::Lock(Wait { name, deadline, grant }));
+                        return Err(SqlError::function_wait());
+                    }
+                }
+            }
+        }
+        Func::ReleaseLock => match locks.release(session, &name()?) {
+            Some(released) => bool_int(released),
+            None => Value::Null,
+        },
+        Func::Sleep => {
+            let seconds = if vals[0].is_null() { -1.0 } else { ops::to_f64(&vals[0]) };
+            if seconds.is_nan() || seconds < 0.0 {
+                return Err(SqlError::new((1210, "HY000"), "Incorrect arguments to sleep"));
+            }
+            match std::time::Duration::try_from_secs_f64(seconds).ok().and_then(|d| std::time::Instant::now().checked_add(d)) {
+                Some(until) if seconds > 0.0 => {
+                    calls.waiting = Some(Pending::Sleep(until));
+                    return Err(SqlError::function_wait());
+                }
+                Some(_) => Value::Int(0),
+                None => return Err(SqlError::new((1210, "HY000"), "Incorrect arguments to sleep")),
+            }
+        }
+        _ => Value::UInt(locks.release_all(session)),
+    };
+    Ok(calls.record(v))
 }
 
 fn rand_f64() -> f64 {

@@ -38,9 +38,11 @@ pub mod server_uuid;
 pub mod session;
 pub mod show;
 pub mod sink;
+pub mod statement_waits;
 pub mod text;
 pub mod tmp_memory;
 pub mod types;
+pub mod user_locks;
 pub mod vars;
 pub mod write_log;
 

@@ -1,7 +1,7 @@
 //! Who holds and who waits: `information_schema.INNODB_TRX`,
 //! `performance_schema.data_locks` / `data_lock_waits` (row locks) and `metadata_locks`,
-//! computed from the transaction registry, the lock manager and the metadata locks at the
-//! moment they are read.
+//! computed from the transaction registry, the lock manager, the metadata locks and the
+//! user-level locks at the moment they are read.
 //!
 //! Lock ids are Quill's own (`<trx>:<table id>:<index>:<key in hex>`), the same in both
 //! performance_schema tables so they join as MySQL's do. `LOCK_DATA` shows the key's
@@ -145,9 +145,8 @@ pub fn performance_schema_table(env: &Env<'_>, name: &str) -> Option<Rows> {
     }
 }
 
-/// `performance_schema.metadata_locks`: the metadata locks of `sql::mdl`, granted and
-/// pending. Quill has one shared kind, shown as `SHARED` (MySQL tells `SHARED_READ` from
-/// `SHARED_WRITE`); `OWNER_THREAD_ID` is the connection id.
+/// `performance_schema.metadata_locks`: the metadata locks of `sql::mdl` and the user-level
+/// locks of `sql::user_locks`, granted and pending; `OWNER_THREAD_ID` is the connection id.
 fn metadata_locks(env: &Env<'_>) -> Rows {
     let c = cols(&[
         ("OBJECT_TYPE", text(64)),
@@ -162,7 +161,7 @@ fn metadata_locks(env: &Env<'_>) -> Rows {
         ("OWNER_THREAD_ID", SqlType::bigint()),
         ("OWNER_EVENT_ID", SqlType::bigint()),
     ]);
-    let rows = env
+    let mut rows: Vec<Vec<Value>> = env
         .info
         .engine
         .mdl
@@ -184,6 +183,23 @@ fn metadata_locks(env: &Env<'_>) -> Rows {
             ]
         })
         .collect();
+    // User-level locks (`GET_LOCK`): one row per name held, however many times, and one per
+    // waiting connection, as MySQL shows them.
+    rows.extend(env.info.engine.user_locks.rows().into_iter().map(|l| {
+        vec![
+            s("USER LEVEL LOCK"),
+            Value::Null,
+            s(l.name),
+            Value::Null,
+            int(0),
+            s("EXCLUSIVE"),
+            s("EXPLICIT"),
+            s(if l.granted { "GRANTED" } else { "PENDING" }),
+            s(""),
+            int(u64::from(l.connection_id)),
+            int(0),
+        ]
+    }));
     (c, rows)
 }
 

@@ -199,6 +199,8 @@ pub struct Engine {
     pub commit_order: Mutex<()>,
     /// Metadata locks: DDL and DML on one table wait for each other (see `mdl`).
     pub mdl: crate::mdl::MetadataLocks,
+    /// User-level locks: `GET_LOCK` and its kin (see `user_locks`).
+    pub user_locks: crate::user_locks::UserLocks,
     pub txns: TxnManager,
     pub globals: RwLock<VarSet>,
     pub status: Status,
@@ -241,6 +243,7 @@ impl Engine {
             catalog: RwLock::new(Arc::new(Catalog::new())),
             commit_order: Mutex::new(()),
             mdl: crate::mdl::MetadataLocks::default(),
+            user_locks: crate::user_locks::UserLocks::default(),
             txns: TxnManager::new(),
             globals: RwLock::new(globals),
             status: Status::default(),
@@ -295,6 +298,8 @@ pub struct SessionInfo {
     pub interrupt: query::Interrupt,
     /// The running statement's intermediate memory, bounded by `temptable_max_ram`.
     pub tmp_memory: crate::tmp_memory::TmpMemory,
+    /// The running statement's calls of the user-level lock functions (`user_locks`).
+    pub function_calls: std::cell::RefCell<crate::statement_waits::StatementCalls>,
 }
 
 impl SessionInfo {
@@ -517,6 +522,7 @@ impl Session {
                 user_vars: HashMap::new(),
                 interrupt: query::Interrupt::new(interrupt),
                 tmp_memory: crate::tmp_memory::TmpMemory::default(),
+                function_calls: std::cell::RefCell::default(),
             },
             txn: None,
             warnings: Vec::new(),
@@ -877,10 +883,114 @@ impl Session {
 
     /// [`Session::execute`] once its metadata locks are held.
     async fn execute_locked(&mut self, stmt: &Statement, params: &[Value], text: &str) -> Result<Outcome> {
+        self.info.function_calls.borrow_mut().start_statement();
+        let outcome = self.execute_attempts(stmt, params, text).await;
+        let abandoned = {
+            let mut calls = self.info.function_calls.borrow_mut();
+            let abandoned = calls.waiting.take();
+            calls.start_statement();
+            abandoned
+        };
+        if let Some(crate::statement_waits::Pending::Lock(wait)) = abandoned {
+            // A queued GET_LOCK whose error did not come back here: take the request back
+            // (or give back the lock it was handed meanwhile).
+            let locks = &self.info.engine.user_locks;
+            if !locks.withdraw(self.info.connection_id, &wait.name) {
+                locks.release(self.info.connection_id, &wait.name);
+            }
+        }
+        outcome
+    }
+
+    /// What a function that stopped the statement waits for (`statement_waits`): the
+    /// user-level lock a `GET_LOCK` queued for (1 when granted, 0 when its timeout passed
+    /// first, NULL after a KILL QUERY), or SLEEP's time (0, or 1 after a KILL QUERY), as
+    /// MySQL's; a KILL CONNECTION ends either with 1317.
+    async fn wait_in_function(&mut self, pending: crate::statement_waits::Pending) -> Result<Value> {
+        let wait = match pending {
+            crate::statement_waits::Pending::Lock(wait) => wait,
+            crate::statement_waits::Pending::Sleep(until) => {
+                self.set_state("User sleep");
+                let killed = loop {
+                    tokio::select! {
+                        () = tokio::time::sleep_until(until.into()) => break false,
+                        () = self.kill.notified() => if self.is_killed() { break true },
+                    }
+                };
+                self.set_state("");
+                return self.after_kill_in_function(killed, Value::Int(0), Value::Int(1));
+            }
+        };
+        let locks = &self.info.engine.user_locks;
+        let id = self.info.connection_id;
+        self.set_state("User lock");
+        let timeout = async {
+            match wait.deadline {
+                Some(at) => tokio::time::sleep_until(at.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(timeout);
+        let mut grant = wait.grant;
+        let outcome = loop {
+            tokio::select! {
+                granted = &mut grant => {
+                    break Ok(Value::Int(i64::from(granted.is_ok() || !locks.withdraw(id, &wait.name))));
+                }
+                () = &mut timeout => break Ok(Value::Int(i64::from(!locks.withdraw(id, &wait.name)))),
+                () = self.kill.notified() => {
+                    if self.is_killed() {
+                        if !locks.withdraw(id, &wait.name) {
+                            locks.release(id, &wait.name);
+                        }
+                        break self.after_kill_in_function(true, Value::Null, Value::Null);
+                    }
+                }
+            }
+        };
+        self.set_state("");
+        outcome
+    }
+
+    /// How a function's wait ends: `done` when it ran its course; when a KILL ended it,
+    /// `killed` (GET_LOCK's NULL, SLEEP's 1, as MySQL's) with the KILL QUERY spent, so the
+    /// statement goes on, or 1317 for a KILL CONNECTION.
+    fn after_kill_in_function(&self, was_killed: bool, done: Value, killed: Value) -> Result<Value> {
+        if !was_killed {
+            return Ok(done);
+        }
+        if self.connection_killed() {
+            return Err(SqlError::query_interrupted());
+        }
+        if let Some(p) = self.info.engine.processes.lock().get(&self.info.connection_id) {
+            p.interrupt.store(false, Ordering::Release);
+        }
+        Ok(killed)
+    }
+
+    /// [`Session::execute_locked`]: runs the statement, and again after each wait for a
+    /// lock it queued for.
+    async fn execute_attempts(&mut self, stmt: &Statement, params: &[Value], text: &str) -> Result<Outcome> {
         let deadline = Instant::now() + Duration::from_secs(vars::int_value(&self.info.vars, "innodb_lock_wait_timeout"));
         self.statement_lock_time = Duration::ZERO;
         loop {
+            self.info.function_calls.borrow_mut().restart();
             match self.execute_once(stmt, params, text) {
+                Err(e) if e.function_wait => {
+                    let Some(wait) = self.info.function_calls.borrow_mut().waiting.take() else { return Err(e) };
+                    let started = Instant::now();
+                    let got = self.wait_in_function(wait).await;
+                    self.statement_lock_time += started.elapsed();
+                    match got {
+                        Ok(v) => {
+                            self.info.function_calls.borrow_mut().record(v);
+                        }
+                        Err(e) => {
+                            self.statement_end_after_error(false);
+                            return Err(e);
+                        }
+                    }
+                }
                 Err(e) if e.wait_for_ddl_gate => {
                     tokio::select! {
                         () = tokio::time::sleep(DDL_GATE_RETRY) => {}
@@ -1110,7 +1220,7 @@ impl Session {
             None => (self.read_view(), None),
         };
         let engine = self.engine();
-        let mut sink = if spec.is_none() { self.lend_sink() } else { None };
+        let mut sink = if spec.is_none() { self.lend_sink(q) } else { None };
         let result = {
             let catalog = engine.catalog();
             let env = Env { lock: spec, ..Env::new(&catalog, view, params, self.info.now_us(), &self.info) };
@@ -1133,8 +1243,8 @@ impl Session {
     }
 
     /// The connection's row sink, when this statement may stream its result.
-    fn lend_sink(&mut self) -> Option<Box<dyn crate::sink::RowSink>> {
-        if self.may_stream { self.row_sink.take() } else { None }
+    fn lend_sink(&mut self, q: &ast::Query) -> Option<Box<dyn crate::sink::RowSink>> {
+        if self.may_stream && !calls_lock_functions(q) { self.row_sink.take() } else { None }
     }
 
     /// Plans and runs a SELECT: a heavy plan off the runtime's worker ([`cost::run_heavy`]),
@@ -1202,7 +1312,7 @@ impl Session {
         let engine = self.engine();
         let catalog = engine.catalog();
         let view = engine.txns.read_view(0, self.isolation() == "READ-UNCOMMITTED");
-        let mut sink = self.lend_sink();
+        let mut sink = self.lend_sink(q);
         let env = Env::new(&catalog, view, params, self.info.now_us(), &self.info);
         let outcome = self.plan_and_run(&env, q, sink.as_deref_mut());
         if sink.is_some() {
@@ -2286,6 +2396,7 @@ impl Session {
         self.info.engine.mdl.release_all(self.info.connection_id);
         self.info.engine.mdl.release_explicit(self.info.connection_id);
         self.info.engine.mdl.withdraw(self.info.connection_id);
+        self.info.engine.user_locks.release_all(self.info.connection_id);
         self.info.engine.processes.lock().remove(&self.info.connection_id);
         self.info.engine.status.threads_connected.fetch_sub(1, Ordering::Relaxed);
     }
@@ -2441,4 +2552,22 @@ fn rewrite_lock_in_share_mode(sql: &str) -> std::borrow::Cow<'_, str> {
 /// (`SELECT @@global.server_id`, `SELECT 1`) reads no commit, so its reply waits for none.
 fn reads_tables(q: &ast::Query) -> bool {
     ast::visit_relations(q, |_| std::ops::ControlFlow::Break(())).is_break()
+}
+
+/// Whether the query calls a function that may wait (`statement_waits`): its result is not
+/// streamed, since a wait runs it again from its start.
+fn calls_lock_functions(q: &ast::Query) -> bool {
+    ast::visit_expressions(q, |e| match e {
+        ast::Expr::Function(f)
+            if f.name
+                .0
+                .last()
+                .and_then(|p| p.as_ident())
+                .is_some_and(|i| ["GET_LOCK", "RELEASE_LOCK", "RELEASE_ALL_LOCKS", "SLEEP"].iter().any(|n| i.value.eq_ignore_ascii_case(n))) =>
+        {
+            std::ops::ControlFlow::Break(())
+        }
+        _ => std::ops::ControlFlow::Continue(()),
+    })
+    .is_break()
 }
