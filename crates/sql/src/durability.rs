@@ -99,6 +99,7 @@ impl Engine {
         if let Some(c) = checkpoint {
             engine.status.checkpoint_lsn.store(c.position.lsn, std::sync::atomic::Ordering::Relaxed);
         }
+        engine.commit_notify.set_floor(log.next_position().0);
         assert!(engine.log.set(log).is_ok(), "the log is attached once");
         Ok((engine, OpenReport { checkpoint: checkpoint.map(|c| (c.position.lsn, c.rows)), log: recovered }))
     }

@@ -123,6 +123,8 @@ pub enum Func {
     IsUsedLock,
     /// SLEEP(seconds): waits, then 0 (`statement_waits`).
     Sleep,
+    /// WAIT_FOR_TABLE_COMMIT(table, position[, timeout]) (`commit_notify`).
+    WaitForTableCommit,
     /// A DATETIME or TIME as text with a fixed number of fractional digits: what
     /// string functions see of a temporal argument.
     TemporalText(u8),
@@ -204,6 +206,7 @@ impl Func {
             "IS_FREE_LOCK" => Func::IsFreeLock,
             "IS_USED_LOCK" => Func::IsUsedLock,
             "SLEEP" => Func::Sleep,
+            "WAIT_FOR_TABLE_COMMIT" => Func::WaitForTableCommit,
             _ => return None,
         })
     }
@@ -227,6 +230,7 @@ impl Func {
             CurDate | RowCount | FoundRows | Database | Version | ConnectionId | User | CurrentUser | ReleaseAllLocks => (0, 0),
             ReleaseLock | IsFreeLock | IsUsedLock | Sleep => (1, 1),
             GetLock => (2, 2),
+            WaitForTableCommit => (2, 3),
         }
     }
 
@@ -257,12 +261,27 @@ impl Func {
         )
     }
 
+    /// Functions that may stop their statement to wait, or act, so that it runs again
+    /// (`statement_waits`).
+    #[must_use]
+    pub fn may_wait(self) -> bool {
+        matches!(self, Func::GetLock | Func::ReleaseLock | Func::ReleaseAllLocks | Func::Sleep | Func::WaitForTableCommit)
+    }
+
     /// Functions whose value changes between calls within one statement.
     #[must_use]
     pub fn is_deterministic(self) -> bool {
         !matches!(
             self,
-            Func::Rand | Func::SysDate(_) | Func::GetLock | Func::ReleaseLock | Func::ReleaseAllLocks | Func::IsFreeLock | Func::IsUsedLock | Func::Sleep
+            Func::Rand
+                | Func::SysDate(_)
+                | Func::GetLock
+                | Func::ReleaseLock
+                | Func::ReleaseAllLocks
+                | Func::IsFreeLock
+                | Func::IsUsedLock
+                | Func::Sleep
+                | Func::WaitForTableCommit
         )
     }
 
@@ -286,7 +305,9 @@ impl Func {
             Database | Version | User | CurrentUser | TemporalText(_) => text,
             Length | CharLength | Instr | Locate | TimestampDiff(_) | DateDiff | Year | Month | Day | Hour | Minute | Second | Microsecond | DayOfWeek
             | Sign | RowCount | IsNullFn => int,
-            LastInsertId | ConnectionId | FoundRows | IsUsedLock | ReleaseAllLocks => SqlType::Int { kind: IntKind::Big, unsigned: true, display: None },
+            LastInsertId | ConnectionId | FoundRows | IsUsedLock | ReleaseAllLocks | WaitForTableCommit => {
+                SqlType::Int { kind: IntKind::Big, unsigned: true, display: None }
+            }
             GetLock | ReleaseLock | IsFreeLock | Sleep => int,
             Now(f) | SysDate(f) | UtcTimestamp(f) => SqlType::DateTime(f),
             CurDate | Date => SqlType::Date,
@@ -356,7 +377,7 @@ pub fn call(f: Func, args: &[Expr], env: &Env<'_>, cx: &RowCtx<'_>) -> Result<Va
         _ => {}
     }
     let vals: Vec<Value> = args.iter().map(|a| a.eval(env, cx)).collect::<Result<_>>()?;
-    if matches!(f, GetLock | ReleaseLock | ReleaseAllLocks | IsFreeLock | IsUsedLock | Sleep) {
+    if matches!(f, GetLock | ReleaseLock | ReleaseAllLocks | IsFreeLock | IsUsedLock | Sleep | WaitForTableCommit) {
         return user_lock(f, &vals, env);
     }
     let null_in = vals.iter().any(Value::is_null);
@@ -630,13 +651,15 @@ pub fn call(f: Func, args: &[Expr], env: &Env<'_>, cx: &RowCtx<'_>) -> Result<Va
         User => Value::Str(format!("{}@{}", info.user, info.host)),
         CurrentUser => Value::Str(format!("{}@{}", info.user, info.account_host)),
         If | IfNull | Coalesce => unreachable!("handled before argument evaluation"),
-        GetLock | ReleaseLock | ReleaseAllLocks | IsFreeLock | IsUsedLock | Sleep => unreachable!("handled by user_lock"),
+        GetLock | ReleaseLock | ReleaseAllLocks | IsFreeLock | IsUsedLock | Sleep | WaitForTableCommit => {
+            unreachable!("handled by user_lock")
+        }
     })
 }
 
-/// The user-level lock functions (`user_locks`) and SLEEP. Those that act answer, when the
-/// statement runs again after a wait, what they answered the first time
-/// (`statement_waits`).
+/// The user-level lock functions (`user_locks`), SLEEP and WAIT_FOR_TABLE_COMMIT
+/// (`commit_notify`). Those that act or wait answer, when the statement runs again after a
+/// wait, what they answered the first time (`statement_waits`).
 fn user_lock(f: Func, vals: &[Value], env: &Env<'_>) -> Result<Value> {
     use crate::statement_waits::Pending;
     use crate::user_locks::{Get, LockName, Wait};
@@ -682,6 +705,31 @@ fn user_lock(f: Func, vals: &[Value], env: &Env<'_>) -> Result<Value> {
             Some(released) => bool_int(released),
             None => Value::Null,
         },
+        Func::WaitForTableCommit => {
+            let text = if vals[0].is_null() { String::new() } else { str_arg(&vals[0]) };
+            let name = sqlparser::ast::ObjectName::from(text.split('.').map(|p| sqlparser::ast::Ident::new(p.trim().trim_matches('`'))).collect::<Vec<_>>());
+            let (db, table) = crate::query::resolve_table_name(info, &name)?;
+            let id = env.catalog.table(&db, &table)?.id;
+            let after = if vals[1].is_null() { 0 } else { u64::try_from(ops::to_i128(&vals[1]).max(0)).unwrap_or(u64::MAX) };
+            let seconds = match vals.get(2) {
+                None => -1.0,
+                Some(v) if v.is_null() => 0.0,
+                Some(v) => ops::to_f64(v),
+            };
+            let (at, positions) = info.engine.commit_notify.subscribe(id);
+            let durable = info.engine.log.get().is_none_or(|log| log.durable_lsn() >= at);
+            if at > after && durable {
+                Value::UInt(at)
+            } else if at <= after && (seconds.is_nan() || seconds == 0.0) {
+                Value::Null
+            } else {
+                let deadline = (seconds > 0.0)
+                    .then(|| std::time::Duration::try_from_secs_f64(seconds).ok().and_then(|d| std::time::Instant::now().checked_add(d)))
+                    .flatten();
+                calls.waiting = Some(Pending::Commit { after, deadline, positions });
+                return Err(SqlError::function_wait());
+            }
+        }
         Func::Sleep => {
             let seconds = if vals[0].is_null() { -1.0 } else { ops::to_f64(&vals[0]) };
             if seconds.is_nan() || seconds < 0.0 {

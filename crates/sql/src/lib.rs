@@ -15,6 +15,7 @@ pub mod bind;
 pub mod catalog;
 pub mod checkpoint;
 pub mod commit_acks;
+pub mod commit_notify;
 pub mod cost;
 pub mod ddl;
 pub mod dml;

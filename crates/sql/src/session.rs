@@ -201,6 +201,8 @@ pub struct Engine {
     pub mdl: crate::mdl::MetadataLocks,
     /// User-level locks: `GET_LOCK` and its kin (see `user_locks`).
     pub user_locks: crate::user_locks::UserLocks,
+    /// Each table's newest commit position, for `WAIT_FOR_TABLE_COMMIT` (see `commit_notify`).
+    pub commit_notify: crate::commit_notify::CommitNotify,
     pub txns: TxnManager,
     pub globals: RwLock<VarSet>,
     pub status: Status,
@@ -244,6 +246,7 @@ impl Engine {
             commit_order: Mutex::new(()),
             mdl: crate::mdl::MetadataLocks::default(),
             user_locks: crate::user_locks::UserLocks::default(),
+            commit_notify: crate::commit_notify::CommitNotify::default(),
             txns: TxnManager::new(),
             globals: RwLock::new(globals),
             status: Status::default(),
@@ -909,6 +912,33 @@ impl Session {
     async fn wait_in_function(&mut self, pending: crate::statement_waits::Pending) -> Result<Value> {
         let wait = match pending {
             crate::statement_waits::Pending::Lock(wait) => wait,
+            crate::statement_waits::Pending::Commit { after, deadline, mut positions } => {
+                self.set_state("Waiting for table commit");
+                let timeout = async {
+                    match deadline {
+                        Some(at) => tokio::time::sleep_until(at.into()).await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::pin!(timeout);
+                let outcome = loop {
+                    tokio::select! {
+                        at = async { positions.wait_for(|&at| at > after).await.map(|at| *at) } => {
+                            let Ok(at) = at else { break Ok(Value::Null) };
+                            // Answered once the commit is durable, whatever the flush mode
+                            // promised its client (the log syncs now if it would not).
+                            if let Some(log) = self.info.engine.log.get() {
+                                log.wait(at, quill_log::FlushMode::AtCommit).await;
+                            }
+                            break Ok(Value::UInt(at));
+                        }
+                        () = &mut timeout => break Ok(Value::Null),
+                        () = self.kill.notified() => if self.is_killed() { break self.after_kill_in_function(true, Value::Null, Value::Null) },
+                    }
+                };
+                self.set_state("");
+                return outcome;
+            }
             crate::statement_waits::Pending::Sleep(until) => {
                 self.set_state("User sleep");
                 let killed = loop {
@@ -2563,7 +2593,7 @@ fn calls_lock_functions(q: &ast::Query) -> bool {
                 .0
                 .last()
                 .and_then(|p| p.as_ident())
-                .is_some_and(|i| ["GET_LOCK", "RELEASE_LOCK", "RELEASE_ALL_LOCKS", "SLEEP"].iter().any(|n| i.value.eq_ignore_ascii_case(n))) =>
+                .is_some_and(|i| crate::functions::Func::by_name(&i.value, 0).is_some_and(crate::functions::Func::may_wait)) =>
         {
             std::ops::ControlFlow::Break(())
         }

@@ -1,16 +1,17 @@
 //! Functions that wait inside a statement: `GET_LOCK` waiting for a user-level lock
-//! (`user_locks`) and `SLEEP`. Expressions are evaluated synchronously, and a session never
-//! blocks a runtime thread, so such a function does not wait where it is called: it queues
-//! its request, notes it here ([`StatementCalls::waiting`]) and fails the statement with
-//! `SqlError::function_wait`. The session undoes the statement, waits asynchronously
-//! (killable) and runs the statement again from its start, as after a row lock wait
-//! (`Session::execute_locked`).
+//! (`user_locks`), `SLEEP`, and `WAIT_FOR_TABLE_COMMIT` (`commit_notify`). Expressions are
+//! evaluated synchronously, and a session never blocks a runtime thread, so such a function
+//! does not wait where it is called: it queues its request, notes it here
+//! ([`StatementCalls::waiting`]) and fails the statement with `SqlError::function_wait`. The
+//! session undoes the statement, waits asynchronously (killable) and runs the statement again
+//! from its start, as after a row lock wait (`Session::execute_locked`).
 //!
-//! So that running again does not act twice, the calls that act (`GET_LOCK`,
-//! `RELEASE_LOCK`, `RELEASE_ALL_LOCKS`, `SLEEP`) keep their results in call order: on the
-//! next run each call already made answers what it answered the first time, and the call
-//! that waited answers how its wait ended. Results that stream to the client as produced
-//! would be sent twice, so a query calling these functions is not streamed.
+//! So that running again does not act twice, the calls that act or wait (`GET_LOCK`,
+//! `RELEASE_LOCK`, `RELEASE_ALL_LOCKS`, `SLEEP`, `WAIT_FOR_TABLE_COMMIT`: `Func::may_wait`)
+//! keep their results in call order: on the next run each call already made answers what it
+//! answered the first time, and the call that waited answers how its wait ended. Results that
+//! stream to the client as produced would be sent twice, so a query calling these functions is
+//! not streamed.
 //!
 //! Bounds: one statement's results, cleared when it ends; at most one pending wait.
 //!
@@ -27,6 +28,13 @@ pub enum Pending {
     Lock(crate::user_locks::Wait),
     /// `SLEEP`, until then.
     Sleep(Instant),
+    /// `WAIT_FOR_TABLE_COMMIT`: a commit of the table past `after` (`commit_notify`).
+    Commit {
+        after: quill_log::Lsn,
+        /// None: for ever.
+        deadline: Option<Instant>,
+        positions: tokio::sync::watch::Receiver<quill_log::Lsn>,
+    },
 }
 
 /// The results of the calls that act, in call order, for one statement.

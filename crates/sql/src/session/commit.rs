@@ -12,6 +12,7 @@
 //!    and sequence number), the commit timestamp is taken, the versions are stamped with it
 //!    and the timestamp is published. Readers see all of the commit or none of it, and log
 //!    order is commit order.
+//!    The tables it wrote take its position (`commit_notify`), waking their waiters.
 //! 3. Row and metadata locks are released; the reply waits until the record is as durable as
 //!    the flush mode promises ([`Session::wait_until_durable`]).
 //!
@@ -85,6 +86,7 @@ impl Session {
                 last.body.origin(&origin);
             }
             let order = engine.commit_order.lock();
+            let mut logged_at = None;
             if let Some(log) = log
                 && (t.stream.is_some() || !last.body.is_empty())
             {
@@ -94,6 +96,7 @@ impl Session {
                 };
                 match appended {
                     Ok(at) => {
+                        logged_at = Some(at.end);
                         engine.last_commit_end.fetch_max(at.end, Ordering::AcqRel);
                         if let Some(first) = t.stream.take() {
                             engine.open_streams.lock().remove(&first);
@@ -116,12 +119,20 @@ impl Session {
             let horizon = engine.txns.purge_horizon();
             // A row written twice is stamped once: the second call finds nothing pending.
             let mut walk = TableWalk::new(&catalog, t.id);
+            let mut tables: Vec<u64> = Vec::new();
             for (tid, pk) in t.writes.iter() {
                 if let Some((_, rows)) = walk.rows(tid) {
                     rows.commit_row(pk, ts, horizon);
                 }
+                if tables.last() != Some(&tid) && !tables.contains(&tid) {
+                    tables.push(tid);
+                }
             }
             engine.txns.publish_commit(ts);
+            // Visible now; waiters wait on for it to be durable (`commit_notify`).
+            if let Some(end) = logged_at {
+                engine.commit_notify.published(&tables, end);
+            }
             drop(order);
             engine.status.com_commit.fetch_add(1, Ordering::Relaxed);
         } else if let Some(v) = &t.view {
