@@ -23,13 +23,14 @@ WORKLOADS = [
     "counter-1", "counter-2-different", "counter-2-same", "counter-2-for-update", "insert-storm-16", "insert-storm-1",
     *[f"sysbench-{t}-{n}" for t in ("point-select", "read-only", "insert", "update-index", "read-write", "write-only") for n in (1, 16)],
     "hot-row-16", "long-read-vs-write", "join-no-index", "bulk-insert-select-5k", "load-data-5k", "bulk-buffer-sweep-2k",
-    "replication-lag", "insert-storm-16-replica", "insert-storm-16-replica-semisync", "replica-catch-up-16",
+    "notify-get-lock", "notify-commit-wait", "replication-lag", "insert-storm-16-replica", "insert-storm-16-replica-semisync", "replica-catch-up-16",
 ]
 #: Small counts: the smoke test checks the harness, not the speed.
 SMALL = ["--repetitions", "1", "--sysbench-time", "1", "--hot-row-seconds", "0.5", "--counter-count", "100",
          "--insert-count", "50", "--insert-single-count", "100", "--floor-count", "50",
          "--long-read-rows", "2000", "--long-read-limit", "300", "--insert-select-rows", "5000", "--load-data-rows", "5000",
-         "--buffer-sweep-rows", "2000", "--lag-count", "50", "--lag-interval-ms", "2"]
+         "--buffer-sweep-rows", "2000", "--lag-count", "50", "--lag-interval-ms", "2", "--notify-count", "50",
+         "--notify-interval-ms", "2"]
 FIGURE = re.compile(r"^-?[\d,]+(\.\d+)?( µs| ms|/s|x)?( \[\d+\])?$")
 NOT_SUPPORTED = re.compile(r"^not supported \[(\d+)\]$")
 NO_VALUE = re.compile(r"^n/a \[(\d+)\]$")

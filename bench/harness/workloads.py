@@ -87,6 +87,14 @@ def all_workloads(o):
                               "from 128 KiB to 1 GiB: time and Quill_bulk_buffer_flushes",
                               partial(insert_select, o, ["--formats", "", "--buffer-sizes", sizes], rows=o.buffer_sweep_rows),
                               headline=tuple(f"copy time {label}" for label in BUFFER_SWEEP_LABELS), bulk=True))
+    for consumer, how in (("get-lock", "GET_LOCK around each INSERT and each poll of the consumer"),
+                          ("commit-wait", "the consumer waits in WAIT_FOR_TABLE_COMMIT, no lock")):
+        workloads.append(Workload(f"notify-{consumer}", "notify",
+                                  f"{o.notify_count} single-row INSERTs {o.notify_interval_ms} ms apart, {how}: "
+                                  "producer's commit returned to consumer saw the row",
+                                  partial(driver_workload, ["notify", "--consumer", consumer, "--count", o.notify_count,
+                                                            "--interval-ms", o.notify_interval_ms]),
+                                  headline=("wake p50", "wake p99")))
     workloads.append(Workload("replication-lag", "replication",
                               f"source and replica on this host: {o.lag_count} single-row INSERTs {o.lag_interval_ms} ms apart, "
                               "commit on the source to applied on the replica",

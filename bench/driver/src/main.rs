@@ -17,6 +17,7 @@ mod insert_select;
 mod insert_storm;
 mod load_data;
 mod long_read;
+mod notify;
 mod replication_lag;
 mod report;
 mod server;
@@ -59,6 +60,8 @@ enum Workload {
     LoadData(load_data::Args),
     /// Single-row INSERTs on a source, and when each was applied on its replica.
     ReplicationLag(replication_lag::Args),
+    /// A producer's commits and how soon a consumer sees them (GET_LOCK or commit wait).
+    Notify(notify::Args),
     /// Runs SQL statements and prints their rows and warnings (set-up and feature probes).
     Sql(sql::Args),
 }
@@ -75,6 +78,7 @@ fn main() -> ExitCode {
         Workload::InsertSelect(args) => insert_select::run(&target, &args),
         Workload::LoadData(args) => load_data::run(&target, &args),
         Workload::ReplicationLag(args) => replication_lag::run(&target, &args),
+        Workload::Notify(args) => notify::run(&target, &args),
         Workload::Sql(args) => sql::run(&target, &args),
     };
     match result {
