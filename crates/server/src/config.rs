@@ -92,6 +92,11 @@ pub fn parse(args: &[String]) -> Result<Config, String> {
     }
     cfg.globals.values.insert("port", cfg.port.to_string());
     cfg.globals.values.insert("datadir", cfg.datadir.display().to_string());
+    // The slow log's file, shown whole as MySQL shows it: in the data directory by default.
+    let slow_log = cfg.globals.values.get("slow_query_log_file").cloned().unwrap_or_default();
+    let slow_log = if slow_log.is_empty() { quill_sql::slow_log::DEFAULT_FILE.to_owned() } else { slow_log };
+    let absolute = std::path::absolute(cfg.datadir.join(slow_log)).unwrap_or_default();
+    cfg.globals.values.insert("slow_query_log_file", absolute.display().to_string());
     Ok(cfg)
 }
 

@@ -532,6 +532,8 @@ fn matching_rows(e: &Env<'_>, spec: &LockSpec, t: &TableMeta, filter: Option<&Ex
     };
     let mut out = Vec::new();
     for pk in query::locking_candidates(&source, &Vec::new(), e, None, spec)? {
+        // Counts the row examined (the slow log's Rows_examined), and stops for a KILL.
+        e.info.interrupt.check()?;
         if spec.semi_consistent {
             // READ COMMITTED: the newest committed version decides; only a match is locked.
             let Some(r) = t.data.get(&pk, &e.view) else { continue };

@@ -39,6 +39,7 @@ pub mod server_uuid;
 pub mod session;
 pub mod show;
 pub mod sink;
+pub mod slow_log;
 pub mod statement_waits;
 pub mod text;
 pub mod tmp_memory;

@@ -63,17 +63,53 @@ pub const INTERRUPT_CLOCK_ROWS: u32 = 1024;
 /// a SELECT under `max_execution_time` has a deadline. The executor calls
 /// [`Interrupt::check`] for every row it reads; the flag is one atomic load, the clock is
 /// read every [`INTERRUPT_CLOCK_ROWS`] rows.
+///
+/// The same per-row call counts the statement's rows examined, and the executor notes here
+/// when it reads a table whole (both for the slow log: `Rows_examined`,
+/// `log_queries_not_using_indexes`).
 #[derive(Debug)]
 pub struct Interrupt {
     killed: Arc<AtomicBool>,
     deadline: Cell<Option<Instant>>,
     rows: Cell<u32>,
+    examined: Cell<u64>,
+    full_scan: Cell<bool>,
 }
 
 impl Interrupt {
     #[must_use]
     pub fn new(killed: Arc<AtomicBool>) -> Interrupt {
-        Interrupt { killed, deadline: Cell::new(None), rows: Cell::new(0) }
+        Interrupt { killed, deadline: Cell::new(None), rows: Cell::new(0), examined: Cell::new(0), full_scan: Cell::new(false) }
+    }
+
+    /// A statement starts: nothing examined yet, no deadline (a SELECT sets its own).
+    pub fn start_statement(&self) {
+        self.examined.set(0);
+        self.full_scan.set(false);
+        self.deadline.set(None);
+    }
+
+    /// The statement runs again from its start (after a lock wait): what it examined
+    /// before is read again.
+    pub fn restart_statement(&self) {
+        self.examined.set(0);
+        self.full_scan.set(false);
+    }
+
+    /// Rows the statement read so far (each time the executor looked at a row).
+    #[must_use]
+    pub fn examined(&self) -> u64 {
+        self.examined.get()
+    }
+
+    /// The statement read a table whole, using no index.
+    pub fn note_full_scan(&self) {
+        self.full_scan.set(true);
+    }
+
+    #[must_use]
+    pub fn full_scan(&self) -> bool {
+        self.full_scan.get()
     }
 
     /// Whether a KILL is pending for the session.
@@ -95,6 +131,7 @@ impl Interrupt {
         }
         let rows = self.rows.get().wrapping_add(1);
         self.rows.set(rows);
+        self.examined.set(self.examined.get() + 1);
         if rows.is_multiple_of(INTERRUPT_CLOCK_ROWS)
             && let Some(deadline) = self.deadline.get()
             && Instant::now() >= deadline
@@ -1188,6 +1225,7 @@ fn join_level(
     };
     let candidates: Box<dyn Iterator<Item = Candidate> + '_> = match (env.lock.as_ref(), &s.data) {
         (Some(spec), SourceData::Table { db, name, id }) if matches!(s.access, Access::Full | Access::Hash(_)) && spec.ranges_whole_table(stop.is_some()) => {
+            env.info.interrupt.note_full_scan();
             // A shared scan of every row: one record range locks them all, and only rows
             // another transaction holds are locked (and waited for) one by one.
             let data = env.catalog.table(db, name)?.data.as_ref();
@@ -1333,6 +1371,7 @@ fn access_keys(s: &Source, row: &Row, env: &Env<'_>, parent: Option<&RowCtx<'_>>
     match &s.access {
         // A locking read of a hash-joined table scans it, locking rows as it goes.
         Access::Full | Access::Hash(_) => {
+            env.info.interrupt.note_full_scan();
             if all_versions {
                 gaps.push(ScannedRange { index: 0, lo: Bound::Unbounded, hi: Bound::Unbounded, next_record: false });
             }

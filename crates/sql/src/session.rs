@@ -58,6 +58,8 @@ pub struct Status {
     pub com_rollback: AtomicU64,
     pub connections: AtomicU64,
     pub threads_connected: AtomicU64,
+    /// Statements slower than `long_query_time` (`Slow_queries`), logged or not.
+    pub slow_queries: AtomicU64,
     pub checkpoints: AtomicU64,
     pub checkpoint_lsn: AtomicU64,
     /// Connections that failed or timed out before logging in.
@@ -203,6 +205,8 @@ pub struct Engine {
     pub user_locks: crate::user_locks::UserLocks,
     /// Each table's newest commit position, for `WAIT_FOR_TABLE_COMMIT` (see `commit_notify`).
     pub commit_notify: crate::commit_notify::CommitNotify,
+    /// The slow query log's file (see `slow_log`).
+    pub slow_log: crate::slow_log::SlowLog,
     pub txns: TxnManager,
     pub globals: RwLock<VarSet>,
     pub status: Status,
@@ -247,6 +251,7 @@ impl Engine {
             mdl: crate::mdl::MetadataLocks::default(),
             user_locks: crate::user_locks::UserLocks::default(),
             commit_notify: crate::commit_notify::CommitNotify::default(),
+            slow_log: crate::slow_log::SlowLog::default(),
             txns: TxnManager::new(),
             globals: RwLock::new(globals),
             status: Status::default(),
@@ -437,6 +442,45 @@ pub const PREPARED_STATEMENTS_MAX: usize = 16_382;
 /// Makes the rows of a table being created from its definition (every column, in order).
 pub type CreateRows = Box<dyn FnOnce(&crate::catalog::TableMeta) -> Result<Vec<Vec<Value>>> + Send>;
 
+/// The running statement's figures for the slow log, gathered as it runs.
+struct StatementFigures {
+    started: Instant,
+    start_us: i64,
+    row_lock_wait: Duration,
+    /// The transaction it waited for longest on a row lock, and for how long.
+    blocker: Option<(Duration, crate::slow_log::Blocker)>,
+    /// Its transaction, when it waited (an autocommit statement's is gone at its end).
+    trx_id: Option<TxnId>,
+}
+
+impl StatementFigures {
+    fn new() -> StatementFigures {
+        StatementFigures {
+            started: Instant::now(),
+            start_us: i64::try_from(unix_micros()).unwrap_or(i64::MAX),
+            row_lock_wait: Duration::ZERO,
+            blocker: None,
+            trx_id: None,
+        }
+    }
+}
+
+/// A statement's figures once it ended, until it is logged as slow (or not).
+struct FinishedStatement {
+    started: Instant,
+    start_us: i64,
+    lock_time: Duration,
+    rows_sent: u64,
+    rows_affected: u64,
+    rows_examined: u64,
+    full_scan: bool,
+    errno: u16,
+    killed: bool,
+    trx_id: Option<TxnId>,
+    row_lock_wait: Duration,
+    blocker: Option<crate::slow_log::Blocker>,
+}
+
 /// One client connection's SQL state.
 pub struct Session {
     pub info: SessionInfo,
@@ -470,8 +514,11 @@ pub struct Session {
     next_isolation: Option<&'static str>,
     /// Access mode of the next transaction only (SET TRANSACTION READ ONLY / READ WRITE).
     next_read_only: Option<bool>,
-    /// Time the current statement spent waiting for row locks (for the slow log).
+    /// Time the current statement spent waiting for metadata and row locks (the slow log's
+    /// `Lock_time`).
     pub statement_lock_time: Duration,
+    /// The current statement's other figures for the slow log.
+    statement: StatementFigures,
     /// The tables held with `LOCK TABLES`, while they are held.
     locked_tables: Option<table_locks::LockedTables>,
     /// TLS cipher suite and protocol of the connection (empty without TLS).
@@ -542,6 +589,7 @@ impl Session {
             next_read_only: None,
             locked_tables: None,
             statement_lock_time: Duration::ZERO,
+            statement: StatementFigures::new(),
             tls_cipher: String::new(),
             tls_version: String::new(),
             durable_wait: None,
@@ -637,11 +685,25 @@ impl Session {
     /// Run the text of one COM_QUERY, bytes in `character_set_client`: every statement in
     /// it, stopping at the first error (whose result is last).
     pub async fn run(&mut self, sql: impl AsRef<[u8]>) -> Vec<Result<Outcome>> {
+        let sql = sql.as_ref();
         let mut out = Vec::new();
-        for piece in text::split(sql.as_ref(), self.lex_options()) {
+        // The statement before this one, logged as slow (or not) once the next starts, or,
+        // for the last, once its reply may go (its commit durable).
+        let mut finished: Option<(StatementText, FinishedStatement)> = None;
+        // The slow log shows the statement as the client sent it, comments included.
+        let source = |s: &StatementText| String::from_utf8_lossy(sql.get(s.source.clone()).unwrap_or_default()).into_owned();
+        for piece in text::split(sql, self.lex_options()) {
             self.may_stream = out.is_empty();
+            if let Some((text, figures)) = finished.take() {
+                self.log_if_slow(&source(&text), &figures, Instant::now());
+            }
             let r = match piece {
-                Ok(statement) => self.run_one(&statement).await,
+                Ok(statement) => {
+                    self.start_statement();
+                    let r = self.run_one(&statement).await;
+                    finished = Some((statement, self.finish_statement(&r)));
+                    r
+                }
                 Err(e) => {
                     self.info.engine.status.questions.fetch_add(1, Ordering::Relaxed);
                     self.warnings.clear();
@@ -661,7 +723,124 @@ impl Session {
         if !self.answers_before_durable {
             self.wait_until_durable().await;
         }
+        if let Some((text, figures)) = finished {
+            self.log_if_slow(&source(&text), &figures, Instant::now());
+        }
         out
+    }
+
+    /// A statement starts: its slow-log figures from zero.
+    fn start_statement(&mut self) {
+        self.statement = StatementFigures::new();
+        self.statement_lock_time = Duration::ZERO;
+        self.info.interrupt.start_statement();
+    }
+
+    /// A statement ended with `r`: what the slow log needs of it.
+    fn finish_statement(&mut self, r: &Result<Outcome>) -> FinishedStatement {
+        let (rows_sent, rows_affected) = match r {
+            Ok(o @ (Outcome::Rows(_) | Outcome::Streamed { .. })) => (o.result_rows(), 0),
+            Ok(Outcome::Done { affected, .. }) => (0, *affected),
+            Err(_) => (0, 0),
+        };
+        FinishedStatement {
+            started: self.statement.started,
+            start_us: self.statement.start_us,
+            lock_time: self.statement_lock_time,
+            rows_sent,
+            rows_affected,
+            rows_examined: self.info.interrupt.examined().max(rows_affected).max(rows_sent),
+            full_scan: self.info.interrupt.full_scan(),
+            errno: r.as_ref().err().map_or(0, |e| e.code),
+            killed: r.as_ref().is_err_and(|e| e.code == codes::ER_QUERY_INTERRUPTED.0),
+            trx_id: self.txn.as_ref().map(|t| t.id).or(self.statement.trx_id),
+            row_lock_wait: self.statement.row_lock_wait,
+            blocker: self.statement.blocker.take().map(|(_, b)| b),
+        }
+    }
+
+    /// The transaction (and its connection and statement) that `txn`'s waiting row lock
+    /// request waits for, when the wait begins.
+    fn row_lock_blocker(&mut self, txn: TxnId) -> Option<crate::slow_log::Blocker> {
+        self.statement.trx_id = Some(txn);
+        let engine = &self.info.engine;
+        let blocker = engine.txns.locks.blockers_of(txn).into_iter().next()?;
+        let connection_id = engine.txns.thread_of(blocker).unwrap_or(0);
+        let statement = engine.processes.lock().get(&connection_id).and_then(|p| p.info.clone());
+        Some(crate::slow_log::Blocker { connection_id, trx_id: blocker, statement })
+    }
+
+    /// The statement waited `waited` for a row lock that `blocker` held.
+    fn row_lock_waited(&mut self, waited: Duration, blocker: Option<crate::slow_log::Blocker>) {
+        self.statement_lock_time += waited;
+        self.statement.row_lock_wait += waited;
+        if let Some(b) = blocker
+            && self.statement.blocker.as_ref().is_none_or(|(longest, _)| waited >= *longest)
+        {
+            self.statement.blocker = Some((waited, b));
+        }
+    }
+
+    /// Counts the statement in `Slow_queries` and writes it to the slow log when it was slow
+    /// (`slow_log`); `end` is when its reply could go.
+    fn log_if_slow(&self, text: &str, f: &FinishedStatement, end: Instant) {
+        let query_time = end.saturating_duration_since(f.started);
+        let long = self.info.var("long_query_time").parse::<f64>().unwrap_or(10.0);
+        let slow = query_time.as_secs_f64() > long || (f.full_scan && self.info.engine.global("log_queries_not_using_indexes").as_deref() == Some("ON"));
+        if !slow || f.rows_examined < vars::int_value(&self.info.vars, "min_examined_row_limit") {
+            return;
+        }
+        let engine = &self.info.engine;
+        engine.status.slow_queries.fetch_add(1, Ordering::Relaxed);
+        if engine.global("slow_query_log").as_deref() != Some("ON") || engine.global("log_output").as_deref() == Some("NONE") {
+            return;
+        }
+        let verbosity = self.info.var("log_slow_verbosity");
+        let detail = crate::slow_log::Detail {
+            extra: engine.global("log_slow_extra").as_deref() == Some("ON"),
+            innodb: verbosity.split(',').any(|w| w == "innodb" || w == "full"),
+        };
+        let entry = crate::slow_log::Entry {
+            start_us: f.start_us,
+            user: &self.info.user,
+            host: &self.info.host,
+            ip: &self.info.host,
+            connection_id: self.info.connection_id,
+            db: self.info.db.as_deref(),
+            query_time,
+            lock_time: f.lock_time,
+            rows_sent: f.rows_sent,
+            rows_examined: f.rows_examined,
+            rows_affected: f.rows_affected,
+            errno: f.errno,
+            killed: f.killed,
+            bytes_received: text.len() as u64,
+            trx_id: f.trx_id,
+            row_lock_wait: f.row_lock_wait,
+            blocker: f.blocker.clone(),
+            text,
+        };
+        let path = self.slow_log_path();
+        if let Err(e) = engine.slow_log.write(&path, &self.slow_log_header(), &entry, detail) {
+            tracing::warn!(path = %path.display(), error = %e, "slow query log: entry not written");
+        }
+    }
+
+    /// `slow_query_log_file`, in the data directory when not absolute.
+    fn slow_log_path(&self) -> std::path::PathBuf {
+        let engine = &self.info.engine;
+        let name = engine.global("slow_query_log_file").filter(|n| !n.is_empty()).unwrap_or_else(|| crate::slow_log::DEFAULT_FILE.to_owned());
+        std::path::Path::new(&engine.global("datadir").unwrap_or_default()).join(name)
+    }
+
+    fn slow_log_header(&self) -> crate::slow_log::Header {
+        let engine = &self.info.engine;
+        crate::slow_log::Header {
+            program: std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_else(|_| "quill".into()),
+            version: crate::SERVER_VERSION.to_owned(),
+            port: engine.global("port").and_then(|p| p.parse().ok()).unwrap_or(0),
+            socket: engine.global("socket").unwrap_or_default(),
+        }
     }
 
     async fn run_one(&mut self, statement: &StatementText) -> Result<Outcome> {
@@ -754,10 +933,15 @@ impl Session {
         self.info.engine.status.questions.fetch_add(1, Ordering::Relaxed);
         self.warnings.clear();
         self.may_stream = true;
+        self.start_statement();
         let outcome = self.execute(&stmt, &params, &text).await;
+        let figures = self.finish_statement(&outcome);
         self.may_stream = false;
         if !self.answers_before_durable {
             self.wait_until_durable().await;
+        }
+        if figures.started.elapsed().as_secs_f64() > self.info.var("long_query_time").parse::<f64>().unwrap_or(10.0) || figures.full_scan {
+            self.log_if_slow(&crate::slow_log::with_parameters(&text, &params), &figures, Instant::now());
         }
         outcome
     }
@@ -766,7 +950,10 @@ impl Session {
     /// checkpoints; `text` is the statement as the client sent it (the commit log records
     /// DDL as this text: sqlparser's Display does not round-trip every literal).
     async fn execute(&mut self, stmt: &Statement, params: &[Value], text: &str) -> Result<Outcome> {
-        let outcome = match self.acquire_metadata_locks(stmt).await {
+        let started = Instant::now();
+        let locked = self.acquire_metadata_locks(stmt).await;
+        self.statement_lock_time += started.elapsed();
+        let outcome = match locked {
             Ok(()) => self.execute_locked(stmt, params, text).await,
             Err(e) => Err(e),
         };
@@ -1002,15 +1189,13 @@ impl Session {
     /// lock it queued for.
     async fn execute_attempts(&mut self, stmt: &Statement, params: &[Value], text: &str) -> Result<Outcome> {
         let deadline = Instant::now() + Duration::from_secs(vars::int_value(&self.info.vars, "innodb_lock_wait_timeout"));
-        self.statement_lock_time = Duration::ZERO;
         loop {
             self.info.function_calls.borrow_mut().restart();
+            self.info.interrupt.restart_statement();
             match self.execute_once(stmt, params, text) {
                 Err(e) if e.function_wait => {
                     let Some(wait) = self.info.function_calls.borrow_mut().waiting.take() else { return Err(e) };
-                    let started = Instant::now();
                     let got = self.wait_in_function(wait).await;
-                    self.statement_lock_time += started.elapsed();
                     match got {
                         Ok(v) => {
                             self.info.function_calls.borrow_mut().record(v);
@@ -1036,6 +1221,7 @@ impl Session {
                     let engine = self.engine();
                     let locks = &engine.txns.locks;
                     let started = Instant::now();
+                    let blocker = self.row_lock_blocker(txn);
                     let waited = loop {
                         let left = deadline.saturating_duration_since(Instant::now());
                         tokio::select! {
@@ -1049,13 +1235,13 @@ impl Session {
                                 if !locks.cancel_wait(txn) && locks.is_victim(txn) {
                                     break WaitOutcome::Deadlock;
                                 }
-                                self.statement_lock_time += started.elapsed();
+                                self.row_lock_waited(started.elapsed(), blocker);
                                 self.statement_end_after_error(false);
                                 return Err(SqlError::query_interrupted());
                             }
                         }
                     };
-                    self.statement_lock_time += started.elapsed();
+                    self.row_lock_waited(started.elapsed(), blocker);
                     match waited {
                         WaitOutcome::Granted => {}
                         WaitOutcome::Deadlock => {
@@ -1861,6 +2047,11 @@ impl Session {
             }
             "EXPLAIN" if up(1) != "FORMAT" => Some(self.explain(statement).await),
             "KILL" => Some(self.kill(&words)),
+            "FLUSH" if words.len() == 3 && up(1) == "SLOW" && up(2).trim_end_matches(';') == "LOGS" => {
+                // Closed now, opened again (a rotated file: a new one) at the next entry.
+                self.info.engine.slow_log.close();
+                Some(Ok(Outcome::ok()))
+            }
             "CHECKSUM" if checksum::is_checksum_table(&upper) => Some(self.checksum_table(sql).await),
             "LOCK" | "UNLOCK" if table_locks::is_table_lock_statement(&upper) => Some(self.table_lock_statement(sql).await),
             w if (w == "SELECT" || w == "WITH" || w.starts_with('(')) && crate::outfile::may_write_file(sql) => match crate::outfile::find(sql) {
@@ -2391,6 +2582,7 @@ impl Session {
             ("Quill_log_stream_parts", log_stat(|l| &l.stream_parts)),
             ("Queries", get(&s.questions)),
             ("Questions", get(&s.questions)),
+            ("Slow_queries", get(&s.slow_queries)),
             ("Ssl_cipher", self.tls_cipher.clone()),
             ("Ssl_version", self.tls_version.clone()),
             ("Threads_connected", get(&s.threads_connected)),

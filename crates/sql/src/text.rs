@@ -188,13 +188,16 @@ pub struct StatementText {
     pub div_operators: usize,
     /// Warnings reading the text gave (1300 for a literal invalid in its character set).
     pub warnings: Vec<Warning>,
+    /// Where the statement is in the client's text, comments included, without the
+    /// whitespace around it and its `;` (what the slow log shows, as MySQL's).
+    pub source: std::ops::Range<usize>,
 }
 
 /// Split client text into statements (see the module doc). Each entry is a statement or
 /// the error that stopped the reading of it; nothing after an error is read.
 #[must_use]
 pub fn split(sql: &[u8], options: LexOptions) -> Vec<Result<StatementText>> {
-    let mut lexer = Lexer { sql, at: 0, options, current: StatementText::default(), out: Vec::new(), executable_comment: false };
+    let mut lexer = Lexer { sql, at: 0, options, current: StatementText::default(), out: Vec::new(), executable_comment: false, start: 0 };
     let mut statements = Vec::new();
     loop {
         match lexer.statement() {
@@ -230,6 +233,8 @@ struct Lexer<'a> {
     out: Vec<u8>,
     /// Inside a `/*!…*/` whose content is code: its `*/` is dropped.
     executable_comment: bool,
+    /// Where the statement being read starts in `sql`.
+    start: usize,
 }
 
 /// Words the parser may chain into a tree one level per use (binary operators, `AT TIME
@@ -320,6 +325,18 @@ impl Lexer<'_> {
     fn finish(&mut self) -> Option<StatementText> {
         let out = std::mem::take(&mut self.out);
         let mut current = std::mem::take(&mut self.current);
+        let (mut from, mut to) = (self.start, self.at);
+        self.start = self.at;
+        if to > from && self.sql[to - 1] == b';' {
+            to -= 1;
+        }
+        while from < to && self.sql[from].is_ascii_whitespace() {
+            from += 1;
+        }
+        while to > from && self.sql[to - 1].is_ascii_whitespace() {
+            to -= 1;
+        }
+        current.source = from..to;
         let text = String::from_utf8(out).expect("the lexer emits UTF-8 only");
         let trimmed = text.trim_matches(|c: char| c.is_whitespace() || c == '\0');
         if trimmed.is_empty() {

@@ -50,6 +50,9 @@ pub enum Kind {
     IntChoice(&'static [u64]),
     Bool,
     Str,
+    /// A non-negative number of seconds with microseconds (`long_query_time`), shown with
+    /// six decimals.
+    Seconds,
 }
 
 pub struct VarDef {
@@ -138,6 +141,15 @@ pub const VARIABLES: &[VarDef] = &[
     v("interactive_timeout", Both, int(1, TIMEOUT_SECONDS_MAX), Live, "28800"),
     v("license", Global, Str, ReadOnly, "Apache-2.0"),
     v("local_infile", Global, Bool, Live, "OFF"),
+    // The slow query log (`slow_log`, docs/slow-log.md). FILE or NONE: there is no
+    // mysql.slow_log table (TABLE is refused with 1231).
+    v("log_output", Global, Str, Live, "FILE"),
+    v("log_queries_not_using_indexes", Global, Bool, Live, "OFF"),
+    v("log_slow_extra", Global, Bool, Live, "OFF"),
+    // Percona's and MariaDB's: `innodb` and `full` add the InnoDB lines; `microtime` is
+    // always so. Other words are refused (1231) rather than taken and ignored.
+    v("log_slow_verbosity", Both, Str, Live, ""),
+    v("long_query_time", Both, Kind::Seconds, Live, "10.000000"),
     v("lock_wait_timeout", Both, int(1, 31_536_000), Live, "31536000"),
     // The binary log is the commit log seen through replication (`docs/binlog.md`): always on.
     v("log_bin", Global, Bool, ReadOnly, "ON"),
@@ -156,6 +168,7 @@ pub const VARIABLES: &[VarDef] = &[
     v("net_read_timeout", Both, int(1, TIMEOUT_SECONDS_MAX), Live, "30"),
     v("net_write_timeout", Both, int(1, TIMEOUT_SECONDS_MAX), Live, "60"),
     v("performance_schema", Global, Bool, ReadOnly, "OFF"),
+    v("min_examined_row_limit", Both, int(0, u64::MAX), Live, "0"),
     v("port", Global, int(0, 65_535), ReadOnly, "3306"),
     v("protocol_version", Global, int(0, 255), ReadOnly, "10"),
     v("query_cache_size", Global, int(0, u64::MAX), ReadOnly, "0"),
@@ -209,6 +222,9 @@ pub const VARIABLES: &[VarDef] = &[
     v("slave_parallel_workers", Global, int(0, 1024), Live, "4"),
     v("slave_preserve_commit_order", Global, Bool, ReadOnly, "ON"),
     // Quill listens on TCP only; clients that look for a Unix socket find none.
+    v("slow_query_log", Global, Bool, Live, "OFF"),
+    // Empty: `quill-slow.log` in the data directory; a relative name is in the data directory.
+    v("slow_query_log_file", Global, Str, Live, ""),
     v("socket", Global, Str, ReadOnly, ""),
     // Sorts are held whole in memory, within temptable_max_ram (`tmp_memory`).
     v("sort_buffer_size", Both, int(32_768, u64::MAX), Inert, "262144"),
@@ -371,6 +387,23 @@ pub fn normalise(def: &VarDef, v: &Value) -> Result<Normalised> {
             });
             Ok(Normalised { value: blocked.to_string(), warning })
         }
+        Kind::Seconds => {
+            let seconds = match v {
+                Value::Int(_) | Value::UInt(_) | Value::Double(_) | Value::Decimal(_) => crate::ops::to_f64(v),
+                Value::Str(text) => text
+                    .trim()
+                    .parse::<f64>()
+                    .map_err(|_| SqlError::new(codes::ER_WRONG_TYPE_FOR_VAR, format!("Incorrect argument type to variable '{}'", def.name)))?,
+                _ => return Err(SqlError::new(codes::ER_WRONG_TYPE_FOR_VAR, format!("Incorrect argument type to variable '{}'", def.name))),
+            };
+            let clamped = if seconds.is_nan() { 0.0 } else { seconds.clamp(0.0, TIMEOUT_SECONDS_MAX as f64) };
+            let warning = (clamped != seconds).then(|| Warning {
+                level: "Warning",
+                code: codes::ER_TRUNCATED_WRONG_VALUE.0,
+                message: format!("Truncated incorrect {} value: '{seconds}'", def.name),
+            });
+            Ok(Normalised { value: format!("{clamped:.6}"), warning })
+        }
         Kind::IntChoice(choices) => match v {
             Value::Int(i) if u64::try_from(*i).is_ok_and(|n| choices.contains(&n)) => plain(i.to_string()),
             Value::UInt(u) if choices.contains(u) => plain(u.to_string()),
@@ -420,6 +453,15 @@ pub fn normalise(def: &VarDef, v: &Value) -> Result<Normalised> {
                     let up = s.to_ascii_uppercase();
                     if ["FULL", "MINIMAL"].contains(&up.as_str()) { plain(up) } else { Err(wrong()) }
                 }
+                "log_output" => {
+                    let up = s.to_ascii_uppercase();
+                    if ["FILE", "NONE"].contains(&up.as_str()) { plain(up) } else { Err(wrong()) }
+                }
+                "log_slow_verbosity" => {
+                    let low = s.to_ascii_lowercase();
+                    let words: Vec<&str> = low.split(',').map(str::trim).filter(|w| !w.is_empty()).collect();
+                    if words.iter().all(|w| ["innodb", "full", "microtime"].contains(w)) { plain(words.join(",")) } else { Err(wrong()) }
+                }
                 _ => plain(s),
             }
         }
@@ -462,6 +504,7 @@ pub fn as_value(def: &VarDef, s: &str) -> Value {
             s.parse::<i64>().map(Value::Int).or_else(|_| s.parse::<u64>().map(Value::UInt)).unwrap_or(Value::Str(s.to_owned()))
         }
         Kind::Bool => Value::Int(i64::from(s == "ON")),
+        Kind::Seconds => s.parse::<quill_storage::Decimal>().map_or_else(|_| Value::Str(s.to_owned()), Value::Decimal),
         Kind::Str if def.name == "secure_file_priv" && s == SECURE_FILE_PRIV_NONE => Value::Null,
         Kind::Str => Value::Str(s.to_owned()),
     }

@@ -150,6 +150,12 @@ impl TxnManager {
         out
     }
 
+    /// The connection an open transaction belongs to (0: an internal one), if it is open.
+    #[must_use]
+    pub fn thread_of(&self, txn: TxnId) -> Option<u32> {
+        self.active.lock().open.get(&txn).map(|i| i.thread_id)
+    }
+
     /// Number of transactions currently active.
     #[must_use]
     pub fn active_count(&self) -> usize {

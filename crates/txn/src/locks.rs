@@ -776,6 +776,14 @@ impl LockManager {
         out
     }
 
+    /// The transactions `txn`'s waiting request waits for (none when it does not wait):
+    /// what the slow log names as its blocker.
+    #[must_use]
+    pub fn blockers_of(&self, txn: TxnId) -> Vec<TxnId> {
+        let st = self.state.lock();
+        st.txns.get(&txn).and_then(|t| t.waiting.as_ref()).map_or_else(Vec::new, |(wanted, _)| st.blockers(txn, wanted))
+    }
+
     /// What `txn` waits for and since when (`INNODB_TRX`).
     #[must_use]
     pub fn waiting_for(&self, txn: TxnId) -> Option<(Wanted, Instant)> {
