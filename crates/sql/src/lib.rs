@@ -25,6 +25,7 @@ pub mod explain;
 pub mod expr;
 pub mod functions;
 pub mod hash_join;
+pub mod innodb_status;
 pub mod load_data;
 pub mod lock_tables;
 pub mod locking;

@@ -204,7 +204,7 @@ fn metadata_locks(env: &Env<'_>) -> Rows {
 }
 
 /// The key's column values, as `LOCK_DATA` shows them.
-fn lock_data(meta: Option<&TableMeta>, index: u32, key: Option<&[u8]>) -> Value {
+pub(crate) fn lock_data(meta: Option<&TableMeta>, index: u32, key: Option<&[u8]>) -> Value {
     let Some(key) = key else { return s("supremum pseudo-record") };
     let Some(meta) = meta else { return Value::Null };
     let (pk, cols): (Option<Vec<u8>>, Vec<usize>) = if index == 0 {

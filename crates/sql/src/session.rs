@@ -207,6 +207,8 @@ pub struct Engine {
     pub commit_notify: crate::commit_notify::CommitNotify,
     /// The slow query log's file (see `slow_log`).
     pub slow_log: crate::slow_log::SlowLog,
+    /// The last deadlock, described (`SHOW ENGINE INNODB STATUS`, see `innodb_status`).
+    pub latest_deadlock: Mutex<Option<String>>,
     pub txns: TxnManager,
     pub globals: RwLock<VarSet>,
     pub status: Status,
@@ -252,6 +254,7 @@ impl Engine {
             user_locks: crate::user_locks::UserLocks::default(),
             commit_notify: crate::commit_notify::CommitNotify::default(),
             slow_log: crate::slow_log::SlowLog::default(),
+            latest_deadlock: Mutex::new(None),
             txns: TxnManager::new(),
             globals: RwLock::new(globals),
             status: Status::default(),
@@ -727,6 +730,20 @@ impl Session {
             self.log_if_slow(&source(&text), &figures, Instant::now());
         }
         out
+    }
+
+    /// This session's transaction was a deadlock's victim: the deadlock is described now,
+    /// before it rolls back, while the others still wait (`innodb_status`), and written to
+    /// the server's log with `innodb_print_all_deadlocks`.
+    fn describe_deadlock(&self) {
+        let Some(txn) = self.txn.as_ref().map(|t| t.id) else { return };
+        let engine = &self.info.engine;
+        let Some(record) = engine.txns.locks.take_deadlock(txn) else { return };
+        let text = crate::innodb_status::describe_deadlock(engine, &engine.catalog(), &record);
+        if engine.global("innodb_print_all_deadlocks").as_deref() == Some("ON") {
+            tracing::warn!("Transactions deadlock detected, dumping detailed information.\n{text}");
+        }
+        *engine.latest_deadlock.lock() = Some(text);
     }
 
     /// A statement starts: its slow-log figures from zero.
@@ -1245,6 +1262,7 @@ impl Session {
                     match waited {
                         WaitOutcome::Granted => {}
                         WaitOutcome::Deadlock => {
+                            self.describe_deadlock();
                             self.rollback();
                             return Err(SqlError::deadlock());
                         }
@@ -1255,6 +1273,7 @@ impl Session {
                     }
                 }
                 Err(e) if e.rolls_back_transaction => {
+                    self.describe_deadlock();
                     self.rollback();
                     return Err(e);
                 }
@@ -2420,6 +2439,17 @@ impl Session {
                     })
                     .unwrap_or_default();
                 ResultSet { columns, rows: rows.map(|r| vec![r.into_iter().map(|(_, v)| v).collect()]).unwrap_or_default() }
+            }
+            "ENGINE" if upper.get(i + 1).is_some_and(|w| w == "INNODB") && upper.get(i + 2).is_some_and(|w| w == "STATUS") && upper.len() == i + 3 => {
+                let text = SqlTypeHelper::text();
+                let engine = self.engine();
+                let catalog = engine.catalog();
+                let deadlock = engine.latest_deadlock.lock().clone();
+                let status = crate::innodb_status::status_text(&engine, &catalog, deadlock.as_deref());
+                ResultSet {
+                    columns: ["Type", "Name", "Status"].iter().map(|n| OutColumn::computed(n, text.clone())).collect(),
+                    rows: vec![vec![Value::Str("InnoDB".into()), Value::Str(String::new()), Value::Str(status)]],
+                }
             }
             "ENGINES" => {
                 let text = SqlTypeHelper::text();

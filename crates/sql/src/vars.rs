@@ -136,6 +136,8 @@ pub const VARIABLES: &[VarDef] = &[
     v("init_connect", Global, Str, Inert, ""),
     v("innodb_flush_log_at_trx_commit", Global, Kind::IntChoice(&[0, 1, 2]), Live, "1"),
     v("innodb_lock_wait_timeout", Both, int(1, 1_073_741_824), Live, "50"),
+    // Each deadlock's description (SHOW ENGINE INNODB STATUS's) also goes to the server's log.
+    v("innodb_print_all_deadlocks", Global, Bool, Live, "OFF"),
     v("innodb_rollback_on_timeout", Global, Bool, ReadOnly, "OFF"),
     v("innodb_snapshot_isolation", Both, Bool, Live, "OFF"),
     v("interactive_timeout", Both, int(1, TIMEOUT_SECONDS_MAX), Live, "28800"),

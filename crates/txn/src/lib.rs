@@ -156,6 +156,12 @@ impl TxnManager {
         self.active.lock().open.get(&txn).map(|i| i.thread_id)
     }
 
+    /// The id the next transaction gets (InnoDB's `Trx id counter`).
+    #[must_use]
+    pub fn next_txn_id(&self) -> TxnId {
+        self.next_txn.load(Ordering::Relaxed)
+    }
+
     /// Number of transactions currently active.
     #[must_use]
     pub fn active_count(&self) -> usize {

@@ -276,11 +276,34 @@ pub struct WaitInfo {
     pub blocking: (u32, Option<Vec<u8>>),
 }
 
+/// One transaction of a deadlock, as found: the lock it waited for and those it held that
+/// the others waited for (`SHOW ENGINE INNODB STATUS`, "LATEST DETECTED DEADLOCK").
+#[derive(Debug, Clone)]
+pub struct DeadlockMember {
+    pub txn: TxnId,
+    pub waiting: LockInfo,
+    pub holds: Vec<LockInfo>,
+}
+
+/// The last deadlock found: its transactions (the requester that closed the cycle first)
+/// and the one rolled back. A search that went past [`DEADLOCK_SEARCH_STEPS_MAX`] has the
+/// requester alone, `too_deep`.
+#[derive(Debug, Clone)]
+pub struct DeadlockRecord {
+    pub at: std::time::SystemTime,
+    pub members: Vec<DeadlockMember>,
+    pub victim: TxnId,
+    pub too_deep: bool,
+}
+
 /// The lock manager of one server.
 #[derive(Default)]
 pub struct LockManager {
     state: Mutex<State>,
     pub stats: LockStats,
+    /// The last deadlock found, until its victim's session describes it
+    /// ([`LockManager::take_deadlock`]).
+    latest_deadlock: Mutex<Option<DeadlockRecord>>,
 }
 
 impl LockManager {
@@ -542,6 +565,7 @@ impl LockManager {
                     victim = other;
                 }
             }
+            *self.latest_deadlock.lock() = Some(st.deadlock_record(txn, wanted, &cycle, victim));
             if victim == txn {
                 return true;
             }
@@ -723,7 +747,21 @@ impl LockManager {
     /// Every lock held or awaited, for `performance_schema.data_locks`.
     #[must_use]
     pub fn locks(&self) -> Vec<LockInfo> {
-        let st = self.state.lock();
+        self.state.lock().lock_list()
+    }
+
+    /// The deadlock whose victim is `victim`, taken (its session describes it while the other
+    /// transactions still wait).
+    pub fn take_deadlock(&self, victim: TxnId) -> Option<DeadlockRecord> {
+        let mut latest = self.latest_deadlock.lock();
+        if latest.as_ref().is_some_and(|d| d.victim == victim) { latest.take() } else { None }
+    }
+}
+
+impl State {
+    /// Every lock held or awaited (see [`LockManager::locks`]).
+    fn lock_list(&self) -> Vec<LockInfo> {
+        let st = self;
         let mut out = Vec::new();
         for (table, queues) in &st.queues {
             for (key, queue) in queues {
@@ -751,6 +789,52 @@ impl LockManager {
         out
     }
 
+    /// A deadlock's record: each member's waiting request (the requester's is `wanted`, not
+    /// queued yet) and the locks it holds where another member waits.
+    fn deadlock_record(&self, txn: TxnId, wanted: &Wanted, cycle: &[TxnId], victim: TxnId) -> DeadlockRecord {
+        let all = self.lock_list();
+        let waiting_of = |m: TxnId| if m == txn { Some(wanted.clone()) } else { self.txns.get(&m).and_then(|t| t.waiting.as_ref()).map(|(w, _)| w.clone()) };
+        let members: Vec<TxnId> = std::iter::once(txn).chain(cycle.iter().copied()).collect();
+        let wants: Vec<(TxnId, Wanted)> = members.iter().filter_map(|&m| waiting_of(m).map(|w| (m, w))).collect();
+        let request = |m: TxnId, w: &Wanted| match w {
+            Wanted::Record { table, key, mode } => {
+                LockInfo { txn: m, table: *table, index: 0, mode: mode.name().to_owned(), granted: false, key: Some(key.clone()) }
+            }
+            Wanted::Insert { table, index, .. } => LockInfo {
+                txn: m,
+                table: *table,
+                index: *index,
+                mode: "X,INSERT_INTENTION".into(),
+                granted: false,
+                key: self.blocking_gap(m, None, w).and_then(Gap::upper_key),
+            },
+        };
+        let wanted_here = |l: &LockInfo, by: TxnId| {
+            wants.iter().any(|(m, w)| {
+                *m != by
+                    && match w {
+                        Wanted::Record { table, key, .. } => l.table == *table && l.index == 0 && l.key.as_deref() == Some(key.as_slice()),
+                        Wanted::Insert { table, index, .. } => l.table == *table && l.index == *index && !l.mode.ends_with("REC_NOT_GAP"),
+                    }
+            })
+        };
+        DeadlockRecord {
+            at: std::time::SystemTime::now(),
+            members: wants
+                .iter()
+                .map(|(m, w)| DeadlockMember {
+                    txn: *m,
+                    waiting: request(*m, w),
+                    holds: all.iter().filter(|l| l.txn == *m && l.granted && wanted_here(l, *m)).cloned().collect(),
+                })
+                .collect(),
+            victim,
+            too_deep: cycle.is_empty(),
+        }
+    }
+}
+
+impl LockManager {
     /// Every wait-for edge, for `performance_schema.data_lock_waits`.
     #[must_use]
     pub fn waits(&self) -> Vec<WaitInfo> {
