@@ -115,7 +115,7 @@ pub enum Func {
     User,
     CurrentUser,
     IsNullFn,
-    /// User-level locks (`user_locks`).
+    /// User-level locks (`txn::user_locks`).
     GetLock,
     ReleaseLock,
     ReleaseAllLocks,
@@ -657,18 +657,18 @@ pub fn call(f: Func, args: &[Expr], env: &Env<'_>, cx: &RowCtx<'_>) -> Result<Va
     })
 }
 
-/// The user-level lock functions (`user_locks`), SLEEP and WAIT_FOR_TABLE_COMMIT
+/// The user-level lock functions (`txn::user_locks`), SLEEP and WAIT_FOR_TABLE_COMMIT
 /// (`commit_notify`). Those that act or wait answer, when the statement runs again after a
 /// wait, what they answered the first time (`statement_waits`).
 fn user_lock(f: Func, vals: &[Value], env: &Env<'_>) -> Result<Value> {
     use crate::statement_waits::Pending;
-    use crate::user_locks::{Get, LockName, Wait};
+    use quill_txn::user_locks::{Get, Wait};
     let info = env.info;
     let locks = &info.engine.user_locks;
     let session = info.connection_id;
     let name = || {
         let text = vals.first().filter(|v| !v.is_null()).map(str_arg);
-        LockName::parse(text.as_deref())
+        lock_name(text.as_deref())
     };
     let bool_int = |b: bool| Value::Int(i64::from(b));
     match f {
@@ -694,7 +694,12 @@ fn user_lock(f: Func, vals: &[Value], env: &Env<'_>) -> Result<Value> {
                         let deadline = (seconds > 0.0)
                             .then(|| std::time::Duration::try_from_secs_f64(seconds).ok().and_then(|d| std::time::Instant::now().checked_add(d)))
                             .flatten();
-                        let grant = locks.enqueue(session, &name)?;
+                        let grant = locks.enqueue(session, &name).map_err(|_| {
+                            SqlError::new(
+                                (3058, "HY000"),
+                                "Deadlock found when trying to get user-level lock; try rolling back transaction/releasing locks and restarting lock acquisition.",
+                            )
+                        })?;
                         calls.waiting = Some(Pending::Lock(Wait { name, deadline, grant }));
                         return Err(SqlError::function_wait());
                     }
@@ -747,6 +752,28 @@ fn user_lock(f: Func, vals: &[Value], env: &Env<'_>) -> Result<Value> {
         _ => Value::UInt(locks.release_all(session)),
     };
     Ok(calls.record(v))
+}
+
+/// The longest user-level lock name, in characters (MySQL's `NAME_CHAR_LEN`).
+pub const USER_LOCK_NAME_CHARS_MAX: usize = quill_txn::user_locks::USER_LOCK_NAME_CHARS_MAX;
+
+/// A user-level lock name checked as MySQL 8 checks it: NULL and empty names are 3057, names
+/// over [`USER_LOCK_NAME_CHARS_MAX`] characters 4163.
+///
+/// # Errors
+/// As above.
+pub fn lock_name(name: Option<&str>) -> Result<quill_txn::user_locks::LockName> {
+    let shown = name.unwrap_or("NULL");
+    match name {
+        None | Some("") => Err(SqlError::new(
+            (3057, "42000"),
+            format!("Incorrect user-level lock name '{shown}'. The name is empty, NULL, or can not be expressed in the current character-set."),
+        )),
+        Some(n) if n.chars().count() > USER_LOCK_NAME_CHARS_MAX => {
+            Err(SqlError::new((4163, "42000"), format!("User-level lock name '{n}' should not exceed {USER_LOCK_NAME_CHARS_MAX} characters.")))
+        }
+        Some(n) => Ok(quill_txn::user_locks::LockName::new(n)),
+    }
 }
 
 fn rand_f64() -> f64 {

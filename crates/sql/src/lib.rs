@@ -45,7 +45,6 @@ pub mod statement_waits;
 pub mod text;
 pub mod tmp_memory;
 pub mod types;
-pub mod user_locks;
 pub mod vars;
 pub mod write_log;
 

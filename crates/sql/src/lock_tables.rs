@@ -146,7 +146,7 @@ pub fn performance_schema_table(env: &Env<'_>, name: &str) -> Option<Rows> {
 }
 
 /// `performance_schema.metadata_locks`: the metadata locks of `sql::mdl` and the user-level
-/// locks of `sql::user_locks`, granted and pending; `OWNER_THREAD_ID` is the connection id.
+/// locks of `txn::user_locks`, granted and pending; `OWNER_THREAD_ID` is the connection id.
 fn metadata_locks(env: &Env<'_>) -> Rows {
     let c = cols(&[
         ("OBJECT_TYPE", text(64)),

@@ -201,8 +201,8 @@ pub struct Engine {
     pub commit_order: Mutex<()>,
     /// Metadata locks: DDL and DML on one table wait for each other (see `mdl`).
     pub mdl: crate::mdl::MetadataLocks,
-    /// User-level locks: `GET_LOCK` and its kin (see `user_locks`).
-    pub user_locks: crate::user_locks::UserLocks,
+    /// User-level locks: `GET_LOCK` and its kin (see `txn::user_locks`).
+    pub user_locks: quill_txn::user_locks::UserLocks,
     /// Each table's newest commit position, for `WAIT_FOR_TABLE_COMMIT` (see `commit_notify`).
     pub commit_notify: crate::commit_notify::CommitNotify,
     /// The slow query log's file (see `slow_log`).
@@ -251,7 +251,7 @@ impl Engine {
             catalog: RwLock::new(Arc::new(Catalog::new())),
             commit_order: Mutex::new(()),
             mdl: crate::mdl::MetadataLocks::default(),
-            user_locks: crate::user_locks::UserLocks::default(),
+            user_locks: quill_txn::user_locks::UserLocks::default(),
             commit_notify: crate::commit_notify::CommitNotify::default(),
             slow_log: crate::slow_log::SlowLog::default(),
             latest_deadlock: Mutex::new(None),
@@ -309,7 +309,7 @@ pub struct SessionInfo {
     pub interrupt: query::Interrupt,
     /// The running statement's intermediate memory, bounded by `temptable_max_ram`.
     pub tmp_memory: crate::tmp_memory::TmpMemory,
-    /// The running statement's calls of the user-level lock functions (`user_locks`).
+    /// The running statement's calls of the functions that wait (`statement_waits`).
     pub function_calls: std::cell::RefCell<crate::statement_waits::StatementCalls>,
 }
 

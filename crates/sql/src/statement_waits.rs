@@ -1,5 +1,5 @@
 //! Functions that wait inside a statement: `GET_LOCK` waiting for a user-level lock
-//! (`user_locks`), `SLEEP`, and `WAIT_FOR_TABLE_COMMIT` (`commit_notify`). Expressions are
+//! (`txn::user_locks`), `SLEEP`, and `WAIT_FOR_TABLE_COMMIT` (`commit_notify`). Expressions are
 //! evaluated synchronously, and a session never blocks a runtime thread, so such a function
 //! does not wait where it is called: it queues its request, notes it here
 //! ([`StatementCalls::waiting`]) and fails the statement with `SqlError::function_wait`. The
@@ -15,7 +15,7 @@
 //!
 //! Bounds: one statement's results, cleared when it ends; at most one pending wait.
 //!
-//! Where it sits: in `sql`, below the session, beside `user_locks`.
+//! Where it sits: in `sql`, below the session; the lock table is `txn::user_locks`.
 
 use std::time::Instant;
 
@@ -25,7 +25,7 @@ use quill_storage::Value;
 #[derive(Debug)]
 pub enum Pending {
     /// A `GET_LOCK` queued for a lock another connection holds.
-    Lock(crate::user_locks::Wait),
+    Lock(quill_txn::user_locks::Wait),
     /// `SLEEP`, until then.
     Sleep(Instant),
     /// `WAIT_FOR_TABLE_COMMIT`: a commit of the table past `after` (`commit_notify`).

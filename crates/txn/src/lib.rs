@@ -12,6 +12,7 @@
 //! committed or rolled back in storage and its locks released.
 
 pub mod locks;
+pub mod user_locks;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,9 +1,10 @@
-//! User-level locks: `GET_LOCK`, `RELEASE_LOCK`, `RELEASE_ALL_LOCKS`, `IS_FREE_LOCK` and
-//! `IS_USED_LOCK`, with MySQL 8's semantics (`docs/user-locks.md`).
+//! User-level (advisory) locks: the table behind `GET_LOCK`, `RELEASE_LOCK`,
+//! `RELEASE_ALL_LOCKS`, `IS_FREE_LOCK` and `IS_USED_LOCK`, with MySQL 8's semantics
+//! (`docs/user-locks.md`).
 //!
 //! - A lock is a name, exclusive, held by one connection at a time. Names are compared
-//!   without regard to case (MySQL folds them to lower case) and are 1 to
-//!   [`USER_LOCK_NAME_CHARS_MAX`] characters.
+//!   without regard to case (MySQL folds them to lower case); the SQL layer checks them (1 to
+//!   [`USER_LOCK_NAME_CHARS_MAX`] characters) before they reach here.
 //! - A connection may hold many locks, and the same lock many times: each `GET_LOCK` adds
 //!   one to its count, each `RELEASE_LOCK` takes one off, and the lock is free when the count
 //!   is zero. Locks belong to the connection, not the transaction: COMMIT and ROLLBACK keep
@@ -12,7 +13,8 @@
 //!   freed (FIFO: a lock is never free while anyone waits, so a newcomer never overtakes
 //!   one who waited).
 //! - A request that would close a cycle of connections each waiting for a lock the next
-//!   holds is refused at once with 3058 (the requester is the victim).
+//!   holds is refused at once ([`Deadlock`], the SQL layer's 3058): the requester is the
+//!   victim.
 //!
 //! The table is server-wide, under one mutex held only for map updates. Invariants: a
 //! lock's entry exists while it is held (count at least 1); every queued waiter appears in
@@ -22,16 +24,14 @@
 //! (a connection evaluates one statement at a time), so both are bounded by
 //! `max_connections` times the locks a connection takes.
 //!
-//! Where it sits: in `sql`, beside the metadata locks (`mdl`); the session evaluates the
-//! functions (`functions`) and does the waiting (`statement_waits`, `Session::execute_locked`).
+//! Where it sits: in `txn`, beside the row lock manager; the SQL layer evaluates the
+//! functions (`sql::functions`) and does the waiting (`sql::statement_waits`).
 
 use std::collections::{HashMap, VecDeque};
 use std::time::Instant;
 
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
-
-use crate::error::{Result, SqlError};
 
 /// The longest lock name, in characters (MySQL's `NAME_CHAR_LEN`).
 pub const USER_LOCK_NAME_CHARS_MAX: usize = 64;
@@ -44,25 +44,16 @@ pub struct LockName {
 }
 
 impl LockName {
-    /// Checks a lock name as MySQL 8 does: NULL and empty names are 3057, names over
-    /// [`USER_LOCK_NAME_CHARS_MAX`] characters 4163.
-    ///
-    /// # Errors
-    /// As above.
-    pub fn parse(name: Option<&str>) -> Result<LockName> {
-        let shown = name.unwrap_or("NULL");
-        match name {
-            None | Some("") => Err(SqlError::new(
-                (3057, "42000"),
-                format!("Incorrect user-level lock name '{shown}'. The name is empty, NULL, or can not be expressed in the current character-set."),
-            )),
-            Some(n) if n.chars().count() > USER_LOCK_NAME_CHARS_MAX => {
-                Err(SqlError::new((4163, "42000"), format!("User-level lock name '{n}' should not exceed {USER_LOCK_NAME_CHARS_MAX} characters.")))
-            }
-            Some(n) => Ok(LockName { key: n.to_lowercase(), shown: n.to_owned() }),
-        }
+    /// `name` as the table keys it: folded to lower case.
+    #[must_use]
+    pub fn new(name: &str) -> LockName {
+        LockName { key: name.to_lowercase(), shown: name.to_owned() }
     }
 }
+
+/// A wait that would close a cycle of waits for user-level locks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deadlock;
 
 /// What asking for a lock found.
 #[derive(Debug, PartialEq, Eq)]
@@ -155,8 +146,8 @@ impl UserLocks {
     /// busy); granted already when it was freed in between.
     ///
     /// # Errors
-    /// 3058 when waiting would close a cycle of waits.
-    pub fn enqueue(&self, session: u32, name: &LockName) -> Result<Grant> {
+    /// [`Deadlock`] when waiting would close a cycle of waits.
+    pub fn enqueue(&self, session: u32, name: &LockName) -> Result<Grant, Deadlock> {
         let mut state = self.state.lock();
         let (tx, rx) = oneshot::channel();
         let Some(held) = state.locks.get(&name.key) else {
@@ -170,10 +161,7 @@ impl UserLocks {
         let mut owner = held.owner;
         for _ in 0..=state.waiting.len() {
             if owner == session {
-                return Err(SqlError::new(
-                    (3058, "HY000"),
-                    "Deadlock found when trying to get user-level lock; try rolling back transaction/releasing locks and restarting lock acquisition.",
-                ));
+                return Err(Deadlock);
             }
             match state.waiting.get(&owner).and_then(|key| state.locks.get(key)) {
                 Some(next) => owner = next.owner,
@@ -256,16 +244,13 @@ mod tests {
     use super::*;
 
     fn name(n: &str) -> LockName {
-        LockName::parse(Some(n)).unwrap()
+        LockName::new(n)
     }
 
     #[test]
-    fn names_fold_case_and_are_checked() {
+    fn names_fold_case() {
         assert_eq!(name("Jobs").key, "jobs");
-        assert_eq!(LockName::parse(None).unwrap_err().code, 3057);
-        assert_eq!(LockName::parse(Some("")).unwrap_err().code, 3057);
-        assert!(LockName::parse(Some(&"é".repeat(64))).is_ok(), "64 characters, more bytes");
-        assert_eq!(LockName::parse(Some(&"a".repeat(65))).unwrap_err().code, 4163);
+        assert_eq!(name("Jobs").shown, "Jobs");
     }
 
     #[test]
@@ -308,7 +293,7 @@ mod tests {
         locks.try_get(3, &name("c"));
         let _one = locks.enqueue(1, &name("b")).unwrap();
         let _two = locks.enqueue(2, &name("c")).unwrap();
-        assert_eq!(locks.enqueue(3, &name("a")).unwrap_err().code, 3058);
+        assert_eq!(locks.enqueue(3, &name("a")).unwrap_err(), Deadlock);
         assert!(locks.withdraw(1, &name("b")));
         assert!(!locks.withdraw(1, &name("b")));
         let _three = locks.enqueue(3, &name("a")).unwrap();
