@@ -13,6 +13,7 @@
 //! above `io` (all file access goes through its seam, so tests can crash a simulated disk).
 
 mod format;
+pub mod histogram;
 mod reader;
 mod segments;
 mod tail;

@@ -165,7 +165,7 @@ impl Default for LogConfig {
 }
 
 /// Counters of the log since start, for `SHOW GLOBAL STATUS`.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct LogStats {
     /// Commit records (transactions and DDL).
     pub records: AtomicU64,
@@ -178,6 +178,26 @@ pub struct LogStats {
     pub groups_led: AtomicU64,
     pub fsyncs: AtomicU64,
     pub bytes_written: AtomicU64,
+    /// Commit records per group written (a group cut at `group_bytes_max` is not counted).
+    pub group_records: crate::histogram::Histogram,
+}
+
+/// Bounds of [`LogStats::group_records`]: records per group.
+pub const GROUP_RECORDS_BUCKETS: &[u64] = &[1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024];
+
+impl Default for LogStats {
+    fn default() -> LogStats {
+        LogStats {
+            records: AtomicU64::new(0),
+            streams: AtomicU64::new(0),
+            stream_parts: AtomicU64::new(0),
+            groups: AtomicU64::new(0),
+            groups_led: AtomicU64::new(0),
+            fsyncs: AtomicU64::new(0),
+            bytes_written: AtomicU64::new(0),
+            group_records: crate::histogram::Histogram::new(GROUP_RECORDS_BUCKETS),
+        }
+    }
 }
 
 /// What recovery found.
@@ -771,6 +791,8 @@ struct Group {
     bytes: Vec<u8>,
     start: Lsn,
     sync: bool,
+    /// Commit records in it (0 when a group was cut from a longer pending run).
+    records: u64,
 }
 
 fn writer_loop(shared: &Shared) {
@@ -808,6 +830,7 @@ fn leads(shared: &Shared, state: &State) -> bool {
 fn take_group(shared: &Shared, state: &mut State, sync: bool) -> Group {
     debug_assert!(!state.writing, "one group in flight at a time");
     let take = state.pending.len().min(shared.config.group_bytes_max);
+    let records = if take == state.pending.len() { state.pending_records } else { 0 };
     let bytes = if take == state.pending.len() {
         let spare = std::mem::take(&mut state.spare);
         std::mem::replace(&mut state.pending, spare)
@@ -823,7 +846,7 @@ fn take_group(shared: &Shared, state: &mut State, sync: bool) -> Group {
     state.writing = true;
     state.handed_off = false;
     state.lead_deadline = None;
-    Group { bytes, start: state.written_lsn, sync }
+    Group { bytes, start: state.written_lsn, sync, records }
 }
 
 /// Publishes a group that was written (and synced, if it says so): moves the written and
@@ -911,6 +934,9 @@ fn write_group(shared: &Shared, group: &Group) -> io::Result<()> {
         segments.write_at(group.start, &group.bytes)?;
         shared.stats.groups.fetch_add(1, Ordering::Relaxed);
         shared.stats.bytes_written.fetch_add(group.bytes.len() as u64, Ordering::Relaxed);
+        if group.records > 0 {
+            shared.stats.group_records.observe(group.records);
+        }
     }
     if group.sync {
         let syncs = segments.sync()?;

@@ -1,5 +1,5 @@
 //! Command line and option file: `quill serve [--port N] [--bind ADDR]
-//! [--datadir DIR] [--config FILE] [--any_system_variable=value ...]`.
+//! [--datadir DIR] [--metrics-port N] [--config FILE] [--any_system_variable=value ...]`.
 //!
 //! Option files use MySQL's ini layout; keys under `[mysqld]`, `[server]` and
 //! `[quill]` apply. Dashes and underscores in names are interchangeable, as in
@@ -24,21 +24,29 @@ pub const DEFAULT_DATADIR: &str = "./quill-data";
 pub struct Config {
     pub port: u16,
     pub bind: String,
+    /// Where `GET /metrics` is served (`metrics`); none by default.
+    pub metrics_port: Option<u16>,
     pub datadir: PathBuf,
     pub globals: VarSet,
     /// Values clamped to their variable's range, for the server log.
     pub warnings: Vec<String>,
 }
 
-pub const USAGE: &str = "usage: quill serve [--port N] [--bind ADDR] [--datadir DIR] [--config FILE] [--<system_variable>=VALUE ...]";
+pub const USAGE: &str = "usage: quill serve [--port N] [--bind ADDR] [--datadir DIR] [--metrics-port N] [--config FILE] [--<system_variable>=VALUE ...]";
 
 /// Parse `serve` arguments (without the program name and `serve`).
 ///
 /// # Errors
 /// A message for an unknown option or a bad value.
 pub fn parse(args: &[String]) -> Result<Config, String> {
-    let mut cfg =
-        Config { port: DEFAULT_PORT, bind: "127.0.0.1".into(), datadir: PathBuf::from(DEFAULT_DATADIR), globals: VarSet::defaults(), warnings: Vec::new() };
+    let mut cfg = Config {
+        port: DEFAULT_PORT,
+        bind: "127.0.0.1".into(),
+        metrics_port: None,
+        datadir: PathBuf::from(DEFAULT_DATADIR),
+        globals: VarSet::defaults(),
+        warnings: Vec::new(),
+    };
     let mut pairs: Vec<(String, String)> = Vec::new();
     let mut i = 0;
     let mut config_file: Option<String> = None;
@@ -70,6 +78,10 @@ pub fn parse(args: &[String]) -> Result<Config, String> {
         match name.as_str() {
             "port" => cfg.port = value.parse().map_err(|_| format!("bad --port '{value}'"))?,
             "bind" | "bind_address" => cfg.bind = value,
+            "metrics_port" => {
+                let port: u16 = value.parse().map_err(|_| format!("bad --metrics-port '{value}'"))?;
+                cfg.metrics_port = (port != 0).then_some(port);
+            }
             "datadir" => cfg.datadir = PathBuf::from(value),
             other => {
                 let def = vars::lookup(other).ok_or_else(|| format!("unknown variable '{other}'"))?;

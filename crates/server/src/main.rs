@@ -6,6 +6,7 @@
 
 mod config;
 mod conn;
+mod metrics;
 mod tls;
 
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -110,6 +111,14 @@ async fn run(cfg: config::Config) -> std::io::Result<()> {
     quill_replication::semisync::SemiSync::attach(&engine);
     quill_replication::replica::Replica::attach(&engine, std::sync::Arc::clone(&fs), cfg.datadir.clone()).await?;
     let checkpointer = quill_sql::checkpoint::Checkpointer::start(engine.clone(), fs, cfg.datadir.clone(), opened.log.start_lsn);
+    let _metrics = match cfg.metrics_port {
+        Some(port) => {
+            let listener = TcpListener::bind((cfg.bind.as_str(), port)).await?;
+            tracing::info!(address = %listener.local_addr()?, "metrics: serving GET /metrics");
+            Some(AbortOnDrop(tokio::spawn(metrics::serve(listener, engine.clone()))))
+        }
+        None => None,
+    };
     let listener = TcpListener::bind((cfg.bind.as_str(), cfg.port)).await?;
     tracing::info!(address = %listener.local_addr()?, version = quill_sql::SERVER_VERSION, "ready for connections");
     let next_id = AtomicU32::new(1);
@@ -151,5 +160,14 @@ async fn shutdown_signal() {
     tokio::select! {
         _ = ctrl_c => {}
         _ = term.recv() => {}
+    }
+}
+
+/// Aborts the task when dropped (the metrics endpoint stops with the server).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }

@@ -44,6 +44,65 @@ mod table_locks;
 pub use commit::{STREAM_PART_BYTES, STREAM_ROWS};
 pub use load::PROGRESS_DONE;
 
+impl Engine {
+    /// The server-wide status counters (`SHOW GLOBAL STATUS` but a session's own TLS
+    /// figures; the metrics endpoint exports the same), unsorted.
+    #[must_use]
+    pub fn global_status(&self) -> Vec<(&'static str, String)> {
+        let s = &self.status;
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed).to_string();
+        let log_stat = |field: fn(&quill_log::LogStats) -> &AtomicU64| self.log.get().map_or(0, |l| field(l.stats()).load(Ordering::Relaxed)).to_string();
+        let ls = &self.txns.locks.stats;
+        let lock_micros = ls.wait_micros.load(Ordering::Relaxed);
+        let lock_waits = ls.waits.load(Ordering::Relaxed);
+        let mut items: Vec<(&str, String)> = vec![
+            ("Aborted_clients", get(&s.aborted_clients)),
+            ("Aborted_connects", get(&s.aborted_connects)),
+            ("Binlog_cache_disk_use", log_stat(|l| &l.streams)),
+            ("Binlog_commits", log_stat(|l| &l.records)),
+            ("Binlog_group_commits", log_stat(|l| &l.groups)),
+            ("Com_commit", get(&s.com_commit)),
+            ("Com_delete", get(&s.com_delete)),
+            ("Com_insert", get(&s.com_insert)),
+            ("Com_rollback", get(&s.com_rollback)),
+            ("Com_select", get(&s.com_select)),
+            ("Com_update", get(&s.com_update)),
+            ("Connections", get(&s.connections)),
+            ("Innodb_deadlocks", get(&ls.deadlocks)),
+            ("Innodb_os_log_fsyncs", log_stat(|l| &l.fsyncs)),
+            ("Innodb_os_log_written", log_stat(|l| &l.bytes_written)),
+            ("Innodb_row_lock_current_waits", get(&ls.current_waits)),
+            ("Innodb_row_lock_time", (lock_micros / 1000).to_string()),
+            ("Innodb_row_lock_time_avg", (lock_micros / 1000).checked_div(lock_waits).unwrap_or(0).to_string()),
+            ("Innodb_row_lock_time_max", (ls.max_wait_micros.load(Ordering::Relaxed) / 1000).to_string()),
+            ("Innodb_row_lock_waits", lock_waits.to_string()),
+            ("Quill_bulk_buffer_flushes", get(&s.bulk_buffer_flushes)),
+            ("Quill_checkpoint_lsn", get(&s.checkpoint_lsn)),
+            ("Quill_checkpoints", get(&s.checkpoints)),
+            ("Quill_log_bytes_written", log_stat(|l| &l.bytes_written)),
+            ("Quill_log_commit_lsn", get(&self.last_commit_end)),
+            ("Quill_log_durable_lsn", self.log.get().map_or(0, quill_log::Log::durable_lsn).to_string()),
+            ("Quill_log_fsyncs", log_stat(|l| &l.fsyncs)),
+            ("Quill_log_groups", log_stat(|l| &l.groups)),
+            ("Quill_log_groups_led", log_stat(|l| &l.groups_led)),
+            ("Quill_log_records", log_stat(|l| &l.records)),
+            ("Quill_log_stream_parts", log_stat(|l| &l.stream_parts)),
+            ("Queries", get(&s.questions)),
+            ("Questions", get(&s.questions)),
+            ("Slow_queries", get(&s.slow_queries)),
+            ("Threads_connected", get(&s.threads_connected)),
+            ("Uptime", self.started.elapsed().as_secs().to_string()),
+        ];
+        if let Some(acks) = self.commit_acks.get() {
+            items.extend(acks.status());
+        }
+        if let Some(replica) = self.replica.get() {
+            items.extend(replica.status_counters());
+        }
+        items
+    }
+}
+
 /// Server-wide counters shown by SHOW GLOBAL STATUS.
 #[derive(Default)]
 pub struct Status {
@@ -66,6 +125,31 @@ pub struct Status {
     pub aborted_connects: AtomicU64,
     /// Sessions closed because their client idled past `wait_timeout` or stalled mid-packet.
     pub aborted_clients: AtomicU64,
+    pub distributions: Distributions,
+}
+
+/// Bounds of [`Distributions::commit_latency_us`], microseconds.
+pub const COMMIT_LATENCY_BUCKETS_US: &[u64] = &[50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 500_000, 1_000_000];
+/// Bounds of [`Distributions::row_lock_wait_us`], microseconds.
+pub const ROW_LOCK_WAIT_BUCKETS_US: &[u64] = &[100, 1_000, 10_000, 100_000, 500_000, 1_000_000, 5_000_000, 10_000_000, 50_000_000];
+
+/// Distributions the metrics endpoint exports (`docs/metrics.md`).
+#[derive(Debug)]
+pub struct Distributions {
+    /// From a commit's start (COMMIT, or an autocommit statement's end) until it is durable
+    /// and acknowledged as its flush mode and semi-sync ask, microseconds.
+    pub commit_latency_us: quill_log::histogram::Histogram,
+    /// Each row lock wait, granted or not, microseconds.
+    pub row_lock_wait_us: quill_log::histogram::Histogram,
+}
+
+impl Default for Distributions {
+    fn default() -> Distributions {
+        Distributions {
+            commit_latency_us: quill_log::histogram::Histogram::new(COMMIT_LATENCY_BUCKETS_US),
+            row_lock_wait_us: quill_log::histogram::Histogram::new(ROW_LOCK_WAIT_BUCKETS_US),
+        }
+    }
 }
 
 /// What SHOW PROCESSLIST shows of a session.
@@ -530,6 +614,8 @@ pub struct Session {
     /// The log position (and flush mode) this session's last commits must reach before the
     /// current statement is answered.
     durable_wait: Option<(quill_log::Lsn, quill_log::FlushMode, crate::commit_acks::AckWait)>,
+    /// When the commit the session's reply waits for began (commit latency).
+    commit_started: Option<Instant>,
     /// Set by [`Session::close`].
     closed: bool,
     /// Lent by the connection for one command: where a streamed result goes (see `sink`).
@@ -596,6 +682,7 @@ impl Session {
             tls_cipher: String::new(),
             tls_version: String::new(),
             durable_wait: None,
+            commit_started: None,
             answers_before_durable: false,
             closed: false,
             row_sink: None,
@@ -789,6 +876,7 @@ impl Session {
 
     /// The statement waited `waited` for a row lock that `blocker` held.
     fn row_lock_waited(&mut self, waited: Duration, blocker: Option<crate::slow_log::Blocker>) {
+        self.info.engine.status.distributions.row_lock_wait_us.observe(u64::try_from(waited.as_micros()).unwrap_or(u64::MAX));
         self.statement_lock_time += waited;
         self.statement.row_lock_wait += waited;
         if let Some(b) = blocker
@@ -2570,60 +2658,10 @@ impl Session {
     }
 
     fn show_status(&self, like: Option<&str>) -> ResultSet {
-        let s = &self.info.engine.status;
         let text = SqlTypeHelper::text();
-        let get = |a: &AtomicU64| a.load(Ordering::Relaxed).to_string();
-        let log_stat =
-            |field: fn(&quill_log::LogStats) -> &AtomicU64| self.info.engine.log.get().map_or(0, |l| field(l.stats()).load(Ordering::Relaxed)).to_string();
-        let ls = &self.info.engine.txns.locks.stats;
-        let lock_micros = ls.wait_micros.load(Ordering::Relaxed);
-        let lock_waits = ls.waits.load(Ordering::Relaxed);
-        let mut items: Vec<(&str, String)> = vec![
-            ("Aborted_clients", get(&s.aborted_clients)),
-            ("Aborted_connects", get(&s.aborted_connects)),
-            ("Binlog_cache_disk_use", log_stat(|l| &l.streams)),
-            ("Binlog_commits", log_stat(|l| &l.records)),
-            ("Binlog_group_commits", log_stat(|l| &l.groups)),
-            ("Com_commit", get(&s.com_commit)),
-            ("Com_delete", get(&s.com_delete)),
-            ("Com_insert", get(&s.com_insert)),
-            ("Com_rollback", get(&s.com_rollback)),
-            ("Com_select", get(&s.com_select)),
-            ("Com_update", get(&s.com_update)),
-            ("Connections", get(&s.connections)),
-            ("Innodb_deadlocks", get(&ls.deadlocks)),
-            ("Innodb_os_log_fsyncs", log_stat(|l| &l.fsyncs)),
-            ("Innodb_os_log_written", log_stat(|l| &l.bytes_written)),
-            ("Innodb_row_lock_current_waits", get(&ls.current_waits)),
-            ("Innodb_row_lock_time", (lock_micros / 1000).to_string()),
-            ("Innodb_row_lock_time_avg", (lock_micros / 1000).checked_div(lock_waits).unwrap_or(0).to_string()),
-            ("Innodb_row_lock_time_max", (ls.max_wait_micros.load(Ordering::Relaxed) / 1000).to_string()),
-            ("Innodb_row_lock_waits", lock_waits.to_string()),
-            ("Quill_bulk_buffer_flushes", get(&s.bulk_buffer_flushes)),
-            ("Quill_checkpoint_lsn", get(&s.checkpoint_lsn)),
-            ("Quill_checkpoints", get(&s.checkpoints)),
-            ("Quill_log_bytes_written", log_stat(|l| &l.bytes_written)),
-            ("Quill_log_commit_lsn", get(&self.info.engine.last_commit_end)),
-            ("Quill_log_durable_lsn", self.info.engine.log.get().map_or(0, quill_log::Log::durable_lsn).to_string()),
-            ("Quill_log_fsyncs", log_stat(|l| &l.fsyncs)),
-            ("Quill_log_groups", log_stat(|l| &l.groups)),
-            ("Quill_log_groups_led", log_stat(|l| &l.groups_led)),
-            ("Quill_log_records", log_stat(|l| &l.records)),
-            ("Quill_log_stream_parts", log_stat(|l| &l.stream_parts)),
-            ("Queries", get(&s.questions)),
-            ("Questions", get(&s.questions)),
-            ("Slow_queries", get(&s.slow_queries)),
-            ("Ssl_cipher", self.tls_cipher.clone()),
-            ("Ssl_version", self.tls_version.clone()),
-            ("Threads_connected", get(&s.threads_connected)),
-            ("Uptime", self.info.engine.started.elapsed().as_secs().to_string()),
-        ];
-        if let Some(acks) = self.info.engine.commit_acks.get() {
-            items.extend(acks.status());
-        }
-        if let Some(replica) = self.info.engine.replica.get() {
-            items.extend(replica.status_counters());
-        }
+        let mut items = self.info.engine.global_status();
+        items.push(("Ssl_cipher", self.tls_cipher.clone()));
+        items.push(("Ssl_version", self.tls_version.clone()));
         items.sort_by(|a, b| a.0.cmp(b.0));
         ResultSet {
             columns: vec![OutColumn::computed("Variable_name", text.clone()), OutColumn::computed("Value", text)],

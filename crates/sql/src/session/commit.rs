@@ -64,6 +64,7 @@ impl Session {
         let Some(mut t) = self.txn.take() else { return Ok(()) };
         let engine = self.engine();
         if !t.writes.is_empty() {
+            self.commit_started.get_or_insert_with(std::time::Instant::now);
             let catalog = engine.catalog();
             let log = engine.log.get();
             let full = self.full_row_images();
@@ -194,12 +195,17 @@ impl Session {
         {
             acks.wait(end, why).await;
         }
+        if let Some(started) = self.commit_started.take() {
+            engine.status.distributions.commit_latency_us.observe(u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX));
+        }
     }
 
     /// The log position (and flush mode) this session's commits since the last call must
     /// reach to be as durable as the mode promises, taken: for a session that
     /// [`answers_before_durable`](Session::answers_before_durable), whose caller waits (or not).
     pub fn take_log_wait(&mut self) -> Option<(quill_log::Lsn, quill_log::FlushMode)> {
+        // Its caller times the wait, if it cares to.
+        self.commit_started = None;
         self.durable_wait.take().map(|(end, mode, _)| (end, mode))
     }
 
