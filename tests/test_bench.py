@@ -22,7 +22,7 @@ RUN = REPO_ROOT / "bench" / "run"
 WORKLOADS = [
     "counter-1", "counter-2-different", "counter-2-same", "counter-2-for-update", "insert-storm-16", "insert-storm-1",
     *[f"sysbench-{t}-{n}" for t in ("point-select", "read-only", "insert", "update-index", "read-write", "write-only") for n in (1, 16)],
-    "hot-row-16", "long-read-vs-write", "join-no-index", "bulk-insert-select-5k", "load-data-5k", "bulk-buffer-sweep-2k",
+    "hot-row-16", "occ-hot-row-8", "long-read-vs-write", "join-no-index", "bulk-insert-select-5k", "load-data-5k", "bulk-buffer-sweep-2k",
     "notify-get-lock", "notify-commit-wait", "replication-lag", "insert-storm-16-replica", "insert-storm-16-replica-semisync", "replica-catch-up-16",
 ]
 #: Small counts: the smoke test checks the harness, not the speed.
@@ -30,7 +30,7 @@ SMALL = ["--repetitions", "1", "--sysbench-time", "1", "--hot-row-seconds", "0.5
          "--insert-count", "50", "--insert-single-count", "100", "--floor-count", "50",
          "--long-read-rows", "2000", "--long-read-limit", "300", "--insert-select-rows", "5000", "--load-data-rows", "5000",
          "--buffer-sweep-rows", "2000", "--lag-count", "50", "--lag-interval-ms", "2", "--notify-count", "50",
-         "--notify-interval-ms", "2"]
+         "--notify-interval-ms", "2", "--occ-clients", "8", "--occ-seconds", "1"]
 FIGURE = re.compile(r"^-?[\d,]+(\.\d+)?( µs| ms|/s|x)?( \[\d+\])?$")
 NOT_SUPPORTED = re.compile(r"^not supported \[(\d+)\]$")
 NO_VALUE = re.compile(r"^n/a \[(\d+)\]$")

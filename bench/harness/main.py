@@ -20,10 +20,10 @@ from .servers import TARGETS, Server
 
 FULL = dict(repetitions=3, sysbench_time=10, sysbench_tables=4, sysbench_table_size=10000, hot_row_seconds=5.0,
             long_read_rows=20000, long_read_limit=3000, insert_select_rows=10_000_000, load_data_rows=1_000_000,
-            buffer_sweep_rows=1_000_000, lag_count=1000, notify_count=1000, targets="quill,mariadb,mariadb-binlog")
+            buffer_sweep_rows=1_000_000, lag_count=1000, notify_count=1000, occ_seconds=10.0, targets="quill,mariadb,mariadb-binlog")
 QUICK = dict(repetitions=2, sysbench_time=2, sysbench_tables=1, sysbench_table_size=1000, hot_row_seconds=2.0,
              long_read_rows=5000, long_read_limit=1000, insert_select_rows=50_000, load_data_rows=50_000,
-             buffer_sweep_rows=20_000, lag_count=200, notify_count=200, targets="quill,mariadb")
+             buffer_sweep_rows=20_000, lag_count=200, notify_count=200, occ_seconds=3.0, targets="quill,mariadb")
 
 
 def comma_list(convert):
@@ -36,7 +36,7 @@ def parse_options(argv):
         description="Benchmarks Quill side by side with MariaDB; writes Markdown, JSON and a chart under bench/results/.",
         epilog="Workloads and groups: fsync-floor, counter, counter-1, counter-2-different, counter-2-same, "
                "counter-2-for-update, insert-storm, insert-storm-16, insert-storm-1, sysbench, sysbench-<test>-<threads>, "
-               "hot-row, long-read, long-read-vs-write, join-no-index, notify, notify-get-lock, notify-commit-wait, replication, replication-lag, bulk, bulk-insert-select-<rows>, load-data-<rows>, bulk-buffer-sweep-<rows>. See bench/README.md.",
+               "hot-row, occ, occ-hot-row-<clients>, long-read, long-read-vs-write, join-no-index, notify, notify-get-lock, notify-commit-wait, replication, replication-lag, bulk, bulk-insert-select-<rows>, load-data-<rows>, bulk-buffer-sweep-<rows>. See bench/README.md.",
     )
     parser.add_argument("--quick", action="store_true", help="every workload, fewer and shorter runs (a few minutes)")
     parser.add_argument("--targets", type=comma_list(str), help=f"servers to compare, from {','.join(TARGETS)} "
@@ -62,6 +62,8 @@ def parse_options(argv):
     parser.add_argument("--buffer-sweep-rows", type=int, help="rows the bulk-buffer-sweep workload copies per size (default 1000000; quick 20000)")
     parser.add_argument("--lag-count", type=int, help="INSERTs of the replication-lag workload (default 1000; quick 200)")
     parser.add_argument("--lag-interval-ms", type=int, default=10, help="milliseconds between the replication-lag INSERTs (default 10)")
+    parser.add_argument("--occ-clients", type=int, default=128, help="clients of the occ-hot-row workload (default 128)")
+    parser.add_argument("--occ-seconds", type=float, help="seconds of each occ-hot-row run (default 10; quick 3)")
     parser.add_argument("--notify-count", type=int, help="messages of the notify workloads (default 1000; quick 200)")
     parser.add_argument("--notify-interval-ms", type=int, default=10, help="milliseconds between the notify messages (default 10)")
     parser.add_argument("--floor-count", type=int, default=1000, help="timed write + fdatasync pairs of the floor (default 1000)")

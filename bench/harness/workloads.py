@@ -7,10 +7,12 @@ to `all_workloads`: the alternation, medians, ratios, report and chart need no c
 A workload whose needs a server lacks is reported "not supported" by the runner, never skipped.
 """
 
+import json
 import re
 import subprocess
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import Callable
 
 from .driver import DRIVER_TIMEOUT_S, run_driver, sql
@@ -67,6 +69,12 @@ def all_workloads(o):
         workloads.append(Workload(f"hot-row-{o.hot_row_clients}{suffix}", "hot-row",
                                   f"optimistic hot row, {o.hot_row_clients} clients{title_suffix}", partial(hot_row, o, rtt_ms=rtt_ms),
                                   headline=("commits/s", "row lock wait per commit")))
+    workloads.append(Workload(f"occ-hot-row-{o.occ_clients}", "occ",
+                              f"optimistic hot row at READ COMMITTED, {o.occ_clients} clients, {OCC_RTT_MS:g} ms round trip "
+                              f"({OCC_RTT_MS / 2:g} ms before each statement and after its answer), for {o.occ_seconds:g} s, "
+                              "every statement in the slow log: throughput, and pt-query-digest's lock figures for the UPDATE",
+                              partial(occ_hot_row, o),
+                              headline=("commits/s", "UPDATE lock time avg (pt-query-digest)", "UPDATE rec lock wait avg (pt-query-digest)")))
     long_read = ["long-read", "--rows", o.long_read_rows, "--limit", o.long_read_limit]
     join_title = f"join of {o.long_read_limit} x {o.long_read_rows} rows on a column with no index"
     workloads.append(Workload("long-read-vs-write", "long-read", f"autocommit INSERTs into another table during a {join_title}",
@@ -162,6 +170,50 @@ def insert_storm(name, clients, count):
     title = f"{clients} client{'s' if clients > 1 else ''} x {count} prepared autocommit INSERT (AUTO_INCREMENT)"
     return Workload(name, "insert-storm", title, partial(driver_workload, ["insert-storm", "--clients", clients, "--count", count]),
                     headline=("inserts/s", "commits per fsync"))
+
+
+#: The occ-hot-row round trip, milliseconds (half before each statement, half after).
+OCC_RTT_MS = 9.0
+
+
+def occ_hot_row(o, server):
+    """The hot-row workload at READ COMMITTED with a split 9 ms round trip, every statement in
+    the server's slow log (long_query_time 0, InnoDB verbosity), then pt-query-digest's figures
+    for the UPDATE class: its lock time and, where the server writes it, Percona's
+    InnoDB_rec_lock_wait. The log is left in the work directory."""
+    log = Path(o.workdir).resolve() / f"{server.dir.name}-occ-slow.log"
+    log.unlink(missing_ok=True)
+    sql(server, f"SET GLOBAL slow_query_log_file = '{log}'", "SET GLOBAL long_query_time = 0",
+        "SET GLOBAL log_slow_verbosity = 'innodb'", "SET GLOBAL slow_query_log = ON")
+    try:
+        result = run_driver(server, "hot-row", "--clients", o.occ_clients, "--seconds", o.occ_seconds, "--rtt-ms", OCC_RTT_MS,
+                            "--split-rtt", "--read-committed", timeout_s=o.occ_seconds + DRIVER_TIMEOUT_S)
+    finally:
+        sql(server, "SET GLOBAL slow_query_log = OFF", "SET GLOBAL long_query_time = 10")
+    result["metrics"].extend(digest_lock_metrics(log))
+    return result
+
+
+def digest_lock_metrics(log):
+    """pt-query-digest's figures for the UPDATE class of a slow log, as driver metrics."""
+    names = {"UPDATE lock time avg (pt-query-digest)": "Lock_time", "UPDATE lock time p95 (pt-query-digest)": "Lock_time",
+             "UPDATE rec lock wait avg (pt-query-digest)": "InnoDB_rec_lock_wait",
+             "UPDATE rec lock wait p95 (pt-query-digest)": "InnoDB_rec_lock_wait"}
+    report = subprocess.run(["pt-query-digest", "--output", "json", "--limit", "100%", str(log)], capture_output=True, text=True, timeout=600)
+    if report.returncode != 0:
+        raise RuntimeError(f"pt-query-digest failed: {report.stderr[-2000:]}")
+    classes = json.loads(report.stdout or "{}").get("classes", [])
+    update = next((c for c in classes if c["fingerprint"].startswith("update parent")), None)
+    metrics = []
+    for name, attribute in names.items():
+        stats = (update or {}).get("metrics", {}).get(attribute)
+        if stats is None:
+            why = "no UPDATE in the slow log" if update is None else f"the server's slow log has no {attribute}"
+            metrics.append({"name": name, "value": None, "unit": "ms", "better": "lower", "missing": why, "unsupported": update is not None})
+            continue
+        value = float(stats["pct_95" if "p95" in name else "avg"]) * 1e3
+        metrics.append({"name": name, "value": value, "unit": "ms", "better": "lower", "missing": None})
+    return metrics
 
 
 def hot_row(o, server, rtt_ms):

@@ -4,7 +4,9 @@
 //! `UPDATE parent SET version=version+1 WHERE id=1 AND version=?` (prepared, with the version read); if no row changed,
 //! another client won: `ROLLBACK` and retry; otherwise `INSERT` a child row and `COMMIT`.
 //! `--rtt-ms` sleeps before every statement to simulate the client's network round trip,
-//! which is what makes row locks queue up in production.
+//! which is what makes row locks queue up in production; with `--split-rtt` the client
+//! sleeps half of it before it sends each statement and half after it receives the answer.
+//! `--read-committed` runs the clients at READ COMMITTED (the `occ-hot-row-128` workload).
 //!
 //! Reports commits per second, retries per commit, the client-side time of the UPDATE (it
 //! includes any row-lock wait) and, when the server counts them, its row-lock waits and
@@ -28,6 +30,12 @@ pub struct Args {
     /// Simulated client round trip: sleep before each statement, in milliseconds.
     #[arg(long, default_value_t = 0.0)]
     rtt_ms: f64,
+    /// Sleep half of the round trip before sending each statement, half after its answer.
+    #[arg(long)]
+    split_rtt: bool,
+    /// Run the clients' transactions at READ COMMITTED.
+    #[arg(long)]
+    read_committed: bool,
 }
 
 #[derive(Default)]
@@ -84,7 +92,10 @@ pub fn run(target: &Target, args: &Args) -> Result<serde_json::Value, String> {
 }
 
 fn client_loop(conn: &mut mysql::Conn, args: &Args) -> Result<ClientRun, String> {
-    let round_trip = Duration::from_secs_f64(args.rtt_ms / 1e3);
+    if args.read_committed {
+        conn.query_drop("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED").map_err(|e| format!("isolation: {e}"))?;
+    }
+    let round_trip = RoundTrip::new(args);
     let update = conn.prep("UPDATE parent SET version=version+1 WHERE id=1 AND version=?").map_err(|e| format!("prepare UPDATE: {e}"))?;
     let deadline = Instant::now() + Duration::from_secs_f64(args.seconds);
     let mut run = ClientRun::default();
@@ -102,19 +113,46 @@ fn client_loop(conn: &mut mysql::Conn, args: &Args) -> Result<ClientRun, String>
     Ok(run)
 }
 
+/// The simulated network: how long to sleep before sending a statement and after its answer.
+#[derive(Clone, Copy)]
+struct RoundTrip {
+    before: Duration,
+    after: Duration,
+}
+
+impl RoundTrip {
+    fn new(args: &Args) -> RoundTrip {
+        let whole = Duration::from_secs_f64(args.rtt_ms / 1e3);
+        if args.split_rtt { RoundTrip { before: whole / 2, after: whole / 2 } } else { RoundTrip { before: whole, after: Duration::ZERO } }
+    }
+
+    fn send(self) {
+        std::thread::sleep(self.before);
+    }
+
+    fn receive(self) {
+        std::thread::sleep(self.after);
+    }
+}
+
 /// One optimistic transaction; `Ok(false)` when another client changed the version first.
-fn attempt(conn: &mut mysql::Conn, update: &mysql::Statement, round_trip: Duration, update_latencies: &mut Vec<Duration>) -> Result<bool, mysql::Error> {
+fn attempt(conn: &mut mysql::Conn, update: &mysql::Statement, round_trip: RoundTrip, update_latencies: &mut Vec<Duration>) -> Result<bool, mysql::Error> {
     let statement = |conn: &mut mysql::Conn, sql: &str| {
-        std::thread::sleep(round_trip);
-        conn.query_drop(sql)
+        round_trip.send();
+        let r = conn.query_drop(sql);
+        round_trip.receive();
+        r
     };
-    std::thread::sleep(round_trip);
+    round_trip.send();
     let version: i64 = conn.query_first("SELECT version FROM parent WHERE id=1")?.expect("parent row exists");
+    round_trip.receive();
     statement(conn, "START TRANSACTION")?;
-    std::thread::sleep(round_trip);
+    round_trip.send();
     let start = Instant::now();
-    conn.exec_drop(update, (version,))?;
+    let updated = conn.exec_drop(update, (version,));
     update_latencies.push(start.elapsed());
+    round_trip.receive();
+    updated?;
     if conn.affected_rows() == 0 {
         statement(conn, "ROLLBACK")?;
         return Ok(false);
