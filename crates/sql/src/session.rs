@@ -161,6 +161,9 @@ pub struct ProcessInfo {
     pub command: String,
     pub started: Option<Instant>,
     pub info: Option<String>,
+    /// The last statement the connection ran, kept while it idles (the slow log names it for
+    /// a blocker idle in its transaction).
+    pub last_info: Option<String>,
     /// KILL [CONNECTION]: close the connection.
     pub kill_connection: bool,
     /// Wakes the session's lock wait or its idle read when it is killed.
@@ -870,8 +873,11 @@ impl Session {
         let engine = &self.info.engine;
         let blocker = engine.txns.locks.blockers_of(txn).into_iter().next()?;
         let connection_id = engine.txns.thread_of(blocker).unwrap_or(0);
-        let statement = engine.processes.lock().get(&connection_id).and_then(|p| p.info.clone());
-        Some(crate::slow_log::Blocker { connection_id, trx_id: blocker, statement })
+        let (statement, idle) = engine.processes.lock().get(&connection_id).map_or((None, false), |p| match &p.info {
+            Some(running) => (Some(running.clone()), false),
+            None => (p.last_info.clone(), true),
+        });
+        Some(crate::slow_log::Blocker { connection_id, trx_id: blocker, statement, idle })
     }
 
     /// The statement waited `waited` for a row lock that `blocker` held.
@@ -2403,6 +2409,9 @@ impl Session {
             p.progress.store(0, Ordering::Relaxed);
             p.command = if text.is_some() { "Query".into() } else { "Sleep".into() };
             p.info = text.map(|t| t.chars().take(1024).collect());
+            if p.info.is_some() {
+                p.last_info.clone_from(&p.info);
+            }
             p.started = Some(Instant::now());
         }
     }

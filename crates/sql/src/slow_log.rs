@@ -127,8 +127,10 @@ pub struct Header {
 pub struct Blocker {
     pub connection_id: u32,
     pub trx_id: u64,
-    /// What it was running when the wait began (None: nothing, between statements).
+    /// What it was running when the wait began, or, `idle` between statements in its
+    /// transaction, the last statement it ran.
     pub statement: Option<String>,
+    pub idle: bool,
 }
 
 /// One slow statement's figures.
@@ -244,7 +246,8 @@ pub fn format_entry(e: &Entry<'_>, detail: Detail) -> String {
         if let Some(statement) = &b.statement {
             // Not a `Name: value` line, so parsers pass over it; on one line, as the entry's
             // own lines are.
-            let _ = writeln!(out, "# Blocker statement: {}", one_line(statement));
+            let which = if b.idle { "last statement (idle in transaction)" } else { "statement" };
+            let _ = writeln!(out, "# Blocker {which}: {}", one_line(statement));
         }
     }
     if let Some(db) = e.db {
@@ -291,7 +294,7 @@ mod tests {
             bytes_received: 40,
             trx_id: Some(0x1A2),
             row_lock_wait: Duration::from_micros(500_000),
-            blocker: Some(Blocker { connection_id: 17, trx_id: 418, statement: Some("UPDATE parent\n  SET v = 1".into()) }),
+            blocker: Some(Blocker { connection_id: 17, trx_id: 418, statement: Some("UPDATE parent\n  SET v = 1".into()), idle: false }),
             text: "UPDATE parent SET v = 2",
         }
     }
