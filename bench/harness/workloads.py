@@ -183,7 +183,8 @@ def occ_hot_row(o, server):
     InnoDB_rec_lock_wait. The log is left in the work directory."""
     log = Path(o.workdir).resolve() / f"{server.dir.name}-occ-slow.log"
     log.unlink(missing_ok=True)
-    sql(server, f"SET GLOBAL slow_query_log_file = '{log}'", "SET GLOBAL long_query_time = 0",
+    # FLUSH SLOW LOGS: an earlier run's file, removed above, may still be open.
+    sql(server, f"SET GLOBAL slow_query_log_file = '{log}'", "FLUSH SLOW LOGS", "SET GLOBAL long_query_time = 0",
         "SET GLOBAL log_slow_verbosity = 'innodb'", "SET GLOBAL slow_query_log = ON")
     try:
         result = run_driver(server, "hot-row", "--clients", o.occ_clients, "--seconds", o.occ_seconds, "--rtt-ms", OCC_RTT_MS,

@@ -583,19 +583,6 @@ impl LockManager {
         }
     }
 
-    /// After a queue changed, a request still waiting in it may wait for a transaction it
-    /// did not wait for before (a lock granted ahead of it): search for cycles again.
-    fn recheck_waiters(&self, st: &mut State, qk: &(u64, Vec<u8>)) {
-        let Some(queue) = st.queue(qk.0, &qk.1) else { return };
-        let waiting: Vec<TxnId> = queue.iter().filter(|r| !r.granted).map(|r| r.txn).collect();
-        for txn in waiting {
-            let Some((wanted, _)) = st.txns.get(&txn).and_then(|t| t.waiting.clone()) else { continue };
-            if self.resolve_deadlock(st, txn, &wanted) {
-                self.make_victim(st, txn);
-            }
-        }
-    }
-
     /// Whether `txn` has a request waiting.
     #[must_use]
     pub fn is_waiting(&self, txn: TxnId) -> bool {
@@ -718,8 +705,18 @@ impl LockManager {
             }
         }
         queue.retain(|r| r.txn != TxnId::MAX);
-        if !granted_now.is_empty() {
-            self.recheck_waiters(st, qk);
+        // No new cycle can follow: each request still waiting here already waited for every
+        // request granted now (they were ahead of it, or granted), and a transaction granted
+        // now waits for nothing, so no cycle passes through it. (Searching again from every
+        // waiter made each release cost the square of the queue's length: 4 ms a release
+        // with 120 waiters on one row.) Debug builds check it.
+        #[cfg(debug_assertions)]
+        if let Some(queue) = st.queue(qk.0, &qk.1) {
+            for r in queue.iter().filter(|r| !r.granted) {
+                if let Some((wanted, _)) = st.txns.get(&r.txn).and_then(|t| t.waiting.as_ref()) {
+                    debug_assert!(st.find_cycle(r.txn, wanted).is_none_or(|c| c.is_empty()), "a grant closed a wait cycle");
+                }
+            }
         }
     }
 
