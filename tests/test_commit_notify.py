@@ -11,48 +11,15 @@ unknown table is 1146; a woken consumer's row survives a kill -9 of the server r
 These are Quill's own (MySQL has no such function): the module is skipped against MariaDB.
 """
 
-import threading
 import time
 
 import pymysql
 import pytest
 
 from conftest import PrivateQuill, test_target
+from sessions import all_rows, in_thread, one, wait_until
 
 pytestmark = pytest.mark.skipif(test_target() != "quill", reason="WAIT_FOR_TABLE_COMMIT is Quill's own")
-
-
-def one(conn, sql, args=None):
-    with conn.cursor() as cur:
-        cur.execute(sql, args)
-        return cur.fetchone()
-
-
-def all_rows(conn, sql, args=None):
-    with conn.cursor() as cur:
-        cur.execute(sql, args)
-        return cur.fetchall()
-
-
-def in_thread(fn):
-    out = {}
-
-    def run():
-        try:
-            out["value"] = fn()
-        except Exception as e:  # noqa: BLE001 - handed to the test
-            out["error"] = e
-
-    out["thread"] = threading.Thread(target=run, daemon=True)
-    out["thread"].start()
-    return out
-
-
-def wait_until(predicate, timeout_s=10.0):
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.01)
 
 
 def waiting(conn, connection_id):

@@ -5,26 +5,14 @@ which lock; LATEST DETECTED DEADLOCK describes the last deadlock, which pt-deadl
 
 import subprocess
 import threading
-import time
 
 import pymysql
 import pytest
 
 from conftest import PrivateQuill, test_target
+from sessions import execute, one, wait_until
 
 pytestmark = pytest.mark.skipif(test_target() != "quill", reason="reads the server's own log")
-
-
-def execute(conn, *statements):
-    with conn.cursor() as cur:
-        for sql in statements:
-            cur.execute(sql)
-
-
-def one(conn, sql, args=None):
-    with conn.cursor() as cur:
-        cur.execute(sql, args)
-        return cur.fetchone()
 
 
 def innodb_status(conn):
@@ -39,13 +27,6 @@ def section(text, title):
     start = lines.index(title) + 2
     end = next(i for i in range(start, len(lines)) if lines[i].startswith("----") and i + 1 < len(lines) and lines[i + 1].isupper())
     return "\n".join(lines[start:end])
-
-
-def wait_until(predicate, timeout_s=10.0):
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.01)
 
 
 @pytest.fixture

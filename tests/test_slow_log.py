@@ -20,20 +20,9 @@ import pymysql
 import pytest
 
 from conftest import PrivateQuill, test_target
+from sessions import execute, one
 
 pytestmark = pytest.mark.skipif(test_target() != "quill", reason="reads the server's own slow log file")
-
-
-def one(conn, sql, args=None):
-    with conn.cursor() as cur:
-        cur.execute(sql, args)
-        return cur.fetchone()
-
-
-def execute(conn, *statements):
-    with conn.cursor() as cur:
-        for sql in statements:
-            cur.execute(sql)
 
 
 def status(conn, name):

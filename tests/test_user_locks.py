@@ -17,34 +17,7 @@ import time
 import pymysql
 import pytest
 
-
-def one(conn, sql, args=None):
-    with conn.cursor() as cur:
-        cur.execute(sql, args)
-        return cur.fetchone()
-
-
-def in_thread(fn):
-    """Runs `fn` in a thread; the returned dict gets `value` or `error` when it ends."""
-    out = {}
-
-    def run():
-        try:
-            out["value"] = fn()
-        except Exception as e:  # noqa: BLE001 - handed to the test
-            out["error"] = e
-
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    out["thread"] = t
-    return out
-
-
-def wait_until(predicate, timeout_s=10.0):
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.01)
+from sessions import all_rows, in_thread, one, wait_until
 
 
 def waiting_for_user_lock(conn, connection_id):
@@ -124,7 +97,7 @@ def test_a_wait_ends_when_the_holder_releases_or_when_it_times_out(server):
         waiter_id = one(waiter, "SELECT CONNECTION_ID()")[0]
         got = in_thread(lambda: one(waiter, "SELECT GET_LOCK('w', 30), IS_USED_LOCK('w') = CONNECTION_ID()"))
         wait_until(lambda: waiting_for_user_lock(holder, waiter_id))
-        rows = set() if server.target == "mariadb" else set(one_all(holder, "SELECT OBJECT_TYPE, OBJECT_NAME, LOCK_TYPE, LOCK_DURATION, LOCK_STATUS, OWNER_THREAD_ID "
+        rows = set() if server.target == "mariadb" else set(all_rows(holder, "SELECT OBJECT_TYPE, OBJECT_NAME, LOCK_TYPE, LOCK_DURATION, LOCK_STATUS, OWNER_THREAD_ID "
                                    "FROM performance_schema.metadata_locks WHERE OBJECT_TYPE = 'USER LEVEL LOCK'"))
         holder_id = one(holder, "SELECT CONNECTION_ID()")[0]
         if server.target != "mariadb":  # MariaDB's performance_schema is off by default
@@ -137,12 +110,6 @@ def test_a_wait_ends_when_the_holder_releases_or_when_it_times_out(server):
     finally:
         holder.close()
         waiter.close()
-
-
-def one_all(conn, sql, args=None):
-    with conn.cursor() as cur:
-        cur.execute(sql, args)
-        return cur.fetchall()
 
 
 def test_grants_go_in_arrival_order(server):
@@ -282,7 +249,7 @@ def test_a_statement_that_waited_acts_once(server, conn):
         one(holder, "SELECT RELEASE_LOCK('row')")
         got["thread"].join(10)
         assert got.get("value") == 1, got
-        assert one_all(conn, "SELECT got, released FROM log") == ((1, 2),), "the lock it waited for and 'theirs'"
+        assert all_rows(conn, "SELECT got, released FROM log") == ((1, 2),), "the lock it waited for and 'theirs'"
     finally:
         holder.close()
 
@@ -304,7 +271,7 @@ def test_producer_and_consumer_with_the_consumer_started_first(server, conn):
         try:
             while len(seen) < messages and not stop.is_set():
                 assert one(c, "SELECT GET_LOCK('messages', 10)") == (1,)
-                for (mid, _) in one_all(c, "SELECT id, message FROM messages WHERE id > %s ORDER BY id", (last,)):
+                for (mid, _) in all_rows(c, "SELECT id, message FROM messages WHERE id > %s ORDER BY id", (last,)):
                     seen.append(mid)
                     last = mid
                 assert one(c, "SELECT RELEASE_LOCK('messages')") == (1,)
