@@ -14,6 +14,7 @@ import socket
 import threading
 import time
 
+import mysql.connector
 import pymysql
 import pytest
 
@@ -298,3 +299,35 @@ def test_producer_and_consumer_with_the_consumer_started_first(server, conn):
     assert "error" not in producing and "error" not in consuming, (producing, consuming)
     assert seen == list(range(1, messages + 1))
     print(f"100 messages through GET_LOCK with the consumer started first: {time.monotonic() - started:.2f} s")
+
+
+def test_a_set_that_waits_and_a_reset_connection(server):
+    """`SET @v = GET_LOCK(...)` waits like a SELECT (and takes the lock once); a connection reset
+    (COM_RESET_CONNECTION, as pools send it) releases its user-level locks, as MySQL's does."""
+    holder, waiter = server.connect(), server.connect()
+    try:
+        assert one(holder, "SELECT GET_LOCK('set_lock', 0)") == (1,)
+        waiter_id = one(waiter, "SELECT CONNECTION_ID()")[0]
+        got = in_thread(lambda: waiter.cursor().execute("SET @got = GET_LOCK('set_lock', 30), @n = 1"))
+        wait_until(lambda: waiting_for_user_lock(holder, waiter_id))
+        assert one(holder, "SELECT RELEASE_LOCK('set_lock')") == (1,)
+        got["thread"].join(10)
+        assert "error" not in got, got
+        assert one(waiter, "SELECT @got, @n, IS_USED_LOCK('set_lock') = CONNECTION_ID()") == (1, 1, 1)
+        assert one(waiter, "SELECT RELEASE_LOCK('set_lock'), RELEASE_LOCK('set_lock')") == (1, None), "taken once"
+    finally:
+        holder.close()
+        waiter.close()
+
+    cnx = mysql.connector.connect(host=server.host, port=server.port, user=server.user, password=server.password)
+    watcher = server.connect()
+    try:
+        cur = cnx.cursor()
+        cur.execute("SELECT GET_LOCK('pooled', 0)")
+        assert cur.fetchall() == [(1,)]
+        assert one(watcher, "SELECT IS_FREE_LOCK('pooled')") == (0,)
+        cnx.cmd_reset_connection()
+        assert one(watcher, "SELECT IS_FREE_LOCK('pooled')") == (1,)
+    finally:
+        cnx.close()
+        watcher.close()

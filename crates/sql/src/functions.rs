@@ -662,7 +662,7 @@ pub fn call(f: Func, args: &[Expr], env: &Env<'_>, cx: &RowCtx<'_>) -> Result<Va
 /// wait, what they answered the first time (`statement_waits`).
 fn user_lock(f: Func, vals: &[Value], env: &Env<'_>) -> Result<Value> {
     use crate::statement_waits::Pending;
-    use quill_txn::user_locks::{Get, Wait};
+    use quill_txn::user_locks::Get;
     let info = env.info;
     let locks = &info.engine.user_locks;
     let session = info.connection_id;
@@ -694,13 +694,13 @@ fn user_lock(f: Func, vals: &[Value], env: &Env<'_>) -> Result<Value> {
                         let deadline = (seconds > 0.0)
                             .then(|| std::time::Duration::try_from_secs_f64(seconds).ok().and_then(|d| std::time::Instant::now().checked_add(d)))
                             .flatten();
-                        let grant = locks.enqueue(session, &name).map_err(|_| {
+                        let wait = locks.enqueue(session, &name, deadline).map_err(|_| {
                             SqlError::new(
                                 (3058, "HY000"),
                                 "Deadlock found when trying to get user-level lock; try rolling back transaction/releasing locks and restarting lock acquisition.",
                             )
                         })?;
-                        calls.waiting = Some(Pending::Lock(Wait { name, deadline, grant }));
+                        calls.waiting = Some(Pending::Lock(wait));
                         return Err(SqlError::function_wait());
                     }
                 }

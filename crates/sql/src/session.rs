@@ -289,7 +289,7 @@ pub struct Engine {
     /// Metadata locks: DDL and DML on one table wait for each other (see `mdl`).
     pub mdl: crate::mdl::MetadataLocks,
     /// User-level locks: `GET_LOCK` and its kin (see `txn::user_locks`).
-    pub user_locks: quill_txn::user_locks::UserLocks,
+    pub user_locks: Arc<quill_txn::user_locks::UserLocks>,
     /// Each table's newest commit position, for `WAIT_FOR_TABLE_COMMIT` (see `commit_notify`).
     pub commit_notify: crate::commit_notify::CommitNotify,
     /// The slow query log's file (see `slow_log`).
@@ -338,7 +338,7 @@ impl Engine {
             catalog: RwLock::new(Arc::new(Catalog::new())),
             commit_order: Mutex::new(()),
             mdl: crate::mdl::MetadataLocks::default(),
-            user_locks: quill_txn::user_locks::UserLocks::default(),
+            user_locks: Arc::default(),
             commit_notify: crate::commit_notify::CommitNotify::default(),
             slow_log: crate::slow_log::SlowLog::default(),
             latest_deadlock: Mutex::new(None),
@@ -730,6 +730,9 @@ impl Session {
     /// Roll back and forget everything (disconnect, COM_RESET_CONNECTION).
     pub fn reset(&mut self) {
         self.rollback();
+        // As MySQL's COM_RESET_CONNECTION and COM_CHANGE_USER: the next user of a pooled
+        // connection does not inherit its user-level locks.
+        self.info.engine.user_locks.release_all(self.info.connection_id);
         self.prepared.clear();
         self.info.user_vars.clear();
         self.info.vars = self.info.engine.globals.read().clone();
@@ -947,7 +950,7 @@ impl Session {
     fn slow_log_header(&self) -> crate::slow_log::Header {
         let engine = &self.info.engine;
         crate::slow_log::Header {
-            program: std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_else(|_| "quill".into()),
+            program: program_path().to_owned(),
             version: crate::SERVER_VERSION.to_owned(),
             port: engine.global("port").and_then(|p| p.parse().ok()).unwrap_or(0),
             socket: engine.global("socket").unwrap_or_default(),
@@ -1186,20 +1189,10 @@ impl Session {
     async fn execute_locked(&mut self, stmt: &Statement, params: &[Value], text: &str) -> Result<Outcome> {
         self.info.function_calls.borrow_mut().start_statement();
         let outcome = self.execute_attempts(stmt, params, text).await;
-        let abandoned = {
-            let mut calls = self.info.function_calls.borrow_mut();
-            let abandoned = calls.waiting.take();
-            calls.start_statement();
-            abandoned
-        };
-        if let Some(crate::statement_waits::Pending::Lock(wait)) = abandoned {
-            // A queued GET_LOCK whose error did not come back here: take the request back
-            // (or give back the lock it was handed meanwhile).
-            let locks = &self.info.engine.user_locks;
-            if !locks.withdraw(self.info.connection_id, &wait.name) {
-                locks.release(self.info.connection_id, &wait.name);
-            }
-        }
+        // A wait whose error did not come back here (a statement path outside this loop)
+        // settles itself as it is dropped: its request taken back, or the lock it was handed
+        // given back (`quill_txn::user_locks::Wait`).
+        self.info.function_calls.borrow_mut().start_statement();
         outcome
     }
 
@@ -1208,7 +1201,7 @@ impl Session {
     /// first, NULL after a KILL QUERY), or SLEEP's time (0, or 1 after a KILL QUERY), as
     /// MySQL's; a KILL CONNECTION ends either with 1317.
     async fn wait_in_function(&mut self, pending: crate::statement_waits::Pending) -> Result<Value> {
-        let wait = match pending {
+        let mut wait = match pending {
             crate::statement_waits::Pending::Lock(wait) => wait,
             crate::statement_waits::Pending::Commit { after, deadline, mut positions } => {
                 self.set_state("Waiting for table commit");
@@ -1249,31 +1242,36 @@ impl Session {
                 return self.after_kill_in_function(killed, Value::Int(0), Value::Int(1));
             }
         };
-        let locks = &self.info.engine.user_locks;
-        let id = self.info.connection_id;
         self.set_state("User lock");
+        let deadline = wait.deadline;
         let timeout = async {
-            match wait.deadline {
+            match deadline {
                 Some(at) => tokio::time::sleep_until(at.into()).await,
                 None => std::future::pending().await,
             }
         };
         tokio::pin!(timeout);
-        let mut grant = wait.grant;
+        enum Ended {
+            Granted,
+            TimedOut,
+            Killed,
+        }
         let outcome = loop {
-            tokio::select! {
-                granted = &mut grant => {
-                    break Ok(Value::Int(i64::from(granted.is_ok() || !locks.withdraw(id, &wait.name))));
+            let ended = tokio::select! {
+                () = wait.granted() => Ended::Granted,
+                () = &mut timeout => Ended::TimedOut,
+                () = self.kill.notified() => Ended::Killed,
+            };
+            match ended {
+                Ended::Granted => break Ok(Value::Int(1)),
+                // Handed the lock as the time ran out: it is the connection's.
+                Ended::TimedOut => break Ok(Value::Int(i64::from(wait.give_up(true)))),
+                Ended::Killed if self.is_killed() => {
+                    wait.give_up(false);
+                    break self.after_kill_in_function(true, Value::Null, Value::Null);
                 }
-                () = &mut timeout => break Ok(Value::Int(i64::from(!locks.withdraw(id, &wait.name)))),
-                () = self.kill.notified() => {
-                    if self.is_killed() {
-                        if !locks.withdraw(id, &wait.name) {
-                            locks.release(id, &wait.name);
-                        }
-                        break self.after_kill_in_function(true, Value::Null, Value::Null);
-                    }
-                }
+                // A wake-up left over from a KILL that found nothing to interrupt.
+                Ended::Killed => {}
             }
         };
         self.set_state("");
@@ -1299,7 +1297,7 @@ impl Session {
     /// [`Session::execute_locked`]: runs the statement, and again after each wait for a
     /// lock it queued for.
     async fn execute_attempts(&mut self, stmt: &Statement, params: &[Value], text: &str) -> Result<Outcome> {
-        let deadline = Instant::now() + Duration::from_secs(vars::int_value(&self.info.vars, "innodb_lock_wait_timeout"));
+        let lock_wait_timeout = Duration::from_secs(vars::int_value(&self.info.vars, "innodb_lock_wait_timeout"));
         loop {
             self.info.function_calls.borrow_mut().restart();
             self.info.interrupt.restart_statement();
@@ -1332,6 +1330,8 @@ impl Session {
                     let engine = self.engine();
                     let locks = &engine.txns.locks;
                     let started = Instant::now();
+                    // Each wait has its own bound, as InnoDB's.
+                    let deadline = started + lock_wait_timeout;
                     let blocker = self.row_lock_blocker(txn);
                     let waited = loop {
                         let left = deadline.saturating_duration_since(Instant::now());
@@ -2058,6 +2058,11 @@ impl Session {
             Statement::CreateTable(ct) => ddl::create_table(&mut catalog, info, (params, self.info.now_us()), ct, &mut warnings).and_then(|()| {
                 let Some(make) = self.replica_create_rows.take() else { return Ok(()) };
                 let (db, name) = query::resolve_table_name(info, &ct.name)?;
+                if engine.catalog().table(&db, &name).is_ok() {
+                    // IF NOT EXISTS found the table: nothing is created, nothing inserted
+                    // (as MySQL's CREATE TABLE IF NOT EXISTS ... SELECT does).
+                    return Ok(());
+                }
                 let table = catalog.table(&db, &name)?;
                 ddl::fill_new_table(table, make(table)?, &mut warnings)?;
                 created_by_select = Some((db, name));
@@ -2182,7 +2187,9 @@ impl Session {
             "SET" if up(1) == "TRANSACTION" || (matches!(up(1), "GLOBAL" | "SESSION" | "LOCAL") && up(2) == "TRANSACTION") => {
                 Some(self.set_transaction(&words))
             }
-            "SET" if !matches!(up(1), "PASSWORD" | "ROLE" | "DEFAULT" | "RESOURCE") => Some(self.set_statement(statement)),
+            // A SET calling a function that may wait runs parsed, under the session's
+            // wait-and-run-again loop (`statement_waits`).
+            "SET" if !matches!(up(1), "PASSWORD" | "ROLE" | "DEFAULT" | "RESOURCE") && !calls_waiting_function(sql) => Some(self.set_statement(statement)),
             "DO" => Some(self.select_like(statement, 2).await.map(|_| Outcome::ok())),
             "ALTER" if words.len() == 5 && up(1) == "TABLE" && matches!(up(3), "DISABLE" | "ENABLE") && up(4).trim_end_matches(';') == "KEYS" => {
                 Some(self.alter_keys(words[2]))
@@ -2851,6 +2858,18 @@ fn rewrite_lock_in_share_mode(sql: &str) -> std::borrow::Cow<'_, str> {
 /// (`SELECT @@global.server_id`, `SELECT 1`) reads no commit, so its reply waits for none.
 fn reads_tables(q: &ast::Query) -> bool {
     ast::visit_relations(q, |_| std::ops::ControlFlow::Break(())).is_break()
+}
+
+/// The server's executable, as the slow log's header names it (read once).
+fn program_path() -> &'static str {
+    static PATH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| std::env::current_exe().map_or_else(|_| "quill".into(), |p| p.display().to_string()))
+}
+
+/// Whether `sql` names a function that may wait (`statement_waits`), by its text.
+fn calls_waiting_function(sql: &str) -> bool {
+    let upper = sql.to_ascii_uppercase();
+    ["GET_LOCK", "RELEASE_LOCK", "RELEASE_ALL_LOCKS", "SLEEP", "WAIT_FOR_TABLE_COMMIT"].iter().any(|name| upper.contains(name))
 }
 
 /// Whether the query calls a function that may wait (`statement_waits`): its result is not

@@ -23,9 +23,9 @@
 //! whenever the statement waited for a row lock (Quill's own: the transaction and connection
 //! it waited for longest, and what that connection was running then).
 //!
-//! The file is opened (created, appended to) at the first entry after `slow_query_log` is
-//! set, the file name changes, or `FLUSH SLOW LOGS`; each opening writes MySQL's three header
-//! lines. Each entry is one `write` of the whole entry, under the log's mutex, so entries of
+//! The file is opened (created, appended to) at the first entry, after the file name
+//! changes, and after `FLUSH SLOW LOGS` (which closes it: how a rotated file is let go); each
+//! opening writes MySQL's three header lines. Each entry is one `write` of the whole entry, under the log's mutex, so entries of
 //! concurrent sessions never interleave. Nothing is synced: as MySQL's, the slow log is not
 //! crash-safe. Writing fails silently for the statement (it is logged to the error log), never
 //! failing the statement itself.
@@ -184,8 +184,8 @@ impl SlowLog {
         file.write_all(text.as_bytes())
     }
 
-    /// `FLUSH SLOW LOGS`, and `slow_query_log` set OFF: the file is closed, and opened again
-    /// (after a rotation, a new one) at the next entry.
+    /// `FLUSH SLOW LOGS`: the file is closed, and opened again (after a rotation, a new one)
+    /// at the next entry.
     pub fn close(&self) {
         *self.open.lock() = None;
     }

@@ -28,6 +28,7 @@
 //! functions (`sql::functions`) and does the waiting (`sql::statement_waits`).
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 use std::time::Instant;
 
 use parking_lot::Mutex;
@@ -65,21 +66,31 @@ pub enum Get {
 }
 
 /// A queued request: resolves when the lock is handed to it.
-pub type Grant = oneshot::Receiver<()>;
+type Grant = oneshot::Receiver<()>;
+
+/// One queued request: its connection, its ticket (unique per request) and where its grant
+/// goes.
+#[derive(Debug)]
+struct Queued {
+    session: u32,
+    ticket: u64,
+    grant: oneshot::Sender<()>,
+}
 
 #[derive(Debug)]
 struct Held {
     shown: String,
     owner: u32,
     count: u64,
-    queue: VecDeque<(u32, oneshot::Sender<()>)>,
+    queue: VecDeque<Queued>,
 }
 
 #[derive(Debug, Default)]
 struct State {
     locks: HashMap<String, Held>,
-    /// The key each queued connection waits for.
-    waiting: HashMap<u32, String>,
+    /// The key and ticket of each connection's queued request (one at most).
+    waiting: HashMap<u32, (String, u64)>,
+    next_ticket: u64,
 }
 
 impl State {
@@ -90,25 +101,72 @@ impl State {
         if held.count > 0 {
             return;
         }
-        while let Some((session, grant)) = held.queue.pop_front() {
-            self.waiting.remove(&session);
-            if grant.send(()).is_ok() {
-                held.owner = session;
+        while let Some(q) = held.queue.pop_front() {
+            if self.waiting.get(&q.session).is_some_and(|(k, t)| k == key && *t == q.ticket) {
+                self.waiting.remove(&q.session);
+            }
+            if q.grant.send(()).is_ok() {
+                held.owner = q.session;
                 held.count = 1;
                 return;
             }
         }
         self.locks.remove(key);
     }
+
+    /// Takes `session`'s queued request out of its queue, if it has one.
+    fn withdraw(&mut self, session: u32) -> bool {
+        let Some((key, ticket)) = self.waiting.remove(&session) else { return false };
+        if let Some(held) = self.locks.get_mut(&key) {
+            held.queue.retain(|q| q.ticket != ticket);
+        }
+        true
+    }
 }
 
-/// A queued `GET_LOCK` (`statement_waits`).
+/// A queued `GET_LOCK` (`sql::statement_waits`). It settles itself: dropped before the caller
+/// settled it ([`Wait::granted`], [`Wait::give_up`]), it takes its request back, or gives
+/// back the lock it was handed meanwhile, so no request or lock outlives its wait.
 #[derive(Debug)]
 pub struct Wait {
     pub name: LockName,
     /// None: for ever (a negative timeout).
     pub deadline: Option<Instant>,
-    pub grant: Grant,
+    grant: Grant,
+    locks: Arc<UserLocks>,
+    session: u32,
+    settled: bool,
+}
+
+impl Wait {
+    /// Waits until the lock is handed to this request; then the connection holds it.
+    pub async fn granted(&mut self) {
+        // The sender goes only by sending or by `withdraw`, which only this wait calls.
+        let _ = (&mut self.grant).await;
+        self.settled = true;
+    }
+
+    /// Gives the wait up (its timeout, a KILL): true when the lock had been handed to it
+    /// meanwhile, and `keep` says whether the connection keeps it then.
+    pub fn give_up(&mut self, keep: bool) -> bool {
+        self.settled = true;
+        self.locks.state.lock().withdraw(self.session);
+        // Under the mutex a releaser either found the request (and sent) or not: after the
+        // withdrawal, the channel tells which.
+        let granted = self.grant.try_recv().is_ok();
+        if granted && !keep {
+            self.locks.release(self.session, &self.name);
+        }
+        granted
+    }
+}
+
+impl Drop for Wait {
+    fn drop(&mut self) {
+        if !self.settled {
+            self.give_up(false);
+        }
+    }
 }
 
 /// One row of `performance_schema.metadata_locks` for a user-level lock.
@@ -143,18 +201,21 @@ impl UserLocks {
     }
 
     /// Queues `session` for `name`, held by another (after [`UserLocks::try_get`] found it
-    /// busy); granted already when it was freed in between.
+    /// busy); granted already when it was freed in between. A request the connection still
+    /// had queued is taken back first.
     ///
     /// # Errors
     /// [`Deadlock`] when waiting would close a cycle of waits.
-    pub fn enqueue(&self, session: u32, name: &LockName) -> Result<Grant, Deadlock> {
+    pub fn enqueue(self: &Arc<Self>, session: u32, name: &LockName, deadline: Option<Instant>) -> Result<Wait, Deadlock> {
         let mut state = self.state.lock();
+        state.withdraw(session);
         let (tx, rx) = oneshot::channel();
+        let wait = |grant| Wait { name: name.clone(), deadline, grant, locks: Arc::clone(self), session, settled: false };
         let Some(held) = state.locks.get(&name.key) else {
             // Freed since: take it.
             state.locks.insert(name.key.clone(), Held { shown: name.shown.clone(), owner: session, count: 1, queue: VecDeque::new() });
             let _ = tx.send(());
-            return Ok(rx);
+            return Ok(wait(rx));
         };
         // Follow owner -> the lock it waits for -> that lock's owner..., at most once per
         // waiting connection.
@@ -163,28 +224,16 @@ impl UserLocks {
             if owner == session {
                 return Err(Deadlock);
             }
-            match state.waiting.get(&owner).and_then(|key| state.locks.get(key)) {
+            match state.waiting.get(&owner).and_then(|(key, _)| state.locks.get(key)) {
                 Some(next) => owner = next.owner,
                 None => break,
             }
         }
-        state.locks.get_mut(&name.key).expect("looked up above").queue.push_back((session, tx));
-        state.waiting.insert(session, name.key.clone());
-        Ok(rx)
-    }
-
-    /// Takes `session`'s queued request for `name` back (a timeout, a KILL); false when it
-    /// was no longer queued because the lock had been handed to it.
-    pub fn withdraw(&self, session: u32, name: &LockName) -> bool {
-        let mut state = self.state.lock();
-        if state.waiting.get(&session) != Some(&name.key) {
-            return false;
-        }
-        state.waiting.remove(&session);
-        if let Some(held) = state.locks.get_mut(&name.key) {
-            held.queue.retain(|(s, _)| *s != session);
-        }
-        true
+        state.next_ticket += 1;
+        let ticket = state.next_ticket;
+        state.locks.get_mut(&name.key).expect("looked up above").queue.push_back(Queued { session, ticket, grant: tx });
+        state.waiting.insert(session, (name.key.clone(), ticket));
+        Ok(wait(rx))
     }
 
     /// `RELEASE_LOCK`: `Some(true)` released once, `Some(false)` held by another
@@ -204,11 +253,7 @@ impl UserLocks {
     /// many times in all.
     pub fn release_all(&self, session: u32) -> u64 {
         let mut state = self.state.lock();
-        if let Some(key) = state.waiting.remove(&session)
-            && let Some(held) = state.locks.get_mut(&key)
-        {
-            held.queue.retain(|(s, _)| *s != session);
-        }
+        state.withdraw(session);
         let mine: Vec<(String, u64)> = state.locks.iter().filter(|(_, h)| h.owner == session).map(|(k, h)| (k.clone(), h.count)).collect();
         let mut released = 0;
         for (key, count) in mine {
@@ -233,7 +278,7 @@ impl UserLocks {
         let mut rows = Vec::new();
         for held in state.locks.values() {
             rows.push(UserLockRow { name: held.shown.clone(), connection_id: held.owner, granted: true });
-            rows.extend(held.queue.iter().map(|(s, _)| UserLockRow { name: held.shown.clone(), connection_id: *s, granted: false }));
+            rows.extend(held.queue.iter().map(|q| UserLockRow { name: held.shown.clone(), connection_id: q.session, granted: false }));
         }
         rows
     }
@@ -268,45 +313,70 @@ mod tests {
     }
 
     #[test]
-    fn a_freed_lock_goes_to_the_first_waiter_and_gone_waiters_are_skipped() {
-        let locks = UserLocks::default();
+    fn a_freed_lock_goes_to_the_first_waiter_and_given_up_waits_are_skipped() {
+        let locks = Arc::new(UserLocks::default());
         locks.try_get(1, &name("a"));
-        let mut second = locks.enqueue(2, &name("a")).unwrap();
-        let third = locks.enqueue(3, &name("a")).unwrap();
-        let mut fourth = locks.enqueue(4, &name("a")).unwrap();
+        let mut second = locks.enqueue(2, &name("a"), None).unwrap();
+        let third = locks.enqueue(3, &name("a"), None).unwrap();
+        let mut fourth = locks.enqueue(4, &name("a"), None).unwrap();
         assert_eq!(locks.try_get(5, &name("a")), Get::Busy, "a newcomer does not overtake");
         assert_eq!(locks.release(1, &name("a")), Some(true));
-        assert!(second.try_recv().is_ok());
+        assert!(second.give_up(true), "handed to the first waiter, who keeps it");
         assert_eq!(locks.owner(&name("a")), Some(2));
         drop(third);
         assert_eq!(locks.release_all(2), 1);
-        assert!(fourth.try_recv().is_ok(), "the third went away: the fourth is next");
+        assert!(fourth.give_up(true), "the third gave up: the fourth is next");
         assert_eq!(locks.owner(&name("a")), Some(4));
         assert_eq!(locks.rows().len(), 1);
     }
 
     #[test]
-    fn a_wait_that_closes_a_cycle_is_refused_with_3058() {
-        let locks = UserLocks::default();
+    fn a_wait_dropped_unsettled_gives_back_what_it_was_handed() {
+        let locks = Arc::new(UserLocks::default());
+        locks.try_get(1, &name("a"));
+        let waiting = locks.enqueue(2, &name("a"), None).unwrap();
+        locks.release(1, &name("a"));
+        assert_eq!(locks.owner(&name("a")), Some(2));
+        drop(waiting);
+        assert_eq!(locks.owner(&name("a")), None, "nobody holds a lock its waiter never learned of");
+    }
+
+    #[test]
+    fn a_second_request_replaces_the_first_and_a_timeout_is_told_by_the_channel() {
+        let locks = Arc::new(UserLocks::default());
+        locks.try_get(1, &name("a"));
+        let mut stale = locks.enqueue(2, &name("a"), None).unwrap();
+        let mut third = locks.enqueue(3, &name("a"), None).unwrap();
+        let mut fresh = locks.enqueue(2, &name("a"), None).unwrap();
+        locks.release(1, &name("a"));
+        assert!(third.give_up(true), "the stale request was withdrawn: the third is first");
+        assert!(!fresh.give_up(true), "the fresh request timed out while the third holds it");
+        assert!(!stale.give_up(true));
+        assert_eq!(locks.owner(&name("a")), Some(3));
+        assert!(locks.rows().iter().all(|r| r.granted), "no request left queued");
+    }
+
+    #[test]
+    fn a_wait_that_closes_a_cycle_is_refused() {
+        let locks = Arc::new(UserLocks::default());
         locks.try_get(1, &name("a"));
         locks.try_get(2, &name("b"));
         locks.try_get(3, &name("c"));
-        let _one = locks.enqueue(1, &name("b")).unwrap();
-        let _two = locks.enqueue(2, &name("c")).unwrap();
-        assert_eq!(locks.enqueue(3, &name("a")).unwrap_err(), Deadlock);
-        assert!(locks.withdraw(1, &name("b")));
-        assert!(!locks.withdraw(1, &name("b")));
-        let _three = locks.enqueue(3, &name("a")).unwrap();
+        let mut one = locks.enqueue(1, &name("b"), None).unwrap();
+        let _two = locks.enqueue(2, &name("c"), None).unwrap();
+        assert_eq!(locks.enqueue(3, &name("a"), None).unwrap_err(), Deadlock);
+        assert!(!one.give_up(true));
+        let _three = locks.enqueue(3, &name("a"), None).unwrap();
     }
 
     #[test]
     fn release_all_counts_every_hold_and_withdraws_the_wait() {
-        let locks = UserLocks::default();
+        let locks = Arc::new(UserLocks::default());
         locks.try_get(1, &name("a"));
         locks.try_get(1, &name("a"));
         locks.try_get(1, &name("b"));
         locks.try_get(2, &name("c"));
-        let _w = locks.enqueue(1, &name("c")).unwrap();
+        let _w = locks.enqueue(1, &name("c"), None).unwrap();
         assert_eq!(locks.release_all(1), 3);
         assert_eq!(locks.rows(), vec![UserLockRow { name: "c".into(), connection_id: 2, granted: true }]);
     }

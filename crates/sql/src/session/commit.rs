@@ -63,8 +63,8 @@ impl Session {
     pub fn commit(&mut self) -> Result<()> {
         let Some(mut t) = self.txn.take() else { return Ok(()) };
         let engine = self.engine();
+        let started = std::time::Instant::now();
         if !t.writes.is_empty() {
-            self.commit_started.get_or_insert_with(std::time::Instant::now);
             let catalog = engine.catalog();
             let log = engine.log.get();
             let full = self.full_row_images();
@@ -98,6 +98,7 @@ impl Session {
                 match appended {
                     Ok(at) => {
                         logged_at = Some(at.end);
+                        self.commit_started.get_or_insert(started);
                         engine.last_commit_end.fetch_max(at.end, Ordering::AcqRel);
                         if let Some(first) = t.stream.take() {
                             engine.open_streams.lock().remove(&first);
