@@ -331,3 +331,33 @@ def test_a_set_that_waits_and_a_reset_connection(server):
     finally:
         cnx.close()
         watcher.close()
+
+
+@pytest.mark.mysql8_only
+def test_a_statement_that_reads_other_rows_after_its_wait_fails_and_gives_its_locks_back(server, conn):
+    """The job-queue pattern: one lock per row read. If the rows change while the statement
+    waits, its run again would call GET_LOCK for other names than the first run did: it fails
+    (1105, run it again) rather than answer for locks it did not take, and gives back those it
+    took."""
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE jobs (id INT PRIMARY KEY, state VARCHAR(10))")
+        cur.execute("INSERT INTO jobs VALUES (1, 'new'), (2, 'new'), (3, 'new')")
+    db = one(conn, "SELECT DATABASE()")[0]
+    holder, other = server.connect(db), server.connect(db)
+    try:
+        assert one(holder, "SELECT GET_LOCK('job2', 0)") == (1,)
+        conn_id = one(conn, "SELECT CONNECTION_ID()")[0]
+        sql = "SELECT id, GET_LOCK(CONCAT('job', id), 30) FROM jobs WHERE state = 'new' ORDER BY id"
+        got = in_thread(lambda: all_rows(conn, sql))
+        wait_until(lambda: waiting_for_user_lock(holder, conn_id))
+        other.cursor().execute("UPDATE jobs SET state = 'done' WHERE id = 1")
+        assert one(holder, "SELECT RELEASE_LOCK('job2')") == (1,)
+        got["thread"].join(10)
+        assert getattr(got.get("error"), "args", [None])[0] == 1105, got
+        assert one(other, "SELECT IS_FREE_LOCK('job1'), IS_FREE_LOCK('job2'), IS_FREE_LOCK('job3')") == (1, 1, 1)
+        # Run again, it takes the rows it reads now.
+        assert all_rows(conn, sql) == ((2, 1), (3, 1))
+        assert one(conn, "SELECT RELEASE_ALL_LOCKS()") == (2,)
+    finally:
+        holder.close()
+        other.close()

@@ -677,14 +677,25 @@ fn user_lock(f: Func, vals: &[Value], env: &Env<'_>) -> Result<Value> {
         _ => {}
     }
     let mut calls = info.function_calls.borrow_mut();
-    if let Some(v) = calls.replay() {
-        return Ok(v);
+    let call = format!("{f:?}{vals:?}");
+    match calls.replay(&call) {
+        Ok(Some(v)) => return Ok(v),
+        Ok(None) => {}
+        Err(e) => {
+            for name in calls.taken.drain(..) {
+                locks.release(session, &name);
+            }
+            return Err(e);
+        }
     }
     let v = match f {
         Func::GetLock => {
             let name = name()?;
             match locks.try_get(session, &name) {
-                Get::Granted => Value::Int(1),
+                Get::Granted => {
+                    calls.taken.push(name);
+                    Value::Int(1)
+                }
                 Get::Busy => {
                     // NULL waits no time, a negative timeout (or one past any clock) for ever.
                     let seconds = if vals[1].is_null() { 0.0 } else { ops::to_f64(&vals[1]) };
@@ -700,16 +711,24 @@ fn user_lock(f: Func, vals: &[Value], env: &Env<'_>) -> Result<Value> {
                                 "Deadlock found when trying to get user-level lock; try rolling back transaction/releasing locks and restarting lock acquisition.",
                             )
                         })?;
-                        calls.waiting = Some(Pending::Lock(wait));
+                        calls.wait(call, Pending::Lock(wait));
                         return Err(SqlError::function_wait());
                     }
                 }
             }
         }
-        Func::ReleaseLock => match locks.release(session, &name()?) {
-            Some(released) => bool_int(released),
-            None => Value::Null,
-        },
+        Func::ReleaseLock => {
+            let name = name()?;
+            match locks.release(session, &name) {
+                Some(released) => {
+                    if let Some(i) = calls.taken.iter().position(|t| t.key == name.key).filter(|_| released) {
+                        calls.taken.remove(i);
+                    }
+                    bool_int(released)
+                }
+                None => Value::Null,
+            }
+        }
         Func::WaitForTableCommit => {
             let text = if vals[0].is_null() { String::new() } else { str_arg(&vals[0]) };
             let name = sqlparser::ast::ObjectName::from(text.split('.').map(|p| sqlparser::ast::Ident::new(p.trim().trim_matches('`'))).collect::<Vec<_>>());
@@ -731,7 +750,7 @@ fn user_lock(f: Func, vals: &[Value], env: &Env<'_>) -> Result<Value> {
                 let deadline = (seconds > 0.0)
                     .then(|| std::time::Duration::try_from_secs_f64(seconds).ok().and_then(|d| std::time::Instant::now().checked_add(d)))
                     .flatten();
-                calls.waiting = Some(Pending::Commit { after, deadline, positions });
+                calls.wait(call, Pending::Commit { after, deadline, positions });
                 return Err(SqlError::function_wait());
             }
         }
@@ -742,16 +761,19 @@ fn user_lock(f: Func, vals: &[Value], env: &Env<'_>) -> Result<Value> {
             }
             match std::time::Duration::try_from_secs_f64(seconds).ok().and_then(|d| std::time::Instant::now().checked_add(d)) {
                 Some(until) if seconds > 0.0 => {
-                    calls.waiting = Some(Pending::Sleep(until));
+                    calls.wait(call, Pending::Sleep(until));
                     return Err(SqlError::function_wait());
                 }
                 Some(_) => Value::Int(0),
                 None => return Err(SqlError::new((1210, "HY000"), "Incorrect arguments to sleep")),
             }
         }
-        _ => Value::UInt(locks.release_all(session)),
+        _ => {
+            calls.taken.clear();
+            Value::UInt(locks.release_all(session))
+        }
     };
-    Ok(calls.record(v))
+    Ok(calls.record(call, v))
 }
 
 /// The longest user-level lock name, in characters (MySQL's `NAME_CHAR_LEN`).

@@ -1307,7 +1307,7 @@ impl Session {
                     let got = self.wait_in_function(wait).await;
                     match got {
                         Ok(v) => {
-                            self.info.function_calls.borrow_mut().record(v);
+                            self.info.function_calls.borrow_mut().record_wait(v);
                         }
                         Err(e) => {
                             self.statement_end_after_error(false);

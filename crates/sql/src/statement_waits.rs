@@ -21,6 +21,8 @@ use std::time::Instant;
 
 use quill_storage::Value;
 
+use crate::error::{Result, SqlError};
+
 /// What a statement stopped to wait for.
 #[derive(Debug)]
 pub enum Pending {
@@ -37,13 +39,20 @@ pub enum Pending {
     },
 }
 
-/// The results of the calls that act, in call order, for one statement.
+/// The results of the calls that act, in call order, for one statement: each with its call
+/// (function and arguments), so a run that calls otherwise (it read other rows) is told.
 #[derive(Debug, Default)]
 pub struct StatementCalls {
-    results: Vec<Value>,
+    results: Vec<(String, Value)>,
     next: usize,
     /// What the statement stopped to wait for.
     pub waiting: Option<Pending>,
+    /// The call that stopped it, and the lock it waits for (a `GET_LOCK`).
+    waiting_call: Option<String>,
+    waiting_lock: Option<quill_txn::user_locks::LockName>,
+    /// The user-level locks this statement's `GET_LOCK` calls took: given back when a run
+    /// calls otherwise than the one before (the client never learns of them).
+    pub taken: Vec<quill_txn::user_locks::LockName>,
 }
 
 impl StatementCalls {
@@ -52,6 +61,9 @@ impl StatementCalls {
         self.results.clear();
         self.next = 0;
         self.waiting = None;
+        self.waiting_call = None;
+        self.waiting_lock = None;
+        self.taken.clear();
     }
 
     /// The statement runs again from its start.
@@ -60,19 +72,51 @@ impl StatementCalls {
     }
 
     /// The next call's result when this run of the statement repeats an earlier one's;
-    /// else `None`, and the caller acts and [`StatementCalls::record`]s.
-    pub fn replay(&mut self) -> Option<Value> {
-        let v = self.results.get(self.next).cloned();
-        if v.is_some() {
-            self.next += 1;
+    /// else `None`, and the caller acts and [`StatementCalls::record`]s (or waits).
+    ///
+    /// # Errors
+    /// The call is not the one the earlier run made here: the statement read other rows (or
+    /// took another branch) this time. Acting would double or skip what the earlier run did,
+    /// so the statement fails (1105) and the client runs it again; the caller gives back the
+    /// locks the statement took ([`StatementCalls::taken`]).
+    pub fn replay(&mut self, call: &str) -> Result<Option<Value>> {
+        let Some((made, v)) = self.results.get(self.next) else { return Ok(None) };
+        if made != call {
+            return Err(SqlError::new(
+                (1105, "HY000"),
+                "The statement read other rows when it ran again after waiting in GET_LOCK, SLEEP or WAIT_FOR_TABLE_COMMIT; run it again",
+            ));
         }
+        self.next += 1;
+        Ok(Some(v.clone()))
+    }
+
+    /// The result of the call just made.
+    pub fn record(&mut self, call: String, v: Value) -> Value {
+        self.results.push((call, v.clone()));
+        self.next += 1;
         v
     }
 
-    /// The result of the call just made (or of the wait it queued).
-    pub fn record(&mut self, v: Value) -> Value {
-        self.results.push(v.clone());
+    /// `call` stopped the statement to wait for `pending`.
+    pub fn wait(&mut self, call: String, pending: Pending) {
+        self.waiting_lock = match &pending {
+            Pending::Lock(w) => Some(w.name.clone()),
+            _ => None,
+        };
+        self.waiting = Some(pending);
+        self.waiting_call = Some(call);
+    }
+
+    /// How the wait of the call that stopped the statement ended.
+    pub fn record_wait(&mut self, v: Value) {
+        let call = self.waiting_call.take().unwrap_or_default();
+        if let Some(name) = self.waiting_lock.take()
+            && v == Value::Int(1)
+        {
+            self.taken.push(name);
+        }
+        self.results.push((call, v));
         self.next += 1;
-        v
     }
 }
