@@ -791,7 +791,7 @@ impl Session {
         for piece in text::split(sql, self.lex_options()) {
             self.may_stream = out.is_empty();
             if let Some((text, figures)) = finished.take() {
-                self.log_if_slow(&source(&text), &figures, Instant::now());
+                self.log_if_slow(&figures, Instant::now(), || source(&text));
             }
             let r = match piece {
                 Ok(statement) => {
@@ -820,7 +820,7 @@ impl Session {
             self.wait_until_durable().await;
         }
         if let Some((text, figures)) = finished {
-            self.log_if_slow(&source(&text), &figures, Instant::now());
+            self.log_if_slow(&figures, Instant::now(), || source(&text));
         }
         out
     }
@@ -896,8 +896,9 @@ impl Session {
     }
 
     /// Counts the statement in `Slow_queries` and writes it to the slow log when it was slow
-    /// (`slow_log`); `end` is when its reply could go.
-    fn log_if_slow(&self, text: &str, f: &FinishedStatement, end: Instant) {
+    /// (`slow_log`); `end` is when its reply could go. `text` makes the statement's text, only
+    /// for a statement that is written.
+    fn log_if_slow(&self, f: &FinishedStatement, end: Instant, text: impl FnOnce() -> String) {
         let query_time = end.saturating_duration_since(f.started);
         let long = self.info.var("long_query_time").parse::<f64>().unwrap_or(10.0);
         let slow = query_time.as_secs_f64() > long || (f.full_scan && self.info.engine.global("log_queries_not_using_indexes").as_deref() == Some("ON"));
@@ -909,6 +910,8 @@ impl Session {
         if engine.global("slow_query_log").as_deref() != Some("ON") || engine.global("log_output").as_deref() == Some("NONE") {
             return;
         }
+        let text = text();
+        let text = text.as_str();
         let verbosity = self.info.var("log_slow_verbosity");
         let detail = crate::slow_log::Detail {
             extra: engine.global("log_slow_extra").as_deref() == Some("ON"),
@@ -1054,9 +1057,7 @@ impl Session {
         if !self.answers_before_durable {
             self.wait_until_durable().await;
         }
-        if figures.started.elapsed().as_secs_f64() > self.info.var("long_query_time").parse::<f64>().unwrap_or(10.0) || figures.full_scan {
-            self.log_if_slow(&crate::slow_log::with_parameters(&text, &params), &figures, Instant::now());
-        }
+        self.log_if_slow(&figures, Instant::now(), || crate::slow_log::with_parameters(&text, &params));
         outcome
     }
 
@@ -2866,10 +2867,11 @@ fn program_path() -> &'static str {
     PATH.get_or_init(|| std::env::current_exe().map_or_else(|_| "quill".into(), |p| p.display().to_string()))
 }
 
-/// Whether `sql` names a function that may wait (`statement_waits`), by its text.
+/// Whether `sql` names a function that may wait (`statement_waits`, `Func::may_wait`), by
+/// its words.
 fn calls_waiting_function(sql: &str) -> bool {
-    let upper = sql.to_ascii_uppercase();
-    ["GET_LOCK", "RELEASE_LOCK", "RELEASE_ALL_LOCKS", "SLEEP", "WAIT_FOR_TABLE_COMMIT"].iter().any(|name| upper.contains(name))
+    sql.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .any(|word| crate::functions::Func::by_name(word, 0).is_some_and(crate::functions::Func::may_wait))
 }
 
 /// Whether the query calls a function that may wait (`statement_waits`): its result is not
