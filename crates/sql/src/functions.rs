@@ -75,6 +75,10 @@ pub enum Func {
     UtcTimestamp(u8),
     UnixTimestamp,
     FromUnixtime,
+    /// CONVERT_TZ(datetime, from_zone, to_zone) (`time_zone`).
+    ConvertTz,
+    /// UUID(): a version-1 UUID as text.
+    Uuid,
     TimestampDiff(Unit),
     DateDiff,
     /// DATE_ADD / DATE_SUB: (unit, subtract).
@@ -163,6 +167,8 @@ impl Func {
             "UTC_TIMESTAMP" => Func::UtcTimestamp(0),
             "UNIX_TIMESTAMP" => Func::UnixTimestamp,
             "FROM_UNIXTIME" => Func::FromUnixtime,
+            "CONVERT_TZ" => Func::ConvertTz,
+            "UUID" => Func::Uuid,
             "DATEDIFF" => Func::DateDiff,
             "DATE" => Func::Date,
             "TIME" => Func::Time,
@@ -222,12 +228,12 @@ impl Func {
             | Microsecond | DayOfWeek | Floor | Ceil | Abs | Sign | Sqrt | IsNullFn | FromUnixtime | TemporalText(_) => (1, 1),
             Substring => (2, 3),
             Left | Right | Repeat | Instr | DateDiff | DateFormat | Mod | Power | IfNull | NullIf | TrimChars(_) | DateAdd(..) | Truncate => (2, 2),
-            Replace | Lpad | Rpad | If => (3, 3),
+            Replace | Lpad | Rpad | If | ConvertTz => (3, 3),
             TimestampDiff(_) => (2, 2),
             Locate => (2, 3),
             Now(_) | SysDate(_) | CurTime(_) | UtcTimestamp(_) | LastInsertId | UnixTimestamp | Rand => (0, 1),
             Round => (1, 2),
-            CurDate | RowCount | FoundRows | Database | Version | ConnectionId | User | CurrentUser | ReleaseAllLocks => (0, 0),
+            CurDate | RowCount | FoundRows | Database | Version | ConnectionId | User | CurrentUser | ReleaseAllLocks | Uuid => (0, 0),
             ReleaseLock | IsFreeLock | IsUsedLock | Sleep => (1, 1),
             GetLock => (2, 2),
             WaitForTableCommit => (2, 3),
@@ -274,6 +280,7 @@ impl Func {
         !matches!(
             self,
             Func::Rand
+                | Func::Uuid
                 | Func::SysDate(_)
                 | Func::GetLock
                 | Func::ReleaseLock
@@ -303,6 +310,7 @@ impl Func {
                 }
             }
             Database | Version | User | CurrentUser | TemporalText(_) => text,
+            Uuid => SqlType::VarChar { len: 36, collation: Collation::default() },
             Length | CharLength | Instr | Locate | TimestampDiff(_) | DateDiff | Year | Month | Day | Hour | Minute | Second | Microsecond | DayOfWeek
             | Sign | RowCount | IsNullFn => int,
             LastInsertId | ConnectionId | FoundRows | IsUsedLock | ReleaseAllLocks | WaitForTableCommit => {
@@ -321,6 +329,11 @@ impl Func {
                 }
             }
             FromUnixtime => SqlType::DateTime(0),
+            ConvertTz => match args.first() {
+                Some(SqlType::DateTime(f) | SqlType::Timestamp(f)) => SqlType::DateTime(*f),
+                // A literal without a fraction, the usual argument (as DATE_ADD takes it).
+                _ => SqlType::DateTime(0),
+            },
             DateAdd(unit, _) => match args.first() {
                 Some(SqlType::Date) if matches!(unit, Unit::Day | Unit::Week | Unit::Month | Unit::Quarter | Unit::Year) => SqlType::Date,
                 Some(SqlType::DateTime(f) | SqlType::Timestamp(f)) => SqlType::DateTime(if unit == Unit::Microsecond { 6 } else { *f }),
@@ -522,14 +535,20 @@ pub fn call(f: Func, args: &[Expr], env: &Env<'_>, cx: &RowCtx<'_>) -> Result<Va
             Some(Value::Null) => Value::Null,
             Some(v) => match ops::to_datetime(v) {
                 Some(us) => {
-                    let secs = us.div_euclid(1_000_000) - info.utc_offset_secs();
+                    let local_secs = us.div_euclid(1_000_000);
+                    let secs = local_secs - info.time_zone().offset_at_local(local_secs);
                     let frac = us.rem_euclid(1_000_000);
                     if frac == 0 && !matches!(v, Value::DateTime(_)) { Value::Int(secs) } else { Value::Decimal(Decimal::new(secs * 1_000_000 + frac, 6)) }
                 }
                 None => Value::Null,
             },
         },
-        FromUnixtime => Value::DateTime((int_arg(&vals[0]) + info.utc_offset_secs()) * 1_000_000),
+        FromUnixtime => {
+            let secs = int_arg(&vals[0]);
+            Value::DateTime((secs + info.time_zone().offset_at_utc(secs)) * 1_000_000)
+        }
+        ConvertTz => convert_tz(&vals),
+        Uuid => Value::Str(uuid_v1()),
         TimestampDiff(unit) => match (ops::to_datetime(&vals[0]), ops::to_datetime(&vals[1])) {
             (Some(a), Some(b)) => Value::Int(timestamp_diff(unit, a, b)),
             _ => Value::Null,
@@ -1040,6 +1059,44 @@ pub fn cast(v: Value, ty: &SqlType) -> Result<Value> {
         SqlType::Time(f) => ops::to_time(&v).map_or(Value::Null, |us| Value::Time(types::round_micros(us, *f))),
         SqlType::Year | SqlType::Null => v,
     })
+}
+
+/// CONVERT_TZ(dt, from, to): NULL for a zone it does not know or a value that is not a
+/// date and time; a value outside TIMESTAMP's range is returned as it is, as MySQL does.
+fn convert_tz(vals: &[Value]) -> Value {
+    use crate::time_zone::TimeZone;
+    let (Some(us), Some(from), Some(to)) = (ops::to_datetime(&vals[0]), TimeZone::parse(&str_arg(&vals[1])), TimeZone::parse(&str_arg(&vals[2]))) else {
+        return Value::Null;
+    };
+    let local_secs = us.div_euclid(1_000_000);
+    let utc_secs = local_secs - from.offset_at_local(local_secs);
+    if !(TIMESTAMP_SECS_MIN..=TIMESTAMP_SECS_MAX).contains(&utc_secs) {
+        return Value::DateTime(us);
+    }
+    Value::DateTime(from.convert_micros(us, to))
+}
+
+/// TIMESTAMP's range in Unix seconds: 1970-01-01 00:00:01 to 2038-01-19 03:14:07 UTC.
+const TIMESTAMP_SECS_MIN: i64 = 1;
+const TIMESTAMP_SECS_MAX: i64 = i32::MAX as i64;
+
+/// A version-1 UUID as MySQL's UUID() writes it: the time in 100 ns steps since
+/// 1582-10-15, then a clock sequence and a node, both random per server start (MySQL takes
+/// the node from a network card when it can). Calls never repeat: a time at or before the
+/// last one given is moved one step past it.
+fn uuid_v1() -> String {
+    use std::sync::OnceLock;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    /// 100 ns steps from 1582-10-15 to 1970-01-01.
+    const GREGORIAN_TO_UNIX_STEPS: u64 = 0x01B2_1DD2_1381_4000;
+    static LAST: AtomicU64 = AtomicU64::new(0);
+    static NODE: OnceLock<(u64, u64)> = OnceLock::new();
+    let &(clock_seq, node) = NODE.get_or_init(|| (rand::random::<u64>() & 0x3FFF | 0x8000, rand::random::<u64>() & 0xFFFF_FFFF_FFFF | 0x0100_0000_0000));
+    let now = GREGORIAN_TO_UNIX_STEPS + u64::try_from(chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0) / 100).unwrap_or(0);
+    let t = match LAST.fetch_update(Ordering::AcqRel, Ordering::Acquire, |last| Some(now.max(last + 1))) {
+        Ok(last) | Err(last) => now.max(last + 1),
+    };
+    format!("{:08x}-{:04x}-{:04x}-{clock_seq:04x}-{node:012x}", t & 0xFFFF_FFFF, (t >> 32) & 0xFFFF, (t >> 48) & 0x0FFF | 0x1000)
 }
 
 #[cfg(test)]

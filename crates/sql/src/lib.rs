@@ -43,6 +43,7 @@ pub mod sink;
 pub mod slow_log;
 pub mod statement_waits;
 pub mod text;
+pub mod time_zone;
 pub mod tmp_memory;
 pub mod types;
 pub mod vars;

@@ -436,13 +436,16 @@ impl SessionInfo {
         self.vars.get(name).unwrap_or_default()
     }
 
-    /// The session time zone's offset from UTC, in seconds.
+    /// The session's time zone (`time_zone`, checked when set).
+    #[must_use]
+    pub fn time_zone(&self) -> crate::time_zone::TimeZone {
+        crate::time_zone::TimeZone::parse(self.var("time_zone")).unwrap_or(crate::time_zone::TimeZone::System)
+    }
+
+    /// The session time zone's offset from UTC now, in seconds.
     #[must_use]
     pub fn utc_offset_secs(&self) -> i64 {
-        match vars::parse_time_zone(self.var("time_zone")).flatten() {
-            Some(o) => o,
-            None => i64::from(chrono::Local::now().offset().local_minus_utc()),
-        }
+        self.time_zone().offset_at_utc(chrono::Utc::now().timestamp())
     }
 
     /// Now in the session time zone, as zone-less microseconds (what NOW() shows).

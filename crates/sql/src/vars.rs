@@ -419,7 +419,7 @@ pub fn normalise(def: &VarDef, v: &Value) -> Result<Normalised> {
                     let up = s.to_ascii_uppercase().replace(' ', "-");
                     if ["READ-UNCOMMITTED", "READ-COMMITTED", "REPEATABLE-READ", "SERIALIZABLE"].contains(&up.as_str()) { plain(up) } else { Err(wrong()) }
                 }
-                "time_zone" => parse_time_zone(&s)
+                "time_zone" => crate::time_zone::TimeZone::parse(&s)
                     .map(|_| s.clone())
                     .ok_or_else(|| SqlError::new((1298, "HY000"), format!("Unknown or incorrect time zone: '{s}'")))
                     .and_then(plain),
@@ -510,30 +510,6 @@ pub fn as_value(def: &VarDef, s: &str) -> Value {
         Kind::Str if def.name == "secure_file_priv" && s == SECURE_FILE_PRIV_NONE => Value::Null,
         Kind::Str => Value::Str(s.to_owned()),
     }
-}
-
-/// A `time_zone` value as an offset from UTC in seconds; `Some(None)` for SYSTEM.
-/// Named zones other than UTC are not known (no time zone tables yet).
-#[must_use]
-pub fn parse_time_zone(s: &str) -> Option<Option<i64>> {
-    let t = s.trim();
-    if t.eq_ignore_ascii_case("SYSTEM") {
-        return Some(None);
-    }
-    if t.eq_ignore_ascii_case("UTC") || t.eq_ignore_ascii_case("GMT") {
-        return Some(Some(0));
-    }
-    let (sign, rest) = match t.as_bytes().first()? {
-        b'+' => (1, &t[1..]),
-        b'-' => (-1, &t[1..]),
-        _ => return None,
-    };
-    let (h, m) = rest.split_once(':')?;
-    let (h, m): (i64, i64) = (h.parse().ok()?, m.parse().ok()?);
-    if !(0..=14).contains(&h) || !(0..60).contains(&m) {
-        return None;
-    }
-    Some(Some(sign * (h * 3600 + m * 60)))
 }
 
 #[cfg(test)]
