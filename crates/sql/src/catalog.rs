@@ -63,6 +63,8 @@ pub struct TableMeta {
     /// TABLE` and `Create_options`; `None` when not given. What the rows use is
     /// `data.row_format()` ([`storage_row_format`]).
     pub row_format: Option<&'static str>,
+    /// The table's foreign keys, as a child (`foreign_keys`).
+    pub foreign_keys: Vec<crate::foreign_keys::ForeignKey>,
     /// The table's rows, reached only through the handler API.
     pub data: Box<dyn Handler>,
 }
@@ -99,6 +101,7 @@ impl TableMeta {
             comment: String::new(),
             created_at: chrono::Utc::now().timestamp(),
             row_format: None,
+            foreign_keys: Vec::new(),
             data,
         }
     }
@@ -145,6 +148,7 @@ impl TableMeta {
             .with_row_format(self.row_format);
         meta.comment.clone_from(&self.comment);
         meta.created_at = self.created_at;
+        meta.foreign_keys.clone_from(&self.foreign_keys);
         meta
     }
 }

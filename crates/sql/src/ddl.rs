@@ -11,6 +11,7 @@ use sqlparser::ast::{self, ColumnOption, TableConstraint};
 use crate::catalog::{Catalog, Column, ColumnDefault, Database, IndexMeta, ROW_FORMATS, SYSTEM_DATABASES, TableMeta};
 use crate::error::{Result, SqlError, Warning, codes};
 use crate::expr::RowCtx;
+use crate::foreign_keys::{self, ForeignKey};
 use crate::query::{self, Env};
 use crate::session::SessionInfo;
 use crate::types::{SqlType, WriteContext, coerce_to_column};
@@ -271,6 +272,16 @@ pub fn create_table(catalog: &mut Catalog, info: &SessionInfo, env_params: (&[Va
         }
         (columns, primary, indexes)
     };
+    // Keys last: an index the statement declares anywhere may serve one.
+    let mut indexes = indexes;
+    let mut declared: Vec<ForeignKey> = Vec::new();
+    for c in &ct.constraints {
+        if let TableConstraint::ForeignKey(fk) = c {
+            let child = foreign_keys::Child { db: &db, name: &name, columns: &columns, primary: &primary, indexes: &mut indexes, existing: &declared };
+            let fk = foreign_keys::declare(catalog, child, fk, info.foreign_key_checks())?;
+            declared.push(fk);
+        }
+    }
     // CREATE TABLE ... AS SELECT.
     let mut rows: Vec<Vec<Value>> = Vec::new();
     let mut columns = columns;
@@ -321,6 +332,7 @@ pub fn create_table(catalog: &mut Catalog, info: &SessionInfo, env_params: (&[Va
     let mut meta = TableMeta::new(id, &db, &name, columns, primary, indexes, table_collation).with_row_format(row_format);
     row_format_warnings(&meta, warnings);
     meta.comment = comment;
+    meta.foreign_keys = declared;
     meta.data.set_auto_increment(auto_increment_start.max(1));
     // Rows of CREATE ... SELECT are written and committed with the DDL itself.
     fill_new_table(&meta, rows, warnings)?;
@@ -404,6 +416,18 @@ pub fn drop_tables(catalog: &mut Catalog, info: &SessionInfo, names: &[ast::Obje
         }
         warnings.push(Warning { level: "Note", code: 1051, message: msg });
     }
+    if info.foreign_key_checks() {
+        for (db, t) in &resolved {
+            let outside =
+                foreign_keys::children_of(catalog, db, t).into_iter().find(|(child, _)| !resolved.iter().any(|(d, n)| *d == child.db && *n == child.name));
+            if let Some((child, fk)) = outside {
+                return Err(SqlError::new(
+                    (3730, "HY000"),
+                    format!("Cannot drop table '{t}' referenced by a foreign key constraint '{}' on table '{}'.", fk.name, child.name),
+                ));
+            }
+        }
+    }
     for (db, t) in &resolved {
         let _ = catalog.remove_table(db, t); // absent ones were reported above
     }
@@ -457,6 +481,15 @@ fn check_engine(info: &SessionInfo, engine: &str, table: &str, warnings: &mut Ve
 
 pub fn truncate(catalog: &mut Catalog, info: &SessionInfo, name: &ast::ObjectName) -> Result<()> {
     let (db, t) = query::resolve_table_name(info, name)?;
+    let children = foreign_keys::children_of(catalog, &db, &t);
+    if let Some((child, fk)) = children.into_iter().find(|(child, _)| child.db != db || child.name != t)
+        && info.foreign_key_checks()
+    {
+        return Err(SqlError::new(
+            (1701, "42000"),
+            format!("Cannot truncate a table referenced in a foreign key constraint (`{}`.`{}`, CONSTRAINT `{}`)", child.db, child.name, fk.name),
+        ));
+    }
     // A new, empty table takes the old one's place; statements still running on the old
     // snapshot (none can write it: TRUNCATE holds its metadata lock) keep what they read.
     let empty = catalog.table(&db, &t)?.empty_copy();
@@ -491,15 +524,18 @@ fn rebuild(
     column_map: Vec<Option<usize>>,
     primary: Vec<usize>,
     indexes: Vec<IndexMeta>,
+    foreign_keys: Vec<ForeignKey>,
     options: TableOptions,
     warnings: &mut Vec<Warning>,
 ) -> Result<()> {
     validate(&columns, &primary, &indexes)?;
     let old = catalog.table(db, name)?;
+    check_key_indexes(catalog, old, (&columns, &primary, &indexes), &foreign_keys)?;
     let mut meta = TableMeta::new(old.id, db, name, columns, primary, indexes, options.collation).with_row_format(options.row_format);
     row_format_warnings(&meta, warnings);
     meta.comment = options.comment;
     meta.created_at = old.created_at;
+    meta.foreign_keys = foreign_keys;
     meta.data.set_auto_increment(old.data.auto_increment());
     let rows = old.data.snapshot_rows(ReadView::current(0));
     for (n, r) in rows.into_iter().enumerate() {
@@ -554,6 +590,8 @@ pub fn alter_table(
     let mut indexes = t.indexes.clone();
     let collation = t.collation;
     let mut options = TableOptions::of(t);
+    let mut keys = t.foreign_keys.clone();
+    let mut added_keys = Vec::new();
     let env = Env::new(catalog, ReadView::current(0), &[], now_us, info);
     for op in ops {
         match op {
@@ -613,7 +651,18 @@ pub fn alter_table(
                 };
                 replace_column(&env, &mut columns, &mut primary, &old_name.value, &def, column_position.as_ref(), collation, &tname)?;
             }
+            ast::AlterTableOperation::AddConstraint { constraint: TableConstraint::ForeignKey(fk), .. } => added_keys.push(fk),
             ast::AlterTableOperation::AddConstraint { constraint, .. } => add_constraint(constraint, &mut columns, &mut primary, &mut indexes)?,
+            ast::AlterTableOperation::DropForeignKey { name, .. } => drop_key(&mut keys, &name.value)?,
+            ast::AlterTableOperation::DropConstraint { name, if_exists, .. } => {
+                if keys.iter().any(|k| k.name.eq_ignore_ascii_case(&name.value)) {
+                    drop_key(&mut keys, &name.value)?;
+                } else if indexes.iter().any(|i| i.unique && i.name.eq_ignore_ascii_case(&name.value)) {
+                    indexes.retain(|i| !i.name.eq_ignore_ascii_case(&name.value));
+                } else if !*if_exists {
+                    return Err(SqlError::new((3940, "HY000"), format!("Constraint '{}' does not exist.", name.value)));
+                }
+            }
             ast::AlterTableOperation::DropIndex { name } => {
                 let before = indexes.len();
                 indexes.retain(|i| !i.name.eq_ignore_ascii_case(&name.value));
@@ -630,7 +679,93 @@ pub fn alter_table(
             other => return Err(SqlError::unsupported(format!("ALTER TABLE {other}"))),
         }
     }
-    rebuild(catalog, &db, &tname, columns, map, primary, indexes, options, warnings)
+    let keys = keys_after_alter(catalog, info, (&db, &tname), &map, &columns, &primary, &mut indexes, keys, &added_keys)?;
+    let added: Vec<String> = keys.iter().rev().take(added_keys.len()).map(|k| k.name.clone()).collect();
+    rebuild(catalog, &db, &tname, columns, map, primary, indexes, keys, options, warnings)?;
+    if info.foreign_key_checks() && !added.is_empty() {
+        let t = catalog.table(&db, &tname)?;
+        for fk in t.foreign_keys.iter().filter(|k| added.contains(&k.name)) {
+            crate::dml::foreign_keys::check_existing_rows(catalog, t, fk)?;
+        }
+    }
+    Ok(())
+}
+
+/// Removes the key `name` (1091 when the table has none of that name).
+fn drop_key(keys: &mut Vec<ForeignKey>, name: &str) -> Result<()> {
+    let before = keys.len();
+    keys.retain(|k| !k.name.eq_ignore_ascii_case(name));
+    if keys.len() == before {
+        return Err(SqlError::new(codes::ER_CANT_DROP_FIELD_OR_KEY, format!("Can't DROP '{name}'; check that column/key exists")));
+    }
+    Ok(())
+}
+
+/// The table's keys after ALTER TABLE: the ones it kept, moved to their columns' new
+/// positions (`map`: new position -> old), and the ones it adds, declared on the new shape.
+///
+/// # Errors
+/// 1828 (a dropped column that a key uses), 1829 (a dropped column another table's key
+/// refers to), and [`foreign_keys::declare`]'s.
+#[allow(clippy::too_many_arguments)]
+fn keys_after_alter(
+    catalog: &Catalog,
+    info: &SessionInfo,
+    (db, name): (&str, &str),
+    map: &[Option<usize>],
+    columns: &[Column],
+    primary: &[usize],
+    indexes: &mut Vec<IndexMeta>,
+    kept: Vec<ForeignKey>,
+    added: &[&ast::ForeignKeyConstraint],
+) -> Result<Vec<ForeignKey>> {
+    let old = catalog.table(db, name)?;
+    let mut keys = Vec::with_capacity(kept.len() + added.len());
+    for mut fk in kept {
+        for c in &mut fk.columns {
+            let old_name = &old.columns[*c].name;
+            *c = map
+                .iter()
+                .position(|m| *m == Some(*c))
+                .ok_or_else(|| SqlError::new((1828, "HY000"), format!("Cannot drop column '{old_name}': needed in a foreign key constraint '{}'", fk.name)))?;
+        }
+        keys.push(fk);
+    }
+    for (child, fk) in foreign_keys::children_of(catalog, db, name) {
+        if let Some(gone) = fk.parent_columns.iter().find(|c| !columns.iter().any(|col| col.name.eq_ignore_ascii_case(c))) {
+            return Err(SqlError::new(
+                (1829, "HY000"),
+                format!("Cannot drop column '{gone}': needed in a foreign key constraint '{}' of table '{}'", fk.name, child.name),
+            ));
+        }
+    }
+    for fk in added {
+        let child = foreign_keys::Child { db, name, columns, primary, indexes, existing: &keys };
+        let fk = foreign_keys::declare(catalog, child, fk, info.foreign_key_checks())?;
+        keys.push(fk);
+    }
+    Ok(keys)
+}
+
+/// Error 1553 when the new indexes of `old` leave a key without one: its own keys need an
+/// index leading with their columns, and keys of other tables that refer to it one leading
+/// with the columns they refer to.
+fn check_key_indexes(catalog: &Catalog, old: &TableMeta, (columns, primary, indexes): (&[Column], &[usize], &[IndexMeta]), keys: &[ForeignKey]) -> Result<()> {
+    let gone = || old.indexes.iter().find(|o| !indexes.iter().any(|i| i.name.eq_ignore_ascii_case(&o.name))).map_or("PRIMARY", |i| &i.name).to_owned();
+    let refused = || SqlError::new((1553, "HY000"), format!("Cannot drop index '{}': needed in a foreign key constraint", gone()));
+    if keys.iter().any(|k| !foreign_keys::leads_an_index(&k.columns, primary, indexes)) {
+        return Err(refused());
+    }
+    for (child, fk) in foreign_keys::children_of(catalog, &old.db, &old.name) {
+        if child.id == old.id {
+            continue;
+        }
+        let positions: Option<Vec<usize>> = fk.parent_columns.iter().map(|c| columns.iter().position(|col| col.name.eq_ignore_ascii_case(c))).collect();
+        if positions.is_some_and(|p| !foreign_keys::leads_an_index(&p, primary, indexes)) {
+            return Err(refused());
+        }
+    }
+    Ok(())
 }
 
 /// One table option of ALTER TABLE, as `alter_options::rewrite` passes it on: the engine is
@@ -744,7 +879,8 @@ pub fn create_index(catalog: &mut Catalog, info: &SessionInfo, ci: &ast::CreateI
     let map = (0..columns.len()).map(Some).collect();
     let primary = t.primary.clone();
     let options = TableOptions::of(t);
-    rebuild(catalog, &db, &tname, columns, map, primary, indexes, options, warnings)
+    let keys = t.foreign_keys.clone();
+    rebuild(catalog, &db, &tname, columns, map, primary, indexes, keys, options, warnings)
 }
 
 /// DROP INDEX name ON table.
@@ -768,5 +904,6 @@ pub fn drop_index(catalog: &mut Catalog, info: &SessionInfo, index: &str, table:
         }
     }
     let options = TableOptions::of(t);
-    rebuild(catalog, &db, &tname, columns, map, primary, indexes, options, warnings)
+    let keys = t.foreign_keys.clone();
+    rebuild(catalog, &db, &tname, columns, map, primary, indexes, keys, options, warnings)
 }

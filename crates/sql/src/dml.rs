@@ -25,6 +25,7 @@ use quill_txn::LockMode;
 
 mod bulk;
 mod copy;
+pub mod foreign_keys;
 mod load;
 use bulk::{BulkBuffer, Finished};
 use copy::Incoming;
@@ -287,7 +288,9 @@ pub fn insert(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Insert) -> Resu
         // Many rows, and no REPLACE or ON DUPLICATE KEY UPDATE: the bulk path (`dml::bulk`).
         let many = select.is_some() || proposed.len() > 1;
         let rows_hint = if select.is_some() { None } else { u64::try_from(proposed.len()).ok() };
-        let mut bulk = if many && !replace && on_dup.is_none() { BulkBuffer::start(cx, data, ignore, rows_hint) } else { None };
+        // Foreign keys are checked row by row (`foreign_keys`), off the bulk path.
+        let bulk_allowed = many && !replace && on_dup.is_none() && !foreign_keys::involved(catalog, cx, t);
+        let mut bulk = if bulk_allowed { BulkBuffer::start(cx, data, ignore, rows_hint) } else { None };
         let read_lock = env(catalog, cx).lock;
         let whole_copy = select.filter(|_| bulk.is_some()).and_then(|q| copy::plan(catalog, cx.info, q, t, &targets, read_lock.as_ref()));
         let mut insert_one = |cx: &mut DmlCx<'_>, incoming: Incoming<'_>| -> Result<()> {
@@ -445,11 +448,17 @@ fn insert_row(
         match inserted {
             Ok(pk) => {
                 cx.undo.push(t.id, &pk);
+                // After the write, so a row may refer to itself.
+                foreign_keys::check_parents(catalog, cx, t, &row, None)?;
                 res.affected += 1;
                 return Ok(());
             }
             Err(WriteError::Duplicate { existing_pk, .. }) if replace && attempts < 64 => {
                 locking::lock_for_write(&cx.info.engine.txns.locks, cx.txn, t.id, data, &existing_pk)?;
+                // REPLACE deletes the old row: its children are refused or cascaded as for DELETE.
+                if let Some(old) = data.get(&existing_pk, &ReadView::current(cx.txn)).map(|r| Row::clone(&r)) {
+                    foreign_keys::on_parent_change(catalog, cx, t, &existing_pk, &old, None, 0)?;
+                }
                 data.delete_row(cx.txn, &existing_pk).map_err(|e| write_error(e, t, &row, cx))?;
                 cx.undo.push(t.id, &existing_pk);
                 res.affected += 1;
@@ -475,6 +484,7 @@ fn insert_row(
                         res.affected += 1;
                     }
                 } else {
+                    foreign_keys::on_parent_change(catalog, cx, t, &existing_pk, &old, Some(&new), 0)?;
                     let latch = data.write_latch();
                     lock_for_update(cx, t, data, &existing_pk, &old, &new)?;
                     let pk = data.update_row(&latch, cx.txn, &existing_pk, new.clone()).map_err(|e| write_error(e, t, &new, cx))?;
@@ -483,6 +493,7 @@ fn insert_row(
                         cx.undo.push(t.id, &pk);
                     }
                     cx.undo.push(t.id, &existing_pk);
+                    foreign_keys::check_parents(catalog, cx, t, &new, Some(&old))?;
                     res.affected += 2;
                 }
                 return Ok(());
@@ -666,6 +677,7 @@ pub fn update(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Update) -> Resu
                     new[i] = Value::DateTime(crate::types::round_micros(now_us, c.ty.decimals().min(6)));
                 }
             }
+            foreign_keys::on_parent_change(catalog, cx, t, &pk, &current, Some(&new), 0)?;
             let latch = data.write_latch();
             lock_for_update(cx, t, data, &pk, &current, &new)?;
             let new_pk = data.update_row(&latch, cx.txn, &pk, new.clone()).map_err(|e| write_error(e, t, &new, cx))?;
@@ -674,6 +686,7 @@ pub fn update(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Update) -> Resu
                 cx.undo.push(t.id, &new_pk);
             }
             cx.undo.push(t.id, &pk);
+            foreign_keys::check_parents(catalog, cx, t, &new, Some(&current))?;
             changed += 1;
         }
         Ok(DmlResult {
@@ -706,12 +719,11 @@ pub fn delete(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Delete) -> Resu
         order_and_limit(&e, &scope, &mut rows, &stmt.order_by, stmt.limit.as_ref())?;
         rows
     };
-    with_table(catalog, &db, &tname, |_, t, data| {
+    with_table(catalog, &db, &tname, |catalog, t, data| {
         let mut affected = 0;
         for (pk, row) in targets {
-            if data.get(&pk, &ReadView::current(cx.txn)).is_none() {
-                continue;
-            }
+            let Some(current) = data.get(&pk, &ReadView::current(cx.txn)).map(|r| Row::clone(&r)) else { continue };
+            foreign_keys::on_parent_change(catalog, cx, t, &pk, &current, None, 0)?;
             locking::lock_for_write(&cx.info.engine.txns.locks, cx.txn, t.id, t.data.as_ref(), &pk)?;
             data.delete_row(cx.txn, &pk).map_err(|e| write_error(e, t, &row, cx))?;
             cx.undo.push(t.id, &pk);

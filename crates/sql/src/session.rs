@@ -454,6 +454,12 @@ impl SessionInfo {
         chrono::Utc::now().timestamp_micros() + self.utc_offset_secs() * 1_000_000
     }
 
+    /// `foreign_key_checks`: whether DML enforces foreign keys and DDL checks their parents.
+    #[must_use]
+    pub fn foreign_key_checks(&self) -> bool {
+        self.var("foreign_key_checks") != "OFF"
+    }
+
     #[must_use]
     pub fn strict(&self) -> bool {
         let m = self.var("sql_mode");
@@ -1518,6 +1524,8 @@ impl Session {
                 self.info.vars.values.insert(def.name, value);
             }
         }
+        // What was logged passed its checks when it ran: a child may come before its parent.
+        self.info.vars.values.insert("foreign_key_checks", "OFF".to_owned());
         self.info.db = db;
         let statement = text::single(sql.as_bytes(), LexOptions::default())?;
         let statements = self.parse(&statement.text, statement.operators, statement.div_operators)?;

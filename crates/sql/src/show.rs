@@ -193,6 +193,9 @@ pub fn show_create_table(catalog: &Catalog, db: &str, table: &str, quoting: Quot
     for ix in t.indexes.iter().filter(|i| !i.unique) {
         lines.push(format!("  KEY {} ({})", quote(&ix.name), names(&ix.columns)));
     }
+    for fk in &t.foreign_keys {
+        lines.push(format!("  {}", fk.clause(t, &quote)));
+    }
     let mut tail = String::from(") ENGINE=InnoDB");
     if t.data.auto_increment() > 1 && t.auto_increment_column().is_some() {
         tail.push_str(&format!(" AUTO_INCREMENT={}", t.data.auto_increment()));
@@ -521,6 +524,14 @@ pub fn information_schema_table(env: &Env<'_>, name: &str) -> Result<(Vec<OutCol
                 ("COLLATION_CONNECTION", text(64)),
                 ("DATABASE_COLLATION", text(64)),
             ]),
+            Vec::new(),
+        ),
+        "TABLE_CONSTRAINTS" => crate::schema_constraints::table_constraints(catalog),
+        "KEY_COLUMN_USAGE" => crate::schema_constraints::key_column_usage(catalog),
+        "REFERENTIAL_CONSTRAINTS" => crate::schema_constraints::referential_constraints(catalog),
+        // Quill does not keep CHECK constraints yet: the table is empty, with MySQL 8's columns.
+        "CHECK_CONSTRAINTS" => (
+            cols(&[("CONSTRAINT_CATALOG", text(64)), ("CONSTRAINT_SCHEMA", text(64)), ("CONSTRAINT_NAME", text(64)), ("CHECK_CLAUSE", text(1024))]),
             Vec::new(),
         ),
         "INNODB_TRX" => crate::lock_tables::innodb_trx(env)?,

@@ -126,7 +126,7 @@ pub const VARIABLES: &[VarDef] = &[
     v("default_storage_engine", Both, Str, Inert, "InnoDB"),
     v("div_precision_increment", Both, int(0, 30), Inert, "4"),
     v("enforce_gtid_consistency", Global, Str, ReadOnly, "ON"),
-    v("foreign_key_checks", Both, Bool, Inert, "ON"),
+    v("foreign_key_checks", Both, Bool, Live, "ON"),
     // Computed when read (`session::gtid_executed`).
     v("gtid_executed", Global, Str, ReadOnly, ""),
     // Computed when read (`session::gtid_purged`); it cannot be set.

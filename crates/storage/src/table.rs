@@ -747,9 +747,16 @@ impl Handler for Table {
         }
         let new_pk = if self.has_primary_key() { self.primary_key(&row) } else { pk.to_vec() };
         if new_pk != pk {
-            let new_pk = self.write_row(latch, txn, &row)?;
+            // The old row goes first, so its own unique entries do not collide with the new
+            // row's (an update of the key alone kept every other value).
             self.push_checked(txn, pk, None, false, None)?;
-            return Ok(new_pk);
+            return match self.write_row(latch, txn, &row) {
+                Ok(new_pk) => Ok(new_pk),
+                Err(e) => {
+                    self.undo_last(txn, pk);
+                    Err(e)
+                }
+            };
         }
         self.check_unique(txn, pk, &row)?;
         self.push_checked(txn, pk, Some(self.new_version(&row)), false, None)?;

@@ -95,7 +95,8 @@ pub fn load(
         let mut res = DmlResult::default();
         let mut out = LoadResult { variables: vec![Value::Null; targets.variables.len()], ..LoadResult::default() };
         let mut generated = None;
-        let mut bulk = if replace { None } else { BulkBuffer::start(cx, data, ignore, None) };
+        // Foreign keys are checked row by row, off the bulk path.
+        let mut bulk = if replace || super::foreign_keys::involved(catalog, cx, t) { None } else { BulkBuffer::start(cx, data, ignore, None) };
         // The bulk path's count of skipped duplicates; `out.skipped` is derived below instead.
         let mut duplicates = 0;
         let mut each_row = |cx: &mut DmlCx<'_>, fields: Vec<Value>| -> Result<()> {
