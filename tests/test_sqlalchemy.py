@@ -27,6 +27,7 @@ from sqlalchemy import (
     select,
     update,
 )
+from sqlalchemy.exc import IntegrityError
 
 
 @pytest.fixture
@@ -127,3 +128,19 @@ def test_transaction_rolls_back_on_exception(engine):
             raise RuntimeError("abort")
     with engine.connect() as conn:
         assert conn.execute(select(func.count()).select_from(author)).scalar_one() == 0
+
+
+def test_reflection_finds_foreign_keys_and_the_database_enforces_them(engine):
+    """Reflection reads keys back as `create_all` declared them; before issue 15 Quill
+    accepted the FOREIGN KEY and dropped it, so reflection found none and orphans went in."""
+    metadata, author, book = define_tables()
+    metadata.create_all(engine)
+    reflected = MetaData()
+    reflected.reflect(bind=engine)
+    keys = inspect(engine).get_foreign_keys("book")
+    assert [(k["constrained_columns"], k["referred_table"], k["referred_columns"]) for k in keys] == [(["author_id"], "author", ["id"])]
+    assert [fk.target_fullname for fk in reflected.tables["book"].foreign_keys] == ["author.id"]
+    with pytest.raises(IntegrityError) as e, engine.begin() as c:
+        c.execute(insert(book).values(author_id=12345, title="orphan"))
+    assert e.value.orig.args[0] == 1452
+    metadata.drop_all(engine)
