@@ -88,12 +88,13 @@ impl Transaction<'_> {
 /// transaction (MySQL 8.0.21+'s atomic CTAS).
 pub const CREATE_SELECT_SUFFIX: &str = "START TRANSACTION";
 
-/// A change of the replica's own bookkeeping (`mysql.gtid_executed`), which its binary log
-/// leaves out.
+/// A change of the server's own bookkeeping, which its binary log leaves out: the
+/// replica's GTID table (`mysql.gtid_executed`) and the grant tables (accounts are each
+/// server's own; docs/accounts.md).
 fn is_gtid_bookkeeping(change: &Change) -> bool {
     match change {
         Change::Insert { db, table, .. } | Change::Update { db, table, .. } | Change::Delete { db, table, .. } => {
-            (db.as_str(), table.as_str()) == quill_sql::replica_control::GTID_TABLE
+            (db.as_str(), table.as_str()) == quill_sql::replica_control::GTID_TABLE || quill_sql::accounts::grant_tables::is_grant_table(db, table)
         }
         _ => false,
     }

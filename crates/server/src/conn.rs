@@ -23,6 +23,7 @@ use quill_protocol::constants::{ColumnType, capabilities::*, status::*};
 use quill_protocol::handshake::{ClientHello, InitialHandshake, parse_client_hello, write_initial_handshake};
 use quill_protocol::response::{self, ColumnDefinition, OkPacket, StmtPrepareOk};
 use quill_protocol::{PacketDecoder, PacketWriter, ProtocolError, auth};
+use quill_sql::accounts::Account;
 use quill_sql::query::{OutColumn, ResultSet, flags};
 use quill_sql::text::Charset;
 use quill_sql::types::{IntKind, SqlType};
@@ -100,6 +101,10 @@ struct Conn {
     read_timeout: Duration,
     /// `net_write_timeout`: how long one reply may take to write.
     write_timeout: Duration,
+    /// The handshake's scramble, which COM_CHANGE_USER's response answers too.
+    scramble: auth::Scramble,
+    /// The connection runs over TLS.
+    tls: bool,
 }
 
 /// Why no packet was read.
@@ -260,17 +265,25 @@ fn send_error(w: &mut PacketWriter, caps: u32, e: &SqlError) {
     response::write_err(w, caps, e.code, e.state, &e.message);
 }
 
-/// The accounts Quill knows at this stage: `root` with an empty password, from
-/// loopback (as `mysqld --initialize-insecure`). The stored secrets are `None`
-/// for an empty password.
-fn account_secrets(user: &str, peer: &str) -> Option<(Option<auth::NativePasswordHash>, Option<auth::CachingSha2Secret>)> {
-    let loopback = peer == "127.0.0.1" || peer == "::1" || peer.starts_with("127.");
-    (user == "root" && loopback).then_some((None, None))
+/// The secrets an account's authentication string holds (`quill_sql::accounts`): `*` and
+/// hex for mysql_native_password, `$Q$` and hex for caching_sha2_password, empty for no
+/// password (`None`).
+fn account_secrets(account: &Account) -> (Option<auth::NativePasswordHash>, Option<auth::CachingSha2Secret>) {
+    let hash = account.auth_string.as_str();
+    let native = auth::native_password_hash_from_hex(hash);
+    let sha2 = hash.strip_prefix(quill_sql::accounts::CACHING_SHA2_HASH_PREFIX).and_then(|hex| {
+        let bytes: Option<Vec<u8>> = (0..hex.len()).step_by(2).map(|i| hex.get(i..i + 2).and_then(|b| u8::from_str_radix(b, 16).ok())).collect();
+        bytes.and_then(|b| auth::CachingSha2Secret::try_from(b.as_slice()).ok())
+    });
+    (native, sha2)
 }
 
 enum AuthResult {
-    Ok,
+    /// Logged in as this account.
+    Ok(Account),
     Denied,
+    /// The password was right, and the account is locked (3118).
+    Locked,
     Gone,
 }
 
@@ -281,47 +294,62 @@ struct Login<'a> {
     plugin: Option<&'a str>,
     response: Vec<u8>,
     tls: bool,
+    /// The handshake's first response, whose data the client computed for the plugin the
+    /// server offered (caching_sha2_password).
+    initial: bool,
 }
 
 /// Authenticate with the plugin the client chose: caching_sha2_password (the one the
 /// handshake offers), mysql_native_password after an AuthSwitchRequest for it, and any other
 /// switched to caching_sha2_password. `login.tls` says whether the full caching_sha2 exchange
 /// (cleartext password) may be used.
-async fn authenticate(conn: &mut Conn, w: &mut PacketWriter, scramble: &auth::Scramble, login: Login<'_>) -> AuthResult {
-    let Some((native, sha2)) = account_secrets(login.user, login.peer) else { return AuthResult::Denied };
-    let mut plugin = login.plugin.unwrap_or(auth::CACHING_SHA2_PASSWORD).to_owned();
+async fn authenticate(conn: &mut Conn, w: &mut PacketWriter, engine: &Engine, scramble: &auth::Scramble, login: Login<'_>) -> AuthResult {
+    let Some(account) = engine.acl.read().find(login.user, login.peer).cloned() else { return AuthResult::Denied };
+    let (native, sha2) = account_secrets(&account);
+    // The account's plugin decides, as in MySQL: a client that answered with another (or
+    // set the handshake's data aside, as MariaDB's replica and libmysql do for a plugin
+    // they did not choose) is asked again with an AuthSwitchRequest (the same scramble).
+    let client_plugin = login.plugin.unwrap_or(auth::CACHING_SHA2_PASSWORD);
+    // An account without a password logs in with either plugin: no secret tells them apart.
+    let wants_native = account.plugin == auth::MYSQL_NATIVE_PASSWORD || (account.auth_string.is_empty() && client_plugin == auth::MYSQL_NATIVE_PASSWORD);
+    let plugin = if wants_native { auth::MYSQL_NATIVE_PASSWORD } else { auth::CACHING_SHA2_PASSWORD };
     let mut response = login.response;
-    let tls = login.tls;
-    if plugin != auth::CACHING_SHA2_PASSWORD && plugin != auth::MYSQL_NATIVE_PASSWORD {
-        auth::write_auth_switch_request(w, auth::CACHING_SHA2_PASSWORD, scramble);
-        let Some(r) = conn.exchange(w).await else { return AuthResult::Gone };
-        response = r;
-        plugin = auth::CACHING_SHA2_PASSWORD.to_owned();
-    } else if plugin == auth::MYSQL_NATIVE_PASSWORD {
-        // The handshake offered caching_sha2_password's data; a client that answers with
-        // another plugin may have set that data aside (MariaDB's replica, libmysql) and waits
-        // for its own plugin's. As MySQL does, the server restarts the exchange with an
-        // AuthSwitchRequest naming the client's plugin (the same scramble).
-        auth::write_auth_switch_request(w, auth::MYSQL_NATIVE_PASSWORD, scramble);
+    if client_plugin != plugin || (login.plugin.is_some() && plugin == auth::MYSQL_NATIVE_PASSWORD && login.initial) {
+        auth::write_auth_switch_request(w, plugin, scramble);
         let Some(r) = conn.exchange(w).await else { return AuthResult::Gone };
         response = r;
     }
-    if plugin == auth::MYSQL_NATIVE_PASSWORD {
-        return if auth::verify_native_password(native.as_ref(), scramble, &response) { AuthResult::Ok } else { AuthResult::Denied };
-    }
-    if auth::verify_caching_sha2_fast(sha2.as_ref(), scramble, &response) {
+    let verified = if plugin == auth::MYSQL_NATIVE_PASSWORD {
+        auth::verify_native_password(native.as_ref(), scramble, &response)
+    } else if auth::verify_caching_sha2_fast(sha2.as_ref(), scramble, &response) {
         if !response.is_empty() && response != [0] {
             auth::write_auth_more_data(w, &[auth::CACHING_SHA2_FAST_AUTH_SUCCESS]);
         }
-        return AuthResult::Ok;
-    }
-    if !tls {
+        true
+    } else if login.tls {
+        auth::write_auth_more_data(w, &[auth::CACHING_SHA2_PERFORM_FULL_AUTHENTICATION]);
+        let Some(cleartext) = conn.exchange(w).await else { return AuthResult::Gone };
+        auth::verify_caching_sha2_cleartext(sha2.as_ref(), &cleartext)
+    } else {
         // The full exchange needs TLS here (no RSA key exchange yet).
+        false
+    };
+    if !verified || (account.require_ssl && !login.tls) {
         return AuthResult::Denied;
     }
-    auth::write_auth_more_data(w, &[auth::CACHING_SHA2_PERFORM_FULL_AUTHENTICATION]);
-    let Some(cleartext) = conn.exchange(w).await else { return AuthResult::Gone };
-    if auth::verify_caching_sha2_cleartext(sha2.as_ref(), &cleartext) { AuthResult::Ok } else { AuthResult::Denied }
+    if account.locked {
+        return AuthResult::Locked;
+    }
+    AuthResult::Ok(account)
+}
+
+/// The error of a failed login, as MySQL words it.
+fn login_error(w: &mut PacketWriter, caps: u32, result: &AuthResult, user: &str, peer: &str, using: &str) {
+    let host = if peer == "127.0.0.1" || peer == "::1" { "localhost" } else { peer };
+    match result {
+        AuthResult::Locked => response::write_err(w, caps, 3118, "HY000", &format!("Access denied for user '{user}'@'{host}'. Account is locked.")),
+        _ => response::write_err(w, caps, 1045, "28000", &format!("Access denied for user '{user}'@'{host}' (using password: {using})")),
+    }
 }
 
 /// Read one packet without reading past it (only used before the TLS upgrade; the
@@ -352,6 +380,8 @@ pub async fn serve(stream: TcpStream, engine: Arc<Engine>, connection_id: u32, t
         read_buf: vec![0; READ_BUFFER_BYTES],
         read_timeout: seconds(&engine, "net_read_timeout"),
         write_timeout: seconds(&engine, "net_write_timeout"),
+        scramble: auth::generate_scramble(),
+        tls: false,
     };
     let limit = usize::try_from(quill_sql::vars::int_value(&engine.globals.read(), "quill_max_unauthenticated_connections")).unwrap_or(usize::MAX);
     let slot = handshakes.enter(limit);
@@ -376,7 +406,7 @@ pub async fn serve(stream: TcpStream, engine: Arc<Engine>, connection_id: u32, t
 /// client failed to log in (it has been told why) or went away.
 async fn handshake(conn: &mut Conn, engine: &Arc<Engine>, connection_id: u32, tls: Option<Arc<rustls::ServerConfig>>, peer: &str) -> Option<Session> {
     let mut w = PacketWriter::new(0);
-    let scramble = auth::generate_scramble();
+    let scramble = conn.scramble;
     let server_caps = DEFAULT_SERVER_CAPABILITIES | if tls.is_some() { CLIENT_SSL } else { 0 };
     write_initial_handshake(
         &mut w,
@@ -434,22 +464,29 @@ async fn handshake(conn: &mut Conn, engine: &Arc<Engine>, connection_id: u32, tl
     conn.caps = response.capabilities & server_caps;
     let caps = conn.caps;
     let using = if response.auth_response.is_empty() || response.auth_response == [0] { "NO" } else { "YES" };
+    conn.tls = tls_info.is_some();
+    if !conn.tls && engine.global("require_secure_transport").is_some_and(|v| v == "ON") {
+        response::write_err(&mut w, caps, 3159, "HY000", "Connections using insecure transport are prohibited while --require_secure_transport=ON.");
+        conn.send(&mut w).await;
+        return None;
+    }
     let login = Login {
         user: &response.username,
         peer,
         plugin: response.auth_plugin_name.as_deref(),
         response: response.auth_response.clone(),
-        tls: tls_info.is_some(),
+        tls: conn.tls,
+        initial: true,
     };
-    match authenticate(conn, &mut w, &scramble, login).await {
-        AuthResult::Ok => {}
+    let account = match authenticate(conn, &mut w, engine, &scramble, login).await {
+        AuthResult::Ok(account) => account,
         AuthResult::Gone => return None,
-        AuthResult::Denied => {
-            response::write_err(&mut w, caps, 1045, "28000", &format!("Access denied for user '{}'@'{}' (using password: {using})", response.username, peer));
+        denied => {
+            login_error(&mut w, caps, &denied, &response.username, peer, using);
             conn.send(&mut w).await;
             return None;
         }
-    }
+    };
     // As in MySQL, an account with CONNECTION_ADMIN (root is the only account today)
     // may use one connection beyond max_connections.
     let max_connections: u64 = engine.global("max_connections").and_then(|v| v.parse().ok()).unwrap_or(151);
@@ -460,6 +497,8 @@ async fn handshake(conn: &mut Conn, engine: &Arc<Engine>, connection_id: u32, tl
         return None;
     }
     let mut session = Session::new(engine.clone(), connection_id, &response.username, peer);
+    session.info.account_host.clone_from(&account.host);
+    session.info.checked = true;
     session.client_found_rows = caps & CLIENT_FOUND_ROWS != 0;
     session.set_client_collation_id(response.charset);
     if caps & CLIENT_INTERACTIVE != 0 {
@@ -697,28 +736,38 @@ async fn handle_command(conn: &mut Conn, session: &mut Session, statements: &mut
             _ => ok(&mut w, caps, session, 0, 0, ""),
         },
         Command::ChangeUser(cu) => {
-            let empty = cu.auth_response.is_empty() || cu.auth_response == [0];
-            if cu.username == "root" && empty {
-                session.reset();
-                statements.clear();
-                let db_ok = match cu.database.as_deref().filter(|d| !d.is_empty()) {
-                    Some(db) => session.use_database(db),
-                    None => Ok(()),
-                };
-                match db_ok {
-                    Ok(()) => ok(&mut w, caps, session, 0, 0, ""),
-                    Err(e) => send_error(&mut w, caps, &e),
+            let using = if cu.auth_response.is_empty() || cu.auth_response == [0] { "NO" } else { "YES" };
+            let peer = session.info.host.clone();
+            let scramble = conn.scramble;
+            let login = Login {
+                user: &cu.username,
+                peer: &peer,
+                plugin: cu.auth_plugin_name.as_deref(),
+                response: cu.auth_response.clone(),
+                tls: conn.tls,
+                initial: false,
+            };
+            let engine = session.info.engine.clone();
+            match authenticate(conn, &mut w, &engine, &scramble, login).await {
+                AuthResult::Ok(account) => {
+                    session.reset();
+                    statements.clear();
+                    session.change_account(&cu.username, &account.host);
+                    let db_ok = match cu.database.as_deref().filter(|d| !d.is_empty()) {
+                        Some(db) => session.use_database(db),
+                        None => Ok(()),
+                    };
+                    match db_ok {
+                        Ok(()) => ok(&mut w, caps, session, 0, 0, ""),
+                        Err(e) => send_error(&mut w, caps, &e),
+                    }
                 }
-            } else {
-                response::write_err(
-                    &mut w,
-                    caps,
-                    1045,
-                    "28000",
-                    &format!("Access denied for user '{}'@'{}' (using password: YES)", cu.username, session.info.host),
-                );
-                conn.send(&mut w).await;
-                return Flow::Close;
+                AuthResult::Gone => return Flow::Close,
+                denied => {
+                    login_error(&mut w, caps, &denied, &cu.username, &peer, using);
+                    conn.send(&mut w).await;
+                    return Flow::Close;
+                }
             }
         }
         Command::StmtPrepare(sql) => match session.prepare(&sql) {
@@ -787,7 +836,10 @@ async fn handle_command(conn: &mut Conn, session: &mut Session, statements: &mut
             tracing::info!(server_id = r.server_id, host = %String::from_utf8_lossy(&r.host), port = r.port, "a replica registered");
             ok(&mut w, caps, session, 0, 0, "");
         }
-        Command::BinlogDump(request) => return dump::serve(conn, session, request).await,
+        Command::BinlogDump(request) => match session.require_global(quill_sql::accounts::REPLICATION_SLAVE, "REPLICATION SLAVE") {
+            Ok(()) => return dump::serve(conn, session, request).await,
+            Err(e) => send_error(&mut w, caps, &e),
+        },
         Command::Unknown(_) => response::write_err(&mut w, caps, 1047, "08S01", "Unknown command"),
     }
     if !conn.send(&mut w).await || session.connection_killed() {

@@ -76,7 +76,7 @@ async fn run(cfg: config::Config) -> std::io::Result<()> {
     let fresh = !cfg.datadir.exists();
     std::fs::create_dir_all(&cfg.datadir)?;
     if fresh {
-        tracing::info!(datadir = %cfg.datadir.display(), "initialized a new data directory; account root@localhost has an empty password");
+        tracing::info!(datadir = %cfg.datadir.display(), "initialized a new data directory; account root@localhost has an empty password (set one with ALTER USER)");
     }
     let tls = match tls::server_config(&cfg.datadir) {
         Ok(c) => Some(c),
@@ -88,6 +88,8 @@ async fn run(cfg: config::Config) -> std::io::Result<()> {
     let started = std::time::Instant::now();
     let fs: std::sync::Arc<dyn quill_io::Fs> = std::sync::Arc::new(quill_io::RealFs);
     let (engine, opened) = quill_sql::Engine::open(cfg.globals, std::sync::Arc::clone(&fs), &cfg.datadir).map_err(std::io::Error::other)?;
+    // Accounts from the grant tables the log and checkpoint restored.
+    engine.reload_acl();
     if let quill_log::LogEnd::Cut(reason) = &opened.log.end {
         let preserved = opened.log.preserved.as_ref().map_or_else(String::new, |(path, bytes)| format!("{} ({bytes} bytes)", path.display()));
         tracing::warn!(

@@ -10,6 +10,7 @@
 //! (`session::commit`) logs the transaction's changes, streaming a large one ahead,
 //! and stamps its versions with a commit timestamp from `quill_txn`.
 
+pub mod accounts;
 pub mod alter_options;
 pub mod bind;
 pub mod catalog;

@@ -34,10 +34,12 @@ use crate::text::{self, Charset, LexOptions, StatementText};
 use crate::vars::{self, VarSet};
 use crate::{cost, ddl, show};
 
+mod accounts;
 mod checksum;
 mod commit;
 mod load;
 mod outfile;
+mod privileges;
 mod server_files;
 mod table_locks;
 
@@ -329,6 +331,8 @@ pub struct Engine {
     /// Table definitions as of each point of the log, for replication (`schema_history`).
     /// Written under `commit_order` (or by recovery), so in log order.
     pub schemas: Mutex<crate::schema_history::SchemaHistory>,
+    /// Accounts and privileges (`accounts`): replaced whole after an account statement.
+    pub acl: RwLock<Arc<crate::accounts::Acl>>,
 }
 
 impl Engine {
@@ -356,6 +360,7 @@ impl Engine {
             commit_acks: std::sync::OnceLock::new(),
             replica: std::sync::OnceLock::new(),
             schemas: Mutex::new(crate::schema_history::SchemaHistory::default()),
+            acl: RwLock::new(Arc::new(crate::accounts::Acl::default())),
         })
     }
 
@@ -398,6 +403,9 @@ pub struct SessionInfo {
     pub tmp_memory: crate::tmp_memory::TmpMemory,
     /// The running statement's calls of the functions that wait (`statement_waits`).
     pub function_calls: std::cell::RefCell<crate::statement_waits::StatementCalls>,
+    /// The session logged in as `user`@`account_host` and each statement is checked
+    /// against its privileges (`session::privileges`); false for the server's own sessions.
+    pub checked: bool,
 }
 
 impl SessionInfo {
@@ -674,6 +682,7 @@ impl Session {
                 interrupt: query::Interrupt::new(interrupt),
                 tmp_memory: crate::tmp_memory::TmpMemory::default(),
                 function_calls: std::cell::RefCell::default(),
+                checked: false,
             },
             txn: None,
             warnings: Vec::new(),
@@ -727,6 +736,9 @@ impl Session {
     /// 1049.
     pub fn use_database(&mut self, db: &str) -> Result<()> {
         if !db.eq_ignore_ascii_case("information_schema") {
+            if self.info.checked && !self.info.engine.acl.read().any_in_database(&self.info.user, &self.info.account_host, db) {
+                return Err(self.database_denied(db));
+            }
             self.info.engine.catalog().database(db)?;
         }
         self.info.db = Some(db.to_owned());
@@ -920,6 +932,8 @@ impl Session {
             return;
         }
         let text = text();
+        // A password in the statement is never written out.
+        let text = crate::accounts::statements::redacted(&text).unwrap_or(text);
         let text = text.as_str();
         let verbosity = self.info.var("log_slow_verbosity");
         let detail = crate::slow_log::Detail {
@@ -1074,6 +1088,7 @@ impl Session {
     /// checkpoints; `text` is the statement as the client sent it (the commit log records
     /// DDL as this text: sqlparser's Display does not round-trip every literal).
     async fn execute(&mut self, stmt: &Statement, params: &[Value], text: &str) -> Result<Outcome> {
+        self.check_privileges(stmt)?;
         let started = Instant::now();
         let locked = self.acquire_metadata_locks(stmt).await;
         self.statement_lock_time += started.elapsed();
@@ -1708,7 +1723,7 @@ impl Session {
 
     /// Whether the session's account holds SUPER: root, the one account there is.
     fn has_super(&self) -> bool {
-        self.info.user == "root"
+        self.global_privileges() & crate::accounts::SUPER != 0
     }
 
     /// Runs one writing statement (`f`) in the statement's transaction, with statement
@@ -1951,6 +1966,7 @@ impl Session {
                 }
                 self.warnings.extend(normalised.warning);
                 if global {
+                    self.require_global(crate::accounts::SUPER, "SUPER or SYSTEM_VARIABLES_ADMIN")?;
                     crate::durability::apply_global(&self.info.engine, def.name, &value)?;
                 }
                 let pair: [&'static str; 2];
@@ -2156,6 +2172,14 @@ impl Session {
         let words: Vec<&str> = sql.split_whitespace().collect();
         let upper: Vec<String> = words.iter().take(6).map(|w| w.to_ascii_uppercase()).collect();
         let up = |i: usize| upper.get(i).map_or("", String::as_str);
+        if matches!(up(0), "CREATE" | "ALTER" | "DROP" | "GRANT" | "REVOKE" | "SHOW" | "SET" | "FLUSH")
+            && let Some(statement) = crate::accounts::statements::parse(sql)
+        {
+            return Some(match statement {
+                Ok(statement) => self.account_statement(statement).await,
+                Err(e) => Err(e),
+            });
+        }
         match up(0) {
             "BEGIN" if words.len() == 1 || up(1) == "WORK" => {
                 if let Err(e) = self.unlock_tables().and_then(|()| self.commit()) {
@@ -2178,6 +2202,9 @@ impl Session {
             "EXPLAIN" if up(1) != "FORMAT" => Some(self.explain(statement).await),
             "KILL" => Some(self.kill(&words)),
             "FLUSH" if words.len() == 3 && up(1) == "SLOW" && up(2).trim_end_matches(';') == "LOGS" => {
+                if let Err(e) = self.require_global(crate::accounts::RELOAD, "RELOAD") {
+                    return Some(Err(e));
+                }
                 // Closed now, opened again (a rotated file: a new one) at the next entry.
                 self.info.engine.slow_log.close();
                 Some(Ok(Outcome::ok()))
@@ -2215,6 +2242,7 @@ impl Session {
     /// `PURGE {BINARY | MASTER} LOGS {TO 'file' | BEFORE datetime}`: a warning (1867) names
     /// each file it had to keep, as MySQL's does for a file a replica reads.
     async fn purge_binary_logs(&mut self, statement: &StatementText, words: &[&str]) -> Result<Outcome> {
+        self.require_global(crate::accounts::SUPER, "SUPER or BINLOG_ADMIN")?;
         let Some(binlog) = self.engine().binary_log.get().cloned() else {
             return Err(SqlError::new((1381, "HY000"), "You are not using binary logging"));
         };
@@ -2252,6 +2280,7 @@ impl Session {
     /// CHANGE REPLICATION SOURCE TO, START / STOP / RESET REPLICA (`replica_control`).
     fn replica_statement(&mut self, statement: crate::replica_control::ReplicaStatement) -> Result<Outcome> {
         use crate::replica_control::ReplicaStatement;
+        self.require_global(crate::accounts::SUPER, "SUPER or REPLICATION_SLAVE_ADMIN")?;
         let Some(replica) = self.engine().replica.get().cloned() else {
             return Err(SqlError::new((1200, "HY000"), "The server is not configured as replica; fix in config file or with CHANGE REPLICATION SOURCE TO"));
         };
@@ -2392,8 +2421,10 @@ impl Session {
         let id_word = words.last().copied().unwrap_or_default().trim_end_matches(';');
         let id: u32 = id_word.parse().map_err(|_| SqlError::parse(id_word))?;
         let query_only = words.get(1).is_some_and(|w| w.eq_ignore_ascii_case("QUERY"));
+        let may_kill_others = self.global_privileges() & crate::accounts::SUPER != 0;
         let mut procs = self.info.engine.processes.lock();
         match procs.get_mut(&id) {
+            Some(p) if p.user != self.info.user && !may_kill_others => Err(SqlError::new((1095, "HY000"), format!("You are not owner of thread {id}"))),
             Some(p) => {
                 // KILL QUERY only interrupts; KILL [CONNECTION] also closes the connection.
                 p.kill_connection |= !query_only;
@@ -2427,7 +2458,7 @@ impl Session {
             p.interrupt.store(false, Ordering::Release);
             p.progress.store(0, Ordering::Relaxed);
             p.command = if text.is_some() { "Query".into() } else { "Sleep".into() };
-            p.info = text.map(|t| t.chars().take(1024).collect());
+            p.info = text.map(|t| crate::accounts::statements::redacted(t).as_deref().unwrap_or(t).chars().take(1024).collect());
             if p.info.is_some() {
                 p.last_info.clone_from(&p.info);
             }
@@ -2474,7 +2505,18 @@ impl Session {
         let engine = self.engine();
         let catalog = engine.catalog();
         let rs = match what {
-            "DATABASES" | "SCHEMAS" => show::show_databases(&catalog, like.as_deref()),
+            "DATABASES" | "SCHEMAS" => {
+                let mut rs = show::show_databases(&catalog, like.as_deref());
+                // Without SHOW DATABASES, an account sees the databases it has privileges in.
+                if self.global_privileges() & crate::accounts::SHOW_DATABASES == 0 {
+                    let acl = Arc::clone(&self.info.engine.acl.read());
+                    rs.rows.retain(|r| {
+                        let db = crate::ops::to_string_lossy(&r[0]);
+                        db.eq_ignore_ascii_case("information_schema") || acl.any_in_database(&self.info.user, &self.info.account_host, &db)
+                    });
+                }
+                rs
+            }
             "TABLES" => {
                 let db = from(i + 1).or_else(|| self.info.db.clone()).ok_or_else(SqlError::no_db)?;
                 show::show_tables(&catalog, &db, full, like.as_deref())?
@@ -2493,18 +2535,23 @@ impl Session {
                     Some(d) => d,
                     None => db?,
                 };
+                self.require_any_on_table(&db, &t)?;
                 show::show_columns(&catalog, &db, &t, full, like.as_deref())?
             }
             "INDEX" | "INDEXES" | "KEYS" => {
                 let tname = upper.iter().position(|w| w == "FROM" || w == "IN").and_then(|j| words.get(j + 1)).ok_or_else(|| SqlError::parse(sql))?;
                 let (db, t) = self.split_name(tname);
-                show::show_index(&catalog, &db?, &t)?
+                let db = db?;
+                self.require_any_on_table(&db, &t)?;
+                show::show_index(&catalog, &db, &t)?
             }
             "CREATE" if upper.get(i + 1).is_some_and(|w| w == "TABLE") => {
                 let (db, t) = self.split_name(words.get(i + 2).ok_or_else(|| SqlError::parse(sql))?);
+                let db = db?;
+                self.require_any_on_table(&db, &t)?;
                 show::show_create_table(
                     &catalog,
-                    &db?,
+                    &db,
                     &t,
                     if self.info.var("sql_quote_show_create") == "OFF" { show::Quoting::WhereNeeded } else { show::Quoting::Always },
                 )?

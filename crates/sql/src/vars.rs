@@ -181,8 +181,8 @@ pub const VARIABLES: &[VarDef] = &[
     // Connections that have not logged in yet; past it the oldest is closed to make room.
     // Their own bound, so sockets that never log in cannot take max_connections' slots.
     v("quill_max_unauthenticated_connections", Global, int(1, 100_000), Live, "512"),
-    // Writes from accounts without SUPER are refused (1290); every account has SUPER until
-    // accounts land, so only super_read_only stops them. The replica applier is exempt.
+    // Writes from accounts without SUPER are refused (1290); super_read_only stops those
+    // with it too. The replica applier is exempt.
     v("read_only", Global, Bool, Live, "OFF"),
     // Seconds a replica waits for data from its source (and for a connection to it) before it
     // counts the connection lost and reconnects; read when the I/O thread connects.
@@ -192,6 +192,8 @@ pub const VARIABLES: &[VarDef] = &[
     v("replica_parallel_workers", Global, int(0, 1024), Live, "4"),
     // Workers always commit in source order.
     v("replica_preserve_commit_order", Global, Bool, ReadOnly, "ON"),
+    // Clients must log in over TLS (3159 otherwise).
+    v("require_secure_transport", Global, Bool, Live, "OFF"),
     // Semi-synchronous replication (`docs/replication.md`), under MySQL 8's names and the
     // older ones MariaDB's and MySQL 5.7's replicas ask for (`ALIASES`): a commit's reply
     // waits, up to the timeout (milliseconds), for this many replicas to acknowledge it.

@@ -81,6 +81,7 @@ impl Session {
         let mut rows = Vec::new();
         for name in &names {
             let (db, table) = query::resolve_table_name(&self.info, name)?;
+            self.require_table(&db, &table, crate::accounts::SELECT)?;
             let label = format!("{db}.{table}");
             // A table that does not exist, or one LOCK TABLES did not lock: NULL and the error
             // as a condition, as in MySQL.

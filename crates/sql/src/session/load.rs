@@ -52,6 +52,15 @@ impl Session {
         let mut targets = load_targets(&columns, &spec)?;
         let widths = fixed_widths(&spec, &targets, &types)?;
         targets.fixed = spec.format.is_fixed();
+        // INSERT on the table; a file of the server's own also needs FILE (1045, as MySQL).
+        self.require_table(
+            &db,
+            &name,
+            crate::accounts::INSERT | if spec.duplicates == crate::load_data::Duplicates::Replace { crate::accounts::DELETE } else { 0 },
+        )?;
+        if !spec.local {
+            self.require_file()?;
+        }
         self.check_table_lock(&db, &name, true)?;
         self.acquire_locks(vec![((db.clone(), name.clone()), crate::mdl::Mode::Write)], false).await?;
         let (file, duplicates, strict) = if spec.local {

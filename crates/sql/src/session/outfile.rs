@@ -28,6 +28,8 @@ impl Session {
         let Some(stmt @ Statement::Query(_)) = stmts.first() else {
             return Err(SqlError::parse(&into.query));
         };
+        self.require_file()?;
+        self.check_privileges(stmt)?;
         let path = self.new_server_file(&into.file)?;
         let file = std::fs::File::create_new(&path).map_err(|e| {
             if e.kind() == std::io::ErrorKind::AlreadyExists {

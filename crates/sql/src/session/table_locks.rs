@@ -180,6 +180,9 @@ impl Session {
             let catalog = self.info.engine.catalog();
             for item in &items {
                 let (db, table) = crate::query::resolve_table_name(&self.info, &item.name)?;
+                // LOCK TABLES on the database (1044), and SELECT on the table (1142).
+                self.require_database(&db, crate::accounts::LOCK_TABLES)?;
+                self.require_table(&db, &table, crate::accounts::SELECT)?;
                 catalog.table(&db, &table)?;
                 let name = item.alias.clone().unwrap_or_else(|| table.clone());
                 if locked.by_reference.insert((db.clone(), name.clone()), (table.clone(), item.write)).is_some() {

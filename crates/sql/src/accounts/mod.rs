@@ -1,0 +1,325 @@
+//! Accounts and privileges: who may log in, with which secret, and what each account may
+//! do, as MySQL 8 decides it.
+//!
+//! The durable truth is three ordinary tables in the `mysql` database, with MySQL's names
+//! and columns (`grant_tables`): `mysql.user` (one row per account: its password hash,
+//! plugin, lock and global privileges), `mysql.db` (privileges on a database) and
+//! `mysql.tables_priv` (privileges on a table). Their rows are logged and checkpointed as any
+//! table's, so accounts survive crashes with no format of their own; the binary log leaves
+//! them out (account statements are not replicated, see docs/accounts.md). Account
+//! statements (`CREATE USER`, `GRANT`, ...; parsed in `statements`) write those rows in one
+//! transaction and then reload the in-memory [`Acl`] the server checks against, as MySQL's
+//! do; a direct write to the tables takes effect at `FLUSH PRIVILEGES`.
+//!
+//! Passwords are never kept in clear: `mysql_native_password` keeps `SHA1(SHA1(password))`
+//! as `*` and 40 hex digits (MySQL's own format), `caching_sha2_password` keeps
+//! `SHA256(SHA256(password))` as `$Q$` and 64 hex digits (Quill's format: the secret its
+//! fast authentication checks, see `quill_protocol::auth`). Statements that carry a password
+//! are shown with it replaced (`redacted`) in PROCESSLIST and the slow log.
+//!
+//! Where it sits: `sql`, below the session (which checks each statement, `session::
+//! privileges`) and the server (which authenticates against [`Acl::find`]).
+
+pub mod grant_tables;
+pub mod statements;
+
+use std::fmt::Write as _;
+
+use sha1::Digest as _;
+
+/// One privilege bit.
+pub type Privs = u64;
+
+/// MySQL 8's static privileges, in the order SHOW GRANTS lists them, with the column of
+/// `mysql.user` that holds each and where it may be granted.
+pub struct PrivilegeDef {
+    pub bit: Privs,
+    pub name: &'static str,
+    pub column: &'static str,
+    /// Grantable at database level (`db.*`); every privilege is grantable globally.
+    pub database: bool,
+    /// Grantable at table level (`db.t`).
+    pub table: bool,
+}
+
+macro_rules! privileges {
+    ($(($const:ident, $bit:expr, $name:expr, $column:expr, $db:expr, $table:expr)),* $(,)?) => {
+        $(pub const $const: Privs = 1 << $bit;)*
+        pub const PRIVILEGES: &[PrivilegeDef] = &[$(PrivilegeDef { bit: $const, name: $name, column: $column, database: $db, table: $table }),*];
+    };
+}
+
+privileges! {
+    (SELECT, 0, "SELECT", "Select_priv", true, true),
+    (INSERT, 1, "INSERT", "Insert_priv", true, true),
+    (UPDATE, 2, "UPDATE", "Update_priv", true, true),
+    (DELETE, 3, "DELETE", "Delete_priv", true, true),
+    (CREATE, 4, "CREATE", "Create_priv", true, true),
+    (DROP, 5, "DROP", "Drop_priv", true, true),
+    (RELOAD, 6, "RELOAD", "Reload_priv", false, false),
+    (SHUTDOWN, 7, "SHUTDOWN", "Shutdown_priv", false, false),
+    (PROCESS, 8, "PROCESS", "Process_priv", false, false),
+    (FILE, 9, "FILE", "File_priv", false, false),
+    (REFERENCES, 10, "REFERENCES", "References_priv", true, true),
+    (INDEX, 11, "INDEX", "Index_priv", true, true),
+    (ALTER, 12, "ALTER", "Alter_priv", true, true),
+    (SHOW_DATABASES, 13, "SHOW DATABASES", "Show_db_priv", false, false),
+    (SUPER, 14, "SUPER", "Super_priv", false, false),
+    (CREATE_TEMPORARY_TABLES, 15, "CREATE TEMPORARY TABLES", "Create_tmp_table_priv", true, false),
+    (LOCK_TABLES, 16, "LOCK TABLES", "Lock_tables_priv", true, false),
+    (EXECUTE, 17, "EXECUTE", "Execute_priv", true, false),
+    (REPLICATION_SLAVE, 18, "REPLICATION SLAVE", "Repl_slave_priv", false, false),
+    (REPLICATION_CLIENT, 19, "REPLICATION CLIENT", "Repl_client_priv", false, false),
+    (CREATE_VIEW, 20, "CREATE VIEW", "Create_view_priv", true, true),
+    (SHOW_VIEW, 21, "SHOW VIEW", "Show_view_priv", true, true),
+    (CREATE_ROUTINE, 22, "CREATE ROUTINE", "Create_routine_priv", true, false),
+    (ALTER_ROUTINE, 23, "ALTER ROUTINE", "Alter_routine_priv", true, false),
+    (CREATE_USER, 24, "CREATE USER", "Create_user_priv", false, false),
+    (EVENT, 25, "EVENT", "Event_priv", true, false),
+    (TRIGGER, 26, "TRIGGER", "Trigger_priv", true, true),
+    (CREATE_TABLESPACE, 27, "CREATE TABLESPACE", "Create_tablespace_priv", false, false),
+    (CREATE_ROLE, 28, "CREATE ROLE", "Create_role_priv", false, false),
+    (DROP_ROLE, 29, "DROP ROLE", "Drop_role_priv", false, false),
+}
+
+/// `WITH GRANT OPTION` (`Grant_priv`), kept beside the others.
+pub const GRANT_OPTION: Privs = 1 << 40;
+
+/// Every static privilege (what `ALL PRIVILEGES` grants at global level).
+pub const ALL_GLOBAL: Privs = (1 << 30) - 1;
+
+/// What `ALL PRIVILEGES` grants on `db.*`.
+#[must_use]
+pub fn all_database() -> Privs {
+    PRIVILEGES.iter().filter(|p| p.database).fold(0, |a, p| a | p.bit)
+}
+
+/// What `ALL PRIVILEGES` grants on `db.t`.
+#[must_use]
+pub fn all_table() -> Privs {
+    PRIVILEGES.iter().filter(|p| p.table).fold(0, |a, p| a | p.bit)
+}
+
+/// The privilege named `name` (`"SELECT"`, `"LOCK TABLES"`; any case, single spaces).
+#[must_use]
+pub fn privilege_named(name: &str) -> Option<Privs> {
+    if name.eq_ignore_ascii_case("GRANT OPTION") {
+        return Some(GRANT_OPTION);
+    }
+    PRIVILEGES.iter().find(|p| p.name.eq_ignore_ascii_case(name)).map(|p| p.bit)
+}
+
+/// Privilege names in SHOW GRANTS order, `, `-separated.
+#[must_use]
+pub fn privilege_list(privs: Privs) -> String {
+    PRIVILEGES.iter().filter(|p| privs & p.bit != 0).map(|p| p.name).collect::<Vec<_>>().join(", ")
+}
+
+pub const MYSQL_NATIVE_PASSWORD: &str = "mysql_native_password";
+pub const CACHING_SHA2_PASSWORD: &str = "caching_sha2_password";
+/// Prefix of Quill's `caching_sha2_password` hash: `$Q$` and `SHA256(SHA256(password))` in hex.
+pub const CACHING_SHA2_HASH_PREFIX: &str = "$Q$";
+
+/// The authentication string `plugin` keeps for `password` (empty for an empty password,
+/// as MySQL keeps it).
+#[must_use]
+pub fn hash_password(plugin: &str, password: &str) -> String {
+    if password.is_empty() {
+        return String::new();
+    }
+    let hex = |bytes: &[u8]| {
+        bytes.iter().fold(String::new(), |mut s, b| {
+            let _ = write!(s, "{b:02X}");
+            s
+        })
+    };
+    if plugin == MYSQL_NATIVE_PASSWORD {
+        let stage2 = sha1::Sha1::digest(sha1::Sha1::digest(password.as_bytes()));
+        format!("*{}", hex(&stage2))
+    } else {
+        let stage2 = sha2::Sha256::digest(sha2::Sha256::digest(password.as_bytes()));
+        format!("{CACHING_SHA2_HASH_PREFIX}{}", hex(&stage2))
+    }
+}
+
+/// Whether `hash` is an authentication string `plugin` can check logins against.
+#[must_use]
+pub fn valid_hash(plugin: &str, hash: &str) -> bool {
+    let hex_of = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_hexdigit());
+    hash.is_empty()
+        || match plugin {
+            MYSQL_NATIVE_PASSWORD => hash.strip_prefix('*').is_some_and(|h| hex_of(h, 40)),
+            CACHING_SHA2_PASSWORD => hash.strip_prefix(CACHING_SHA2_HASH_PREFIX).is_some_and(|h| hex_of(h, 64)),
+            _ => false,
+        }
+}
+
+/// One account, as `mysql.user` has it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Account {
+    pub user: String,
+    pub host: String,
+    pub plugin: String,
+    /// The password hash ([`hash_password`]); empty for no password.
+    pub auth_string: String,
+    pub locked: bool,
+    /// `REQUIRE SSL` (or stronger): the account logs in over TLS only.
+    pub require_ssl: bool,
+    pub global: Privs,
+}
+
+/// Privileges on one database or table, for one account.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Grant {
+    pub user: String,
+    pub host: String,
+    pub db: String,
+    /// Empty for a database-level grant.
+    pub table: String,
+    pub privs: Privs,
+}
+
+/// The accounts and grants the server checks against: a snapshot of the grant tables,
+/// replaced whole when they change ([`grant_tables::load`]).
+#[derive(Debug, Default, Clone)]
+pub struct Acl {
+    /// Most specific host first, as MySQL sorts them for matching.
+    pub accounts: Vec<Account>,
+    pub grants: Vec<Grant>,
+}
+
+impl Acl {
+    /// Builds the snapshot, sorting accounts for [`Acl::find`].
+    #[must_use]
+    pub fn new(mut accounts: Vec<Account>, grants: Vec<Grant>) -> Acl {
+        accounts.sort_by(|a, b| host_rank(&a.host).cmp(&host_rank(&b.host)).then_with(|| b.user.cmp(&a.user)).then_with(|| a.host.cmp(&b.host)));
+        Acl { accounts, grants }
+    }
+
+    /// The account a client `user` connecting from `peer` (an IP address) logs in as: the
+    /// first, most specific host first, whose host matches `peer` and whose user is `user`.
+    #[must_use]
+    pub fn find(&self, user: &str, peer: &str) -> Option<&Account> {
+        self.accounts.iter().find(|a| a.user == user && host_matches(&a.host, peer))
+    }
+
+    /// The account `user`@`host` exactly (host compared without case).
+    #[must_use]
+    pub fn account(&self, user: &str, host: &str) -> Option<&Account> {
+        self.accounts.iter().find(|a| a.user == user && a.host.eq_ignore_ascii_case(host))
+    }
+
+    /// What the account may do on `db` (and, when given, table `table`): its global
+    /// privileges, its database grant and its table grant together. Database names compare
+    /// exactly, table names too (as on Linux).
+    #[must_use]
+    pub fn privileges(&self, user: &str, host: &str, db: &str, table: Option<&str>) -> Privs {
+        let global = self.account(user, host).map_or(0, |a| a.global);
+        self.grants
+            .iter()
+            .filter(|g| g.user == user && g.host.eq_ignore_ascii_case(host) && g.db == db && (g.table.is_empty() || table.is_some_and(|t| g.table == t)))
+            .fold(global, |a, g| a | g.privs)
+    }
+
+    /// Whether the account has any privilege at all on `db`, or on a table in it.
+    #[must_use]
+    pub fn any_in_database(&self, user: &str, host: &str, db: &str) -> bool {
+        self.account(user, host).is_some_and(|a| a.global & ALL_GLOBAL != 0)
+            || self.grants.iter().any(|g| g.user == user && g.host.eq_ignore_ascii_case(host) && g.db == db && g.privs != 0)
+    }
+}
+
+/// How specific a host pattern is: exact names and addresses first, patterns with
+/// wildcards after (the later the first wildcard, the earlier), `%` alone last.
+fn host_rank(host: &str) -> (u8, usize) {
+    match host.find(['%', '_']) {
+        None => (0, 0),
+        Some(_) if host == "%" => (2, 0),
+        Some(at) => (1, usize::MAX - at),
+    }
+}
+
+/// Whether the account host `pattern` matches a client at `peer`: `localhost` matches the
+/// loopback addresses, `%` and `_` are wildcards as in LIKE, anything else compares
+/// without case.
+#[must_use]
+pub fn host_matches(pattern: &str, peer: &str) -> bool {
+    let loopback = peer == "::1" || peer.starts_with("127.");
+    if pattern.eq_ignore_ascii_case("localhost") {
+        return loopback;
+    }
+    like(pattern.as_bytes(), peer.as_bytes()) || (loopback && like(pattern.as_bytes(), b"localhost"))
+}
+
+fn like(p: &[u8], s: &[u8]) -> bool {
+    match p.split_first() {
+        None => s.is_empty(),
+        Some((b'%', rest)) => (0..=s.len()).any(|i| like(rest, &s[i..])),
+        Some((b'_', rest)) => !s.is_empty() && like(rest, &s[1..]),
+        Some((c, rest)) => s.first().is_some_and(|d| d.eq_ignore_ascii_case(c)) && like(rest, &s[1..]),
+    }
+}
+
+/// `'user'@'host'` as MySQL's messages write an account.
+#[must_use]
+pub fn quoted(user: &str, host: &str) -> String {
+    format!("'{user}'@'{host}'")
+}
+
+/// `` `user`@`host` `` as SHOW GRANTS and SHOW CREATE USER write an account.
+#[must_use]
+pub fn backquoted(user: &str, host: &str) -> String {
+    format!("`{}`@`{}`", user.replace('`', "``"), host.replace('`', "``"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn account(user: &str, host: &str) -> Account {
+        Account {
+            user: user.into(),
+            host: host.into(),
+            plugin: CACHING_SHA2_PASSWORD.into(),
+            auth_string: String::new(),
+            locked: false,
+            require_ssl: false,
+            global: 0,
+        }
+    }
+
+    #[test]
+    fn the_most_specific_host_wins() {
+        let acl = Acl::new(vec![account("app", "%"), account("app", "10.0.%"), account("app", "localhost"), account("app", "10.0.0.7")], vec![]);
+        assert_eq!(acl.find("app", "10.0.0.7").unwrap().host, "10.0.0.7");
+        assert_eq!(acl.find("app", "10.0.0.8").unwrap().host, "10.0.%");
+        assert_eq!(acl.find("app", "127.0.0.1").unwrap().host, "localhost");
+        assert_eq!(acl.find("app", "192.168.1.1").unwrap().host, "%");
+        assert!(acl.find("nobody", "127.0.0.1").is_none());
+    }
+
+    #[test]
+    fn hashes_are_mysqls_for_native_and_never_the_password() {
+        // MySQL: SELECT PASSWORD('secret') in 5.7 gave this.
+        assert_eq!(hash_password(MYSQL_NATIVE_PASSWORD, "secret"), "*14E65567ABDB5135D0CFD9A70B3032C179A49EE7");
+        let sha2 = hash_password(CACHING_SHA2_PASSWORD, "secret");
+        assert!(valid_hash(CACHING_SHA2_PASSWORD, &sha2) && !sha2.contains("secret"));
+        assert_eq!(hash_password(CACHING_SHA2_PASSWORD, ""), "");
+        assert!(!valid_hash(CACHING_SHA2_PASSWORD, "$A$005$abc"));
+    }
+
+    #[test]
+    fn privileges_add_up_over_levels() {
+        let mut a = account("app", "%");
+        a.global = PROCESS;
+        let grants = vec![
+            Grant { user: "app".into(), host: "%".into(), db: "shop".into(), table: String::new(), privs: SELECT },
+            Grant { user: "app".into(), host: "%".into(), db: "shop".into(), table: "orders".into(), privs: INSERT },
+        ];
+        let acl = Acl::new(vec![a], grants);
+        assert_eq!(acl.privileges("app", "%", "shop", Some("orders")), PROCESS | SELECT | INSERT);
+        assert_eq!(acl.privileges("app", "%", "shop", Some("items")), PROCESS | SELECT);
+        assert_eq!(acl.privileges("app", "%", "other", None), PROCESS);
+        assert_eq!(privilege_list(SELECT | LOCK_TABLES | INSERT), "SELECT, INSERT, LOCK TABLES");
+    }
+}
