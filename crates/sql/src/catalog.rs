@@ -169,6 +169,8 @@ pub struct Catalog {
     next_table_id: u64,
     /// Table id -> (database, table), for transactions' write sets.
     by_id: HashMap<u64, (String, String)>,
+    /// Ids of the tables that have foreign keys ([`Catalog::has_foreign_keys`]).
+    with_foreign_keys: std::collections::HashSet<u64>,
 }
 
 impl Catalog {
@@ -207,6 +209,14 @@ impl Catalog {
         self.databases.get(db).and_then(|d| d.tables.get(name)).cloned().ok_or_else(|| SqlError::no_such_table(db, name))
     }
 
+    /// Whether any table may have a foreign key (a statement on a catalog without one skips
+    /// the search for children). Constant time: a dropped database can leave a stale id,
+    /// which only costs that search.
+    #[must_use]
+    pub fn has_foreign_keys(&self) -> bool {
+        !self.with_foreign_keys.is_empty()
+    }
+
     #[must_use]
     pub fn table_by_id(&self, id: u64) -> Option<&TableMeta> {
         let (db, name) = self.by_id.get(&id)?;
@@ -227,7 +237,11 @@ impl Catalog {
             .get_mut(&meta.name)
             .ok_or_else(|| SqlError::no_such_table(&meta.db, &meta.name))?;
         self.by_id.remove(&slot.id);
+        self.with_foreign_keys.remove(&slot.id);
         self.by_id.insert(meta.id, (meta.db.clone(), meta.name.clone()));
+        if !meta.foreign_keys.is_empty() {
+            self.with_foreign_keys.insert(meta.id);
+        }
         *slot = Arc::new(meta);
         Ok(())
     }
@@ -242,6 +256,9 @@ impl Catalog {
             return Err(SqlError::new(codes::ER_TABLE_EXISTS_ERROR, format!("Table '{}' already exists", meta.name)));
         }
         self.by_id.insert(meta.id, (meta.db.clone(), meta.name.clone()));
+        if !meta.foreign_keys.is_empty() {
+            self.with_foreign_keys.insert(meta.id);
+        }
         db.tables.insert(meta.name.clone(), Arc::new(meta));
         Ok(())
     }
@@ -257,6 +274,7 @@ impl Catalog {
             .and_then(|d| d.tables.remove(name))
             .ok_or_else(|| SqlError::new(codes::ER_BAD_TABLE_ERROR, format!("Unknown table '{db}.{name}'")))?;
         self.by_id.remove(&t.id);
+        self.with_foreign_keys.remove(&t.id);
         Ok(t)
     }
 }

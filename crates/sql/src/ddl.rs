@@ -729,7 +729,12 @@ fn keys_after_alter(
                 .position(|m| *m == Some(*c))
                 .ok_or_else(|| SqlError::new((1828, "HY000"), format!("Cannot drop column '{old_name}': needed in a foreign key constraint '{}'", fk.name)))?;
         }
+        let self_reference = fk.refers_to(db, name);
+        foreign_keys::check_kept(catalog, columns, &fk, self_reference.then_some(columns), info.foreign_key_checks())?;
         keys.push(fk);
+    }
+    if info.foreign_key_checks() {
+        foreign_keys::check_referring(catalog, db, name, columns)?;
     }
     for (child, fk) in foreign_keys::children_of(catalog, db, name) {
         if let Some(gone) = fk.parent_columns.iter().find(|c| !columns.iter().any(|col| col.name.eq_ignore_ascii_case(c))) {

@@ -289,7 +289,7 @@ pub fn insert(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Insert) -> Resu
         let many = select.is_some() || proposed.len() > 1;
         let rows_hint = if select.is_some() { None } else { u64::try_from(proposed.len()).ok() };
         // Foreign keys are checked row by row (`foreign_keys`), off the bulk path.
-        let bulk_allowed = many && !replace && on_dup.is_none() && !foreign_keys::involved(catalog, cx, t);
+        let bulk_allowed = many && !replace && on_dup.is_none() && !foreign_keys::checks_inserts(cx, t);
         let mut bulk = if bulk_allowed { BulkBuffer::start(cx, data, ignore, rows_hint) } else { None };
         let read_lock = env(catalog, cx).lock;
         let whole_copy = select.filter(|_| bulk.is_some()).and_then(|q| copy::plan(catalog, cx.info, q, t, &targets, read_lock.as_ref()));
@@ -457,7 +457,7 @@ fn insert_row(
                 locking::lock_for_write(&cx.info.engine.txns.locks, cx.txn, t.id, data, &existing_pk)?;
                 // REPLACE deletes the old row: its children are refused or cascaded as for DELETE.
                 if let Some(old) = data.get(&existing_pk, &ReadView::current(cx.txn)).map(|r| Row::clone(&r)) {
-                    foreign_keys::on_parent_change(catalog, cx, t, &existing_pk, &old, None, 0)?;
+                    foreign_keys::on_parent_change(catalog, cx, t, &existing_pk, &old, None, &mut Vec::new())?;
                 }
                 data.delete_row(cx.txn, &existing_pk).map_err(|e| write_error(e, t, &row, cx))?;
                 cx.undo.push(t.id, &existing_pk);
@@ -484,7 +484,6 @@ fn insert_row(
                         res.affected += 1;
                     }
                 } else {
-                    foreign_keys::on_parent_change(catalog, cx, t, &existing_pk, &old, Some(&new), 0)?;
                     let latch = data.write_latch();
                     lock_for_update(cx, t, data, &existing_pk, &old, &new)?;
                     let pk = data.update_row(&latch, cx.txn, &existing_pk, new.clone()).map_err(|e| write_error(e, t, &new, cx))?;
@@ -494,6 +493,8 @@ fn insert_row(
                     }
                     cx.undo.push(t.id, &existing_pk);
                     foreign_keys::check_parents(catalog, cx, t, &new, Some(&old))?;
+                    // After the parent row changed, as InnoDB cascades.
+                    foreign_keys::on_parent_change(catalog, cx, t, &existing_pk, &old, Some(&new), &mut Vec::new())?;
                     res.affected += 2;
                 }
                 return Ok(());
@@ -677,7 +678,6 @@ pub fn update(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Update) -> Resu
                     new[i] = Value::DateTime(crate::types::round_micros(now_us, c.ty.decimals().min(6)));
                 }
             }
-            foreign_keys::on_parent_change(catalog, cx, t, &pk, &current, Some(&new), 0)?;
             let latch = data.write_latch();
             lock_for_update(cx, t, data, &pk, &current, &new)?;
             let new_pk = data.update_row(&latch, cx.txn, &pk, new.clone()).map_err(|e| write_error(e, t, &new, cx))?;
@@ -687,6 +687,8 @@ pub fn update(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Update) -> Resu
             }
             cx.undo.push(t.id, &pk);
             foreign_keys::check_parents(catalog, cx, t, &new, Some(&current))?;
+            // After the parent row changed, as InnoDB cascades.
+            foreign_keys::on_parent_change(catalog, cx, t, &pk, &current, Some(&new), &mut Vec::new())?;
             changed += 1;
         }
         Ok(DmlResult {
@@ -723,7 +725,7 @@ pub fn delete(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Delete) -> Resu
         let mut affected = 0;
         for (pk, row) in targets {
             let Some(current) = data.get(&pk, &ReadView::current(cx.txn)).map(|r| Row::clone(&r)) else { continue };
-            foreign_keys::on_parent_change(catalog, cx, t, &pk, &current, None, 0)?;
+            foreign_keys::on_parent_change(catalog, cx, t, &pk, &current, None, &mut Vec::new())?;
             locking::lock_for_write(&cx.info.engine.txns.locks, cx.txn, t.id, t.data.as_ref(), &pk)?;
             data.delete_row(cx.txn, &pk).map_err(|e| write_error(e, t, &row, cx))?;
             cx.undo.push(t.id, &pk);

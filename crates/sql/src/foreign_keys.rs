@@ -139,6 +139,34 @@ pub fn children_of<'a>(catalog: &'a Catalog, db: &str, table: &str) -> Vec<(&'a 
     out
 }
 
+/// The tables a write to `db`.`table` may reach through foreign keys, each with whether it
+/// may be written: the parents its rows are checked against (read), and the children a
+/// change of its rows cascades into (written), theirs in turn. A statement's metadata locks
+/// cover them, so DDL cannot replace a table a cascade is writing. Bounded by the catalog:
+/// each table is visited once.
+#[must_use]
+pub fn reachable_tables(catalog: &Catalog, db: &str, table: &str) -> Vec<((String, String), bool)> {
+    let mut out: Vec<((String, String), bool)> = Vec::new();
+    let mut pending = vec![(db.to_owned(), table.to_owned())];
+    let mut written: std::collections::HashSet<(String, String)> = std::collections::HashSet::new();
+    written.insert((db.to_owned(), table.to_owned()));
+    while let Some((d, t)) = pending.pop() {
+        if let Ok(meta) = catalog.table(&d, &t) {
+            for fk in &meta.foreign_keys {
+                out.push(((fk.parent_db.clone(), fk.parent_table.clone()), false));
+            }
+        }
+        for (child, _) in children_of(catalog, &d, &t) {
+            let name = (child.db.clone(), child.name.clone());
+            if written.insert(name.clone()) {
+                out.push((name.clone(), true));
+                pending.push(name);
+            }
+        }
+    }
+    out
+}
+
 /// The shape of the table being defined, as far as a key declared on it needs.
 pub struct Child<'a> {
     pub db: &'a str,
@@ -196,7 +224,9 @@ pub fn declare(catalog: &Catalog, child: Child<'_>, c: &ast::ForeignKeyConstrain
         ));
     }
     let self_reference = parent_db == child.db && parent_table == child.name;
-    let parent = if self_reference { None } else { catalog.table(&parent_db, &parent_table).ok() };
+    // With checks off nothing of the parent is checked, even when it exists: replayed DDL
+    // (the log, a checkpoint's tables in name order) must load whatever order it comes in.
+    let parent = if self_reference || !checks { None } else { catalog.table(&parent_db, &parent_table).ok() };
     let (parent_columns, parent_primary, parent_indexes): (&[Column], &[usize], &[IndexMeta]) = match parent {
         Some(p) => (&p.columns, &p.primary, &p.indexes),
         None if self_reference => (child.columns, child.primary, child.indexes),
@@ -216,13 +246,7 @@ pub fn declare(catalog: &Catalog, child: Child<'_>, c: &ast::ForeignKeyConstrain
                 ));
             };
             if !compatible(&child.columns[columns[i]].ty, &parent_columns[p].ty) {
-                return Err(SqlError::new(
-                    (3780, "HY000"),
-                    format!(
-                        "Referencing column '{}' and referenced column '{}' in foreign key constraint '{name}' are incompatible.",
-                        child.columns[columns[i]].name, parent_columns[p].name
-                    ),
-                ));
+                return Err(incompatible(&child.columns[columns[i]].name, &parent_columns[p].name, &name));
             }
             referred.push(p);
         }
@@ -294,6 +318,68 @@ fn compatible(child: &SqlType, parent: &SqlType) -> bool {
         (SqlType::Decimal { precision: pa, scale: sa, .. }, SqlType::Decimal { precision: pb, scale: sb, .. }) => pa == pb && sa == sb,
         (a, b) => std::mem::discriminant(a) == std::mem::discriminant(b),
     }
+}
+
+/// Checks a key a table keeps through ALTER TABLE against the table's new columns (1830: a
+/// SET NULL key on a column now NOT NULL) and, with `checks`, its parent's (3780).
+///
+/// # Errors
+/// 1830, 3780.
+pub fn check_kept(catalog: &Catalog, columns: &[Column], fk: &ForeignKey, self_table: Option<&[Column]>, checks: bool) -> Result<()> {
+    if (fk.on_delete == Action::SetNull || fk.on_update == Action::SetNull)
+        && let Some(&p) = fk.columns.iter().find(|&&p| !columns[p].nullable)
+    {
+        return Err(SqlError::new(
+            (1830, "HY000"),
+            format!("Column '{}' cannot be NOT NULL: needed in a foreign key constraint '{}' SET NULL", columns[p].name, fk.name),
+        ));
+    }
+    if !checks {
+        return Ok(());
+    }
+    let parent_columns: &[Column] = match self_table {
+        Some(own) => own,
+        None => match catalog.table(&fk.parent_db, &fk.parent_table) {
+            Ok(p) => &p.columns,
+            Err(_) => return Ok(()),
+        },
+    };
+    for (&c, name) in fk.columns.iter().zip(&fk.parent_columns) {
+        if let Some(parent) = parent_columns.iter().find(|p| p.name.eq_ignore_ascii_case(name))
+            && !compatible(&columns[c].ty, &parent.ty)
+        {
+            return Err(incompatible(&columns[c].name, &parent.name, &fk.name));
+        }
+    }
+    Ok(())
+}
+
+/// Checks the keys of other tables that refer to a table whose columns are now `columns`
+/// (3780 for a type they no longer match).
+///
+/// # Errors
+/// 3780.
+pub fn check_referring(catalog: &Catalog, db: &str, table: &str, columns: &[Column]) -> Result<()> {
+    for (child, fk) in children_of(catalog, db, table) {
+        if child.db == db && child.name == table {
+            continue;
+        }
+        for (&c, name) in fk.columns.iter().zip(&fk.parent_columns) {
+            if let Some(parent) = columns.iter().find(|p| p.name.eq_ignore_ascii_case(name))
+                && !compatible(&child.columns[c].ty, &parent.ty)
+            {
+                return Err(incompatible(&child.columns[c].name, &parent.name, &fk.name));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn incompatible(column: &str, parent_column: &str, name: &str) -> SqlError {
+    SqlError::new(
+        (3780, "HY000"),
+        format!("Referencing column '{column}' and referenced column '{parent_column}' in foreign key constraint '{name}' are incompatible."),
+    )
 }
 
 /// The values of `columns` in `row`, or `None` when one is NULL: such a row refers to no

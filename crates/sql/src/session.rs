@@ -1125,7 +1125,18 @@ impl Session {
                         Mode::Read
                     }
                 };
-                self.table_references(stmt).into_iter().map(|r| ((r.db, r.table), mode(r.write))).collect()
+                let mut requests: Vec<_> = self.table_references(stmt).into_iter().map(|r| ((r.db, r.table), mode(r.write))).collect();
+                // The tables foreign keys reach from a written one: its parents, read, and
+                // the children its changes cascade into, written.
+                let catalog = self.info.engine.catalog();
+                if !ddl && catalog.has_foreign_keys() {
+                    let written: Vec<crate::mdl::TableName> = requests.iter().filter(|(_, m)| *m == Mode::Write).map(|(n, _)| n.clone()).collect();
+                    for (db, table) in written {
+                        let reached = crate::foreign_keys::reachable_tables(&catalog, &db, &table);
+                        requests.extend(reached.into_iter().map(|(name, write)| (name, mode(write))));
+                    }
+                }
+                requests
             }
         };
         requests.sort();

@@ -91,7 +91,7 @@ fn parse_offset(t: &str) -> Option<i64> {
         _ => return None,
     };
     let (h, m) = rest.split_once(':')?;
-    if h.is_empty() || h.len() > 2 || m.len() != 2 {
+    if h.is_empty() || h.len() > 2 || m.len() != 2 || !h.bytes().chain(m.bytes()).all(|b| b.is_ascii_digit()) {
         return None;
     }
     let (h, m): (i64, i64) = (h.parse().ok()?, m.parse().ok()?);
@@ -130,7 +130,7 @@ mod tests {
         assert_eq!(TimeZone::parse("+14:00"), Some(TimeZone::Offset(50_400)));
         assert_eq!(TimeZone::parse("europe/paris"), Some(TimeZone::Named(chrono_tz::Tz::Europe__Paris)));
         assert!(matches!(TimeZone::parse("UTC"), Some(TimeZone::Named(_))));
-        for bad in ["+14:01", "-14:00", "+5:3", "Mars/Olympus", "", "+05:60"] {
+        for bad in ["+14:01", "-14:00", "+5:3", "Mars/Olympus", "", "+05:60", "++5:00", "+-1:30"] {
             assert_eq!(TimeZone::parse(bad), None, "{bad}");
         }
     }

@@ -11,6 +11,10 @@ use super::put_packed_int;
 pub const TABLE_ID_BYTES: usize = 6;
 /// `STMT_END_F`: the last row event of a statement; the replica may free its table maps.
 pub const ROWS_FLAG_STATEMENT_END: u16 = 1;
+/// `NO_FOREIGN_KEY_CHECKS_F`: apply without foreign key checks. Every rows event carries it:
+/// the rows a cascade wrote are logged as rows of their own, so a replica must neither check
+/// them against parents it may apply later in the event nor cascade them a second time.
+pub const ROWS_FLAG_NO_FOREIGN_KEY_CHECKS: u16 = 2;
 
 /// MySQL's column type codes, as TABLE_MAP lists them.
 mod type_code {
@@ -276,7 +280,7 @@ pub struct RowValueError {
 /// hold part of the event then, and must be dropped.
 pub fn rows_body(out: &mut Vec<u8>, table_id: u64, statement_end: bool, columns: &[Column<'_>], rows: Rows<'_>) -> Result<(), RowValueError> {
     put_table_id(out, table_id);
-    out.extend_from_slice(&(if statement_end { ROWS_FLAG_STATEMENT_END } else { 0 }).to_le_bytes());
+    out.extend_from_slice(&(ROWS_FLAG_NO_FOREIGN_KEY_CHECKS | if statement_end { ROWS_FLAG_STATEMENT_END } else { 0 }).to_le_bytes());
     out.extend_from_slice(&2_u16.to_le_bytes()); // extra data: its own length only
     put_packed_int(out, columns.len() as u64);
     put_bitmap(out, BitOrder::Lsb, columns.iter().map(|_| true));

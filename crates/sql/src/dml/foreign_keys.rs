@@ -30,11 +30,17 @@ use crate::locking;
 /// `FK_MAX_CASCADE_DEL`: deeper is error 3008.
 pub const CASCADE_DEPTH_MAX: usize = 15;
 
-/// Whether writes to `t` have anything to enforce: it is a child, or some table refers to it.
+/// Whether rows inserted into `t` have parents to find (INSERT and LOAD DATA without
+/// REPLACE, which delete nothing, need no more).
 #[must_use]
-pub fn involved(catalog: &Catalog, cx: &DmlCx<'_>, t: &TableMeta) -> bool {
-    cx.info.foreign_key_checks() && (!t.foreign_keys.is_empty() || !foreign_keys::children_of(catalog, &t.db, &t.name).is_empty())
+pub fn checks_inserts(cx: &DmlCx<'_>, t: &TableMeta) -> bool {
+    cx.info.foreign_key_checks() && !t.foreign_keys.is_empty()
 }
+
+/// The rows a cascade is changing, outermost first: `(table id, primary key)`. A row
+/// already in it is not cascaded into again (a cycle of ON DELETE CASCADE ends), and an
+/// ON UPDATE cascade that comes back to a table in it refuses, as InnoDB's does.
+pub type Chain = Vec<(u64, Vec<u8>)>;
 
 /// Checks that `row`, just written to `t` (changed from `old`, for an update), has a parent
 /// for each of `t`'s keys whose columns are all non-NULL and changed.
@@ -66,10 +72,17 @@ pub fn check_parents(catalog: &Catalog, cx: &DmlCx<'_>, t: &TableMeta, row: &Row
 ///
 /// # Errors
 /// 1451, 3008 (too deep), the errors of the cascaded writes, and lock waits.
-pub fn on_parent_change(catalog: &Catalog, cx: &mut DmlCx<'_>, t: &TableMeta, pk: &[u8], old: &Row, new: Option<&Row>, depth: usize) -> Result<()> {
-    if !cx.info.foreign_key_checks() {
+pub fn on_parent_change(catalog: &Catalog, cx: &mut DmlCx<'_>, t: &TableMeta, pk: &[u8], old: &Row, new: Option<&Row>, chain: &mut Chain) -> Result<()> {
+    if !cx.info.foreign_key_checks() || !catalog.has_foreign_keys() {
         return Ok(());
     }
+    chain.push((t.id, pk.to_vec()));
+    let result = cascade_all(catalog, cx, t, old, new, chain);
+    chain.pop();
+    result
+}
+
+fn cascade_all(catalog: &Catalog, cx: &mut DmlCx<'_>, t: &TableMeta, old: &Row, new: Option<&Row>, chain: &mut Chain) -> Result<()> {
     for (child, fk) in foreign_keys::children_of(catalog, &t.db, &t.name) {
         let Some(positions) = fk.parent_positions(t) else { continue };
         let Some(key) = foreign_keys::key_of(old, &positions) else { continue };
@@ -85,20 +98,26 @@ pub fn on_parent_change(catalog: &Catalog, cx: &mut DmlCx<'_>, t: &TableMeta, pk
         if matches!(action, Action::Restrict | Action::NoAction) {
             return Err(foreign_keys::has_children(child, fk));
         }
-        if depth >= CASCADE_DEPTH_MAX {
+        // An update that would cascade back into a table the chain is updating acts as
+        // RESTRICT (InnoDB's rule), which also keeps a self-reference from pointing nowhere.
+        if new.is_some() && chain.iter().any(|(id, _)| *id == child.id) {
+            return Err(foreign_keys::has_children(child, fk));
+        }
+        if chain.len() > CASCADE_DEPTH_MAX {
             return Err(SqlError::new((3008, "HY000"), format!("Foreign key cascade delete/update exceeds max depth of {CASCADE_DEPTH_MAX}.")));
         }
         for (child_pk, _) in rows {
-            if child.id == t.id && child_pk == pk {
+            if chain.iter().any(|(id, k)| *id == child.id && *k == child_pk) {
                 continue;
             }
-            cascade(catalog, cx, child, fk, &child_pk, new.map(|n| positions.iter().map(|&p| n[p].clone()).collect()), action, depth)?;
+            cascade(catalog, cx, child, fk, &child_pk, new.map(|n| positions.iter().map(|&p| n[p].clone()).collect()), action, chain)?;
         }
     }
     Ok(())
 }
 
-/// Deletes (`new_key` `None` and CASCADE) or rewrites one child row of `fk`.
+/// Deletes (`new_key` `None` and CASCADE) or rewrites one child row of `fk`; the rewritten
+/// row is checked as any written row is (its type, its other keys).
 #[allow(clippy::too_many_arguments)]
 fn cascade(
     catalog: &Catalog,
@@ -108,7 +127,7 @@ fn cascade(
     pk: &[u8],
     new_key: Option<Vec<Value>>,
     action: Action,
-    depth: usize,
+    chain: &mut Chain,
 ) -> Result<()> {
     let data = child.data.as_ref();
     // An earlier cascade of this statement may have deleted or changed the row.
@@ -117,7 +136,7 @@ fn cascade(
         return Ok(());
     }
     if action == Action::Cascade && new_key.is_none() {
-        on_parent_change(catalog, cx, child, pk, &current, None, depth + 1)?;
+        on_parent_change(catalog, cx, child, pk, &current, None, chain)?;
         locking::lock_for_write(&cx.info.engine.txns.locks, cx.txn, child.id, data, pk)?;
         data.delete_row(cx.txn, pk).map_err(|e| write_error(e, child, &current, cx))?;
         cx.undo.push(child.id, pk);
@@ -125,12 +144,15 @@ fn cascade(
     }
     let mut new = current.clone();
     for (i, &c) in fk.columns.iter().enumerate() {
-        new[c] = match (&new_key, action) {
+        let value = match (&new_key, action) {
             (Some(key), Action::Cascade) => key[i].clone(),
             _ => Value::Null,
         };
+        let column = &child.columns[c];
+        let mut wcx = crate::types::WriteContext { column: &column.name, row: 1, strict: true, warnings: cx.warnings };
+        // A value the child's column cannot hold refuses the parent's change (InnoDB: 1451).
+        new[c] = crate::types::coerce_to_column(value, &column.ty, &mut wcx).map_err(|_| foreign_keys::has_children(child, fk))?;
     }
-    on_parent_change(catalog, cx, child, pk, &current, Some(&new), depth + 1)?;
     let latch = data.write_latch();
     lock_for_update(cx, child, data, pk, &current, &new)?;
     let new_pk = data.update_row(&latch, cx.txn, pk, new.clone()).map_err(|e| write_error(e, child, &new, cx))?;
@@ -139,8 +161,9 @@ fn cascade(
         cx.undo.push(child.id, &new_pk);
     }
     cx.undo.push(child.id, pk);
-    // The row's other keys are unchanged; this one now points at the new parent row.
-    Ok(())
+    // Its parents (the one just re-keyed is written already), then its own children.
+    check_parents(catalog, cx, child, &new, Some(&current))?;
+    on_parent_change(catalog, cx, child, pk, &current, Some(&new), chain)
 }
 
 /// Rows of `t` whose `columns` equal `key` under their collations, read current and locked
@@ -152,7 +175,9 @@ fn rows_with_key(catalog: &Catalog, cx: &DmlCx<'_>, t: &TableMeta, columns: &[us
         .map(|(&c, v)| Expr::Cmp(CmpOp::Eq, Box::new(Expr::Column(c)), Box::new(Expr::Const(v.clone())), t.columns[c].ty.collation()))
         .reduce(|a, b| Expr::And(Box::new(a), Box::new(b)))
         .expect("a key has a column");
-    let spec = locking::LockSpec { mode, ..cx.lock };
+    // Always a locking read, as InnoDB's checks are: at READ COMMITTED too, a parent another
+    // transaction inserted and has not committed is waited for, not passed over.
+    let spec = locking::LockSpec { mode, semi_consistent: false, ..cx.lock };
     let e = env(catalog, cx);
     matching_rows(&e, &spec, t, Some(&filter))
 }

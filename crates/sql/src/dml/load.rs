@@ -96,7 +96,7 @@ pub fn load(
         let mut out = LoadResult { variables: vec![Value::Null; targets.variables.len()], ..LoadResult::default() };
         let mut generated = None;
         // Foreign keys are checked row by row, off the bulk path.
-        let mut bulk = if replace || super::foreign_keys::involved(catalog, cx, t) { None } else { BulkBuffer::start(cx, data, ignore, None) };
+        let mut bulk = if replace || super::foreign_keys::checks_inserts(cx, t) { None } else { BulkBuffer::start(cx, data, ignore, None) };
         // The bulk path's count of skipped duplicates; `out.skipped` is derived below instead.
         let mut duplicates = 0;
         let mut each_row = |cx: &mut DmlCx<'_>, fields: Vec<Value>| -> Result<()> {
