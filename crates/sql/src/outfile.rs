@@ -238,6 +238,46 @@ impl RowSink for FileSink {
     }
 }
 
+/// Finds `INTO @a, @b` at a query's outermost level, before or after its FROM (MySQL 8
+/// takes both; the SQL parser only the first): the query without it, and the variables'
+/// names. `None` when the query has none.
+#[must_use]
+pub fn find_into_variables(sql: &str) -> Option<(String, Vec<String>)> {
+    let upper = sql.as_bytes();
+    if !upper.windows(4).any(|w| w.eq_ignore_ascii_case(b"INTO")) || !sql.contains('@') {
+        return None;
+    }
+    let dialect = MySqlDialect {};
+    let tokens = Tokenizer::new(&dialect, sql).tokenize_with_location().ok()?;
+    let significant = |from: usize| tokens[from..].iter().position(|t| !matches!(t.token, Token::Whitespace(_))).map(|p| p + from);
+    let mut depth = 0usize;
+    for (i, t) in tokens.iter().enumerate() {
+        match &t.token {
+            Token::LParen => depth += 1,
+            Token::RParen => depth = depth.saturating_sub(1),
+            Token::Word(w) if depth == 0 && w.quote_style.is_none() && w.value.eq_ignore_ascii_case("INTO") => {
+                let mut names = Vec::new();
+                let mut at = significant(i + 1)?;
+                loop {
+                    let Token::Word(v) = &tokens[at].token else { return None };
+                    let name = v.value.strip_prefix('@').filter(|n| !n.is_empty() && !n.starts_with('@'))?;
+                    names.push(name.trim_matches(|c| c == '`' || c == '\'' || c == '"').to_ascii_lowercase());
+                    match significant(at + 1) {
+                        Some(next) if tokens[next].token == Token::Comma => at = significant(next + 1)?,
+                        end => {
+                            let cut_from = crate::parse::token_offset(sql, &tokens[i]);
+                            let cut_to = end.map_or(sql.len(), |e| crate::parse::token_offset(sql, &tokens[e]));
+                            return Some((format!("{} {}", &sql[..cut_from], &sql[cut_to..]), names));
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -38,6 +38,7 @@ mod accounts;
 mod checksum;
 mod commit;
 mod load;
+mod maintenance;
 mod outfile;
 mod privileges;
 mod server_files;
@@ -1425,6 +1426,7 @@ impl Session {
         let bound = self.info.engine.global("temptable_max_ram").and_then(|v| v.parse().ok()).unwrap_or(usize::MAX);
         self.info.tmp_memory.start_statement(bound);
         match stmt {
+            Statement::Query(q) if select_into(q).is_some() => self.select_into_variables(q, params),
             Statement::Query(q) => self.select(q, params),
             Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => self.write(stmt, params),
             Statement::StartTransaction { .. } => {
@@ -1943,6 +1945,65 @@ impl Session {
         Ok(SetPlan::System { def, global, normalised })
     }
 
+    /// `SELECT ... INTO @a, @b` in either of MySQL 8's places (the SQL parser takes only the
+    /// one before FROM): `query` is the statement without the clause.
+    async fn select_into_text(&mut self, statement: &StatementText, query: &str, names: Vec<String>) -> Result<Outcome> {
+        let parsed = self.parse(&rewrite_lock_in_share_mode(query), statement.operators, statement.div_operators)?;
+        let mut stmt = parsed.first().cloned().ok_or_else(|| SqlError::parse(query))?;
+        let Statement::Query(q) = &mut stmt else { return Err(SqlError::parse(query)) };
+        let ast::SetExpr::Select(select) = q.body.as_mut() else {
+            return Err(SqlError::new((1064, "42000"), "You have an error in your SQL syntax: INTO in a UNION"));
+        };
+        let targets = names.iter().map(|n| ast::Expr::Identifier(ast::Ident::new(format!("@{n}")))).collect();
+        select.into = Some(ast::SelectInto { temporary: false, unlogged: false, table: false, targets });
+        self.execute(&stmt, &[], &statement.text).await
+    }
+
+    /// `SELECT ... INTO @a, @b`: the one row the query gives is assigned to the user
+    /// variables; no row leaves them as they were, with warning 1329; more than one is 1172
+    /// (the first assigned);
+    /// a count of variables unlike the columns' is 1222; a name without `@` is 1327 (local
+    /// variables exist in stored programs only).
+    fn select_into_variables(&mut self, q: &ast::Query, params: &[Value]) -> Result<Outcome> {
+        let into = select_into(q).expect("checked by the caller");
+        let names: Vec<String> = into
+            .targets
+            .iter()
+            .map(|t| {
+                let text = t.to_string();
+                match text.strip_prefix('@') {
+                    Some(name) if !name.starts_with('@') => Ok(name.trim_matches(|c| c == '`' || c == '\'' || c == '"').to_ascii_lowercase()),
+                    _ => Err(SqlError::new((1327, "42000"), format!("Undeclared variable: {text}"))),
+                }
+            })
+            .collect::<Result<_>>()?;
+        let mut bare = q.clone();
+        if let ast::SetExpr::Select(select) = bare.body.as_mut() {
+            select.into = None;
+        }
+        let may_stream = std::mem::replace(&mut self.may_stream, false);
+        let outcome = self.select(&bare, params);
+        self.may_stream = may_stream;
+        let Outcome::Rows(rs) = outcome? else { return Err(SqlError::internal("SELECT ... INTO gave no result set")) };
+        if rs.columns.len() != names.len() {
+            return Err(SqlError::new((1222, "21000"), "The used SELECT statements have a different number of columns"));
+        }
+        let count = rs.rows.len();
+        // As MySQL's: the first row is assigned before a second one is found to be an error.
+        match rs.rows.into_iter().next() {
+            None => self.warnings.push(Warning { level: "Warning", code: 1329, message: "No data - zero rows fetched, selected, or processed".into() }),
+            Some(row) => {
+                for (name, value) in names.into_iter().zip(row) {
+                    self.info.user_vars.insert(name, value);
+                }
+            }
+        }
+        if count > 1 {
+            return Err(SqlError::new((1172, "42000"), "Result consisted of more than one row"));
+        }
+        Ok(Outcome::Done { affected: count.min(1) as u64, last_insert_id: 0, info: String::new() })
+    }
+
     /// Apply one checked item of a SET.
     fn apply_set(&mut self, plan: SetPlan) -> Result<()> {
         match plan {
@@ -2221,7 +2282,15 @@ impl Session {
                 Some(Ok(Outcome::ok()))
             }
             "CHECKSUM" if checksum::is_checksum_table(&upper) => Some(self.checksum_table(sql).await),
+            "CHECK" | "ANALYZE" | "OPTIMIZE" | "REPAIR" if upper.iter().skip(1).take(2).any(|w| w == "TABLE" || w == "TABLES") => {
+                Some(self.table_maintenance(sql))
+            }
             "LOCK" | "UNLOCK" if table_locks::is_table_lock_statement(&upper) => Some(self.table_lock_statement(sql).await),
+            w if (w == "SELECT" || w.starts_with('('))
+                && let Some((query, names)) = crate::outfile::find_into_variables(sql) =>
+            {
+                Some(self.select_into_text(statement, &query, names).await)
+            }
             w if (w == "SELECT" || w == "WITH" || w.starts_with('(')) && crate::outfile::may_write_file(sql) => match crate::outfile::find(sql) {
                 Ok(Some(into)) => Some(self.select_into_file(statement, into).await),
                 Ok(None) => None,
@@ -2625,6 +2694,52 @@ impl Session {
                     rows: vec![vec![Value::Str("InnoDB".into()), Value::Str(String::new()), Value::Str(status)]],
                 }
             }
+            // What is built in: the engine, the binary log, the two password plugins, and
+            // semi-synchronous replication (both sides, always loaded).
+            "PLUGINS" => {
+                let text = SqlTypeHelper::text();
+                let plugins = [
+                    ("binlog", "STORAGE ENGINE"),
+                    ("mysql_native_password", "AUTHENTICATION"),
+                    ("caching_sha2_password", "AUTHENTICATION"),
+                    (quill_storage::handler::DEFAULT_ENGINE, "STORAGE ENGINE"),
+                    ("rpl_semi_sync_source", "REPLICATION"),
+                    ("rpl_semi_sync_replica", "REPLICATION"),
+                ];
+                ResultSet {
+                    columns: ["Name", "Status", "Type", "Library", "License"].iter().map(|n| OutColumn::computed(n, text.clone())).collect(),
+                    rows: plugins
+                        .iter()
+                        .map(|(name, kind)| {
+                            vec![
+                                Value::Str((*name).into()),
+                                Value::Str("ACTIVE".into()),
+                                Value::Str((*kind).into()),
+                                Value::Null,
+                                Value::Str("Apache-2.0".into()),
+                            ]
+                        })
+                        .collect(),
+                }
+            }
+            // Quill has no triggers: MySQL 8's columns, no rows.
+            "TRIGGERS" => {
+                let text = SqlTypeHelper::text();
+                let names = [
+                    "Trigger",
+                    "Event",
+                    "Table",
+                    "Statement",
+                    "Timing",
+                    "Created",
+                    "sql_mode",
+                    "Definer",
+                    "character_set_client",
+                    "collation_connection",
+                    "Database Collation",
+                ];
+                ResultSet { columns: names.iter().map(|n| OutColumn::computed(n, text.clone())).collect(), rows: Vec::new() }
+            }
             "ENGINES" => {
                 let text = SqlTypeHelper::text();
                 ResultSet {
@@ -2636,7 +2751,7 @@ impl Session {
                         .iter()
                         .map(|(name, comment)| {
                             let support = if *name == quill_storage::handler::DEFAULT_ENGINE { "DEFAULT" } else { "YES" };
-                            [*name, support, *comment, "YES", "NO", "NO"].iter().map(|s| Value::Str((*s).into())).collect()
+                            [*name, support, *comment, "YES", "NO", "YES"].iter().map(|s| Value::Str((*s).into())).collect()
                         })
                         .collect(),
                 }
@@ -2890,6 +3005,14 @@ struct SqlTypeHelper;
 impl SqlTypeHelper {
     fn text() -> crate::types::SqlType {
         crate::types::SqlType::VarChar { len: 255, collation: quill_storage::Collation::Utf8mb4GeneralCi }
+    }
+}
+
+/// The `INTO` of a query's SELECT (`SELECT ... INTO @v`), if it has one.
+fn select_into(q: &ast::Query) -> Option<&ast::SelectInto> {
+    match q.body.as_ref() {
+        ast::SetExpr::Select(s) => s.into.as_ref(),
+        _ => None,
     }
 }
 
