@@ -39,6 +39,7 @@ pub mod query;
 pub mod replica_control;
 pub mod schema_constraints;
 pub mod schema_history;
+pub mod schema_server;
 pub mod server_uuid;
 pub mod session;
 pub mod show;

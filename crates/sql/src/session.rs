@@ -2758,38 +2758,15 @@ impl Session {
             }
             "COLLATION" | "CHARACTER" | "CHARSET" => {
                 let text = SqlTypeHelper::text();
-                let colls = [
-                    quill_storage::Collation::Utf8mb4AiCi,
-                    quill_storage::Collation::Utf8mb4GeneralCi,
-                    quill_storage::Collation::Utf8mb4Bin,
-                    quill_storage::Collation::Binary,
-                ];
                 if what == "COLLATION" {
+                    // information_schema.COLLATIONS' rows, under SHOW COLLATION's names.
+                    let (_, rows) = crate::schema_server::collations();
                     ResultSet {
                         columns: ["Collation", "Charset", "Id", "Default", "Compiled", "Sortlen", "Pad_attribute"]
                             .iter()
                             .map(|n| OutColumn::computed(n, text.clone()))
                             .collect(),
-                        rows: colls
-                            .iter()
-                            .filter(|c| show::like_filter(c.name(), like.as_deref()))
-                            .map(|c| {
-                                let cs = if *c == quill_storage::Collation::Binary { "binary" } else { "utf8mb4" };
-                                vec![
-                                    Value::Str(c.name().into()),
-                                    Value::Str(cs.into()),
-                                    Value::Int(i64::from(c.id())),
-                                    Value::Str(if matches!(c, quill_storage::Collation::Utf8mb4AiCi | quill_storage::Collation::Binary) {
-                                        "Yes".into()
-                                    } else {
-                                        String::new()
-                                    }),
-                                    Value::Str("Yes".into()),
-                                    Value::Int(1),
-                                    Value::Str("PAD SPACE".into()),
-                                ]
-                            })
-                            .collect(),
+                        rows: rows.into_iter().filter(|r| show::like_filter(&crate::ops::to_string_lossy(&r[0]), like.as_deref())).collect(),
                     }
                 } else {
                     ResultSet {
