@@ -268,3 +268,17 @@ def test_accounts_survive_kill_9_and_no_password_is_written_in_clear(tmp_path):
         assert any(p.name.endswith("slow.log") and "IDENTIFIED BY <secret>" in p.read_text(errors="replace") for p in written)
         for path in written:
             assert secret.encode() not in path.read_bytes(), f"{path} holds the password in clear"
+
+
+def test_names_with_quotes_and_backslashes_whatever_the_sql_mode(quill):
+    """Account statements write the grant tables with SQL of their own: a name with a quote
+    or a backslash must land as given, under any sql_mode of the session that runs them."""
+    conn = quill.connect()
+    with conn.cursor() as c:
+        c.execute("SET SESSION sql_mode = 'ANSI_QUOTES,NO_BACKSLASH_ESCAPES'")
+        c.execute(f"CREATE USER 'o''b\\k'@'%' IDENTIFIED BY '{PASSWORD}'")
+        c.execute("SET SESSION sql_mode = DEFAULT")
+        c.execute("SELECT User FROM mysql.user WHERE User LIKE 'o%'")
+        assert c.fetchall() == (("o'b\\k",),)
+    conn.close()
+    login(quill, "o'b\\k").close()

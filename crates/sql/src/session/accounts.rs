@@ -323,10 +323,17 @@ impl Session {
         self.commit()?;
         let checked = std::mem::replace(&mut self.info.checked, false);
         let db = self.info.db.take();
+        // The statements' literals are written for the default sql_mode (backslashes
+        // escaped, quotes doubled): NO_BACKSLASH_ESCAPES or ANSI_QUOTES must not change them.
+        let sql_mode = self.info.vars.values.insert("sql_mode", String::new());
         let result = self.write_grant_tables_unchecked(statements).await;
         if result.is_err() {
             self.rollback();
         }
+        match sql_mode {
+            Some(mode) => self.info.vars.values.insert("sql_mode", mode),
+            None => self.info.vars.values.remove("sql_mode"),
+        };
         self.info.checked = checked;
         self.info.db = db;
         result
