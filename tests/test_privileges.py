@@ -282,3 +282,26 @@ def test_names_with_quotes_and_backslashes_whatever_the_sql_mode(quill):
         assert c.fetchall() == (("o'b\\k",),)
     conn.close()
     login(quill, "o'b\\k").close()
+
+
+def test_reads_anywhere_in_a_statement_need_select(quill):
+    """A subquery in SET or SHOW ... WHERE reads tables too (it read mysql.user's hashes)."""
+    user = new_account(quill)
+    for sql in (
+        "SET @h = (SELECT GROUP_CONCAT(authentication_string) FROM mysql.user)",
+        "SHOW DATABASES WHERE (SELECT COUNT(*) FROM shop.t) > 0",
+        "DESC shop.t",
+        "EXPLAIN SELECT * FROM shop.t",
+        "SET GLOBAL TRANSACTION READ ONLY",
+    ):
+        assert errno_of(quill, user, [sql]) in (1142, 1227), sql
+
+
+def test_an_unreadable_hash_refuses_every_login(quill):
+    """A hash its plugin cannot read used to count as no password at all."""
+    user = new_account(quill, "mysql_native_password")
+    root_run(quill, f"UPDATE mysql.user SET plugin = 'caching_sha2_password' WHERE User = '{user}'", "FLUSH PRIVILEGES")
+    for password in ("", PASSWORD):
+        with pytest.raises(pymysql.err.OperationalError) as e:
+            login(quill, user, password)
+        assert e.value.args[0] == 1045

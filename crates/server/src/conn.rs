@@ -305,6 +305,12 @@ struct Login<'a> {
 /// (cleartext password) may be used.
 async fn authenticate(conn: &mut Conn, w: &mut PacketWriter, engine: &Engine, scramble: &auth::Scramble, login: Login<'_>) -> AuthResult {
     let Some(account) = engine.acl.read().find(login.user, login.peer).cloned() else { return AuthResult::Denied };
+    // A hash its plugin cannot read (a row written by hand, MySQL's `$A$005$` format) is
+    // no password: nobody logs in as that account.
+    if !quill_sql::accounts::valid_hash(&account.plugin, &account.auth_string) {
+        tracing::warn!(user = %account.user, host = %account.host, plugin = %account.plugin, "an account's authentication string does not fit its plugin; its logins are refused");
+        return AuthResult::Denied;
+    }
     let (native, sha2) = account_secrets(&account);
     // The account's plugin decides, as in MySQL: a client that answered with another (or
     // set the handshake's data aside, as MariaDB's replica and libmysql do for a plugin

@@ -448,6 +448,9 @@ fn add_table_source(env: &Env<'_>, db: &str, name: &str, alias: &str, scope: &mu
         return Ok((SourceData::Rows(RefCell::new(Some(rows)), None), types));
     }
     let t = env.catalog.table(db, name)?;
+    // Every table a query reads, wherever the query is (SELECT, a subquery of SET, SHOW ...
+    // WHERE, INSERT ... SELECT, EXPLAIN), needs SELECT (1142).
+    env.info.require_table(db, name, crate::accounts::SELECT)?;
     for (i, c) in t.columns.iter().enumerate() {
         let mut f = 0;
         if !c.nullable {

@@ -2269,7 +2269,11 @@ impl Session {
             "SHOW" => Some(self.show(statement, &words)),
             "DESCRIBE" | "DESC" if words.len() >= 2 => {
                 let (db, t) = self.split_name(words[1]);
-                Some(db.and_then(|db| show::show_columns(&self.info.engine.catalog(), &db, &t, false, None)).map(Outcome::Rows))
+                Some(
+                    db.and_then(|db| self.require_any_on_table(&db, &t).map(|()| db))
+                        .and_then(|db| show::show_columns(&self.info.engine.catalog(), &db, &t, false, None))
+                        .map(Outcome::Rows),
+                )
             }
             "EXPLAIN" if up(1) != "FORMAT" => Some(self.explain(statement).await),
             "KILL" => Some(self.kill(&words)),
@@ -2436,6 +2440,9 @@ impl Session {
             }
         }
         let mode = read_only.map(|r| if r { "ON" } else { "OFF" });
+        if scope == "GLOBAL" {
+            self.require_global(crate::accounts::SUPER, "SUPER or SYSTEM_VARIABLES_ADMIN")?;
+        }
         match scope {
             "GLOBAL" => {
                 let mut g = self.info.engine.globals.write();

@@ -149,7 +149,12 @@ pub fn redacted(sql: &str) -> Option<String> {
     if !upper.contains("BY") && !upper.contains("PASSWORD") {
         return None;
     }
-    let head: Vec<&str> = upper.split_whitespace().take(2).collect();
+    let mut body = upper.trim_start();
+    // Leading comments do not hide what the statement is.
+    while let Some(rest) = body.strip_prefix("/*") {
+        body = rest.split_once("*/").map_or("", |(_, after)| after).trim_start();
+    }
+    let head: Vec<&str> = body.split_whitespace().take(2).collect();
     let account = matches!(head.as_slice(), ["CREATE" | "ALTER", "USER"] | ["GRANT", _]);
     let set_password = matches!(head.as_slice(), ["SET", "PASSWORD"]);
     let chars: Vec<char> = sql.chars().collect();
@@ -617,5 +622,6 @@ mod tests {
         );
         assert_eq!(redacted("SELECT 'by' FROM t ORDER BY 'x'"), None, "BY counts in account statements only");
         assert_eq!(redacted("SELECT 1"), None);
+        assert_eq!(redacted("/* app */ CREATE USER b IDENTIFIED BY 'pw'").as_deref(), Some("/* app */ CREATE USER b IDENTIFIED BY <secret>"));
     }
 }

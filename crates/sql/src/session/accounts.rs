@@ -42,7 +42,11 @@ impl crate::session::Engine {
     /// start-up, after an account statement and at FLUSH PRIVILEGES.
     pub fn reload_acl(&self) {
         let catalog = self.catalog();
-        let acl = if catalog.table(grant_tables::DB, grant_tables::USER).is_ok() { grant_tables::load(&catalog) } else { initial_acl() };
+        // No account yet (the tables not made, or their first write failed): the first one.
+        let acl = match catalog.table(grant_tables::DB, grant_tables::USER) {
+            Ok(t) if t.data.statistics().rows > 0 => grant_tables::load(&catalog),
+            _ => initial_acl(),
+        };
         *self.acl.write() = Arc::new(acl);
     }
 }
@@ -50,6 +54,9 @@ impl crate::session::Engine {
 impl Session {
     /// After COM_CHANGE_USER: the session is `user`@`host` (an account's host pattern) from now on.
     pub fn change_account(&mut self, user: &str, host: &str) {
+        // Nothing of the old account's carries over: its table locks, its default database.
+        let _ = self.unlock_tables();
+        self.info.db = None;
         self.info.user = user.to_owned();
         self.info.account_host = host.to_owned();
         self.info.checked = true;
@@ -191,7 +198,7 @@ impl Session {
                 let mut failed = Vec::new();
                 for name in users {
                     let (user, host) = self.resolve_user(name);
-                    if acl.account(&user, &host).is_none() {
+                    let Some(found) = acl.account(&user, &host) else {
                         if if_exists {
                             self.warnings.push(Warning {
                                 level: "Note",
@@ -202,8 +209,9 @@ impl Session {
                             failed.push(accounts::quoted(&user, &host));
                         }
                         continue;
-                    }
-                    let key = format!("Host = {} AND User = {}", literal(&host), literal(&user));
+                    };
+                    // The names as stored: hosts compare without case.
+                    let key = format!("Host = {} AND User = {}", literal(&found.host), literal(&found.user));
                     for table in [grant_tables::USER, grant_tables::DATABASE_GRANTS, grant_tables::TABLE_GRANTS] {
                         out.push(format!("DELETE FROM mysql.{table} WHERE {key}"));
                     }
@@ -245,11 +253,9 @@ impl Session {
                 self.require_create_user()?;
                 for name in users {
                     let (user, host) = self.resolve_user(name);
-                    if acl.account(&user, &host).is_none() {
-                        return Err(operation_failed("REVOKE", &user, &host));
-                    }
-                    out.push(grant_tables::set_global(&user, &host, 0));
-                    let key = format!("Host = {} AND User = {}", literal(&host), literal(&user));
+                    let Some(found) = acl.account(&user, &host) else { return Err(operation_failed("REVOKE", &user, &host)) };
+                    out.push(grant_tables::set_global(&found.user, &found.host, 0));
+                    let key = format!("Host = {} AND User = {}", literal(&found.host), literal(&found.user));
                     out.push(format!("DELETE FROM mysql.db WHERE {key}"));
                     out.push(format!("DELETE FROM mysql.tables_priv WHERE {key}"));
                 }
@@ -320,12 +326,23 @@ impl Session {
     /// first if they do not exist. Account statements commit any open transaction, as
     /// MySQL's do.
     async fn write_grant_tables(&mut self, statements: Vec<String>) -> Result<()> {
+        if self.locked_tables.is_some() {
+            return Err(SqlError::new((1192, "HY000"), "Can't execute the given command because you have active locked tables or an active transaction"));
+        }
+        // read_only holds for account statements too, against the account itself.
+        let engine = Arc::clone(&self.info.engine);
+        if engine.global("super_read_only").as_deref() == Some("ON")
+            || (engine.global("read_only").as_deref() == Some("ON") && self.global_privileges() & accounts::SUPER == 0)
+        {
+            let which = if engine.global("super_read_only").as_deref() == Some("ON") { "--super-read-only" } else { "--read-only" };
+            return Err(SqlError::new((1290, "HY000"), format!("The MySQL server is running with the {which} option so it cannot execute this statement")));
+        }
         self.commit()?;
         let checked = std::mem::replace(&mut self.info.checked, false);
         let db = self.info.db.take();
         // The statements' literals are written for the default sql_mode (backslashes
         // escaped, quotes doubled): NO_BACKSLASH_ESCAPES or ANSI_QUOTES must not change them.
-        let sql_mode = self.info.vars.values.insert("sql_mode", String::new());
+        let sql_mode = self.info.vars.values.insert("sql_mode", "STRICT_ALL_TABLES".to_owned());
         let result = self.write_grant_tables_unchecked(statements).await;
         if result.is_err() {
             self.rollback();
@@ -346,9 +363,12 @@ impl Session {
                 self.internal(&definition).await?;
             }
         }
+        // The first account goes in with the first change, in its transaction: a failed
+        // first statement leaves the table empty, and the next one tries again.
+        let empty = self.info.engine.catalog().table(grant_tables::DB, grant_tables::USER).map_or(true, |t| t.data.statistics().rows == 0);
         let mut all = Vec::with_capacity(statements.len() + 3);
-        all.push("START TRANSACTION".to_owned());
-        if !exists {
+        all.push("START TRANSACTION READ WRITE".to_owned());
+        if empty {
             all.push(grant_tables::insert_account(&first_account()));
         }
         all.extend(statements);

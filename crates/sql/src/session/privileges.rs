@@ -21,47 +21,49 @@
 
 use sqlparser::ast::{self, Statement};
 
-use super::Session;
+use super::{Session, SessionInfo};
 use crate::accounts::{self, Privs};
 use crate::error::{Result, SqlError};
 use crate::query;
 
-impl Session {
+impl SessionInfo {
     /// What the session's account may do on `db` (and `table`): everything for an
     /// unchecked session.
-    pub(crate) fn privileges_on(&self, db: &str, table: Option<&str>) -> Privs {
-        if !self.info.checked {
+    pub fn privileges_on(&self, db: &str, table: Option<&str>) -> Privs {
+        if !self.checked {
             return Privs::MAX;
         }
-        self.info.engine.acl.read().privileges(&self.info.user, &self.info.account_host, db, table)
+        self.engine.acl.read().privileges(&self.user, &self.account_host, db, table)
     }
 
     /// The client's host as MySQL's messages name it: `localhost` for a loopback address.
-    pub(crate) fn client_host(&self) -> &str {
-        let host = self.info.host.as_str();
+    pub fn client_host(&self) -> &str {
+        let host = self.host.as_str();
         if host == "::1" || host.starts_with("127.") { "localhost" } else { host }
     }
 
     /// The session's global privileges.
     pub fn global_privileges(&self) -> Privs {
-        if !self.info.checked {
+        if !self.checked {
             return Privs::MAX;
         }
-        self.info.engine.acl.read().account(&self.info.user, &self.info.account_host).map_or(0, |a| a.global)
+        self.engine.acl.read().account(&self.user, &self.account_host).map_or(0, |a| a.global)
     }
 
     /// 1142 unless the account has every privilege of `needed` on `db`.`table`.
-    pub(crate) fn require_table(&self, db: &str, table: &str, needed: Privs) -> Result<()> {
+    pub fn require_table(&self, db: &str, table: &str, needed: Privs) -> Result<()> {
         if ["information_schema", "performance_schema"].iter().any(|s| s.eq_ignore_ascii_case(db)) {
+            return Ok(());
+        }
+        if !self.checked || self.global_privileges() & needed == needed {
             return Ok(());
         }
         let missing = needed & !self.privileges_on(db, Some(table));
         match accounts::PRIVILEGES.iter().find(|p| missing & p.bit != 0) {
             None => Ok(()),
-            Some(p) => Err(SqlError::new(
-                (1142, "42000"),
-                format!("{} command denied to user '{}'@'{}' for table '{table}'", p.name, self.info.user, self.client_host()),
-            )),
+            Some(p) => {
+                Err(SqlError::new((1142, "42000"), format!("{} command denied to user '{}'@'{}' for table '{table}'", p.name, self.user, self.client_host())))
+            }
         }
     }
 
@@ -73,6 +75,30 @@ impl Session {
         } else {
             self.require_table(db, table, accounts::SELECT)
         }
+    }
+}
+
+impl Session {
+    pub(crate) fn privileges_on(&self, db: &str, table: Option<&str>) -> Privs {
+        self.info.privileges_on(db, table)
+    }
+
+    /// The session's global privileges.
+    #[must_use]
+    pub fn global_privileges(&self) -> Privs {
+        self.info.global_privileges()
+    }
+
+    pub(crate) fn client_host(&self) -> &str {
+        self.info.client_host()
+    }
+
+    pub(crate) fn require_table(&self, db: &str, table: &str, needed: Privs) -> Result<()> {
+        self.info.require_table(db, table, needed)
+    }
+
+    pub(crate) fn require_any_on_table(&self, db: &str, table: &str) -> Result<()> {
+        self.info.require_any_on_table(db, table)
     }
 
     /// 1044 unless the account has every privilege of `needed` on `db` (not counting table grants).
