@@ -2748,19 +2748,14 @@ impl Session {
                 ResultSet { columns: names.iter().map(|n| OutColumn::computed(n, text.clone())).collect(), rows: Vec::new() }
             }
             "ENGINES" => {
+                // information_schema.ENGINES' rows, under SHOW ENGINES' names.
                 let text = SqlTypeHelper::text();
                 ResultSet {
                     columns: ["Engine", "Support", "Comment", "Transactions", "XA", "Savepoints"]
                         .iter()
                         .map(|n| OutColumn::computed(n, text.clone()))
                         .collect(),
-                    rows: quill_storage::handler::ENGINES
-                        .iter()
-                        .map(|(name, comment)| {
-                            let support = if *name == quill_storage::handler::DEFAULT_ENGINE { "DEFAULT" } else { "YES" };
-                            [*name, support, *comment, "YES", "NO", "YES"].iter().map(|s| Value::Str((*s).into())).collect()
-                        })
-                        .collect(),
+                    rows: crate::schema_server::engines().1,
                 }
             }
             "COLLATION" | "CHARACTER" | "CHARSET" => {

@@ -94,6 +94,12 @@ pub fn literal(s: &str) -> String {
     format!("'{}'", s.replace('\\', "\\\\").replace('\'', "''"))
 }
 
+/// The WHERE condition of one account's rows in any grant table.
+#[must_use]
+pub fn account_key(user: &str, host: &str) -> String {
+    format!("Host = {} AND User = {}", literal(host), literal(user))
+}
+
 /// `INSERT` of a new account's `mysql.user` row.
 #[must_use]
 pub fn insert_account(a: &Account) -> String {
@@ -122,7 +128,7 @@ pub fn set_global(user: &str, host: &str, privs: Privs) -> String {
         .chain(std::iter::once(("Grant_priv", GRANT_OPTION)))
         .map(|(c, bit)| format!("`{c}` = '{}'", if privs & bit != 0 { 'Y' } else { 'N' }))
         .collect();
-    format!("UPDATE mysql.user SET {} WHERE Host = {} AND User = {}", sets.join(", "), literal(host), literal(user))
+    format!("UPDATE mysql.user SET {} WHERE {}", sets.join(", "), account_key(user, host))
 }
 
 /// The statements that make the account's grant on `db` (and `table`) `privs`: delete the

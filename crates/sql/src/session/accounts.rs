@@ -115,6 +115,16 @@ impl Session {
         }
     }
 
+    /// An account a statement names does not exist: note 3162 with IF EXISTS, else one more
+    /// name for the statement's 1396.
+    fn missing_account(&mut self, user: &str, host: &str, if_exists: bool, failed: &mut Vec<String>) {
+        if if_exists {
+            self.warnings.push(Warning { level: "Note", code: 3162, message: format!("Authorization ID {} does not exist.", accounts::quoted(user, host)) });
+        } else {
+            failed.push(accounts::quoted(user, host));
+        }
+    }
+
     fn require_create_user(&self) -> Result<()> {
         self.require_global(accounts::CREATE_USER, "CREATE USER")
     }
@@ -155,7 +165,7 @@ impl Session {
                     seen.push((user, host));
                 }
                 if !failed.is_empty() {
-                    return Err(SqlError::new((1396, "HY000"), format!("Operation CREATE USER failed for {}", failed.join(","))));
+                    return Err(operation_failed_for("CREATE USER", &failed));
                 }
             }
             AccountStatement::AlterUser { if_exists, users, options } => {
@@ -167,21 +177,13 @@ impl Session {
                         self.require_create_user()?;
                     }
                     let Some(existing) = acl.account(&user, &host) else {
-                        if if_exists {
-                            self.warnings.push(Warning {
-                                level: "Note",
-                                code: 3162,
-                                message: format!("Authorization ID {} does not exist.", accounts::quoted(&user, &host)),
-                            });
-                        } else {
-                            failed.push(accounts::quoted(&user, &host));
-                        }
+                        self.missing_account(&user, &host, if_exists, &mut failed);
                         continue;
                     };
                     out.extend(alter_account(existing, &spec, &options)?);
                 }
                 if !failed.is_empty() {
-                    return Err(SqlError::new((1396, "HY000"), format!("Operation ALTER USER failed for {}", failed.join(","))));
+                    return Err(operation_failed_for("ALTER USER", &failed));
                 }
             }
             AccountStatement::SetPassword { user, password } => {
@@ -199,25 +201,17 @@ impl Session {
                 for name in users {
                     let (user, host) = self.resolve_user(name);
                     let Some(found) = acl.account(&user, &host) else {
-                        if if_exists {
-                            self.warnings.push(Warning {
-                                level: "Note",
-                                code: 3162,
-                                message: format!("Authorization ID {} does not exist.", accounts::quoted(&user, &host)),
-                            });
-                        } else {
-                            failed.push(accounts::quoted(&user, &host));
-                        }
+                        self.missing_account(&user, &host, if_exists, &mut failed);
                         continue;
                     };
                     // The names as stored: hosts compare without case.
-                    let key = format!("Host = {} AND User = {}", literal(&found.host), literal(&found.user));
+                    let key = grant_tables::account_key(&found.user, &found.host);
                     for table in [grant_tables::USER, grant_tables::DATABASE_GRANTS, grant_tables::TABLE_GRANTS] {
                         out.push(format!("DELETE FROM mysql.{table} WHERE {key}"));
                     }
                 }
                 if !failed.is_empty() {
-                    return Err(SqlError::new((1396, "HY000"), format!("Operation DROP USER failed for {}", failed.join(","))));
+                    return Err(operation_failed_for("DROP USER", &failed));
                 }
             }
             AccountStatement::Grant { privileges, level, users, grant_option } => {
@@ -255,7 +249,7 @@ impl Session {
                     let (user, host) = self.resolve_user(name);
                     let Some(found) = acl.account(&user, &host) else { return Err(operation_failed("REVOKE", &user, &host)) };
                     out.push(grant_tables::set_global(&found.user, &found.host, 0));
-                    let key = format!("Host = {} AND User = {}", literal(&found.host), literal(&found.user));
+                    let key = grant_tables::account_key(&found.user, &found.host);
                     out.push(format!("DELETE FROM mysql.db WHERE {key}"));
                     out.push(format!("DELETE FROM mysql.tables_priv WHERE {key}"));
                 }
@@ -435,7 +429,7 @@ fn alter_account(existing: &Account, spec: &UserSpec, options: &AccountOptions) 
     if sets.is_empty() {
         return Ok(Vec::new());
     }
-    Ok(vec![format!("UPDATE mysql.user SET {} WHERE Host = {} AND User = {}", sets.join(", "), literal(&existing.host), literal(&existing.user))])
+    Ok(vec![format!("UPDATE mysql.user SET {} WHERE {}", sets.join(", "), grant_tables::account_key(&existing.user, &existing.host))])
 }
 
 /// The statements that change `account`'s privileges at one level with `change`.
@@ -451,7 +445,12 @@ fn change_grant(acl: &Acl, account: &Account, db: Option<&str>, table: Option<&s
 }
 
 fn operation_failed(operation: &str, user: &str, host: &str) -> SqlError {
-    SqlError::new((1396, "HY000"), format!("Operation {operation} failed for {}", accounts::quoted(user, host)))
+    operation_failed_for(operation, &[accounts::quoted(user, host)])
+}
+
+/// 1396 for the accounts (`'user'@'host'`) an operation failed for.
+fn operation_failed_for(operation: &str, accounts: &[String]) -> SqlError {
+    SqlError::new((1396, "HY000"), format!("Operation {operation} failed for {}", accounts.join(",")))
 }
 
 fn no_such_grant(user: &str, host: &str, table: Option<&str>) -> SqlError {
