@@ -197,7 +197,15 @@ fn body_events(out: &mut Vec<u8>, source: &Source, header: &EventHeader, tables:
             continue;
         }
         let meta = tables(db, table).ok_or_else(|| TranslateError::UnknownTable(db.clone(), table.clone()))?;
-        if run.as_ref().is_some_and(|r| r.table.id != meta.id || r.kind != kind || r.bytes >= ROWS_EVENT_BYTES_MAX) {
+        if !mapped.contains(&meta.id) {
+            // A statement's table maps come before its rows events: a table first met after
+            // rows ends the statement there (MariaDB's I/O thread refuses a TABLE_MAP after a
+            // rows event without STMT_END_F), and the next statement maps its tables again.
+            if let Some(pending) = run.take() {
+                pending.write(out, header, at, true)?;
+                mapped.clear();
+            }
+        } else if run.as_ref().is_some_and(|r| r.table.id != meta.id || r.kind != kind || r.bytes >= ROWS_EVENT_BYTES_MAX) {
             run.take().expect("checked").write(out, header, at, false)?;
         }
         if !mapped.contains(&meta.id) {

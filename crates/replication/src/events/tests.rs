@@ -176,3 +176,39 @@ fn a_replicated_transaction_keeps_its_gtid_and_original_commit_time_and_leaves_o
     assert_eq!(g.immediate_commit_timestamp(), insert.commit_us + 5, "the immediate commit is this server's");
     assert_eq!(g.original_server_version(), 80_040);
 }
+
+/// Regression: a transaction that wrote a second table after rows of the first sent that
+/// table's TABLE_MAP between rows events of one statement, and a MariaDB replica's I/O thread
+/// stopped ("did not receive an expected Rows-log end-of-statement", 1595). A table first met
+/// after rows now ends the statement there; the next statement maps its tables again.
+#[test]
+fn each_table_map_comes_before_the_rows_of_its_statement() {
+    let (engine, records) = run(&[
+        "CREATE DATABASE shop",
+        "USE shop",
+        "CREATE TABLE a (id INT PRIMARY KEY)",
+        "CREATE TABLE b (id INT PRIMARY KEY)",
+        "BEGIN",
+        "INSERT INTO a VALUES (1)",
+        "INSERT INTO b VALUES (1)",
+        "INSERT INTO a VALUES (2)",
+        "COMMIT",
+    ]);
+    let bytes = translate(&engine, &records);
+    let mut reader = EventStreamReader::new(BinlogVersion::Version4);
+    let mut rest = &bytes[..];
+    let mut events: Vec<(u8, Option<bool>)> = Vec::new();
+    while let Some(e) = reader.read(&mut rest).unwrap() {
+        let statement_end = match e.read_data().unwrap().unwrap() {
+            EventData::RowsEvent(r) => Some(r.flags().contains(mysql_common::binlog::consts::RowsEventFlags::STMT_END)),
+            _ => None,
+        };
+        events.push((e.header().event_type_raw(), statement_end));
+    }
+    let transaction: Vec<(u8, Option<bool>)> = events.iter().rev().take(8).rev().copied().collect();
+    assert_eq!(
+        transaction,
+        [(2, None), (19, None), (30, Some(true)), (19, None), (30, Some(true)), (19, None), (30, Some(true)), (16, None)],
+        "BEGIN, then each table's map right before its rows, each run ending its statement, XID"
+    );
+}
