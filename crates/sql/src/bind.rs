@@ -275,11 +275,8 @@ impl<'a, 'e> Binder<'a, 'e> {
                 let cast_left = A::Cast { kind: ast::CastKind::Cast, expr: left.clone(), data_type: ast::DataType::Binary(None), format: None };
                 self.binary(&cast_left, op, right)?
             }
-            A::Cast { expr, data_type, .. } => {
-                let x = self.bind(expr)?;
-                Expr::Cast(Box::new(x), cast_type(data_type)?)
-            }
-            A::Convert { expr, data_type: Some(dt), .. } => Expr::Cast(Box::new(self.bind(expr)?), cast_type(dt)?),
+            A::Cast { expr, data_type, .. } => self.cast(expr, data_type)?,
+            A::Convert { expr, data_type: Some(dt), .. } => self.cast(expr, dt)?,
             A::Convert { expr, data_type: None, .. } => self.bind(expr)?,
             A::Collate { expr, collation } => {
                 let x = self.bind(expr)?;
@@ -595,6 +592,18 @@ impl<'a, 'e> Binder<'a, 'e> {
             }
             other => Expr::Func(other, bound),
         })
+    }
+
+    /// CAST / CONVERT: a temporal value cast to text keeps its own precision
+    /// (`CAST(time3_column AS CHAR)` is `13:45:07.250`), as string functions see it.
+    fn cast(&self, expr: &ast::Expr, data_type: &ast::DataType) -> Result<Expr> {
+        let x = self.bind(expr)?;
+        let ty = cast_type(data_type)?;
+        let x = match self.type_of(&x) {
+            SqlType::DateTime(f) | SqlType::Timestamp(f) | SqlType::Time(f) if ty.is_string() => Expr::Func(Func::TemporalText(f), vec![x]),
+            _ => x,
+        };
+        Ok(Expr::Cast(Box::new(x), ty))
     }
 
     fn clone_shallow(&self) -> Binder<'a, 'e> {

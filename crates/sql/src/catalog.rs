@@ -17,6 +17,7 @@ use quill_storage::{Collation, Handler, IndexDef, Value};
 
 use crate::error::{Result, SqlError, codes};
 use crate::types::SqlType;
+use crate::views::ViewMeta;
 
 /// What a column holds when an INSERT does not name it.
 #[derive(Debug, Clone, PartialEq)]
@@ -158,6 +159,8 @@ pub struct Database {
     pub name: String,
     pub collation: Collation,
     pub tables: BTreeMap<String, Arc<TableMeta>>,
+    /// The database's views (`views`); no name is both a table and a view.
+    pub views: BTreeMap<String, Arc<ViewMeta>>,
 }
 
 /// Names of the databases that always exist and cannot be dropped.
@@ -246,13 +249,37 @@ impl Catalog {
         Ok(())
     }
 
+    /// The view `db`.`name`, if there is one.
+    #[must_use]
+    pub fn view(&self, db: &str, name: &str) -> Option<&Arc<ViewMeta>> {
+        self.databases.get(db).and_then(|d| d.views.get(name))
+    }
+
+    /// Register a view, or put it in the place of the view of its name.
+    ///
+    /// # Errors
+    /// 1049; 1050 when a table has the name.
+    pub fn put_view(&mut self, view: ViewMeta) -> Result<()> {
+        let db = self.databases.get_mut(&view.db).ok_or_else(|| SqlError::unknown_db(&view.db))?;
+        if db.tables.contains_key(&view.name) {
+            return Err(SqlError::new(codes::ER_TABLE_EXISTS_ERROR, format!("Table '{}' already exists", view.name)));
+        }
+        db.views.insert(view.name.clone(), Arc::new(view));
+        Ok(())
+    }
+
+    /// Remove a view, returning it.
+    pub fn remove_view(&mut self, db: &str, name: &str) -> Option<Arc<ViewMeta>> {
+        self.databases.get_mut(db).and_then(|d| d.views.remove(name))
+    }
+
     /// Register a new table.
     ///
     /// # Errors
-    /// 1049 / 1050.
+    /// 1049 / 1050 (a table or a view of that name).
     pub fn add_table(&mut self, meta: TableMeta) -> Result<()> {
         let db = self.databases.get_mut(&meta.db).ok_or_else(|| SqlError::unknown_db(&meta.db))?;
-        if db.tables.contains_key(&meta.name) {
+        if db.tables.contains_key(&meta.name) || db.views.contains_key(&meta.name) {
             return Err(SqlError::new(codes::ER_TABLE_EXISTS_ERROR, format!("Table '{}' already exists", meta.name)));
         }
         self.by_id.insert(meta.id, (meta.db.clone(), meta.name.clone()));

@@ -151,6 +151,10 @@ fn write_file(
             }
         }
     }
+    // Views last: replaying one does not look for its tables, but a reader finds them all.
+    for view in catalog.databases.values().flat_map(|d| d.views.values()) {
+        writer.view(&view.db, &view.name, &view.definition())?;
+    }
     let (path, bytes) = writer.finish()?;
     Ok((path, bytes, rows_total))
 }

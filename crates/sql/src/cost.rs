@@ -23,12 +23,15 @@ pub const DERIVED_ROWS: f64 = 1_000.0;
 pub fn rows_examined(plan: &SelectPlan, catalog: &Catalog) -> f64 {
     match &plan.kind {
         PlanKind::Union { left, right, .. } => rows_examined(left, catalog) + rows_examined(right, catalog),
+        // Each round runs the recursive blocks again, over rows the estimate cannot know.
+        PlanKind::Recursive { seeds, steps, .. } => seeds.iter().chain(steps).map(|p| rows_examined(p, catalog)).sum::<f64>() * DERIVED_ROWS,
         PlanKind::Block(block) => {
             let mut product = 1.0;
             let mut derived = 0.0;
             for source in &block.sources {
                 let table_rows = match &source.data {
                     SourceData::Table { db, name, .. } => catalog.table(db, name).map_or(0.0, |t| t.data.statistics().rows as f64),
+                    SourceData::Work(_) => DERIVED_ROWS,
                     SourceData::Rows(_, sub) => {
                         derived += sub.as_ref().map_or(0.0, |p| rows_examined(p, catalog));
                         DERIVED_ROWS

@@ -67,6 +67,8 @@ fn env<'a>(catalog: &'a Catalog, cx: &DmlCx<'a>) -> Env<'a> {
         // shared locks at REPEATABLE READ and SERIALIZABLE, and none below, as InnoDB's do.
         lock: cx.lock.gaps.then_some(LockSpec { mode: LockMode::Shared, ..cx.lock }),
         div_zero_is_error: cx.strict && cx.info.vars.get("sql_mode").is_some_and(|m| m.contains("ERROR_FOR_DIVISION_BY_ZERO")),
+        ctes: crate::cte::Ctes::default(),
+        views_open: 0,
     }
 }
 
@@ -200,13 +202,26 @@ type ProposedRow = Vec<Option<Value>>;
 /// INSERT / REPLACE.
 ///
 /// # Errors
+/// The table a statement writes. Views are read-only here (`views`): writing through one is
+/// MySQL's error for a view that cannot take the write (1471 for INSERT, 1288 otherwise).
+fn write_target<'c>(catalog: &'c Catalog, db: &str, name: &str, statement: &str) -> Result<&'c TableMeta> {
+    if catalog.view(db, name).is_some() {
+        return Err(if statement == "INSERT" {
+            SqlError::new((1471, "HY000"), format!("The target table {name} of the INSERT is not insertable-into"))
+        } else {
+            SqlError::new((1288, "HY000"), format!("The target table {name} of the {statement} is not updatable"))
+        });
+    }
+    catalog.table(db, name)
+}
+
 /// Everything a write can fail with; `lock_holder` when it must wait.
 pub fn insert(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Insert) -> Result<DmlResult> {
     let ast::TableObject::TableName(name) = &stmt.table else {
         return Err(SqlError::unsupported("INSERT INTO TABLE FUNCTION"));
     };
     let (db, tname) = query::resolve_table_name(cx.info, name)?;
-    let t = catalog.table(&db, &tname)?;
+    let t = write_target(catalog, &db, &tname, "INSERT")?;
     if stmt.ignore {
         // INSERT IGNORE turns data errors into warnings and stores clamped values.
         cx.strict = false;
@@ -641,7 +656,7 @@ pub fn update(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Update) -> Resu
         return Err(SqlError::unsupported("UPDATE ... FROM"));
     }
     let (db, tname, alias) = single_table(&stmt.table, cx.info)?;
-    let t = catalog.table(&db, &tname)?;
+    let t = write_target(catalog, &db, &tname, "UPDATE")?;
     let scope = table_scope(t, &alias);
     let (targets, assigns) = {
         let e = env(catalog, cx);
@@ -711,7 +726,7 @@ pub fn delete(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Delete) -> Resu
         return Err(SqlError::unsupported("multi-table DELETE"));
     }
     let (db, tname, alias) = single_table(&tables[0], cx.info)?;
-    let t = catalog.table(&db, &tname)?;
+    let t = write_target(catalog, &db, &tname, "DELETE")?;
     let scope = table_scope(t, &alias);
     let targets = {
         let e = env(catalog, cx);

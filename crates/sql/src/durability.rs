@@ -289,6 +289,12 @@ impl Replayer {
                     table = Some((db, name));
                 }
                 CheckpointEntry::DefinitionsFrom(lsn) => definitions_from = Some(lsn),
+                CheckpointEntry::View { db, name, definition } => {
+                    self.session.replay_ddl(Some(db.clone()), &definition).map_err(|e| fail(format!("{definition}: {e}")))?;
+                    if self.engine.catalog().view(&db, &name).is_none() {
+                        return Err(fail(format!("{db}.{name}: its definition made no view")));
+                    }
+                }
                 CheckpointEntry::Row { key, row } => {
                     let (db, name) = table.as_ref().ok_or_else(|| fail("a row before any table".into()))?;
                     self.engine.catalog().table(db, name).map_err(|e| fail(e.to_string()))?.data.apply_committed(key, Some(row), ts);

@@ -24,6 +24,11 @@ fn describe(plan: &SelectPlan, id: i64, rows: &mut Vec<Vec<Value>>) {
             describe(left, id, rows);
             describe(right, id + 1, rows);
         }
+        PlanKind::Recursive { seeds, steps, .. } => {
+            for (i, p) in seeds.iter().chain(steps).enumerate() {
+                describe(p, id + i as i64, rows);
+            }
+        }
         PlanKind::Block(b) => {
             if b.sources.is_empty() {
                 rows.push(vec![
@@ -44,7 +49,7 @@ fn describe(plan: &SelectPlan, id: i64, rows: &mut Vec<Vec<Value>>) {
             for src in &b.sources {
                 let table = match &src.data {
                     SourceData::Table { name, .. } => s(name),
-                    SourceData::Rows(..) => s("<derived>"),
+                    SourceData::Rows(..) | SourceData::Work(_) => s("<derived>"),
                 };
                 let (kind, key) = match &src.access {
                     Access::Full | Access::Hash(_) => ("ALL", Value::Null),

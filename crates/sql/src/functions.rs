@@ -65,6 +65,12 @@ pub enum Func {
     Repeat,
     Reverse,
     Instr,
+    /// `FIND_IN_SET(s, list)`: 1-based place of `s` in the comma-separated `list`, 0 if absent.
+    FindInSet,
+    /// `FIELD(s, a, b, ...)`: 1-based place of `s` among the rest, 0 if absent.
+    Field,
+    /// `ELT(n, a, b, ...)`: the n-th of the rest, NULL out of range.
+    Elt,
     Locate,
     Hex,
     Space,
@@ -157,6 +163,9 @@ impl Func {
             "REPEAT" => Func::Repeat,
             "REVERSE" => Func::Reverse,
             "INSTR" => Func::Instr,
+            "FIND_IN_SET" => Func::FindInSet,
+            "FIELD" => Func::Field,
+            "ELT" => Func::Elt,
             "LOCATE" | "POSITION" => Func::Locate,
             "HEX" => Func::Hex,
             "SPACE" => Func::Space,
@@ -223,7 +232,8 @@ impl Func {
         use Func::*;
         match self {
             Concat | Coalesce | Greatest | Least => (1, usize::MAX),
-            ConcatWs => (2, usize::MAX),
+            ConcatWs | Field | Elt => (2, usize::MAX),
+            FindInSet => (2, 2),
             Length | CharLength | Lower | Upper | Trim | LTrim | RTrim | Reverse | Hex | Space | Date | Time | Year | Month | Day | Hour | Minute | Second
             | Microsecond | DayOfWeek | Floor | Ceil | Abs | Sign | Sqrt | IsNullFn | FromUnixtime | TemporalText(_) => (1, 1),
             Substring => (2, 3),
@@ -264,6 +274,7 @@ impl Func {
                 | Reverse
                 | Instr
                 | Locate
+                | FindInSet
         )
     }
 
@@ -311,8 +322,8 @@ impl Func {
             }
             Database | Version | User | CurrentUser | TemporalText(_) => text,
             Uuid => SqlType::VarChar { len: 36, collation: Collation::default() },
-            Length | CharLength | Instr | Locate | TimestampDiff(_) | DateDiff | Year | Month | Day | Hour | Minute | Second | Microsecond | DayOfWeek
-            | Sign | RowCount | IsNullFn => int,
+            Length | CharLength | Instr | Locate | FindInSet | Field | TimestampDiff(_) | DateDiff | Year | Month | Day | Hour | Minute | Second
+            | Microsecond | DayOfWeek | Sign | RowCount | IsNullFn => int,
             LastInsertId | ConnectionId | FoundRows | IsUsedLock | ReleaseAllLocks | WaitForTableCommit => {
                 SqlType::Int { kind: IntKind::Big, unsigned: true, display: None }
             }
@@ -354,6 +365,7 @@ impl Func {
             Greatest | Least | Coalesce | IfNull => args.iter().find(|t| **t != SqlType::Null).cloned().unwrap_or(SqlType::Null),
             If => args.get(1).filter(|t| **t != SqlType::Null).or(args.get(2)).cloned().unwrap_or(SqlType::Null),
             NullIf => args.first().cloned().unwrap_or(SqlType::Null),
+            Elt => text,
         }
     }
 }
@@ -394,7 +406,8 @@ pub fn call(f: Func, args: &[Expr], env: &Env<'_>, cx: &RowCtx<'_>) -> Result<Va
         return user_lock(f, &vals, env);
     }
     let null_in = vals.iter().any(Value::is_null);
-    let propagates_null = !matches!(f, ConcatWs | Greatest | Least | NullIf | IsNullFn | LastInsertId | UnixTimestamp | Rand | Now(_) | SysDate(_));
+    let propagates_null =
+        !matches!(f, ConcatWs | Field | Elt | Greatest | Least | NullIf | IsNullFn | LastInsertId | UnixTimestamp | Rand | Now(_) | SysDate(_));
     if null_in && propagates_null {
         return Ok(Value::Null);
     }
@@ -500,6 +513,37 @@ pub fn call(f: Func, args: &[Expr], env: &Env<'_>, cx: &RowCtx<'_>) -> Result<Va
         Repeat => Value::Str(str_arg(&vals[0]).repeat(int_arg(&vals[1]).clamp(0, 1 << 24) as usize)),
         Reverse => Value::Str(str_arg(&vals[0]).chars().rev().collect()),
         Space => Value::Str(" ".repeat(int_arg(&vals[0]).clamp(0, 1 << 24) as usize)),
+        FindInSet => {
+            let coll = Collation::default();
+            let needle = str_arg(&vals[0]);
+            let list = str_arg(&vals[1]);
+            // A needle with a comma is never found, as in MySQL.
+            let place = if needle.contains(',') { None } else { list.split(',').position(|item| coll.compare(item, &needle) == std::cmp::Ordering::Equal) };
+            Value::Int(place.map_or(0, |p| p as i64 + 1))
+        }
+        Field => {
+            // NULL is never found; numbers compare as numbers when the first is one.
+            if vals[0].is_null() {
+                return Ok(Value::Int(0));
+            }
+            let numeric = !matches!(vals[0], Value::Str(_) | Value::Bytes(_));
+            let place = vals[1..].iter().position(|v| {
+                !v.is_null()
+                    && if numeric {
+                        ops::to_f64(v) == ops::to_f64(&vals[0])
+                    } else {
+                        Collation::default().compare(&str_arg(v), &str_arg(&vals[0])) == std::cmp::Ordering::Equal
+                    }
+            });
+            Value::Int(place.map_or(0, |p| p as i64 + 1))
+        }
+        Elt => {
+            let n = if vals[0].is_null() { 0 } else { int_arg(&vals[0]) };
+            match usize::try_from(n).ok().filter(|n| *n >= 1).and_then(|n| vals.get(n)) {
+                Some(v) => v.clone(),
+                None => Value::Null,
+            }
+        }
         Instr | Locate => {
             let (hay, needle, start) =
                 if f == Instr { (str_arg(&vals[0]), str_arg(&vals[1]), 1) } else { (str_arg(&vals[1]), str_arg(&vals[0]), vals.get(2).map_or(1, int_arg)) };

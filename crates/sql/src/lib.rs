@@ -18,6 +18,7 @@ pub mod checkpoint;
 pub mod commit_acks;
 pub mod commit_notify;
 pub mod cost;
+pub mod cte;
 pub mod ddl;
 pub mod dml;
 pub mod durability;
@@ -51,6 +52,7 @@ pub mod time_zone;
 pub mod tmp_memory;
 pub mod types;
 pub mod vars;
+pub mod views;
 pub mod write_log;
 
 pub use error::{SqlError, Warning};

@@ -24,6 +24,7 @@ use sqlparser::ast::{self, GroupByExpr, JoinConstraint, JoinOperator, SelectItem
 
 use crate::bind::{Binder, Scope, ScopeColumn};
 use crate::catalog::Catalog;
+use crate::cte::{self, Ctes, WorkTable};
 use crate::error::{Result, SqlError, codes};
 use crate::expr::{AggFunc, AggSpec, CmpOp, Expr, RowCtx};
 use crate::locking::{LockSpec, ScannedRange};
@@ -155,13 +156,45 @@ pub struct Env<'a> {
     pub lock: Option<LockSpec>,
     /// Strict-mode writes: division by zero is error 1365 rather than NULL.
     pub div_zero_is_error: bool,
+    /// The common table expressions a table name may mean here (`cte`).
+    pub ctes: Ctes<'a>,
+    /// Views being planned around this point, outermost first (`views`).
+    pub views_open: usize,
 }
 
 impl<'a> Env<'a> {
     /// An environment for a plain (non-locking, non-writing) evaluation.
     #[must_use]
     pub fn new(catalog: &'a Catalog, view: ReadView, params: &'a [Value], now_us: i64, info: &'a SessionInfo) -> Env<'a> {
-        Env { catalog, view, params, now_us, info, lock: None, div_zero_is_error: false }
+        Env { catalog, view, params, now_us, info, lock: None, div_zero_is_error: false, ctes: Ctes::default(), views_open: 0 }
+    }
+
+    /// How many views enclose this point of the statement.
+    #[must_use]
+    pub fn view_depth(&self) -> usize {
+        self.views_open
+    }
+
+    /// The environment a view's query is planned in: no CTE of the reader's is visible.
+    #[must_use]
+    pub fn inside_view(&self) -> Env<'a> {
+        Env { ctes: Ctes::default(), views_open: self.views_open + 1, ..*self }
+    }
+
+    /// The same environment, where `ctes` are the visible common table expressions.
+    #[must_use]
+    pub fn with_ctes<'b>(&'b self, ctes: Ctes<'b>) -> Env<'b> {
+        Env {
+            catalog: self.catalog,
+            view: self.view,
+            params: self.params,
+            now_us: self.now_us,
+            info: self.info,
+            lock: self.lock,
+            div_zero_is_error: self.div_zero_is_error,
+            ctes,
+            views_open: self.views_open,
+        }
     }
 }
 
@@ -235,6 +268,8 @@ pub enum SourceData {
     },
     /// A derived table or a virtual table: rows computed before the block runs.
     Rows(RefCell<Option<Vec<Row>>>, Option<Box<SelectPlan>>),
+    /// A recursive CTE's name inside its recursive blocks: the rows its last round added.
+    Work(WorkTable),
 }
 
 #[derive(Debug)]
@@ -284,7 +319,22 @@ pub struct Block {
 #[derive(Debug)]
 pub enum PlanKind {
     Block(Box<Block>),
-    Union { left: Box<SelectPlan>, right: Box<SelectPlan>, all: bool, order_by: Vec<(usize, bool)>, limit: Option<Expr>, offset: Option<Expr> },
+    Union {
+        left: Box<SelectPlan>,
+        right: Box<SelectPlan>,
+        all: bool,
+        order_by: Vec<(usize, bool)>,
+        limit: Option<Expr>,
+        offset: Option<Expr>,
+    },
+    /// A recursive common table expression (`cte`): the seeds' rows, then rounds of the
+    /// recursive blocks over the rows the previous round added, until one adds none.
+    Recursive {
+        seeds: Vec<SelectPlan>,
+        steps: Vec<SelectPlan>,
+        distinct: bool,
+        work: WorkTable,
+    },
 }
 
 #[derive(Debug)]
@@ -301,9 +351,15 @@ pub struct SelectPlan {
 /// # Errors
 /// Name resolution and unsupported-feature errors.
 pub fn plan_query(env: &Env<'_>, q: &ast::Query, outer: &[&Scope]) -> Result<(SelectPlan, bool)> {
-    if q.with.is_some() {
-        return Err(SqlError::unsupported("WITH"));
+    if let Some(with) = &q.with {
+        let ctes = Ctes::open(&env.ctes, with)?;
+        return plan_query_body(&env.with_ctes(ctes), q, outer);
     }
+    plan_query_body(env, q, outer)
+}
+
+/// [`plan_query`] once its WITH clause is in `env`.
+fn plan_query_body(env: &Env<'_>, q: &ast::Query, outer: &[&Scope]) -> Result<(SelectPlan, bool)> {
     let (limit, offset) = limit_offset(q)?;
     let binder_env = env;
     let lim =
@@ -484,12 +540,22 @@ fn add_table_source(env: &Env<'_>, db: &str, name: &str, alias: &str, scope: &mu
 fn plan_factor(env: &Env<'_>, tf: &TableFactor, scope: &mut Scope, outer: &[&Scope]) -> Result<(SourceData, Vec<SqlType>)> {
     match tf {
         TableFactor::Table { name, alias, .. } => {
-            let (db, t) = resolve_table_name(env.info, name)?;
+            let cte = match name.0.as_slice() {
+                [part] => part.as_ident().and_then(|i| env.ctes.find(&i.value)),
+                _ => None,
+            };
+            let (db, t) = if cte.is_some() { (String::new(), object_name_parts(name).remove(0)) } else { resolve_table_name(env.info, name)? };
             let alias = alias.as_ref().map_or(t.clone(), |a| a.name.value.clone());
             if scope.columns.iter().any(|c| c.table == alias) {
                 return Err(SqlError::new(codes::ER_NONUNIQ_TABLE, format!("Not unique table/alias: '{alias}'")));
             }
-            add_table_source(env, &db, &t, &alias, scope)
+            match cte {
+                Some(found) => add_cte_source(env, found, &alias, scope, outer),
+                None => match env.catalog.view(&db, &t) {
+                    Some(view) => add_view_source(env, view, &alias, scope),
+                    None => add_table_source(env, &db, &t, &alias, scope),
+                },
+            }
         }
         TableFactor::Derived { subquery, alias, .. } => {
             let alias =
@@ -503,6 +569,83 @@ fn plan_factor(env: &Env<'_>, tf: &TableFactor, scope: &mut Scope, outer: &[&Sco
         }
         TableFactor::NestedJoin { .. } => Err(SqlError::unsupported("parenthesized joins")),
         other => Err(SqlError::unsupported(format!("FROM {other}"))),
+    }
+}
+
+/// Add a common table expression's columns to `scope`: its query planned like a derived
+/// table's, or (inside a recursive CTE's own recursive blocks) the rows of its last round.
+fn add_cte_source(env: &Env<'_>, found: cte::Found<'_>, alias: &str, scope: &mut Scope, outer: &[&Scope]) -> Result<(SourceData, Vec<SqlType>)> {
+    let (data, columns) = match found {
+        cte::Found::Work(work) => (SourceData::Work(Arc::clone(&work.rows)), work.columns.clone()),
+        cte::Found::Definition { cte, visible, recursive } => {
+            let env = env.with_ctes(visible);
+            let plan = if recursive { plan_recursive(&env, cte, outer)? } else { plan_query(&env, &cte.query, outer)?.0 };
+            let names = cte::column_names(cte, plan.columns.iter().map(|c| c.name.clone()).collect())?;
+            let columns = names.into_iter().zip(plan.columns.iter().map(|c| c.ty.clone())).collect();
+            (SourceData::Rows(RefCell::new(None), Some(Box::new(plan))), columns)
+        }
+    };
+    let types = columns.iter().map(|(_, ty): &(String, SqlType)| ty.clone()).collect();
+    for (name, ty) in columns {
+        scope.columns.push(ScopeColumn::computed(alias, &name, ty));
+    }
+    Ok((data, types))
+}
+
+/// Add a view's columns to `scope`: its query planned in its place, like a derived table's
+/// (`views`). Reading a view needs SELECT on it.
+fn add_view_source(env: &Env<'_>, view: &crate::views::ViewMeta, alias: &str, scope: &mut Scope) -> Result<(SourceData, Vec<SqlType>)> {
+    env.info.require_table(&view.db, &view.name, crate::accounts::SELECT)?;
+    let plan = view.plan(env)?;
+    let types = plan.columns.iter().map(|c| c.ty.clone()).collect();
+    for c in &plan.columns {
+        scope.columns.push(ScopeColumn { db: view.db.clone(), org_table: view.name.clone(), ..ScopeColumn::computed(alias, &c.name, c.ty.clone()) });
+    }
+    Ok((SourceData::Rows(RefCell::new(None), Some(Box::new(plan))), types))
+}
+
+/// Plan a recursive CTE (`cte` module doc): its seeds, then its recursive blocks with its
+/// own name reading the work table.
+fn plan_recursive(env: &Env<'_>, cte: &ast::Cte, outer: &[&Scope]) -> Result<SelectPlan> {
+    let name = &cte.alias.name.value;
+    let parts = cte::recursive_parts(name, &cte.query)?;
+    let seeds = parts.seeds.iter().map(|b| plan_set_expr(env, b, outer).map(|(p, _)| p)).collect::<Result<Vec<_>>>()?;
+    let width = seeds[0].columns.len();
+    if seeds.iter().any(|p| p.columns.len() != width) {
+        return Err(SqlError::new(codes::ER_WRONG_NUMBER_OF_COLUMNS_IN_SELECT, "The used SELECT statements have a different number of columns"));
+    }
+    let mut columns = seeds[0].columns.clone();
+    for seed in &seeds[1..] {
+        for (c, other) in columns.iter_mut().zip(&seed.columns) {
+            c.ty = union_type(&c.ty, &other.ty);
+        }
+    }
+    let names = cte::column_names(cte, columns.iter().map(|c| c.name.clone()).collect())?;
+    let work = cte::WorkRef { name: name.clone(), columns: names.into_iter().zip(columns.iter().map(|c| c.ty.clone())).collect(), rows: WorkTable::default() };
+    let ctes = Ctes::with_work(&env.ctes, &work);
+    let step_env = env.with_ctes(ctes);
+    let mut steps = Vec::new();
+    for block in parts.steps {
+        let (plan, _) = plan_set_expr(&step_env, block, outer)?;
+        if plan.columns.len() != width {
+            return Err(SqlError::new(codes::ER_WRONG_NUMBER_OF_COLUMNS_IN_SELECT, "The used SELECT statements have a different number of columns"));
+        }
+        if plan_aggregates(&plan) {
+            return Err(SqlError::new(
+                (3575, "HY000"),
+                format!("Recursive Common Table Expression '{name}' can contain neither aggregation nor window functions in recursive query block"),
+            ));
+        }
+        steps.push(plan);
+    }
+    Ok(SelectPlan { columns, kind: PlanKind::Recursive { seeds, steps, distinct: parts.distinct, work: Arc::clone(&work.rows) } })
+}
+
+/// Whether a recursive block groups (MySQL refuses aggregation there).
+fn plan_aggregates(plan: &SelectPlan) -> bool {
+    match &plan.kind {
+        PlanKind::Block(b) => b.grouped,
+        _ => false,
     }
 }
 
@@ -962,7 +1105,43 @@ pub fn run_select_into(plan: &SelectPlan, env: &Env<'_>, parent: Option<&RowCtx<
             }
             apply_limit(rows, limit.as_ref(), offset.as_ref(), env)?.into_iter().try_for_each(emit)
         }
+        PlanKind::Recursive { seeds, steps, distinct, work } => run_recursive(seeds, steps, *distinct, work, env, parent)?.into_iter().try_for_each(emit),
     }
+}
+
+/// Runs a recursive CTE (`cte` module doc): every row it finds, seeds first, round by round.
+fn run_recursive(seeds: &[SelectPlan], steps: &[SelectPlan], distinct: bool, work: &WorkTable, env: &Env<'_>, parent: Option<&RowCtx<'_>>) -> Result<Vec<Row>> {
+    let mut held = env.info.tmp_memory.hold();
+    let mut seen = std::collections::HashSet::new();
+    let mut keep = |rows: Vec<Row>| -> Vec<Row> { if distinct { rows.into_iter().filter(|r| seen.insert(group_key(r))).collect() } else { rows } };
+    let mut found = Vec::new();
+    for seed in seeds {
+        found.extend(keep(run_select(seed, env, parent)?.rows));
+    }
+    held.add_rows(&found)?;
+    let depth_max = crate::vars::int_value(&env.info.vars, "cte_max_recursion_depth");
+    let mut round_start = 0;
+    let mut rounds = 0u64;
+    while round_start < found.len() {
+        if rounds >= depth_max {
+            return Err(SqlError::new(
+                (3636, "HY000"),
+                format!("Recursive query aborted after {} iterations. Try increasing @@cte_max_recursion_depth to a larger value.", rounds + 1),
+            ));
+        }
+        rounds += 1;
+        *work.lock().expect("a work table is not poisoned") = found[round_start..].to_vec();
+        let mut added = Vec::new();
+        for step in steps {
+            added.extend(run_select(step, env, parent)?.rows);
+        }
+        let added = keep(added);
+        held.add_rows(&added)?;
+        round_start = found.len();
+        found.extend(added);
+    }
+    work.lock().expect("a work table is not poisoned").clear();
+    Ok(found)
 }
 
 fn dedupe(rows: Vec<Row>) -> Vec<Row> {
@@ -1005,7 +1184,7 @@ fn run_block(b: &Block, env: &Env<'_>, parent: Option<&RowCtx<'_>>, emit: &mut d
     }
     // Rows come out in their final order as the join produces them: hand them straight on,
     // skipping the OFFSET and stopping the join at the LIMIT.
-    let streams = !b.grouped && !b.distinct && (b.order_by.is_empty() || order_follows_scan(b, env));
+    let streams = !b.grouped && b.having.is_none() && !b.distinct && (b.order_by.is_empty() || order_follows_scan(b, env));
     let (offset, limit) = if streams { (eval_count(b.offset.as_ref(), env)?.unwrap_or(0), eval_count(b.limit.as_ref(), env)?) } else { (0, None) };
     let early_stop = limit.map(|l| l.saturating_add(offset));
     // A sort with a LIMIT keeps only the rows that can still make it (MySQL's priority
@@ -1041,6 +1220,10 @@ fn run_block(b: &Block, env: &Env<'_>, parent: Option<&RowCtx<'_>>, emit: &mut d
                     let kept = acc.add(spec, env, &cx)?;
                     held.add(kept)?;
                 }
+            } else if let Some(h) = &b.having
+                && ops::truth(&h.eval(env, &cx)?) != Some(true)
+            {
+                // HAVING without grouping filters rows, like WHERE, and sees select aliases.
             } else if streams {
                 // The join stops at the limit (`early_stop`), so every row here is wanted
                 // unless it falls in the OFFSET.
@@ -1313,6 +1496,10 @@ pub(crate) fn key_value(v: &Value, ty: &SqlType) -> Option<Value> {
 pub(crate) fn read_source<'a>(s: &Source, row: &Row, env: &Env<'a>, parent: Option<&RowCtx<'_>>) -> Result<Box<dyn Iterator<Item = SharedRow> + 'a>> {
     let (db, name) = match &s.data {
         SourceData::Rows(cell, _) => return Ok(Box::new(cell.borrow().iter().flatten().map(|r| SharedRow::new(r.clone())).collect::<Vec<_>>().into_iter())),
+        SourceData::Work(rows) => {
+            let rows = rows.lock().expect("a work table is not poisoned");
+            return Ok(Box::new(rows.iter().map(|r| SharedRow::new(r.clone())).collect::<Vec<_>>().into_iter()));
+        }
         SourceData::Table { db, name, .. } => (db, name),
     };
     let catalog: &'a crate::catalog::Catalog = env.catalog;

@@ -114,7 +114,7 @@ pub fn routines() -> (Vec<OutColumn>, Rows) {
     (names.iter().map(|n| column(n)).collect(), Vec::new())
 }
 
-/// `VIEWS`: no rows.
+/// `VIEWS`' columns (its rows: `views::schema_rows`).
 #[must_use]
 pub fn views() -> (Vec<OutColumn>, Rows) {
     let names = [

@@ -32,7 +32,7 @@ use crate::locking::LockSpec;
 use crate::query::{self, Env, OutColumn, ResultSet};
 use crate::text::{self, Charset, LexOptions, StatementText};
 use crate::vars::{self, VarSet};
-use crate::{cost, ddl, show};
+use crate::{cost, ddl, show, views};
 
 mod accounts;
 mod checksum;
@@ -42,6 +42,7 @@ mod maintenance;
 mod outfile;
 mod privileges;
 mod server_files;
+mod sql_prepare;
 mod table_locks;
 
 pub use commit::{STREAM_PART_BYTES, STREAM_ROWS};
@@ -529,12 +530,34 @@ struct Txn {
 
 /// A prepared statement.
 pub struct Prepared {
-    pub statement: Arc<Statement>,
+    pub statement: PreparedBody,
     /// The statement as the client sent it (what the commit log records for DDL); shared, so
     /// an execute does not copy it.
     pub text: Arc<str>,
     pub param_count: usize,
     pub columns: Vec<OutColumn>,
+}
+
+/// What a prepared statement runs.
+#[derive(Debug, Clone)]
+pub enum PreparedBody {
+    /// A statement the parser took.
+    Parsed(Arc<Statement>),
+    /// A statement without placeholders that the session recognises before the parser
+    /// (SHOW, DESCRIBE, EXPLAIN, DO ... [`recognised_in_prepare`]): run as its text is, its
+    /// columns known only once it runs.
+    Text(Arc<StatementText>),
+}
+
+/// Statements a client may prepare that the session runs as text (their first word):
+/// drivers send SHOW and DESCRIBE through the binary protocol (PDO with native prepares).
+const PREPARED_AS_TEXT: [&str; 15] =
+    ["SHOW", "DESCRIBE", "DESC", "EXPLAIN", "DO", "KILL", "CHECKSUM", "ANALYZE", "CHECK", "OPTIMIZE", "REPAIR", "LOCK", "UNLOCK", "FLUSH", "USE"];
+
+/// Whether a statement is prepared as text ([`PreparedBody::Text`]).
+fn recognised_in_prepare(text: &str) -> bool {
+    let first = text.split_whitespace().next().unwrap_or_default().trim_end_matches(';');
+    PREPARED_AS_TEXT.iter().any(|w| w.eq_ignore_ascii_case(first))
 }
 
 /// Most distinct statement texts a session keeps parsed.
@@ -595,6 +618,8 @@ pub struct Session {
     txn: Option<Txn>,
     pub warnings: Vec<Warning>,
     prepared: HashMap<u32, Prepared>,
+    /// SQL-level prepared statements (`PREPARE name FROM ...`): name to statement id.
+    sql_prepared: HashMap<String, u32>,
     next_stmt_id: u32,
     cache: HashMap<String, Arc<Vec<Statement>>>,
     /// Client asked for rows-matched counts (CLIENT_FOUND_ROWS).
@@ -610,6 +635,9 @@ pub struct Session {
     /// (the replica's applier applying a `CREATE TABLE ... SELECT`): made from the new table's
     /// definition, once it is known.
     pub replica_create_rows: Option<CreateRows>,
+    /// DDL replayed from the log or a checkpoint: it passed its checks when it first ran, and
+    /// what a view reads may be defined after it (`views`).
+    replaying: bool,
     /// Statements answer as soon as their commits are ordered, without waiting for them to be
     /// durable: the caller takes the wait with [`Session::take_log_wait`] (the replica's
     /// applier, which starts its next transaction while the last one syncs).
@@ -688,12 +716,14 @@ impl Session {
             txn: None,
             warnings: Vec::new(),
             prepared: HashMap::new(),
+            sql_prepared: HashMap::new(),
             next_stmt_id: 1,
             cache: HashMap::new(),
             client_found_rows: false,
             replica_applier: false,
             replica_origin: None,
             replica_create_rows: None,
+            replaying: false,
             kill,
             progress,
             next_isolation: None,
@@ -756,6 +786,7 @@ impl Session {
         // connection does not inherit its user-level locks.
         self.info.engine.user_locks.release_all(self.info.connection_id);
         self.prepared.clear();
+        self.sql_prepared.clear();
         self.info.user_vars.clear();
         self.info.vars = self.info.engine.globals.read().clone();
         self.info.last_insert_id.set(0);
@@ -1031,6 +1062,16 @@ impl Session {
             return Err(SqlError::new((1461, "42000"), "Can't create more than max_prepared_stmt_count statements"));
         }
         let statement = text::single(sql.as_ref(), self.lex_options())?;
+        if recognised_in_prepare(&statement.text) {
+            if statement.placeholders > 0 {
+                return Err(SqlError::new((1295, "HY000"), "This command is not supported in the prepared statement protocol yet"));
+            }
+            let id = self.next_stmt_id;
+            self.next_stmt_id = self.next_stmt_id.wrapping_add(1).max(1);
+            let text: Arc<str> = statement.text.as_str().into();
+            self.prepared.insert(id, Prepared { statement: PreparedBody::Text(Arc::new(statement)), text, param_count: 0, columns: Vec::new() });
+            return Ok((id, 0, Vec::new()));
+        }
         let mut stmts = crate::parse::parse(&rewrite_lock_in_share_mode(&statement.text), statement.operators, statement.div_operators)?;
         if stmts.len() != 1 {
             return Err(SqlError::new((1295, "HY000"), "This command is not supported in the prepared statement protocol yet"));
@@ -1040,7 +1081,8 @@ impl Session {
         let columns = self.describe(&parsed, count).unwrap_or_default();
         let id = self.next_stmt_id;
         self.next_stmt_id = self.next_stmt_id.wrapping_add(1).max(1);
-        self.prepared.insert(id, Prepared { statement: parsed, text: statement.text.into(), param_count: count, columns: columns.clone() });
+        self.prepared
+            .insert(id, Prepared { statement: PreparedBody::Parsed(parsed), text: statement.text.into(), param_count: count, columns: columns.clone() });
         Ok((id, count, columns))
     }
 
@@ -1071,11 +1113,17 @@ impl Session {
             .get(&id)
             .map(|p| (p.statement.clone(), p.text.clone()))
             .ok_or_else(|| SqlError::new((1243, "HY000"), format!("Unknown prepared statement handler ({id}) given to mysqld_stmt_execute")))?;
-        self.info.engine.status.questions.fetch_add(1, Ordering::Relaxed);
-        self.warnings.clear();
         self.may_stream = true;
         self.start_statement();
-        let outcome = self.execute(&stmt, &params, &text).await;
+        let outcome = match stmt {
+            // Counted, and its warnings kept or cleared, as a text statement's.
+            PreparedBody::Text(statement) => self.run_one(&statement).await,
+            PreparedBody::Parsed(stmt) => {
+                self.info.engine.status.questions.fetch_add(1, Ordering::Relaxed);
+                self.warnings.clear();
+                self.execute(&stmt, &params, &text).await
+            }
+        };
         let figures = self.finish_statement(&outcome);
         self.may_stream = false;
         if !self.answers_before_durable {
@@ -1552,8 +1600,10 @@ impl Session {
                 self.info.vars.values.insert(def.name, value);
             }
         }
-        // What was logged passed its checks when it ran: a child may come before its parent.
+        // What was logged passed its checks when it ran: a child may come before its parent,
+        // a view before its tables.
         self.info.vars.values.insert("foreign_key_checks", "OFF".to_owned());
+        self.replaying = true;
         self.info.db = db;
         let statement = text::single(sql.as_bytes(), LexOptions::default())?;
         let statements = self.parse(&statement.text, statement.operators, statement.div_operators)?;
@@ -2180,6 +2230,31 @@ impl Session {
             },
             Statement::CreateIndex(ci) => ddl::create_index(&mut catalog, info, ci, &mut warnings),
             Statement::AlterTable(at) => ddl::alter_table(&mut catalog, info, self.info.now_us(), &at.name, &at.operations, &mut warnings),
+            Statement::CreateView(cv) => {
+                let v = views::ViewStatement {
+                    name: &cv.name,
+                    columns: cv.columns.iter().map(|c| c.name.value.clone()).collect(),
+                    query: &cv.query,
+                    or_replace: cv.or_replace,
+                    alter: false,
+                    params: cv.params.as_ref(),
+                };
+                views::create_view(&mut catalog, info, self.info.now_us(), &v, !self.replaying)
+            }
+            Statement::AlterView { name, columns, query, .. } => {
+                let v = views::ViewStatement {
+                    name,
+                    columns: columns.iter().map(|c| c.value.clone()).collect(),
+                    query,
+                    or_replace: true,
+                    alter: true,
+                    params: None,
+                };
+                views::create_view(&mut catalog, info, self.info.now_us(), &v, !self.replaying)
+            }
+            Statement::Drop { object_type: ast::ObjectType::View, if_exists, names, .. } => {
+                views::drop_views(&mut catalog, info, names, *if_exists, &mut warnings)
+            }
             other => Err(SqlError::unsupported(first_words(&other.to_string()).to_string())),
         };
         // Logged and installed under `commit_order`, so the record and the catalog it makes
@@ -2190,7 +2265,10 @@ impl Session {
             let mut gtid_row = None;
             let logged = engine.log.get().map(|log| {
                 let context = quill_log::DdlContext { sql_mode: self.info.var("sql_mode").to_owned(), time_zone: self.info.var("time_zone").to_owned() };
-                let mut changes = crate::durability::ddl_changes(&catalog, self.info.db.as_deref(), text.to_owned(), context, created_by_select.as_ref());
+                // A view's statement is logged with its definer and its tables qualified, as
+                // MySQL binlogs it: a replay, or a replica, makes the same view.
+                let text = views::logged_statement(stmt, &catalog, info).unwrap_or_else(|| text.to_owned());
+                let mut changes = crate::durability::ddl_changes(&catalog, self.info.db.as_deref(), text, context, created_by_select.as_ref());
                 // A replicated statement's GTID goes in its own record: its row of the
                 // replica's GTID table, then where it came from.
                 if let Some(origin) = self.replica_origin.take() {
@@ -2253,6 +2331,9 @@ impl Session {
             });
         }
         match up(0) {
+            "PREPARE" if words.len() >= 4 => Some(self.sql_prepare(statement).await),
+            "EXECUTE" if words.len() >= 2 => Some(self.sql_execute(statement).await),
+            "DEALLOCATE" | "DROP" if up(1) == "PREPARE" && words.len() == 3 => Some(self.sql_deallocate(&words)),
             "BEGIN" if words.len() == 1 || up(1) == "WORK" => {
                 if let Err(e) = self.unlock_tables().and_then(|()| self.commit()) {
                     return Some(Err(e));
@@ -2271,7 +2352,7 @@ impl Session {
                 let (db, t) = self.split_name(words[1]);
                 Some(
                     db.and_then(|db| self.require_any_on_table(&db, &t).map(|()| db))
-                        .and_then(|db| show::show_columns(&self.info.engine.catalog(), &db, &t, false, None))
+                        .and_then(|db| show::show_columns(&self.info.engine.catalog(), &self.info, &db, &t, false, None))
                         .map(Outcome::Rows),
                 )
             }
@@ -2313,7 +2394,13 @@ impl Session {
             // A SET calling a function that may wait runs parsed, under the session's
             // wait-and-run-again loop (`statement_waits`).
             "SET" if !matches!(up(1), "PASSWORD" | "ROLE" | "DEFAULT" | "RESOURCE") && !calls_waiting_function(sql) => Some(self.set_statement(statement)),
-            "DO" => Some(self.select_like(statement, 2).await.map(|_| Outcome::ok())),
+            "DO" => {
+                // DO evaluates and answers OK: its SELECT must not stream a result set.
+                let may_stream = std::mem::replace(&mut self.may_stream, false);
+                let outcome = self.select_like(statement, 2).await.map(|_| Outcome::ok());
+                self.may_stream = may_stream;
+                Some(outcome)
+            }
             "ALTER" if words.len() == 5 && up(1) == "TABLE" && matches!(up(3), "DISABLE" | "ENABLE") && up(4).trim_end_matches(';') == "KEYS" => {
                 Some(self.alter_keys(words[2]))
             }
@@ -2494,7 +2581,7 @@ impl Session {
         let rest = statement.text.trim_start()[7..].trim_start();
         if !rest.to_ascii_uppercase().starts_with("SELECT") {
             let (db, t) = self.split_name(rest.split_whitespace().next().unwrap_or_default());
-            return show::show_columns(&self.info.engine.catalog(), &db?, &t, false, None).map(Outcome::Rows);
+            return show::show_columns(&self.info.engine.catalog(), &self.info, &db?, &t, false, None).map(Outcome::Rows);
         }
         let stmts = self.parse(rest, statement.operators, statement.div_operators)?;
         let Some(Statement::Query(q)) = stmts.first() else { return Err(SqlError::parse(rest)) };
@@ -2623,7 +2710,7 @@ impl Session {
                     None => db?,
                 };
                 self.require_any_on_table(&db, &t)?;
-                show::show_columns(&catalog, &db, &t, full, like.as_deref())?
+                show::show_columns(&catalog, &self.info, &db, &t, full, like.as_deref())?
             }
             "INDEX" | "INDEXES" | "KEYS" => {
                 let tname = upper.iter().position(|w| w == "FROM" || w == "IN").and_then(|j| words.get(j + 1)).ok_or_else(|| SqlError::parse(sql))?;
@@ -2632,10 +2719,19 @@ impl Session {
                 self.require_any_on_table(&db, &t)?;
                 show::show_index(&catalog, &db, &t)?
             }
-            "CREATE" if upper.get(i + 1).is_some_and(|w| w == "TABLE") => {
+            "CREATE" if upper.get(i + 1).is_some_and(|w| w == "TABLE" || w == "VIEW") => {
                 let (db, t) = self.split_name(words.get(i + 2).ok_or_else(|| SqlError::parse(sql))?);
                 let db = db?;
                 self.require_any_on_table(&db, &t)?;
+                // SHOW CREATE TABLE of a view shows the view, as MySQL's does; SHOW CREATE
+                // VIEW of a table is 1347.
+                if let Some(view) = catalog.view(&db, &t) {
+                    return Ok(Outcome::Rows(views::show_create(view, &self.info)));
+                }
+                if upper[i + 1] == "VIEW" {
+                    catalog.table(&db, &t)?;
+                    return Err(SqlError::new((1347, "HY000"), format!("'{db}.{t}' is not VIEW")));
+                }
                 show::show_create_table(
                     &catalog,
                     &db,
@@ -2971,6 +3067,9 @@ fn is_ddl(stmt: &Statement) -> bool {
             | Statement::AlterTable(_)
             | Statement::Drop { object_type: ast::ObjectType::Database | ast::ObjectType::Schema | ast::ObjectType::Table, .. }
             | Statement::Drop { object_type: ast::ObjectType::Index, table: Some(_), .. }
+            | Statement::CreateView(_)
+            | Statement::AlterView { .. }
+            | Statement::Drop { object_type: ast::ObjectType::View, .. }
     )
 }
 

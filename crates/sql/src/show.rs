@@ -6,6 +6,7 @@ use crate::catalog::{Catalog, ColumnDefault, TableMeta};
 use crate::error::{Result, SqlError};
 use crate::functions;
 use crate::query::{Env, OutColumn, ResultSet};
+use crate::session::SessionInfo;
 use crate::types::SqlType;
 
 pub(crate) fn text(len: u32) -> SqlType {
@@ -44,7 +45,10 @@ pub fn show_tables(catalog: &Catalog, db: &str, full: bool, like: Option<&str>) 
     if full {
         columns.push(OutColumn::computed("Table_type", text(64)));
     }
-    let rows = d.tables.keys().filter(|n| like_filter(n, like)).map(|n| if full { vec![s(n.clone()), s("BASE TABLE")] } else { vec![s(n.clone())] }).collect();
+    let mut names: Vec<(&String, &str)> = d.tables.keys().map(|n| (n, "BASE TABLE")).chain(d.views.keys().map(|n| (n, "VIEW"))).collect();
+    names.sort();
+    let rows =
+        names.into_iter().filter(|(n, _)| like_filter(n, like)).map(|(n, kind)| if full { vec![s(n.clone()), s(kind)] } else { vec![s(n.clone())] }).collect();
     Ok(ResultSet { columns, rows })
 }
 
@@ -91,8 +95,15 @@ fn extra(t: &TableMeta, i: usize) -> String {
 ///
 /// # Errors
 /// 1146.
-pub fn show_columns(catalog: &Catalog, db: &str, table: &str, full: bool, like: Option<&str>) -> Result<ResultSet> {
-    let t = catalog.table(db, table)?;
+pub fn show_columns(catalog: &Catalog, info: &SessionInfo, db: &str, table: &str, full: bool, like: Option<&str>) -> Result<ResultSet> {
+    let view_columns;
+    let t = match catalog.view(db, table) {
+        Some(view) => {
+            view_columns = view.as_table(&Env::new(catalog, quill_storage::ReadView::current(0), &[], 0, info))?;
+            &view_columns
+        }
+        None => catalog.table(db, table)?,
+    };
     let mut names = vec![("Field", text(64)), ("Type", text(64))];
     if full {
         names.push(("Collation", text(64)));
@@ -368,9 +379,16 @@ pub fn information_schema_table(env: &Env<'_>, name: &str) -> Result<(Vec<OutCol
                 ("TABLE_COMMENT", text(2048)),
             ]);
             // SHOW TABLE STATUS's columns from Engine on, after the table's identity.
-            let rows = tables()
+            let mut rows: Vec<Vec<Value>> = tables()
                 .map(|t| [s("def"), s(t.db.clone()), s(t.name.clone()), s("BASE TABLE")].into_iter().chain(table_status(t).into_iter().skip(1)).collect())
                 .collect();
+            // A view's row has its identity, type and comment, and NULL between, as MySQL's.
+            for v in catalog.databases.values().flat_map(|d| d.views.values()) {
+                let mut row = vec![s("def"), s(v.db.clone()), s(v.name.clone()), s("VIEW")];
+                row.resize(c.len() - 1, Value::Null);
+                row.push(s("VIEW"));
+                rows.push(row);
+            }
             (c, rows)
         }
         "COLUMNS" => {
@@ -399,13 +417,24 @@ pub fn information_schema_table(env: &Env<'_>, name: &str) -> Result<(Vec<OutCol
                 ("SRS_ID", SqlType::bigint()),
             ]);
             let mut rows = Vec::new();
-            for t in tables() {
+            // A view's columns are those its query has now; a view whose tables are gone
+            // has none (MySQL warns of it).
+            let view_tables: Vec<TableMeta> = catalog.databases.values().flat_map(|d| d.views.values()).filter_map(|v| v.as_table(env).ok()).collect();
+            for t in tables().map(|t| &**t).chain(&view_tables) {
                 for (i, col) in t.columns.iter().enumerate() {
-                    let (char_len, prec, scale) = match &col.ty {
-                        SqlType::Char { len, .. } | SqlType::VarChar { len, .. } => (Value::Int(i64::from(*len)), Value::Null, Value::Null),
-                        SqlType::Decimal { precision, scale, .. } => (Value::Null, Value::Int(i64::from(*precision)), Value::Int(i64::from(*scale))),
+                    // Characters and bytes: utf8mb4 takes up to four bytes a character; a TEXT
+                    // or BLOB holds its length in bytes, and counts it for both, as MySQL 8 does.
+                    let (char_len, octet_len) = match &col.ty {
+                        SqlType::Char { len, .. } | SqlType::VarChar { len, .. } => (Value::Int(i64::from(*len)), Value::Int(i64::from(*len) * 4)),
+                        SqlType::Binary(len) | SqlType::VarBinary(len) => (Value::Int(i64::from(*len)), Value::Int(i64::from(*len))),
+                        SqlType::Text { kind, .. } | SqlType::Blob(kind) => (Value::Int(kind.max_len() as i64), Value::Int(kind.max_len() as i64)),
+                        _ => (Value::Null, Value::Null),
+                    };
+                    let (prec, scale) = match &col.ty {
+                        SqlType::Float => (Value::Int(12), Value::Null),
+                        SqlType::Double => (Value::Int(22), Value::Null),
+                        SqlType::Decimal { precision, scale, .. } => (Value::Int(i64::from(*precision)), Value::Int(i64::from(*scale))),
                         SqlType::Int { kind, .. } => (
-                            Value::Null,
                             Value::Int(match kind {
                                 crate::types::IntKind::Tiny => 3,
                                 crate::types::IntKind::Small => 5,
@@ -421,7 +450,7 @@ pub fn information_schema_table(env: &Env<'_>, name: &str) -> Result<(Vec<OutCol
                             }),
                             Value::Int(0),
                         ),
-                        _ => (Value::Null, Value::Null, Value::Null),
+                        _ => (Value::Null, Value::Null),
                     };
                     rows.push(vec![
                         s("def"),
@@ -432,12 +461,8 @@ pub fn information_schema_table(env: &Env<'_>, name: &str) -> Result<(Vec<OutCol
                         default_text(t, i),
                         s(if col.nullable { "YES" } else { "NO" }),
                         s(col.ty.data_type_name()),
-                        char_len.clone(),
-                        // utf8mb4: up to four bytes a character.
-                        match char_len {
-                            Value::Int(n) => Value::Int(n * 4),
-                            other => other,
-                        },
+                        char_len,
+                        octet_len,
                         prec,
                         scale,
                         match col.ty {
@@ -468,32 +493,24 @@ pub fn information_schema_table(env: &Env<'_>, name: &str) -> Result<(Vec<OutCol
                 ("INDEX_NAME", text(64)),
                 ("SEQ_IN_INDEX", SqlType::bigint()),
                 ("COLUMN_NAME", text(64)),
+                ("COLLATION", text(1)),
+                ("CARDINALITY", SqlType::bigint()),
+                ("SUB_PART", SqlType::bigint()),
+                ("PACKED", text(10)),
                 ("NULLABLE", text(3)),
                 ("INDEX_TYPE", text(16)),
+                ("COMMENT", text(8)),
+                ("INDEX_COMMENT", text(2048)),
+                ("IS_VISIBLE", text(3)),
+                ("EXPRESSION", text(64)),
             ]);
+            // SHOW INDEX's rows, after the table's identity, with the index's schema.
             let mut rows = Vec::new();
             for t in tables() {
-                let mut add = |name: &str, unique: bool, cs: &[usize]| {
-                    for (seq, &ci) in cs.iter().enumerate() {
-                        rows.push(vec![
-                            s("def"),
-                            s(t.db.clone()),
-                            s(t.name.clone()),
-                            Value::Int(i64::from(!unique)),
-                            s(t.db.clone()),
-                            s(name),
-                            Value::Int(seq as i64 + 1),
-                            s(t.columns[ci].name.clone()),
-                            s(if t.columns[ci].nullable { "YES" } else { "" }),
-                            s("BTREE"),
-                        ]);
-                    }
-                };
-                if !t.primary.is_empty() {
-                    add("PRIMARY", true, &t.primary);
-                }
-                for ix in &t.indexes {
-                    add(&ix.name, ix.unique, &ix.columns);
+                for r in show_index(catalog, &t.db, &t.name)?.rows {
+                    let mut row = vec![s("def"), s(t.db.clone()), s(t.name.clone()), r[1].clone(), s(t.db.clone())];
+                    row.extend(r.into_iter().skip(2));
+                    rows.push(row);
                 }
             }
             (c, rows)
@@ -530,7 +547,7 @@ pub fn information_schema_table(env: &Env<'_>, name: &str) -> Result<(Vec<OutCol
         "CHARACTER_SETS" => crate::schema_server::character_sets(),
         "COLLATIONS" => crate::schema_server::collations(),
         "ROUTINES" => crate::schema_server::routines(),
-        "VIEWS" => crate::schema_server::views(),
+        "VIEWS" => (crate::schema_server::views().0, crate::views::schema_rows(catalog)),
         "TABLE_CONSTRAINTS" => crate::schema_constraints::table_constraints(catalog),
         "KEY_COLUMN_USAGE" => crate::schema_constraints::key_column_usage(catalog),
         "REFERENTIAL_CONSTRAINTS" => crate::schema_constraints::referential_constraints(catalog),

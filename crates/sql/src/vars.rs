@@ -122,6 +122,8 @@ pub const VARIABLES: &[VarDef] = &[
     v("collation_database", Both, Str, Inert, "utf8mb4_0900_ai_ci"),
     v("collation_server", Both, Str, Inert, "utf8mb4_0900_ai_ci"),
     v("connect_timeout", Global, int(2, TIMEOUT_SECONDS_MAX), Live, "10"),
+    // Rounds a recursive common table expression may run (`cte`): past it, error 3636.
+    v("cte_max_recursion_depth", Both, int(0, 4_294_967_295), Live, "1000"),
     v("datadir", Global, Str, ReadOnly, ""),
     v("default_storage_engine", Both, Str, Inert, "InnoDB"),
     v("div_precision_increment", Both, int(0, 30), Inert, "4"),

@@ -28,8 +28,9 @@ use crate::value::Row;
 
 pub const MAGIC: &[u8; 8] = b"QUILLCKP";
 /// The version written. Versions 1 (no `read_from`, a 32-byte header), 2 (rows in the
-/// first row encoding, `crate::row`) and 3 (no DEFINITIONS_FROM entry) are still read.
-pub const VERSION: u32 = 4;
+/// first row encoding, `crate::row`), 3 (no DEFINITIONS_FROM entry) and 4 (no VIEW entry)
+/// are still read.
+pub const VERSION: u32 = 5;
 pub const MAGIC_OFFSET: usize = 0;
 pub const VERSION_OFFSET: usize = MAGIC_OFFSET + 8;
 pub const LSN_OFFSET: usize = VERSION_OFFSET + 8; // 4 bytes of version, 4 reserved
@@ -48,6 +49,8 @@ pub const ENTRY_END: u8 = 4;
 /// The LSN from which the checkpoint's table definitions describe every record: the end of
 /// the newest DDL record at or before the checkpoint's position.
 pub const ENTRY_DEFINITIONS_FROM: u8 = 5;
+/// A view: its database, name and defining statement (version 5 on).
+pub const ENTRY_VIEW: u8 = 6;
 
 pub const FILE_PREFIX: &str = "checkpoint-";
 pub const FILE_SUFFIX: &str = ".qckpt";
@@ -130,6 +133,12 @@ pub enum CheckpointEntry {
     /// Every log record from this LSN on is described by the checkpoint's definitions (no
     /// DDL statement lies between it and the checkpoint's position).
     DefinitionsFrom(u64),
+    /// A view, after every table: the statement that makes it again.
+    View {
+        db: String,
+        name: String,
+        definition: String,
+    },
 }
 
 /// Streams a checkpoint to disk; see the module doc.
@@ -206,6 +215,18 @@ impl CheckpointWriter {
         put16(&mut self.buffer, name.as_bytes());
         put32(&mut self.buffer, definition.as_bytes());
         self.buffer.extend_from_slice(&auto_increment.to_le_bytes());
+        self.entry_done()
+    }
+
+    /// A view's entry, written after every table's.
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn view(&mut self, db: &str, name: &str, definition: &str) -> io::Result<()> {
+        self.buffer.push(ENTRY_VIEW);
+        put16(&mut self.buffer, db.as_bytes());
+        put16(&mut self.buffer, name.as_bytes());
+        put32(&mut self.buffer, definition.as_bytes());
         self.entry_done()
     }
 
@@ -330,6 +351,15 @@ pub fn read_checkpoint<E: From<CheckpointError>>(
                 })();
                 parsed.ok_or_else(|| damaged("bad table entry"))?
             }
+            ENTRY_VIEW if version >= 5 => {
+                let parsed = (|| {
+                    let db = take_str16(&mut rest)?;
+                    let name = take_str16(&mut rest)?;
+                    let definition = String::from_utf8(take_len32(&mut rest)?.to_vec()).ok()?;
+                    Some(CheckpointEntry::View { db, name, definition })
+                })();
+                parsed.ok_or_else(|| damaged("bad view entry"))?
+            }
             ENTRY_ROW => {
                 let parsed = (|| Some(CheckpointEntry::Row { key: take_len32(&mut rest)?.to_vec(), row: decode(take_len32(&mut rest)?)? }))();
                 parsed.ok_or_else(|| damaged("bad row entry"))?
@@ -386,7 +416,7 @@ fn verify(file: &dyn File, damaged: impl Fn(&'static str) -> CheckpointError) ->
     match version {
         1 => {}
         2..=VERSION if body_end >= (HEADER_BYTES + 9) as u64 => {}
-        _ => return Err(damaged("not a checkpoint of a version this build reads (1 to 4)")),
+        _ => return Err(damaged("not a checkpoint of a version this build reads (1 to 5)")),
     }
     let u64_at = |o: usize| u64::from_le_bytes(head[o..o + 8].try_into().expect("8 bytes"));
     let (lsn, next_seq) = (u64_at(LSN_OFFSET), u64_at(NEXT_SEQ_OFFSET));
@@ -483,6 +513,11 @@ fn entry_len(bytes: &[u8]) -> Option<usize> {
             field(4)?;
         }
         ENTRY_END | ENTRY_DEFINITIONS_FROM => at += 8,
+        ENTRY_VIEW => {
+            field(2)?;
+            field(2)?;
+            field(4)?;
+        }
         _ => {}
     }
     Some(at)
@@ -506,6 +541,7 @@ mod tests {
         for i in 0..1000 {
             w.row(&[1, i as u8], &vec![Value::Int(i), Value::Str(format!("row {i}"))]).unwrap();
         }
+        w.view("app", "v", "CREATE ALGORITHM=UNDEFINED DEFINER=`root`@`localhost` SQL SECURITY DEFINER VIEW `v` AS SELECT 1").unwrap();
         w.finish().unwrap().0
     }
 
@@ -524,7 +560,7 @@ mod tests {
         let path = write_sample(&fs, 4096);
         assert_eq!(find_checkpoints(&fs, &dir()).unwrap(), vec![(4096, path.clone())]);
         let (position, entries) = read(&fs, &path).unwrap();
-        assert_eq!((position, entries.len()), (CheckpointPosition { lsn: 4096, next_seq: 42, read_from: 2048 }, 1002));
+        assert_eq!((position, entries.len()), (CheckpointPosition { lsn: 4096, next_seq: 42, read_from: 2048 }, 1003));
         assert_eq!(
             entries[1],
             CheckpointEntry::Table {
@@ -535,6 +571,14 @@ mod tests {
             }
         );
         assert_eq!(entries[1001], CheckpointEntry::Row { key: vec![1, 231], row: vec![Value::Int(999), Value::Str("row 999".into())] });
+        assert_eq!(
+            entries[1002],
+            CheckpointEntry::View {
+                db: "app".into(),
+                name: "v".into(),
+                definition: "CREATE ALGORITHM=UNDEFINED DEFINER=`root`@`localhost` SQL SECURITY DEFINER VIEW `v` AS SELECT 1".into()
+            }
+        );
     }
 
     /// The reader holds a chunk at a time: entries that straddle chunks, and one larger than

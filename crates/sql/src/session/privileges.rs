@@ -191,6 +191,15 @@ impl Session {
                 }
                 return Ok(());
             }
+            Statement::CreateView(cv) => written = Some((table(&cv.name)?, accounts::CREATE_VIEW | if cv.or_replace { accounts::DROP } else { 0 })),
+            Statement::AlterView { name, .. } => written = Some((table(name)?, accounts::CREATE_VIEW | accounts::DROP)),
+            Statement::Drop { object_type: ast::ObjectType::View, names, .. } => {
+                for name in names {
+                    let (db, t) = table(name)?;
+                    self.require_table(&db, &t, accounts::DROP)?;
+                }
+                return Ok(());
+            }
             Statement::CreateDatabase { db_name, .. } => return self.require_database(&super::ident_of(db_name), accounts::CREATE),
             Statement::CreateSchema { schema_name, .. } => return self.require_database(schema_name.to_string().trim_matches('`'), accounts::CREATE),
             Statement::Drop { object_type: ast::ObjectType::Database | ast::ObjectType::Schema, names, .. } => {
@@ -201,19 +210,18 @@ impl Session {
         if let Some(((db, t), needed)) = &written {
             self.require_table(db, t, *needed)?;
         }
-        // Every other table the statement names is read.
-        let mut read = Vec::new();
-        let _ = ast::visit_relations(stmt, |relation| {
-            read.push(relation.clone());
-            std::ops::ControlFlow::<()>::Continue(())
-        });
-        for name in &read {
-            let Ok((db, t)) = table(name) else { continue };
+        // Every other table the statement names is read (a CTE's name is no table).
+        for reference in self.references_read(stmt) {
+            let (db, t) = (reference.db, reference.table);
             if written.as_ref().is_some_and(|((wd, wt), _)| *wd == db && *wt == t) {
                 continue;
             }
             // A CREATE TABLE's own name is not read.
-            if matches!(stmt, Statement::CreateTable(_) | Statement::AlterTable(_) | Statement::CreateIndex(_)) && written.is_some() {
+            if matches!(
+                stmt,
+                Statement::CreateTable(_) | Statement::AlterTable(_) | Statement::CreateIndex(_) | Statement::CreateView(_) | Statement::AlterView { .. }
+            ) && written.is_some()
+            {
                 let ddl_target = written.as_ref().map(|(n, _)| n.clone());
                 if ddl_target == Some((db.clone(), t.clone())) {
                     continue;

@@ -155,6 +155,13 @@ impl Visitor for References<'_> {
             }
             if let Ok((db, table)) = crate::query::resolve_table_name(&self.session.info, name) {
                 let name = alias.as_ref().map_or_else(|| table.clone(), |a| a.name.value.clone());
+                // A view's tables are read too: under their own names.
+                let catalog = self.session.info.engine.catalog();
+                if let Some(view) = catalog.view(&db, &table) {
+                    for (db, table) in crate::views::reads(&catalog, view) {
+                        self.refs.push(TableReference { db, name: table.clone(), table, write: false });
+                    }
+                }
                 self.refs.push(TableReference { db, table, name, write: false });
             }
         }
@@ -176,6 +183,8 @@ impl Session {
         let items = parse_lock_tables(sql)?;
         let mut locked = LockedTables::default();
         let mut requests: Vec<(TableName, Mode)> = Vec::new();
+        // Tables locked because a locked view reads them, once the named ones are in.
+        let mut implied: Vec<(String, String, bool)> = Vec::new();
         {
             let catalog = self.info.engine.catalog();
             for item in &items {
@@ -183,17 +192,31 @@ impl Session {
                 // LOCK TABLES on the database (1044), and SELECT on the table (1142).
                 self.require_database(&db, crate::accounts::LOCK_TABLES)?;
                 self.require_table(&db, &table, crate::accounts::SELECT)?;
-                catalog.table(&db, &table)?;
+                // A view locks the tables it reads too, in the same mode, as MySQL's does.
+                let read_by_view = match catalog.view(&db, &table) {
+                    Some(view) => crate::views::reads(&catalog, view),
+                    None => {
+                        catalog.table(&db, &table)?;
+                        Default::default()
+                    }
+                };
                 let name = item.alias.clone().unwrap_or_else(|| table.clone());
                 if locked.by_reference.insert((db.clone(), name.clone()), (table.clone(), item.write)).is_some() {
                     return Err(SqlError::new(ER_NONUNIQ_TABLE, format!("Not unique table/alias: '{name}'")));
                 }
+                implied.extend(read_by_view.iter().map(|(db, table)| (db.clone(), table.clone(), item.write)));
                 let mode = if item.write { Mode::NoReadWrite } else { Mode::ReadOnly };
-                match requests.iter_mut().find(|(n, _)| n.0 == db && n.1 == table) {
-                    Some((_, m)) => *m = (*m).max(mode),
-                    None => requests.push(((db, table), mode)),
+                for name in std::iter::once((db, table)).chain(read_by_view) {
+                    match requests.iter_mut().find(|(n, _)| *n == name) {
+                        Some((_, m)) => *m = (*m).max(mode),
+                        None => requests.push((name, mode)),
+                    }
                 }
             }
+        }
+        for (db, table, write) in implied {
+            let entry = locked.by_reference.entry((db, table.clone())).or_insert_with(|| (table, write));
+            entry.1 |= write;
         }
         self.unlock_tables()?;
         self.commit()?;
@@ -251,6 +274,14 @@ impl Session {
         locked.check(&[TableReference { db: db.to_owned(), table: table.to_owned(), name: table.to_owned(), write }])
     }
 
+    /// Every table a statement names in its queries, CTE names left out, and the tables
+    /// the views among them read: what it reads.
+    pub(super) fn references_read(&self, stmt: &Statement) -> Vec<TableReference> {
+        let mut v = References::new(self);
+        let _ = stmt.visit(&mut v);
+        v.refs
+    }
+
     /// The tables `stmt` names outside the system schemas, with whether it writes them
     /// (DDL counts as a write).
     pub(super) fn table_references(&self, stmt: &Statement) -> Vec<TableReference> {
@@ -263,6 +294,10 @@ impl Session {
             Statement::AlterTable(at) => resolve(&at.name).map(whole).into_iter().collect(),
             Statement::Truncate(t) => t.table_names.iter().filter_map(|n| resolve(&n.name)).map(whole).collect(),
             Statement::CreateIndex(ci) => resolve(&ci.table_name).map(whole).into_iter().collect(),
+            // A view's DDL locks its own name; the tables its query reads are only read.
+            Statement::CreateView(cv) => resolve(&cv.name).map(whole).into_iter().collect(),
+            Statement::AlterView { name, .. } => resolve(name).map(whole).into_iter().collect(),
+            Statement::Drop { object_type: ast::ObjectType::View, names, .. } => names.iter().filter_map(resolve).map(whole).collect(),
             _ => {
                 let mut v = References::new(self);
                 let _ = stmt.visit(&mut v);
