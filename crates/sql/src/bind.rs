@@ -97,12 +97,15 @@ pub struct Binder<'a, 'e> {
     pub correlated: std::cell::Cell<bool>,
     /// In `ON DUPLICATE KEY UPDATE`: where the proposed row starts, for `VALUES(col)`.
     pub values_offset: Option<usize>,
+    /// HAVING's rule, with the block's GROUP BY: a name is a select alias before it is a
+    /// column, unless it is a column grouped on (MySQL's preference).
+    pub having_group_by: Option<&'a [Expr]>,
 }
 
 impl<'a, 'e> Binder<'a, 'e> {
     #[must_use]
     pub fn new(env: &'a Env<'e>, scope: &'a Scope, clause: &'static str) -> Binder<'a, 'e> {
-        Binder { env, scope, outer: &[], aggs: None, aliases: &[], clause, correlated: std::cell::Cell::new(false), values_offset: None }
+        Binder { env, scope, outer: &[], aggs: None, aliases: &[], clause, correlated: std::cell::Cell::new(false), values_offset: None, having_group_by: None }
     }
 
     fn column_ref(&self, parts: &[String]) -> Result<Expr> {
@@ -112,6 +115,15 @@ impl<'a, 'e> Binder<'a, 'e> {
             [d, t, n] => (Some(d.as_str()), Some(t.as_str()), n.as_str()),
             _ => return Err(SqlError::parse(&parts.join("."))),
         };
+        let alias = || self.aliases.iter().find(|(a, _, _)| a.eq_ignore_ascii_case(name)).map(|(_, e, _)| e.clone());
+        if let Some(group_by) = self.having_group_by
+            && table.is_none()
+            && let Some(e) = alias()
+        {
+            let grouped_column =
+                self.scope.resolve(db, table, name, self.clause).ok().flatten().filter(|i| group_by.iter().any(|g| matches!(g, Expr::Column(c) if c == i)));
+            return Ok(grouped_column.map_or(e, Expr::Column));
+        }
         if let Some(i) = self.scope.resolve(db, table, name, self.clause)? {
             return Ok(Expr::Column(i));
         }
@@ -616,6 +628,7 @@ impl<'a, 'e> Binder<'a, 'e> {
             clause: self.clause,
             correlated: std::cell::Cell::new(false),
             values_offset: self.values_offset,
+            having_group_by: self.having_group_by,
         }
     }
 

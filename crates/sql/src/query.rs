@@ -776,7 +776,6 @@ fn plan_block(
     }
     correlated |= pbinder.correlated.get();
 
-    let post = Binder { outer, aggs: Some(&aggs), aliases: &aliases, ..Binder::new(env, &scope, "having clause") };
     let group_by: Vec<Expr> = match &s.group_by {
         GroupByExpr::Expressions(exprs, _) => exprs
             .iter()
@@ -789,6 +788,7 @@ fn plan_block(
             .collect::<Result<_>>()?,
         GroupByExpr::All(_) => return Err(SqlError::unsupported("GROUP BY ALL")),
     };
+    let post = Binder { outer, aggs: Some(&aggs), aliases: &aliases, having_group_by: Some(&group_by), ..Binder::new(env, &scope, "having clause") };
     let having = s.having.as_ref().map(|h| post.bind(h)).transpose()?;
     let obinder = Binder { clause: "order clause", ..Binder { outer, aggs: Some(&aggs), aliases: &aliases, ..Binder::new(env, &scope, "order clause") } };
     let mut order_by = Vec::new();
