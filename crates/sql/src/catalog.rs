@@ -66,8 +66,9 @@ pub struct TableMeta {
     pub row_format: Option<&'static str>,
     /// The table's foreign keys, as a child (`foreign_keys`).
     pub foreign_keys: Vec<crate::foreign_keys::ForeignKey>,
-    /// The table's rows, reached only through the handler API.
-    pub data: Box<dyn Handler>,
+    /// The table's rows, reached only through the handler API. Shared by the metadata of
+    /// the same table under another name (RENAME TABLE keeps its rows where they are).
+    pub data: Arc<dyn Handler>,
 }
 
 /// The `ROW_FORMAT` values CREATE TABLE accepts. `FIXED` lays rows out in fixed-size slots;
@@ -108,15 +109,38 @@ impl TableMeta {
     }
 
     /// An empty storage table for this shape.
-    fn empty_handler(columns: &[Column], primary: &[usize], indexes: &[IndexMeta], row_format: Option<&str>) -> Box<dyn Handler> {
+    fn empty_handler(columns: &[Column], primary: &[usize], indexes: &[IndexMeta], row_format: Option<&str>) -> Arc<dyn Handler> {
         let key_part = |c: usize| (c, columns[c].ty.collation());
-        quill_storage::handler::create(
-            quill_storage::handler::DEFAULT_ENGINE,
-            primary.iter().map(|&c| key_part(c)).collect(),
-            indexes.iter().map(|i| IndexDef { name: i.name.clone(), parts: i.columns.iter().map(|&c| key_part(c)).collect(), unique: i.unique }).collect(),
-            storage_row_format(columns, row_format),
+        Arc::from(
+            quill_storage::handler::create(
+                quill_storage::handler::DEFAULT_ENGINE,
+                primary.iter().map(|&c| key_part(c)).collect(),
+                indexes.iter().map(|i| IndexDef { name: i.name.clone(), parts: i.columns.iter().map(|&c| key_part(c)).collect(), unique: i.unique }).collect(),
+                storage_row_format(columns, row_format),
+            )
+            .expect("the default engine exists"),
         )
-        .expect("the default engine exists")
+    }
+
+    /// The same table, rows and all, under another database and name, with `columns`
+    /// (the same columns, some renamed: ALTER TABLE ... RENAME COLUMN).
+    #[must_use]
+    pub fn renamed(&self, db: &str, name: &str, columns: Vec<Column>) -> TableMeta {
+        assert_eq!(columns.len(), self.columns.len(), "a rename keeps every column");
+        TableMeta {
+            id: self.id,
+            db: db.to_owned(),
+            name: name.to_owned(),
+            columns,
+            primary: self.primary.clone(),
+            indexes: self.indexes.clone(),
+            collation: self.collation,
+            comment: self.comment.clone(),
+            created_at: self.created_at,
+            row_format: self.row_format,
+            foreign_keys: self.foreign_keys.clone(),
+            data: Arc::clone(&self.data),
+        }
     }
 
     /// The same new table with `ROW_FORMAT=row_format` (one of [`ROW_FORMATS`]).
@@ -288,6 +312,60 @@ impl Catalog {
         }
         db.tables.insert(meta.name.clone(), Arc::new(meta));
         Ok(())
+    }
+
+    /// RENAME TABLE / ALTER TABLE ... RENAME: `from` takes the name `to`, its rows and
+    /// definition unchanged (a view moves within its database only); foreign keys of other
+    /// tables that name it as their parent follow it, as InnoDB's do.
+    ///
+    /// # Errors
+    /// 1049, 1146, 1050 when `to` is taken, 1450 for a view moved to another database.
+    pub fn rename(&mut self, from: (&str, &str), to: (&str, &str)) -> Result<()> {
+        let (db, name) = from;
+        let (new_db, new_name) = to;
+        let target = self.database(new_db)?;
+        if target.tables.contains_key(new_name) || target.views.contains_key(new_name) {
+            return Err(SqlError::new(codes::ER_TABLE_EXISTS_ERROR, format!("Table '{new_name}' already exists")));
+        }
+        if let Some(view) = self.remove_view(db, name) {
+            if db != new_db {
+                let error = SqlError::new((1450, "HY000"), format!("Changing schema from '{db}' to '{new_db}' is not allowed."));
+                self.put_view(ViewMeta::clone(&view))?;
+                return Err(error);
+            }
+            return self.put_view(ViewMeta { name: new_name.to_owned(), ..ViewMeta::clone(&view) });
+        }
+        let old = self.remove_table(db, name).map_err(|_| SqlError::no_such_table(db, name))?;
+        let renamed = old.renamed(new_db, new_name, old.columns.clone());
+        self.add_table(renamed)?;
+        self.repoint_children(from, to, &[]);
+        Ok(())
+    }
+
+    /// Foreign keys whose parent is `from` now name `to`, and the parent's columns renamed
+    /// (old name, new name) by their new names.
+    pub fn repoint_children(&mut self, from: (&str, &str), to: (&str, &str), renamed_columns: &[(String, String)]) {
+        let children: Vec<(String, String)> = self
+            .databases
+            .values()
+            .flat_map(|d| d.tables.values())
+            .filter(|t| t.foreign_keys.iter().any(|k| (k.parent_db.as_str(), k.parent_table.as_str()) == from))
+            .map(|t| (t.db.clone(), t.name.clone()))
+            .collect();
+        for (db, name) in children {
+            let Ok(child) = self.table(&db, &name) else { continue };
+            let mut meta = child.renamed(&db, &name, child.columns.clone());
+            for key in meta.foreign_keys.iter_mut().filter(|k| (k.parent_db.as_str(), k.parent_table.as_str()) == from) {
+                key.parent_db = to.0.to_owned();
+                key.parent_table = to.1.to_owned();
+                for column in &mut key.parent_columns {
+                    if let Some((_, new)) = renamed_columns.iter().find(|(old, _)| old.eq_ignore_ascii_case(column)) {
+                        column.clone_from(new);
+                    }
+                }
+            }
+            self.replace_table(meta).expect("the child is in the catalog");
+        }
     }
 
     /// Remove a table, returning it.

@@ -569,8 +569,9 @@ fn rebuild(
     catalog.replace_table(meta)
 }
 
-/// ALTER TABLE with ADD/DROP/MODIFY/CHANGE COLUMN, ADD/DROP INDEX and table options
-/// (`alter_options`).
+/// ALTER TABLE with ADD/DROP/MODIFY/CHANGE/RENAME COLUMN, ADD/DROP INDEX, RENAME [TO] and
+/// table options (`alter_options`). Renames alone keep the rows where they are; anything else
+/// copies them into the new shape.
 ///
 /// # Errors
 /// Definition errors; 1091 for a missing column or index.
@@ -592,9 +593,25 @@ pub fn alter_table(
     let mut options = TableOptions::of(t);
     let mut keys = t.foreign_keys.clone();
     let mut added_keys = Vec::new();
+    let mut renamed_columns: Vec<(String, String)> = Vec::new();
+    let mut rename_to: Option<(String, String)> = None;
     let env = Env::new(catalog, ReadView::current(0), &[], now_us, info);
     for op in ops {
         match op {
+            ast::AlterTableOperation::RenameColumn { old_column_name, new_column_name } => {
+                let pos = columns
+                    .iter()
+                    .position(|c| c.name.eq_ignore_ascii_case(&old_column_name.value))
+                    .ok_or_else(|| SqlError::bad_field(&old_column_name.value, &tname))?;
+                if columns.iter().enumerate().any(|(i, c)| i != pos && c.name.eq_ignore_ascii_case(&new_column_name.value)) {
+                    return Err(SqlError::new((1060, "42S21"), format!("Duplicate column name '{}'", new_column_name.value)));
+                }
+                renamed_columns.push((columns[pos].name.clone(), new_column_name.value.clone()));
+                columns[pos].name.clone_from(&new_column_name.value);
+            }
+            ast::AlterTableOperation::RenameTable { table_name: ast::RenameTableNameKind::To(to) | ast::RenameTableNameKind::As(to) } => {
+                rename_to = Some(query::resolve_table_name(info, to)?);
+            }
             ast::AlterTableOperation::AddColumn { column_def, column_position, .. } => {
                 let (col, pk, uq) = column_from_ast(&env, column_def, collation)?;
                 let pos = match column_position {
@@ -679,14 +696,44 @@ pub fn alter_table(
             other => return Err(SqlError::unsupported(format!("ALTER TABLE {other}"))),
         }
     }
+    let only_names = ops.iter().all(|op| matches!(op, ast::AlterTableOperation::RenameColumn { .. } | ast::AlterTableOperation::RenameTable { .. }));
+    if only_names {
+        // Names only: the rows stay where they are.
+        let meta = t.renamed(&db, &tname, columns);
+        catalog.replace_table(meta)?;
+        catalog.repoint_children((&db, &tname), (&db, &tname), &renamed_columns);
+        if let Some((new_db, new_name)) = rename_to {
+            catalog.rename((&db, &tname), (&new_db, &new_name))?;
+        }
+        return Ok(());
+    }
     let keys = keys_after_alter(catalog, info, (&db, &tname), &map, &columns, &primary, &mut indexes, keys, &added_keys)?;
     let added: Vec<String> = keys.iter().rev().take(added_keys.len()).map(|k| k.name.clone()).collect();
     rebuild(catalog, &db, &tname, columns, map, primary, indexes, keys, options, warnings)?;
+    catalog.repoint_children((&db, &tname), (&db, &tname), &renamed_columns);
+    if let Some((new_db, new_name)) = rename_to {
+        catalog.rename((&db, &tname), (&new_db, &new_name))?;
+        return Ok(());
+    }
     if info.foreign_key_checks() && !added.is_empty() {
         let t = catalog.table(&db, &tname)?;
         for fk in t.foreign_keys.iter().filter(|k| added.contains(&k.name)) {
             crate::dml::foreign_keys::check_existing_rows(catalog, t, fk)?;
         }
+    }
+    Ok(())
+}
+
+/// RENAME TABLE a TO b [, c TO d ...], one pair after another, as MySQL runs it (so `a TO
+/// tmp, b TO a, tmp TO b` swaps two tables).
+///
+/// # Errors
+/// As [`Catalog::rename`]; nothing is renamed when one pair fails (the caller drops the copy).
+pub fn rename_tables(catalog: &mut Catalog, info: &SessionInfo, pairs: &[ast::RenameTable]) -> Result<()> {
+    for pair in pairs {
+        let (db, name) = query::resolve_table_name(info, &pair.old_name)?;
+        let (new_db, new_name) = query::resolve_table_name(info, &pair.new_name)?;
+        catalog.rename((&db, &name), (&new_db, &new_name))?;
     }
     Ok(())
 }

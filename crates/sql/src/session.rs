@@ -2255,6 +2255,7 @@ impl Session {
             Statement::Drop { object_type: ast::ObjectType::View, if_exists, names, .. } => {
                 views::drop_views(&mut catalog, info, names, *if_exists, &mut warnings)
             }
+            Statement::RenameTable(pairs) => ddl::rename_tables(&mut catalog, info, pairs),
             other => Err(SqlError::unsupported(first_words(&other.to_string()).to_string())),
         };
         // Logged and installed under `commit_order`, so the record and the catalog it makes
@@ -3070,6 +3071,7 @@ fn is_ddl(stmt: &Statement) -> bool {
             | Statement::CreateView(_)
             | Statement::AlterView { .. }
             | Statement::Drop { object_type: ast::ObjectType::View, .. }
+            | Statement::RenameTable(_)
     )
 }
 

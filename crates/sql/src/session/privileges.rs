@@ -193,6 +193,16 @@ impl Session {
             }
             Statement::CreateView(cv) => written = Some((table(&cv.name)?, accounts::CREATE_VIEW | if cv.or_replace { accounts::DROP } else { 0 })),
             Statement::AlterView { name, .. } => written = Some((table(name)?, accounts::CREATE_VIEW | accounts::DROP)),
+            // MySQL's rule: ALTER and DROP on the old name, CREATE and INSERT on the new.
+            Statement::RenameTable(pairs) => {
+                for pair in pairs {
+                    let (db, t) = table(&pair.old_name)?;
+                    self.require_table(&db, &t, accounts::ALTER | accounts::DROP)?;
+                    let (db, t) = table(&pair.new_name)?;
+                    self.require_table(&db, &t, accounts::CREATE | accounts::INSERT)?;
+                }
+                return Ok(());
+            }
             Statement::Drop { object_type: ast::ObjectType::View, names, .. } => {
                 for name in names {
                     let (db, t) = table(name)?;

@@ -291,7 +291,15 @@ impl Session {
             Statement::CreateTable(ct) => resolve(&ct.name).map(whole).into_iter().collect(),
             Statement::Drop { object_type: ast::ObjectType::Table, names, .. } => names.iter().filter_map(resolve).map(whole).collect(),
             Statement::Drop { object_type: ast::ObjectType::Index, table: Some(t), .. } => resolve(t).map(whole).into_iter().collect(),
-            Statement::AlterTable(at) => resolve(&at.name).map(whole).into_iter().collect(),
+            Statement::AlterTable(at) => {
+                // ALTER TABLE ... RENAME TO locks the new name too.
+                let to = at.operations.iter().filter_map(|op| match op {
+                    ast::AlterTableOperation::RenameTable { table_name: ast::RenameTableNameKind::To(n) | ast::RenameTableNameKind::As(n) } => resolve(n),
+                    _ => None,
+                });
+                resolve(&at.name).into_iter().chain(to).map(whole).collect()
+            }
+            Statement::RenameTable(pairs) => pairs.iter().flat_map(|p| [resolve(&p.old_name), resolve(&p.new_name)]).flatten().map(whole).collect(),
             Statement::Truncate(t) => t.table_names.iter().filter_map(|n| resolve(&n.name)).map(whole).collect(),
             Statement::CreateIndex(ci) => resolve(&ci.table_name).map(whole).into_iter().collect(),
             // A view's DDL locks its own name; the tables its query reads are only read.
