@@ -18,6 +18,7 @@ use crate::functions::{Func, Unit};
 use crate::ops::Arith;
 use crate::query::{self, Env};
 use crate::types::{IntKind, LobKind, SqlType};
+use crate::window::WindowSpec;
 
 /// One column a name can resolve to.
 #[derive(Debug, Clone)]
@@ -100,12 +101,29 @@ pub struct Binder<'a, 'e> {
     /// HAVING's rule, with the block's GROUP BY: a name is a select alias before it is a
     /// column, unless it is a column grouped on (MySQL's preference).
     pub having_group_by: Option<&'a [Expr]>,
+    /// `Some` where window functions are allowed (the select list and ORDER BY); collects
+    /// them.
+    pub windows: Option<&'a RefCell<Vec<WindowSpec>>>,
+    /// The block's named windows (`WINDOW w AS (...)`).
+    pub window_names: &'a [ast::NamedWindowDefinition],
 }
 
 impl<'a, 'e> Binder<'a, 'e> {
     #[must_use]
     pub fn new(env: &'a Env<'e>, scope: &'a Scope, clause: &'static str) -> Binder<'a, 'e> {
-        Binder { env, scope, outer: &[], aggs: None, aliases: &[], clause, correlated: std::cell::Cell::new(false), values_offset: None, having_group_by: None }
+        Binder {
+            env,
+            scope,
+            outer: &[],
+            aggs: None,
+            aliases: &[],
+            clause,
+            correlated: std::cell::Cell::new(false),
+            values_offset: None,
+            having_group_by: None,
+            windows: None,
+            window_names: &[],
+        }
     }
 
     fn column_ref(&self, parts: &[String]) -> Result<Expr> {
@@ -497,6 +515,9 @@ impl<'a, 'e> Binder<'a, 'e> {
                 _ => Err(SqlError::new(codes::ER_WRONG_PARAMCOUNT_TO_NATIVE_FCT, format!("Incorrect parameter count in the call to native function '{name}'"))),
             }
         };
+        if let Some(over) = &f.over {
+            return self.window_call(&name, over, &args, distinct);
+        }
         if let Some(agg) = agg_func(&name) {
             let Some(aggs) = self.aggs else {
                 return Err(SqlError::new(codes::ER_INVALID_GROUP_FUNC_USE, "Invalid use of group function"));
@@ -606,6 +627,130 @@ impl<'a, 'e> Binder<'a, 'e> {
         })
     }
 
+    /// `f(...) OVER (...)`: a window function call (`window`), collected into the block's
+    /// windows; its value is read from the row's window values.
+    fn window_call(&self, name: &str, over: &ast::WindowType, args: &[&FunctionArgExpr], distinct: bool) -> Result<Expr> {
+        let Some(windows) = self.windows else {
+            return Err(SqlError::new((3593, "HY000"), format!("You cannot use the window function '{}' in this context.'", name.to_ascii_lowercase())));
+        };
+        // Arguments, partitions and orders see aggregates (SUM(SUM(x)) OVER ...), but no
+        // other window function.
+        let inner = Binder { windows: None, ..self.clone_shallow() };
+        let spec = self.window_spec(over)?;
+        let bound: Vec<Expr> = args
+            .iter()
+            .map(|a| match a {
+                FunctionArgExpr::Expr(e) => inner.bind(e),
+                FunctionArgExpr::Wildcard if name == "COUNT" => Ok(Expr::Const(Value::Int(1))),
+                _ => Err(SqlError::parse(name)),
+            })
+            .collect::<Result<_>>()?;
+        let func = match (crate::window::WindowFunc::named(name), agg_func(name)) {
+            (Some(func), _) => func,
+            (None, Some(agg)) => {
+                if distinct {
+                    return Err(SqlError::unsupported(format!("<window function>({}DISTINCT)", name.to_ascii_lowercase())));
+                }
+                let star = matches!(args.first(), Some(FunctionArgExpr::Wildcard));
+                let func = if agg == AggFunc::Count && star { AggFunc::CountStar } else { agg };
+                let arg = if star { None } else { bound.first().cloned() };
+                let arg_ty = arg.as_ref().map_or(SqlType::bigint(), |a| inner.type_of(a));
+                let collation = arg.as_ref().map_or(Collation::default(), |a| inner.collation_of(a));
+                crate::window::WindowFunc::Aggregate(AggSpec { func, arg, distinct: false, ty: agg_type(func, &arg_ty), collation })
+            }
+            (None, None) => return Err(SqlError::new((1305, "42000"), format!("FUNCTION {name} does not exist"))),
+        };
+        let (min, max) = func.arity();
+        if bound.len() < min || bound.len() > max {
+            return Err(SqlError::new(codes::ER_WRONG_PARAMCOUNT_TO_NATIVE_FCT, format!("Incorrect parameter count in the call to native function '{name}'")));
+        }
+        let ty = func.result_type(bound.first().map(|a| inner.type_of(a)).as_ref());
+        let partition = spec.partition_by.iter().map(|e| inner.bind(e)).collect::<Result<Vec<_>>>()?;
+        let mut order = Vec::new();
+        for o in &spec.order_by {
+            let e = inner.bind(&o.expr)?;
+            let collation = inner.collation_of(&e);
+            order.push((e, !matches!(o.options.sort, Some(ast::OrderBySort::Desc)), collation));
+        }
+        let frame = match &spec.window_frame {
+            None => crate::window::Frame::default_for(!order.is_empty()),
+            Some(frame) => {
+                let bound = |b: &ast::WindowFrameBound| -> Result<crate::window::FrameBound> {
+                    use crate::window::FrameBound as F;
+                    Ok(match b {
+                        ast::WindowFrameBound::CurrentRow => F::CurrentRow,
+                        ast::WindowFrameBound::Preceding(None) => F::UnboundedPreceding,
+                        ast::WindowFrameBound::Following(None) => F::UnboundedFollowing,
+                        ast::WindowFrameBound::Preceding(Some(e)) => F::Preceding(inner.bind(e)?),
+                        ast::WindowFrameBound::Following(Some(e)) => F::Following(inner.bind(e)?),
+                    })
+                };
+                let rows = match frame.units {
+                    ast::WindowFrameUnits::Rows => true,
+                    ast::WindowFrameUnits::Range => false,
+                    ast::WindowFrameUnits::Groups => return Err(SqlError::unsupported("GROUPS frames")),
+                };
+                let end = frame.end_bound.as_ref().map_or(Ok(crate::window::FrameBound::CurrentRow), bound)?;
+                crate::window::Frame { rows, start: bound(&frame.start_bound)?, end }
+            }
+        };
+        let mut list = windows.borrow_mut();
+        list.push(WindowSpec { func, args: bound, partition, order, frame, ty: ty.clone() });
+        Ok(Expr::Window(list.len() - 1, ty))
+    }
+
+    /// The window an OVER clause means: its own, or a named window's (`OVER w`, or `OVER (w
+    /// ORDER BY ...)`, which adds to `w`), as MySQL resolves them.
+    fn window_spec(&self, over: &ast::WindowType) -> Result<ast::WindowSpec> {
+        let named = |name: &ast::Ident| -> Result<ast::WindowSpec> {
+            let mut seen = 0;
+            let mut current = name.clone();
+            loop {
+                let found = self.window_names.iter().find(|d| d.0.value.eq_ignore_ascii_case(&current.value));
+                match found.map(|d| &d.1) {
+                    Some(ast::NamedWindowExpr::WindowSpec(spec)) => return self.window_spec(&ast::WindowType::WindowSpec(spec.clone())),
+                    Some(ast::NamedWindowExpr::NamedWindow(next)) if seen < self.window_names.len() => {
+                        seen += 1;
+                        current = next.clone();
+                    }
+                    _ => return Err(SqlError::new((3579, "HY000"), format!("Window name '{}' is not defined.", name.value))),
+                }
+            }
+        };
+        match over {
+            ast::WindowType::NamedWindow(name) => named(name),
+            ast::WindowType::WindowSpec(spec) => match &spec.window_name {
+                None => Ok(spec.clone()),
+                Some(base) => {
+                    // MySQL's rules: the window adds an ORDER BY (if its base has none) and a
+                    // frame, never partitioning, and no window builds on one with a frame.
+                    let mut merged = named(base)?;
+                    if !spec.partition_by.is_empty() {
+                        return Err(SqlError::new((3580, "HY000"), "A window which depends on another cannot define partitioning."));
+                    }
+                    if merged.window_frame.is_some() {
+                        return Err(SqlError::new(
+                            (3581, "HY000"),
+                            format!("Window '{}' has a frame definition, so cannot be referenced by another window.", base.value),
+                        ));
+                    }
+                    if !spec.order_by.is_empty() {
+                        if !merged.order_by.is_empty() {
+                            return Err(SqlError::new(
+                                (3582, "HY000"),
+                                format!("Window '<unnamed window>' cannot inherit '{}' since both contain an ORDER BY clause.", base.value),
+                            ));
+                        }
+                        merged.order_by.clone_from(&spec.order_by);
+                    }
+                    merged.window_frame.clone_from(&spec.window_frame);
+                    merged.window_name = None;
+                    Ok(merged)
+                }
+            },
+        }
+    }
+
     /// CAST / CONVERT: a temporal value cast to text keeps its own precision
     /// (`CAST(time3_column AS CHAR)` is `13:45:07.250`), as string functions see it.
     fn cast(&self, expr: &ast::Expr, data_type: &ast::DataType) -> Result<Expr> {
@@ -629,6 +774,8 @@ impl<'a, 'e> Binder<'a, 'e> {
             correlated: std::cell::Cell::new(false),
             values_offset: self.values_offset,
             having_group_by: self.having_group_by,
+            windows: self.windows,
+            window_names: self.window_names,
         }
     }
 
@@ -788,6 +935,7 @@ pub fn type_of(e: &Expr, scope: &Scope, outer: &[&Scope], aggs: &[SqlType], para
         Expr::Outer(l, i) => outer.get(*l).and_then(|s| s.columns.get(*i)).map_or(SqlType::Null, |c| c.ty.clone()),
         Expr::Param(i) => params.get(*i).map_or(SqlType::VarChar { len: 255, collation: Collation::default() }, type_of_value),
         Expr::Agg(i) => aggs.get(*i).cloned().unwrap_or(SqlType::Null),
+        Expr::Window(_, ty) => ty.clone(),
         Expr::Arith(op, a, b) => {
             let (ta, tb) = (t(a), t(b));
             let double = |x: &SqlType| matches!(x, SqlType::Double | SqlType::Float) || x.is_string() || x.is_binary();

@@ -141,6 +141,9 @@ pub enum Expr {
     },
     Func(Func, Vec<Expr>),
     Agg(usize),
+    /// A window function's value for the row (`window`): slot `.0` of the row's window
+    /// values, of type `.1`.
+    Window(usize, SqlType),
     Subquery(Rc<Subquery>, SubqueryUse, bool),
     Cast(Box<Expr>, SqlType),
 }
@@ -232,13 +235,15 @@ impl InSet {
 pub struct RowCtx<'a> {
     pub row: &'a [Value],
     pub aggs: &'a [Value],
+    /// The row's window function values, once computed (`window`).
+    pub windows: &'a [Value],
     pub parent: Option<&'a RowCtx<'a>>,
 }
 
 impl<'a> RowCtx<'a> {
     #[must_use]
     pub fn new(row: &'a [Value]) -> RowCtx<'a> {
-        RowCtx { row, aggs: &[], parent: None }
+        RowCtx { row, aggs: &[], windows: &[], parent: None }
     }
 }
 
@@ -268,7 +273,7 @@ impl Expr {
         let mut found = false;
         self.walk(&mut |e| match e {
             Expr::Column(i) if *i >= from => found = true,
-            Expr::Agg(_) => found = true,
+            Expr::Agg(_) | Expr::Window(..) => found = true,
             Expr::Subquery(s, _, _) if s.correlated => found = true,
             Expr::Func(f, _) if !f.is_deterministic() => found = true,
             _ => {}
@@ -478,6 +483,7 @@ impl Expr {
             }
             Expr::Func(f, args) => functions::call(*f, args, env, cx)?,
             Expr::Agg(slot) => cx.aggs.get(*slot).cloned().unwrap_or(Value::Null),
+            Expr::Window(slot, _) => cx.windows.get(*slot).cloned().unwrap_or(Value::Null),
             Expr::Subquery(sq, usage, negated) => eval_subquery(sq, usage, *negated, env, cx)?,
             Expr::Cast(a, ty) => functions::cast(a.eval(env, cx)?, ty)?,
         })

@@ -11,6 +11,7 @@
 //! and stamps its versions with a commit timestamp from `quill_txn`.
 
 pub mod accounts;
+pub mod aggregate;
 pub mod alter_options;
 pub mod bind;
 pub mod catalog;
@@ -53,6 +54,7 @@ pub mod tmp_memory;
 pub mod types;
 pub mod vars;
 pub mod views;
+pub mod window;
 pub mod write_log;
 
 pub use error::{SqlError, Warning};

@@ -22,11 +22,12 @@ use quill_storage::table::SharedRow;
 use quill_storage::{Collation, ReadView, Row, ScanOrder, Value};
 use sqlparser::ast::{self, GroupByExpr, JoinConstraint, JoinOperator, SelectItem, SetExpr, SetOperator, SetQuantifier, TableFactor};
 
+use crate::aggregate::Accumulator;
 use crate::bind::{Binder, Scope, ScopeColumn};
 use crate::catalog::Catalog;
 use crate::cte::{self, Ctes, WorkTable};
 use crate::error::{Result, SqlError, codes};
-use crate::expr::{AggFunc, AggSpec, CmpOp, Expr, RowCtx};
+use crate::expr::{AggSpec, CmpOp, Expr, RowCtx};
 use crate::locking::{LockSpec, ScannedRange};
 use crate::ops;
 use crate::session::SessionInfo;
@@ -53,9 +54,6 @@ const GROUP_OVERHEAD_BYTES: usize = 64;
 
 /// Rows a sort with a LIMIT gathers, at least, before it lets go of those past the limit.
 const TOP_ROWS_MIN: usize = 1024;
-
-/// What one value of an aggregate's DISTINCT set costs beyond the value and its key.
-const DISTINCT_ENTRY_OVERHEAD_BYTES: usize = 32;
 
 /// Rows the executor handles between two looks at the clock for `max_execution_time`.
 pub const INTERRUPT_CLOCK_ROWS: u32 = 1024;
@@ -307,6 +305,8 @@ pub struct Block {
     pub group_by: Vec<Expr>,
     pub aggs: Vec<AggSpec>,
     pub having: Option<Expr>,
+    /// Window function calls (`window`), computed once the rows are grouped and filtered.
+    pub windows: Vec<crate::window::WindowSpec>,
     pub projection: Vec<Expr>,
     pub distinct: bool,
     pub order_by: Vec<(Expr, bool, Collation)>,
@@ -723,7 +723,8 @@ fn plan_block(
     let mut correlated = binder.correlated.get();
 
     // Projection.
-    let pbinder = Binder { outer, aggs: Some(&aggs), ..Binder::new(env, &scope, "field list") };
+    let windows = RefCell::new(Vec::<crate::window::WindowSpec>::new());
+    let pbinder = Binder { outer, aggs: Some(&aggs), windows: Some(&windows), window_names: &s.named_window, ..Binder::new(env, &scope, "field list") };
     let mut projection = Vec::new();
     let mut columns = Vec::new();
     let mut aliases: Vec<(String, Expr, SqlType)> = Vec::new();
@@ -790,7 +791,17 @@ fn plan_block(
     };
     let post = Binder { outer, aggs: Some(&aggs), aliases: &aliases, having_group_by: Some(&group_by), ..Binder::new(env, &scope, "having clause") };
     let having = s.having.as_ref().map(|h| post.bind(h)).transpose()?;
-    let obinder = Binder { clause: "order clause", ..Binder { outer, aggs: Some(&aggs), aliases: &aliases, ..Binder::new(env, &scope, "order clause") } };
+    let obinder = Binder {
+        clause: "order clause",
+        ..Binder {
+            outer,
+            aggs: Some(&aggs),
+            aliases: &aliases,
+            windows: Some(&windows),
+            window_names: &s.named_window,
+            ..Binder::new(env, &scope, "order clause")
+        }
+    };
     let mut order_by = Vec::new();
     for o in order {
         let asc = !matches!(o.options.sort, Some(ast::OrderBySort::Desc));
@@ -811,7 +822,10 @@ fn plan_block(
     }
     correlated |= post.correlated.get() || obinder.correlated.get();
     let aggs = aggs.into_inner();
+    let windows = windows.into_inner();
     let grouped = !group_by.is_empty() || !aggs.is_empty();
+    // Window values depend on every row: the scan may not stop early or follow ORDER BY.
+    let whole_rows = grouped || !windows.is_empty();
     let distinct = matches!(s.distinct, Some(ast::Distinct::Distinct));
     if grouped && env.info.vars.get("sql_mode").is_some_and(|m| m.contains("ONLY_FULL_GROUP_BY")) {
         check_full_group_by(env, &sources, &scope, &projection, &group_by)?;
@@ -837,14 +851,14 @@ fn plan_block(
         // follows: the scan stops after the rows it returns, instead of sorting the table.
         if matches!(access, Access::Full)
             && sources.len() == 1
-            && !grouped
+            && !whole_rows
             && !distinct
             && limit.is_some()
             && let Some(index) = table.indexes.iter().position(|ix| order_matches(&order_by, &sources[i], &ix.columns).is_some())
         {
             access = Access::IndexRange { index, low: None, high: None };
         }
-        if sources.len() == 1 && !grouped && !distinct {
+        if sources.len() == 1 && !whole_rows && !distinct {
             sources[i].order = key_order(&order_by, &sources[i], &access, table).unwrap_or(ScanOrder::Ascending);
         }
         sources[i].access = access;
@@ -854,7 +868,7 @@ fn plan_block(
             Access::IndexEq { index, .. } | Access::IndexRange { index, .. } => Some(table.indexes[*index].name.clone()),
         };
     }
-    let block = Block { sources, filter, grouped, group_by, aggs, having, projection, distinct, order_by, limit, offset, width };
+    let block = Block { sources, filter, grouped, group_by, aggs, having, windows, projection, distinct, order_by, limit, offset, width };
     Ok((SelectPlan { columns, kind: PlanKind::Block(Box::new(block)) }, correlated))
 }
 
@@ -1184,12 +1198,13 @@ fn run_block(b: &Block, env: &Env<'_>, parent: Option<&RowCtx<'_>>, emit: &mut d
     }
     // Rows come out in their final order as the join produces them: hand them straight on,
     // skipping the OFFSET and stopping the join at the LIMIT.
-    let streams = !b.grouped && b.having.is_none() && !b.distinct && (b.order_by.is_empty() || order_follows_scan(b, env));
+    let windowed = !b.windows.is_empty();
+    let streams = !b.grouped && !windowed && b.having.is_none() && !b.distinct && (b.order_by.is_empty() || order_follows_scan(b, env));
     let (offset, limit) = if streams { (eval_count(b.offset.as_ref(), env)?.unwrap_or(0), eval_count(b.limit.as_ref(), env)?) } else { (0, None) };
     let early_stop = limit.map(|l| l.saturating_add(offset));
     // A sort with a LIMIT keeps only the rows that can still make it (MySQL's priority
     // queue): past twice that many, the rows are sorted and the rest let go.
-    let top = if !streams && !b.grouped && !b.distinct && !b.order_by.is_empty() {
+    let top = if !streams && !b.grouped && !windowed && !b.distinct && !b.order_by.is_empty() {
         let skip = eval_count(b.offset.as_ref(), env)?.unwrap_or(0);
         eval_count(b.limit.as_ref(), env)?.map(|l| l.saturating_add(skip))
     } else {
@@ -1198,6 +1213,8 @@ fn run_block(b: &Block, env: &Env<'_>, parent: Option<&RowCtx<'_>>, emit: &mut d
     // Otherwise joined rows stream into the grouping or the projection as the join produces
     // them: an aggregate over a large join holds its groups, never the joined rows.
     let mut out: Vec<(Row, Vec<Value>)> = Vec::new();
+    // A windowed block's rows (joined row, aggregate values), kept until the windows are known.
+    let mut window_rows: Vec<(Row, Vec<Value>)> = Vec::new();
     let mut groups: Vec<(Row, Vec<Accumulator>)> = Vec::new();
     let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
     let mut skipped = 0;
@@ -1224,6 +1241,9 @@ fn run_block(b: &Block, env: &Env<'_>, parent: Option<&RowCtx<'_>>, emit: &mut d
                 && ops::truth(&h.eval(env, &cx)?) != Some(true)
             {
                 // HAVING without grouping filters rows, like WHERE, and sees select aliases.
+            } else if windowed {
+                held.add(tmp_memory::row_bytes(row))?;
+                window_rows.push((row.clone(), Vec::new()));
             } else if streams {
                 // The join stops at the limit (`early_stop`), so every row here is wanted
                 // unless it falls in the OFFSET.
@@ -1266,13 +1286,26 @@ fn run_block(b: &Block, env: &Env<'_>, parent: Option<&RowCtx<'_>>, emit: &mut d
         }
         for (first, accs) in groups {
             let agg_vals: Vec<Value> = accs.into_iter().zip(&b.aggs).map(|(a, s)| a.finish(s)).collect();
-            let cx = RowCtx { row: &first, aggs: &agg_vals, parent };
+            let cx = RowCtx { row: &first, aggs: &agg_vals, windows: &[], parent };
             if let Some(h) = &b.having
                 && ops::truth(&h.eval(env, &cx)?) != Some(true)
             {
                 continue;
             }
-            out.push(project(b, env, &cx)?);
+            if windowed {
+                window_rows.push((first, agg_vals));
+            } else {
+                out.push(project(b, env, &cx)?);
+            }
+        }
+    }
+    if windowed {
+        let values = crate::window::compute(&b.windows, &window_rows, env, parent)?;
+        for ((row, aggs), windows) in window_rows.iter().zip(&values) {
+            let cx = RowCtx { row, aggs, windows, parent };
+            let (r, keys) = project(b, env, &cx)?;
+            held.add(tmp_memory::row_bytes(&r) + tmp_memory::row_bytes(&keys))?;
+            out.push((r, keys));
         }
     }
     if b.distinct {
@@ -1347,7 +1380,7 @@ fn order_matches(order_by: &[(Expr, bool, Collation)], s: &Source, columns: &[us
 }
 
 fn ctx<'a>(row: &'a [Value], aggs: &'a [Value], parent: Option<&'a RowCtx<'a>>) -> RowCtx<'a> {
-    RowCtx { row, aggs, parent }
+    RowCtx { row, aggs, windows: &[], parent }
 }
 
 fn pass(cond: Option<&Expr>, row: &[Value], env: &Env<'_>, parent: Option<&RowCtx<'_>>) -> Result<bool> {
@@ -1715,131 +1748,5 @@ fn as_ref_bound(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
         Bound::Included(v) => Bound::Included(v.as_slice()),
         Bound::Excluded(v) => Bound::Excluded(v.as_slice()),
         Bound::Unbounded => Bound::Unbounded,
-    }
-}
-
-/// Running state of one aggregate over one group.
-enum Accumulator {
-    Count(i64),
-    Sum(Option<Value>, i64),
-    MinMax(Option<Value>),
-    Concat(Vec<String>),
-    Bits(Option<u64>),
-    Distinct(Vec<Value>, std::collections::HashSet<Vec<u8>>),
-}
-
-impl Accumulator {
-    fn new(spec: &AggSpec) -> Accumulator {
-        if spec.distinct {
-            return Accumulator::Distinct(Vec::new(), std::collections::HashSet::new());
-        }
-        match spec.func {
-            AggFunc::Count | AggFunc::CountStar => Accumulator::Count(0),
-            AggFunc::Sum | AggFunc::Avg => Accumulator::Sum(None, 0),
-            AggFunc::Min | AggFunc::Max => Accumulator::MinMax(None),
-            AggFunc::GroupConcat => Accumulator::Concat(Vec::new()),
-            AggFunc::BitAnd | AggFunc::BitOr => Accumulator::Bits(None),
-        }
-    }
-
-    /// Add one row's value; returns the bytes the accumulator keeps for it (a DISTINCT
-    /// set's entry, a GROUP_CONCAT part), for `tmp_memory`.
-    fn add(&mut self, spec: &AggSpec, env: &Env<'_>, cx: &RowCtx<'_>) -> Result<usize> {
-        let v = match &spec.arg {
-            Some(a) => a.eval(env, cx)?,
-            None => Value::Int(1),
-        };
-        self.add_value(spec, v)
-    }
-
-    fn add_value(&mut self, spec: &AggSpec, v: Value) -> Result<usize> {
-        if v.is_null() {
-            return Ok(0);
-        }
-        let mut kept = 0;
-        match self {
-            Accumulator::Count(n) => *n += 1,
-            Accumulator::Sum(total, n) => {
-                let v = match v {
-                    Value::Int(_) | Value::UInt(_) => Value::Decimal(ops::to_decimal(&v).unwrap_or_default()),
-                    Value::Decimal(_) | Value::Double(_) => v,
-                    other => Value::Double(ops::to_f64(&other)),
-                };
-                *total = Some(match total.take() {
-                    None => v,
-                    Some(t) => ops::arith(ops::Arith::Add, &t, &v)?,
-                });
-                *n += 1;
-            }
-            Accumulator::MinMax(best) => {
-                let replace = match best {
-                    None => true,
-                    Some(b) => {
-                        let o = ops::sort_cmp(&v, b, spec.collation);
-                        if spec.func == AggFunc::Min { o == Ordering::Less } else { o == Ordering::Greater }
-                    }
-                };
-                if replace {
-                    *best = Some(v);
-                }
-            }
-            Accumulator::Concat(parts) => {
-                let part = ops::to_string_lossy(&v);
-                kept = part.len() + std::mem::size_of::<String>();
-                parts.push(part);
-            }
-            Accumulator::Bits(acc) => {
-                let x = ops::to_i128(&v) as u64;
-                *acc = Some(match (*acc, spec.func) {
-                    (None, _) => x,
-                    (Some(a), AggFunc::BitAnd) => a & x,
-                    (Some(a), _) => a | x,
-                });
-            }
-            Accumulator::Distinct(vals, seen) => {
-                let key = quill_storage::key::encode_key([(&v, spec.collation)]);
-                let key_bytes = key.len();
-                if seen.insert(key) {
-                    kept = key_bytes + tmp_memory::row_bytes(std::slice::from_ref(&v)) + DISTINCT_ENTRY_OVERHEAD_BYTES;
-                    vals.push(v);
-                }
-            }
-        }
-        Ok(kept)
-    }
-
-    fn finish(self, spec: &AggSpec) -> Value {
-        match self {
-            Accumulator::Count(n) => Value::Int(n),
-            Accumulator::Sum(None, _) | Accumulator::MinMax(None) => Value::Null,
-            Accumulator::Sum(Some(t), n) => {
-                if spec.func == AggFunc::Avg {
-                    match &t {
-                        Value::Double(f) => Value::Double(f / n as f64),
-                        _ => ops::arith(ops::Arith::Div, &t, &Value::Int(n)).unwrap_or(Value::Null),
-                    }
-                } else {
-                    t
-                }
-            }
-            Accumulator::MinMax(Some(v)) => v,
-            Accumulator::Concat(parts) => {
-                if parts.is_empty() {
-                    Value::Null
-                } else {
-                    Value::Str(parts.join(","))
-                }
-            }
-            Accumulator::Bits(v) => Value::UInt(v.unwrap_or(if spec.func == AggFunc::BitAnd { u64::MAX } else { 0 })),
-            Accumulator::Distinct(vals, _) => {
-                let mut inner = Accumulator::new(&AggSpec { distinct: false, ..spec.clone() });
-                let plain = AggSpec { distinct: false, ..spec.clone() };
-                for v in vals {
-                    // Sums of distinct values cannot overflow where the plain sum did not.
-                    let _ = inner.add_value(&plain, v);
-                }
-                inner.finish(&AggSpec { distinct: false, ..spec.clone() })
-            }
-        }
     }
 }

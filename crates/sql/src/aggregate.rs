@@ -1,0 +1,143 @@
+//! Aggregate functions' running state: one [`Accumulator`] per aggregate and group (GROUP BY),
+//! or per window frame (`window`). COUNT, SUM, AVG, MIN, MAX, GROUP_CONCAT, BIT_AND, BIT_OR,
+//! each with DISTINCT; NULLs are skipped, as in MySQL.
+
+use std::cmp::Ordering;
+
+use quill_storage::Value;
+
+use crate::error::Result;
+use crate::expr::{AggFunc, AggSpec, RowCtx};
+use crate::ops;
+use crate::query::Env;
+use crate::tmp_memory;
+
+/// What one value of an aggregate's DISTINCT set costs beyond the value and its key.
+const DISTINCT_ENTRY_OVERHEAD_BYTES: usize = 32;
+
+/// Running state of one aggregate over one group.
+#[derive(Debug, Clone)]
+pub(crate) enum Accumulator {
+    Count(i64),
+    Sum(Option<Value>, i64),
+    MinMax(Option<Value>),
+    Concat(Vec<String>),
+    Bits(Option<u64>),
+    Distinct(Vec<Value>, std::collections::HashSet<Vec<u8>>),
+}
+
+impl Accumulator {
+    pub(crate) fn new(spec: &AggSpec) -> Accumulator {
+        if spec.distinct {
+            return Accumulator::Distinct(Vec::new(), std::collections::HashSet::new());
+        }
+        match spec.func {
+            AggFunc::Count | AggFunc::CountStar => Accumulator::Count(0),
+            AggFunc::Sum | AggFunc::Avg => Accumulator::Sum(None, 0),
+            AggFunc::Min | AggFunc::Max => Accumulator::MinMax(None),
+            AggFunc::GroupConcat => Accumulator::Concat(Vec::new()),
+            AggFunc::BitAnd | AggFunc::BitOr => Accumulator::Bits(None),
+        }
+    }
+
+    /// Add one row's value; returns the bytes the accumulator keeps for it (a DISTINCT
+    /// set's entry, a GROUP_CONCAT part), for `tmp_memory`.
+    pub(crate) fn add(&mut self, spec: &AggSpec, env: &Env<'_>, cx: &RowCtx<'_>) -> Result<usize> {
+        let v = match &spec.arg {
+            Some(a) => a.eval(env, cx)?,
+            None => Value::Int(1),
+        };
+        self.add_value(spec, v)
+    }
+
+    fn add_value(&mut self, spec: &AggSpec, v: Value) -> Result<usize> {
+        if v.is_null() {
+            return Ok(0);
+        }
+        let mut kept = 0;
+        match self {
+            Accumulator::Count(n) => *n += 1,
+            Accumulator::Sum(total, n) => {
+                let v = match v {
+                    Value::Int(_) | Value::UInt(_) => Value::Decimal(ops::to_decimal(&v).unwrap_or_default()),
+                    Value::Decimal(_) | Value::Double(_) => v,
+                    other => Value::Double(ops::to_f64(&other)),
+                };
+                *total = Some(match total.take() {
+                    None => v,
+                    Some(t) => ops::arith(ops::Arith::Add, &t, &v)?,
+                });
+                *n += 1;
+            }
+            Accumulator::MinMax(best) => {
+                let replace = match best {
+                    None => true,
+                    Some(b) => {
+                        let o = ops::sort_cmp(&v, b, spec.collation);
+                        if spec.func == AggFunc::Min { o == Ordering::Less } else { o == Ordering::Greater }
+                    }
+                };
+                if replace {
+                    *best = Some(v);
+                }
+            }
+            Accumulator::Concat(parts) => {
+                let part = ops::to_string_lossy(&v);
+                kept = part.len() + std::mem::size_of::<String>();
+                parts.push(part);
+            }
+            Accumulator::Bits(acc) => {
+                let x = ops::to_i128(&v) as u64;
+                *acc = Some(match (*acc, spec.func) {
+                    (None, _) => x,
+                    (Some(a), AggFunc::BitAnd) => a & x,
+                    (Some(a), _) => a | x,
+                });
+            }
+            Accumulator::Distinct(vals, seen) => {
+                let key = quill_storage::key::encode_key([(&v, spec.collation)]);
+                let key_bytes = key.len();
+                if seen.insert(key) {
+                    kept = key_bytes + tmp_memory::row_bytes(std::slice::from_ref(&v)) + DISTINCT_ENTRY_OVERHEAD_BYTES;
+                    vals.push(v);
+                }
+            }
+        }
+        Ok(kept)
+    }
+
+    pub(crate) fn finish(self, spec: &AggSpec) -> Value {
+        match self {
+            Accumulator::Count(n) => Value::Int(n),
+            Accumulator::Sum(None, _) | Accumulator::MinMax(None) => Value::Null,
+            Accumulator::Sum(Some(t), n) => {
+                if spec.func == AggFunc::Avg {
+                    match &t {
+                        Value::Double(f) => Value::Double(f / n as f64),
+                        _ => ops::arith(ops::Arith::Div, &t, &Value::Int(n)).unwrap_or(Value::Null),
+                    }
+                } else {
+                    t
+                }
+            }
+            Accumulator::MinMax(Some(v)) => v,
+            Accumulator::Concat(parts) => {
+                if parts.is_empty() {
+                    Value::Null
+                } else {
+                    Value::Str(parts.join(","))
+                }
+            }
+            Accumulator::Bits(v) => Value::UInt(v.unwrap_or(if spec.func == AggFunc::BitAnd { u64::MAX } else { 0 })),
+            Accumulator::Distinct(vals, _) => {
+                let mut inner = Accumulator::new(&AggSpec { distinct: false, ..spec.clone() });
+                let plain = AggSpec { distinct: false, ..spec.clone() };
+                for v in vals {
+                    // Sums of distinct values cannot overflow where the plain sum did not.
+                    let _ = inner.add_value(&plain, v);
+                }
+                inner.finish(&AggSpec { distinct: false, ..spec.clone() })
+            }
+        }
+    }
+}
