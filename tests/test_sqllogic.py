@@ -12,7 +12,8 @@ lines; `#` starts a comment line.
     1	abc	2.50                 tab-separated, NULL for NULL, (empty) for ''.
 
 A line `onlyif quill` (or `onlyif mariadb`, `skipif quill`, `skipif mariadb`) before a
-record limits it to one target. Blocks marked `onlyif quill` hold MySQL 8 behaviour that
+record limits it to one target; `skipfile mariadb <why>` skips the whole file on that target
+(a file of MySQL 8 behaviour MariaDB does not share at all). Blocks marked `onlyif quill` hold MySQL 8 behaviour that
 MariaDB does not share; each says why in a comment.
 
 Values are compared exactly as the server sends them in the text protocol (no conversion to
@@ -74,6 +75,9 @@ def parse_script(path: Path) -> list[Record]:
             i += 1
             continue
         words = line.split()
+        if words[0] == "skipfile":
+            i += 1
+            continue
         if words[0] in ("onlyif", "skipif"):
             if len(words) != 2 or words[1] not in ("quill", "mariadb"):
                 fail(f"bad directive {line!r}")
@@ -187,6 +191,10 @@ def run_record(cur, record: Record) -> str | None:
 def test_sql_script(server, fresh_db, script):
     records = parse_script(script)
     assert records, f"{script.name} has no records"
+    for line in script.read_text().split("\n"):
+        words = line.split(maxsplit=2)
+        if words[:2] == ["skipfile", server.target]:
+            pytest.skip(f"{script.name}: {words[2] if len(words) > 2 else 'not for this target'}")
     connection = server.connect(fresh_db, conv={}, autocommit=True)
     try:
         with connection.cursor() as cur:

@@ -319,6 +319,8 @@ fn column_kind(ty: &SqlType) -> ColumnKind {
                 LobKind::Long => 4,
             },
         },
+        // JSON goes as its text, a LONGTEXT, as MariaDB's JSON is (not MySQL's binary JSON).
+        SqlType::Json => ColumnKind::Blob { length_bytes: 4 },
         SqlType::Date => ColumnKind::Date,
         SqlType::Year => ColumnKind::Year,
         SqlType::DateTime(fsp) => ColumnKind::DateTime { fsp: *fsp },

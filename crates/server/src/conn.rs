@@ -956,6 +956,7 @@ fn column_type(ty: &SqlType) -> ColumnType {
         SqlType::Timestamp(_) => ColumnType::Timestamp,
         SqlType::Time(_) => ColumnType::Time,
         SqlType::Year => ColumnType::Year,
+        SqlType::Json => ColumnType::Json,
         SqlType::Null => ColumnType::Null,
     }
 }
@@ -973,12 +974,18 @@ fn column_def(c: &OutColumn, results: Option<Charset>) -> ColumnDefinition {
     if matches!(ty, SqlType::Text { .. } | SqlType::Blob(_)) {
         f |= flags::BLOB;
     }
+    // JSON: BLOB and BINARY, charset binary (63), as MySQL 8 describes it; drivers read it
+    // as UTF-8 text by its type.
+    if *ty == SqlType::Json {
+        f |= flags::BLOB | flags::BINARY;
+    }
     if matches!(ty, SqlType::Int { .. } | SqlType::Decimal { .. } | SqlType::Float | SqlType::Double | SqlType::Year) {
         f |= flags::NUM;
     }
     let charset = if ty.is_string() { ty.collation().id() } else { 63 };
     let charset = if charset == 63 && ty.is_string() { 255 } else { charset };
     let charset = match results {
+        _ if *ty == SqlType::Json => 63,
         Some(cs) if ty.is_string() => cs.result_collation_id(),
         _ => charset,
     };

@@ -404,8 +404,17 @@ impl<'a, 'e> Binder<'a, 'e> {
         }
         let (a, b) = (self.bind(left)?, self.bind(right)?);
         let cmp = |o: CmpOp| {
+            // A JSON string compared with an SQL string compares its text, unquoted.
+            let unquoted = |x: &Expr, other: &Expr| {
+                if self.type_of(x) == SqlType::Json && self.type_of(other).is_string() && self.type_of(other) != SqlType::Json {
+                    Expr::Func(Func::Json(crate::json::JsonFunc::Unquote), vec![x.clone()])
+                } else {
+                    x.clone()
+                }
+            };
+            let (a, b) = (unquoted(&a, &b), unquoted(&b, &a));
             let c = self.collation_of2(&a, &b);
-            Expr::Cmp(o, Box::new(a.clone()), Box::new(b.clone()), c)
+            Expr::Cmp(o, Box::new(a), Box::new(b), c)
         };
         Ok(match op {
             BinaryOperator::Plus => Expr::Arith(Arith::Add, Box::new(a), Box::new(b)),
@@ -430,6 +439,11 @@ impl<'a, 'e> Binder<'a, 'e> {
             BinaryOperator::PGBitwiseShiftLeft => Expr::Bit('<', Box::new(a), Box::new(b)),
             BinaryOperator::PGBitwiseShiftRight => Expr::Bit('>', Box::new(a), Box::new(b)),
             BinaryOperator::StringConcat => Expr::Or(Box::new(a), Box::new(b)),
+            // `doc->'$.path'` is JSON_EXTRACT, `doc->>'$.path'` JSON_UNQUOTE of it.
+            BinaryOperator::Arrow => Expr::Func(Func::Json(crate::json::JsonFunc::Extract), vec![a, b]),
+            BinaryOperator::LongArrow => {
+                Expr::Func(Func::Json(crate::json::JsonFunc::Unquote), vec![Expr::Func(Func::Json(crate::json::JsonFunc::Extract), vec![a, b])])
+            }
             other => return Err(SqlError::unsupported(format!("operator {other}"))),
         })
     }
@@ -612,6 +626,13 @@ impl<'a, 'e> Binder<'a, 'e> {
             Func::SysDate(_) => Expr::Func(Func::SysDate(fsp(&bound)?), vec![]),
             Func::CurTime(_) => Expr::Func(Func::CurTime(fsp(&bound)?), vec![]),
             Func::UtcTimestamp(_) => Expr::Func(Func::UtcTimestamp(fsp(&bound)?), vec![]),
+            Func::Json(j) => {
+                // The values a JSON function stores are made JSON first (`json` module doc).
+                let literal_truth =
+                    |i: usize| matches!(args.get(i), Some(FunctionArgExpr::Expr(ast::Expr::Value(v))) if matches!(v.value, ast::Value::Boolean(_)));
+                let args = bound.into_iter().enumerate().map(|(i, a)| if j.takes_value_at(i) { self.to_json(a, literal_truth(i)) } else { a }).collect();
+                Expr::Func(Func::Json(j), args)
+            }
             other if other.takes_strings() => {
                 // String functions see temporal arguments as text with the argument's own precision.
                 let args = bound
@@ -625,6 +646,27 @@ impl<'a, 'e> Binder<'a, 'e> {
             }
             other => Expr::Func(other, bound),
         })
+    }
+
+    /// An SQL value as a JSON function takes it: JSON stays JSON, a truth value is `true` or
+    /// `false`, anything else its JSON scalar.
+    fn to_json(&self, e: Expr, literal_truth: bool) -> Expr {
+        let json = self.type_of(&e) == SqlType::Json;
+        let truth = literal_truth
+            || matches!(
+                e,
+                Expr::Cmp(..)
+                    | Expr::And(..)
+                    | Expr::Or(..)
+                    | Expr::Xor(..)
+                    | Expr::Not(_)
+                    | Expr::IsNull(..)
+                    | Expr::IsBool(..)
+                    | Expr::InList { .. }
+                    | Expr::Between { .. }
+                    | Expr::Like { .. }
+            );
+        Expr::Func(Func::ToJson(json, truth), vec![e])
     }
 
     /// `f(...) OVER (...)`: a window function call (`window`), collected into the block's

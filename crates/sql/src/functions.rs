@@ -65,6 +65,11 @@ pub enum Func {
     Repeat,
     Reverse,
     Instr,
+    /// A JSON function (`json`).
+    Json(crate::json::JsonFunc),
+    /// An SQL value made JSON for a JSON function (`json::JsonFunc::FromSql`): whether it is
+    /// JSON already, and whether it is a truth value.
+    ToJson(bool, bool),
     /// `FIND_IN_SET(s, list)`: 1-based place of `s` in the comma-separated `list`, 0 if absent.
     FindInSet,
     /// `FIELD(s, a, b, ...)`: 1-based place of `s` among the rest, 0 if absent.
@@ -178,6 +183,7 @@ impl Func {
             "FROM_UNIXTIME" => Func::FromUnixtime,
             "CONVERT_TZ" => Func::ConvertTz,
             "UUID" => Func::Uuid,
+            json if json.starts_with("JSON_") => Func::Json(crate::json::JsonFunc::named(json)?),
             "DATEDIFF" => Func::DateDiff,
             "DATE" => Func::Date,
             "TIME" => Func::Time,
@@ -234,6 +240,8 @@ impl Func {
             Concat | Coalesce | Greatest | Least => (1, usize::MAX),
             ConcatWs | Field | Elt => (2, usize::MAX),
             FindInSet => (2, 2),
+            Json(j) => j.arity(),
+            ToJson(..) => (1, 1),
             Length | CharLength | Lower | Upper | Trim | LTrim | RTrim | Reverse | Hex | Space | Date | Time | Year | Month | Day | Hour | Minute | Second
             | Microsecond | DayOfWeek | Floor | Ceil | Abs | Sign | Sqrt | IsNullFn | FromUnixtime | TemporalText(_) => (1, 1),
             Substring => (2, 3),
@@ -366,6 +374,10 @@ impl Func {
             If => args.get(1).filter(|t| **t != SqlType::Null).or(args.get(2)).cloned().unwrap_or(SqlType::Null),
             NullIf => args.first().cloned().unwrap_or(SqlType::Null),
             Elt => text,
+            ToJson(..) => SqlType::Json,
+            Json(j) if j.returns_json() => SqlType::Json,
+            Json(j) if j.returns_number() => int,
+            Json(_) => SqlType::Text { kind: LobKind::Long, collation: Collation::Utf8mb4Bin },
         }
     }
 }
@@ -404,6 +416,12 @@ pub fn call(f: Func, args: &[Expr], env: &Env<'_>, cx: &RowCtx<'_>) -> Result<Va
     let vals: Vec<Value> = args.iter().map(|a| a.eval(env, cx)).collect::<Result<_>>()?;
     if matches!(f, GetLock | ReleaseLock | ReleaseAllLocks | IsFreeLock | IsUsedLock | Sleep | WaitForTableCommit) {
         return user_lock(f, &vals, env);
+    }
+    if let Json(j) = f {
+        return crate::json::call(j, &vals, &[]);
+    }
+    if let ToJson(json, boolean) = f {
+        return crate::json::call(crate::json::JsonFunc::FromSql, &vals, &[(json, boolean)]);
     }
     let null_in = vals.iter().any(Value::is_null);
     let propagates_null =
@@ -537,6 +555,7 @@ pub fn call(f: Func, args: &[Expr], env: &Env<'_>, cx: &RowCtx<'_>) -> Result<Va
             });
             Value::Int(place.map_or(0, |p| p as i64 + 1))
         }
+        Json(_) | ToJson(..) => unreachable!("JSON functions return above"),
         Elt => {
             let n = if vals[0].is_null() { 0 } else { int_arg(&vals[0]) };
             match usize::try_from(n).ok().filter(|n| *n >= 1).and_then(|n| vals.get(n)) {
@@ -1101,6 +1120,7 @@ pub fn cast(v: Value, ty: &SqlType) -> Result<Value> {
         SqlType::Date => ops::to_date_days(&v).map_or(Value::Null, Value::Date),
         SqlType::DateTime(f) | SqlType::Timestamp(f) => ops::to_datetime(&v).map_or(Value::Null, |us| Value::DateTime(types::round_micros(us, *f))),
         SqlType::Time(f) => ops::to_time(&v).map_or(Value::Null, |us| Value::Time(types::round_micros(us, *f))),
+        SqlType::Json => crate::json::call(crate::json::JsonFunc::Cast, &[v], &[])?,
         SqlType::Year | SqlType::Null => v,
     })
 }

@@ -166,7 +166,7 @@ pub fn show_create_table(catalog: &Catalog, db: &str, table: &str, quoting: Quot
     let mut lines = Vec::new();
     for (i, c) in t.columns.iter().enumerate() {
         let mut l = format!("  {} {}", quote(&c.name), c.ty.sql_name());
-        if c.ty.is_string() && c.ty.collation() != t.collation {
+        if c.ty.is_string() && c.ty != SqlType::Json && c.ty.collation() != t.collation {
             l.push_str(&format!(" COLLATE {}", c.ty.collation().name()));
         }
         if !c.nullable {

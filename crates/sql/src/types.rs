@@ -108,6 +108,8 @@ pub enum SqlType {
     Timestamp(u8),
     Time(u8),
     Year,
+    /// JSON: text in MySQL's normal form (`json`), compared as utf8mb4_bin.
+    Json,
     /// The type of a bare NULL.
     Null,
 }
@@ -150,7 +152,7 @@ impl SqlType {
 
     #[must_use]
     pub fn is_string(&self) -> bool {
-        matches!(self, SqlType::Char { .. } | SqlType::VarChar { .. } | SqlType::Text { .. })
+        matches!(self, SqlType::Char { .. } | SqlType::VarChar { .. } | SqlType::Text { .. } | SqlType::Json)
     }
 
     #[must_use]
@@ -174,7 +176,7 @@ impl SqlType {
             SqlType::Binary(len) | SqlType::VarBinary(len) => ColumnWidth::Bytes(*len),
             // Sign, point and digits: the longest text of a value with more than 18 digits.
             SqlType::Decimal { precision, .. } if *precision > 18 => ColumnWidth::DecimalText(u32::from(*precision) + 2),
-            SqlType::Text { .. } | SqlType::Blob(_) => return None,
+            SqlType::Text { .. } | SqlType::Blob(_) | SqlType::Json => return None,
             SqlType::Int { .. }
             | SqlType::Decimal { .. }
             | SqlType::Float
@@ -193,6 +195,7 @@ impl SqlType {
     pub fn collation(&self) -> Collation {
         match self {
             SqlType::Char { collation, .. } | SqlType::VarChar { collation, .. } | SqlType::Text { collation, .. } => *collation,
+            SqlType::Json => Collation::Utf8mb4Bin,
             _ => Collation::Binary,
         }
     }
@@ -245,6 +248,7 @@ impl SqlType {
             SqlType::Time(0) => "time".to_owned(),
             SqlType::Time(f) => format!("time({f})"),
             SqlType::Year => "year".to_owned(),
+            SqlType::Json => "json".to_owned(),
             SqlType::Null => "null".to_owned(),
         }
     }
@@ -279,6 +283,7 @@ impl SqlType {
             SqlType::DateTime(f) | SqlType::Timestamp(f) => 19 + u32::from(*f) + u32::from(*f > 0),
             SqlType::Time(f) => 10 + u32::from(*f) + u32::from(*f > 0),
             SqlType::Year => 4,
+            SqlType::Json => u32::MAX,
             SqlType::Null => 0,
         }
     }
@@ -334,7 +339,7 @@ impl SqlType {
             DataType::Timestamp(f, _) => SqlType::Timestamp(fsp(*f)?),
             DataType::Time(f, _) => SqlType::Time(fsp(*f)?),
             DataType::Custom(name, _) if name.to_string().eq_ignore_ascii_case("year") => SqlType::Year,
-            DataType::JSON => SqlType::Text { kind: LobKind::Long, collation: Collation::Utf8mb4Bin },
+            DataType::JSON => SqlType::Json,
             other => return Err(SqlError::unsupported(format!("column type {other}"))),
         })
     }
@@ -747,6 +752,15 @@ pub fn coerce_to_column(v: Value, ty: &SqlType, cx: &mut WriteContext<'_>) -> Re
             }
             Ok(Value::Str(s))
         }
+        // JSON is validated and stored in its normal form, in any sql_mode, as MySQL does.
+        SqlType::Json => match v {
+            Value::Str(s) => crate::json::parse(&s).map(|d| Value::Str(crate::json::to_text(&d))).map_err(|e| crate::json::invalid_for_column(&e, cx.column)),
+            Value::Bytes(b) => {
+                let s = character_string(b, cx)?;
+                crate::json::parse(&s).map(|d| Value::Str(crate::json::to_text(&d))).map_err(|e| crate::json::invalid_for_column(&e, cx.column))
+            }
+            _ => Err(crate::json::invalid_for_column(&crate::json::Invalid { message: "not a JSON text, may need CAST", position: 0 }, cx.column)),
+        },
         SqlType::Binary(n) | SqlType::VarBinary(n) => {
             let mut b = crate::ops::to_bytes(&v);
             if b.len() > *n as usize {
