@@ -132,6 +132,10 @@ def test_a_mariadb_replica_applies_a_mixed_workload_and_follows_a_restart(tmp_pa
         cur.execute("INSERT INTO shop.pets VALUES (10, 1), (11, 1), (20, 2)")
         cur.execute("UPDATE shop.owners SET id = 100 WHERE id = 1")
         cur.execute("DELETE FROM shop.owners WHERE id = 2")
+        # ENUM and SET go as member numbers and bits, JSON as its text.
+        cur.execute("CREATE TABLE shop.shirts (id INT PRIMARY KEY, size ENUM('s', 'm', 'l'), extras SET('pocket', 'logo'), spec JSON)")
+        cur.execute("INSERT INTO shop.shirts VALUES (1, 'm', 'logo,pocket', '{\"b\": 1, \"a\": [1, 2]}'), (2, 'l', '', NULL)")
+        cur.execute("UPDATE shop.shirts SET size = 's', extras = 'logo' WHERE id = 2")
         cur.execute("SHOW GLOBAL STATUS LIKE 'Quill_log_stream_parts'")
         assert int(cur.fetchone()[1]) >= 1, "the large transaction streamed"
 
@@ -140,7 +144,7 @@ def test_a_mariadb_replica_applies_a_mixed_workload_and_follows_a_restart(tmp_pa
         start_replica(replica, source, "quill-bin.000001", 4)
         status = wait_until_applied(source, replica)
         assert status["Slave_IO_Running"] == "Yes" and status["Slave_SQL_Running"] == "Yes", status
-        for table in ("shop.items", "shop.kinds", "shop.big", "shop.owners", "shop.pets"):
+        for table in ("shop.items", "shop.kinds", "shop.big", "shop.owners", "shop.pets", "shop.shirts"):
             assert checksum(source, table) == checksum(replica, table), table
         assert checksum(replica, "shop.pets")[0] == 2, "the delete cascaded once"
         assert checksum(replica, "shop.items")[0] == 1200 - 1200 // 11 + 1

@@ -319,6 +319,8 @@ fn column_kind(ty: &SqlType) -> ColumnKind {
                 LobKind::Long => 4,
             },
         },
+        SqlType::Enum { members, .. } => ColumnKind::Enum { pack_length: if members.len() > 255 { 2 } else { 1 } },
+        SqlType::Set { members, .. } => ColumnKind::Set { pack_length: u8::try_from(members.len().div_ceil(8)).unwrap_or(8) },
         // JSON goes as its text, a LONGTEXT, as MariaDB's JSON is (not MySQL's binary JSON).
         SqlType::Json => ColumnKind::Blob { length_bytes: 4 },
         SqlType::Date => ColumnKind::Date,
@@ -341,6 +343,15 @@ fn binlog_value(v: &Value, ty: &SqlType) -> BinaryValue {
         Value::UInt(u) => BinaryValue::UInt(*u),
         Value::Double(f) => BinaryValue::Double(*f),
         Value::Decimal(d) => BinaryValue::Bytes(d.to_string().into_bytes()),
+        // An ENUM is logged as its member's number, a SET as its members' bits.
+        Value::Str(s) if matches!(ty, SqlType::Enum { .. }) => {
+            let SqlType::Enum { members, .. } = ty else { unreachable!() };
+            BinaryValue::UInt(members.iter().position(|m| m == s).map_or(0, |i| i as u64 + 1))
+        }
+        Value::Str(s) if matches!(ty, SqlType::Set { .. }) => {
+            let SqlType::Set { members, .. } = ty else { unreachable!() };
+            BinaryValue::UInt(s.split(',').filter_map(|part| members.iter().position(|m| m == part)).fold(0, |bits, i| bits | 1 << i))
+        }
         Value::Str(s) => {
             let id = u8::try_from(ty.collation().id()).unwrap_or(255);
             let charset = quill_sql::text::Charset::from_collation_id(id).unwrap_or(quill_sql::text::Charset::Utf8mb4);

@@ -957,6 +957,8 @@ fn column_type(ty: &SqlType) -> ColumnType {
         SqlType::Time(_) => ColumnType::Time,
         SqlType::Year => ColumnType::Year,
         SqlType::Json => ColumnType::Json,
+        // As MySQL describes them: STRING columns flagged ENUM or SET.
+        SqlType::Enum { .. } | SqlType::Set { .. } => ColumnType::String,
         SqlType::Null => ColumnType::Null,
     }
 }
@@ -973,6 +975,11 @@ fn column_def(c: &OutColumn, results: Option<Charset>) -> ColumnDefinition {
     }
     if matches!(ty, SqlType::Text { .. } | SqlType::Blob(_)) {
         f |= flags::BLOB;
+    }
+    match ty {
+        SqlType::Enum { .. } => f |= flags::ENUM,
+        SqlType::Set { .. } => f |= flags::SET,
+        _ => {}
     }
     // JSON: BLOB and BINARY, charset binary (63), as MySQL 8 describes it; drivers read it
     // as UTF-8 text by its type.

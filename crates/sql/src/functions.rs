@@ -1115,7 +1115,9 @@ pub fn cast(v: Value, ty: &SqlType) -> Result<Value> {
             Value::Decimal(d)
         }
         SqlType::Double | SqlType::Float => Value::Double(ops::to_f64(&v)),
-        SqlType::Char { .. } | SqlType::VarChar { .. } | SqlType::Text { .. } => Value::Str(ops::to_string_lossy(&v)),
+        SqlType::Char { .. } | SqlType::VarChar { .. } | SqlType::Text { .. } | SqlType::Enum { .. } | SqlType::Set { .. } => {
+            Value::Str(ops::to_string_lossy(&v))
+        }
         SqlType::Binary(_) | SqlType::VarBinary(_) | SqlType::Blob(_) => Value::Bytes(ops::to_bytes(&v)),
         SqlType::Date => ops::to_date_days(&v).map_or(Value::Null, Value::Date),
         SqlType::DateTime(f) | SqlType::Timestamp(f) => ops::to_datetime(&v).map_or(Value::Null, |us| Value::DateTime(types::round_micros(us, *f))),

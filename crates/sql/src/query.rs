@@ -45,6 +45,8 @@ pub mod flags {
     pub const BINARY: u16 = 128;
     pub const AUTO_INCREMENT: u16 = 512;
     pub const TIMESTAMP: u16 = 1024;
+    pub const ENUM: u16 = 256;
+    pub const SET: u16 = 2048;
     pub const NUM: u16 = 32768;
 }
 

@@ -427,6 +427,10 @@ pub fn information_schema_table(env: &Env<'_>, name: &str) -> Result<(Vec<OutCol
                     let (char_len, octet_len) = match &col.ty {
                         SqlType::Char { len, .. } | SqlType::VarChar { len, .. } => (Value::Int(i64::from(*len)), Value::Int(i64::from(*len) * 4)),
                         SqlType::Binary(len) | SqlType::VarBinary(len) => (Value::Int(i64::from(*len)), Value::Int(i64::from(*len))),
+                        SqlType::Enum { .. } | SqlType::Set { .. } => {
+                            let chars = i64::from(col.ty.member_chars_max());
+                            (Value::Int(chars), Value::Int(chars * 4))
+                        }
                         SqlType::Text { kind, .. } | SqlType::Blob(kind) => (Value::Int(kind.max_len() as i64), Value::Int(kind.max_len() as i64)),
                         _ => (Value::Null, Value::Null),
                     };

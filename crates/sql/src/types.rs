@@ -110,6 +110,18 @@ pub enum SqlType {
     Year,
     /// JSON: text in MySQL's normal form (`json`), compared as utf8mb4_bin.
     Json,
+    /// ENUM('a', 'b', ...): one of the members, kept as its text as declared (the empty
+    /// string for a value refused in non-strict mode). Sorted as text, not by member number
+    /// as MySQL sorts it.
+    Enum {
+        members: std::sync::Arc<[String]>,
+        collation: Collation,
+    },
+    /// SET('a', 'b', ...): members joined by commas, in declaration order, each once.
+    Set {
+        members: std::sync::Arc<[String]>,
+        collation: Collation,
+    },
     /// The type of a bare NULL.
     Null,
 }
@@ -152,7 +164,7 @@ impl SqlType {
 
     #[must_use]
     pub fn is_string(&self) -> bool {
-        matches!(self, SqlType::Char { .. } | SqlType::VarChar { .. } | SqlType::Text { .. } | SqlType::Json)
+        matches!(self, SqlType::Char { .. } | SqlType::VarChar { .. } | SqlType::Text { .. } | SqlType::Json | SqlType::Enum { .. } | SqlType::Set { .. })
     }
 
     #[must_use]
@@ -173,6 +185,7 @@ impl SqlType {
         use quill_storage::ColumnWidth;
         Some(match self {
             SqlType::Char { len, .. } | SqlType::VarChar { len, .. } => ColumnWidth::Bytes(len.saturating_mul(4)),
+            SqlType::Enum { .. } | SqlType::Set { .. } => ColumnWidth::Bytes(self.display_length()),
             SqlType::Binary(len) | SqlType::VarBinary(len) => ColumnWidth::Bytes(*len),
             // Sign, point and digits: the longest text of a value with more than 18 digits.
             SqlType::Decimal { precision, .. } if *precision > 18 => ColumnWidth::DecimalText(u32::from(*precision) + 2),
@@ -194,7 +207,11 @@ impl SqlType {
     #[must_use]
     pub fn collation(&self) -> Collation {
         match self {
-            SqlType::Char { collation, .. } | SqlType::VarChar { collation, .. } | SqlType::Text { collation, .. } => *collation,
+            SqlType::Char { collation, .. }
+            | SqlType::VarChar { collation, .. }
+            | SqlType::Text { collation, .. }
+            | SqlType::Enum { collation, .. }
+            | SqlType::Set { collation, .. } => *collation,
             SqlType::Json => Collation::Utf8mb4Bin,
             _ => Collation::Binary,
         }
@@ -206,6 +223,8 @@ impl SqlType {
             SqlType::Char { len, .. } => SqlType::Char { len, collation: c },
             SqlType::VarChar { len, .. } => SqlType::VarChar { len, collation: c },
             SqlType::Text { kind, .. } => SqlType::Text { kind, collation: c },
+            SqlType::Enum { members, .. } => SqlType::Enum { members, collation: c },
+            SqlType::Set { members, .. } => SqlType::Set { members, collation: c },
             other => other,
         }
     }
@@ -249,6 +268,8 @@ impl SqlType {
             SqlType::Time(f) => format!("time({f})"),
             SqlType::Year => "year".to_owned(),
             SqlType::Json => "json".to_owned(),
+            SqlType::Enum { members, .. } => format!("enum({})", member_list(members)),
+            SqlType::Set { members, .. } => format!("set({})", member_list(members)),
             SqlType::Null => "null".to_owned(),
         }
     }
@@ -258,6 +279,18 @@ impl SqlType {
     pub fn data_type_name(&self) -> String {
         let full = self.sql_name();
         full.split(['(', ' ']).next().unwrap_or_default().to_owned()
+    }
+
+    /// The longest value of an ENUM (its longest member) or a SET (all its members and the
+    /// commas between), in characters; 0 for other types.
+    #[must_use]
+    pub fn member_chars_max(&self) -> u32 {
+        let chars = |m: &String| u32::try_from(m.chars().count()).unwrap_or(u32::MAX);
+        match self {
+            SqlType::Enum { members, .. } => members.iter().map(chars).max().unwrap_or(0),
+            SqlType::Set { members, .. } => members.iter().map(|m| chars(m) + 1).sum::<u32>().saturating_sub(1),
+            _ => 0,
+        }
     }
 
     /// Display width in characters, as sent in column definitions.
@@ -284,6 +317,7 @@ impl SqlType {
             SqlType::Time(f) => 10 + u32::from(*f) + u32::from(*f > 0),
             SqlType::Year => 4,
             SqlType::Json => u32::MAX,
+            SqlType::Enum { .. } | SqlType::Set { .. } => self.member_chars_max() * 4,
             SqlType::Null => 0,
         }
     }
@@ -340,9 +374,112 @@ impl SqlType {
             DataType::Time(f, _) => SqlType::Time(fsp(*f)?),
             DataType::Custom(name, _) if name.to_string().eq_ignore_ascii_case("year") => SqlType::Year,
             DataType::JSON => SqlType::Json,
+            DataType::Enum(members, _) => {
+                let names: Vec<String> = members
+                    .iter()
+                    .map(|m| match m {
+                        sqlparser::ast::EnumMember::Name(n) | sqlparser::ast::EnumMember::NamedValue(n, _) => n.clone(),
+                    })
+                    .collect();
+                SqlType::Enum { members: members_checked(names, false)?, collation }
+            }
+            DataType::Set(members) => SqlType::Set { members: members_checked(members.clone(), true)?, collation },
             other => return Err(SqlError::unsupported(format!("column type {other}"))),
         })
     }
+}
+
+/// ENUM / SET members as `'a','b'`, quotes doubled.
+fn member_list(members: &[String]) -> String {
+    members.iter().map(|m| format!("'{}'", m.replace('\'', "''"))).collect::<Vec<_>>().join(",")
+}
+
+/// Most members an ENUM has (MySQL's limit); a SET has at most [`SET_MEMBERS_MAX`].
+pub const ENUM_MEMBERS_MAX: usize = 65_535;
+pub const SET_MEMBERS_MAX: usize = 64;
+
+/// An ENUM's or SET's members, checked as MySQL checks them: trailing spaces cut, at most
+/// [`ENUM_MEMBERS_MAX`] / [`SET_MEMBERS_MAX`] (1097), no duplicates (1291), no comma in a SET
+/// member (1367).
+fn members_checked(mut members: Vec<String>, set: bool) -> Result<std::sync::Arc<[String]>> {
+    let kind = if set { "SET" } else { "ENUM" };
+    for m in &mut members {
+        m.truncate(m.trim_end_matches(' ').len());
+    }
+    if members.len() > if set { SET_MEMBERS_MAX } else { ENUM_MEMBERS_MAX } {
+        return Err(SqlError::new((1097, "HY000"), format!("Too many strings for column '{kind}' and SET")));
+    }
+    for (i, m) in members.iter().enumerate() {
+        if set && m.contains(',') {
+            return Err(SqlError::new((1367, "22007"), format!("Illegal {kind} '{m}' value found during parsing")));
+        }
+        if members[..i].iter().any(|o| Collation::default().compare(o, m) == std::cmp::Ordering::Equal) {
+            return Err(SqlError::new((1291, "HY000"), format!("Column '' has duplicated value '{m}' in {kind}")));
+        }
+    }
+    Ok(members.into())
+}
+
+/// A value for an ENUM column: a member (matched without case), or a member's number.
+fn coerce_enum(v: Value, members: &[String], collation: Collation, cx: &mut WriteContext<'_>) -> Result<Value> {
+    let truncated = |cx: &mut WriteContext<'_>| {
+        let msg = format!("Data truncated for column '{}' at row {}", cx.column, cx.row);
+        cx.fail_or_warn(codes::WARN_DATA_TRUNCATED, msg, Value::Str(String::new()))
+    };
+    match v {
+        Value::Int(_) | Value::UInt(_) | Value::Decimal(_) | Value::Double(_) => {
+            let n = crate::ops::to_i128(&v);
+            match usize::try_from(n) {
+                Ok(0) => truncated(cx),
+                Ok(n) if n <= members.len() => Ok(Value::Str(members[n - 1].clone())),
+                _ => truncated(cx),
+            }
+        }
+        other => {
+            let text = crate::ops::to_string_lossy(&other);
+            let text = text.trim_end_matches(' ');
+            match members.iter().find(|m| collation.compare(m, text) == std::cmp::Ordering::Equal) {
+                Some(m) => Ok(Value::Str(m.clone())),
+                None => truncated(cx),
+            }
+        }
+    }
+}
+
+/// A value for a SET column: members separated by commas (each once, in declaration order),
+/// or a bit mask of member numbers.
+fn coerce_set(v: Value, members: &[String], collation: Collation, cx: &mut WriteContext<'_>) -> Result<Value> {
+    let bits: u64 = match &v {
+        Value::Int(_) | Value::UInt(_) | Value::Decimal(_) | Value::Double(_) => {
+            let n = crate::ops::to_i128(&v);
+            let all = if members.len() >= 64 { u64::MAX } else { (1_u64 << members.len()) - 1 };
+            match u64::try_from(n) {
+                Ok(b) if b & !all == 0 => b,
+                _ => {
+                    let msg = format!("Data truncated for column '{}' at row {}", cx.column, cx.row);
+                    return cx.fail_or_warn(codes::WARN_DATA_TRUNCATED, msg, Value::Str(String::new()));
+                }
+            }
+        }
+        other => {
+            let text = crate::ops::to_string_lossy(other);
+            let mut bits = 0_u64;
+            let mut unknown = false;
+            for part in text.split(',').filter(|p| !p.is_empty()) {
+                match members.iter().position(|m| collation.compare(m, part.trim_end_matches(' ')) == std::cmp::Ordering::Equal) {
+                    Some(i) => bits |= 1 << i,
+                    None => unknown = true,
+                }
+            }
+            if unknown {
+                let msg = format!("Data truncated for column '{}' at row {}", cx.column, cx.row);
+                cx.fail_or_warn(codes::WARN_DATA_TRUNCATED, msg, Value::Null)?;
+            }
+            bits
+        }
+    };
+    let chosen: Vec<&str> = members.iter().enumerate().filter(|(i, _)| bits & (1 << i) != 0).map(|(_, m)| m.as_str()).collect();
+    Ok(Value::Str(chosen.join(",")))
 }
 
 fn fsp(f: Option<u64>) -> Result<u8> {
@@ -752,6 +889,8 @@ pub fn coerce_to_column(v: Value, ty: &SqlType, cx: &mut WriteContext<'_>) -> Re
             }
             Ok(Value::Str(s))
         }
+        SqlType::Enum { members, collation } => coerce_enum(v, members, *collation, cx),
+        SqlType::Set { members, collation } => coerce_set(v, members, *collation, cx),
         // JSON is validated and stored in its normal form, in any sql_mode, as MySQL does.
         SqlType::Json => match v {
             Value::Str(s) => crate::json::parse(&s).map(|d| Value::Str(crate::json::to_text(&d))).map_err(|e| crate::json::invalid_for_column(&e, cx.column)),

@@ -34,6 +34,8 @@ mod type_code {
     pub const TIME2: u8 = 19;
     pub const BLOB: u8 = 252;
     pub const STRING: u8 = 254;
+    pub const ENUM: u8 = 247;
+    pub const SET: u8 = 248;
 }
 
 /// Optional metadata of a TABLE_MAP (MySQL 8's `binlog_row_metadata=FULL`), type codes.
@@ -87,6 +89,14 @@ pub enum ColumnKind {
     Time {
         fsp: u8,
     },
+    /// ENUM: the member's number (1 on), in `pack_length` bytes (1, or 2 past 255 members).
+    Enum {
+        pack_length: u8,
+    },
+    /// SET: a bit per member, in `pack_length` bytes (members / 8, rounded up).
+    Set {
+        pack_length: u8,
+    },
 }
 
 /// One column of a TABLE_MAP.
@@ -120,6 +130,8 @@ impl ColumnKind {
             ColumnKind::DateTime { .. } => type_code::DATETIME2,
             ColumnKind::Timestamp { .. } => type_code::TIMESTAMP2,
             ColumnKind::Time { .. } => type_code::TIME2,
+            // As MySQL logs them: a STRING whose metadata names the real type.
+            ColumnKind::Enum { .. } | ColumnKind::Set { .. } => type_code::STRING,
         }
     }
 
@@ -138,6 +150,8 @@ impl ColumnKind {
             ColumnKind::VarChar { max_bytes } => out.extend_from_slice(&max_bytes.to_le_bytes()),
             ColumnKind::Blob { length_bytes } => out.push(length_bytes),
             ColumnKind::DateTime { fsp } | ColumnKind::Timestamp { fsp } | ColumnKind::Time { fsp } => out.push(fsp),
+            ColumnKind::Enum { pack_length } => out.extend_from_slice(&[type_code::ENUM, pack_length]),
+            ColumnKind::Set { pack_length } => out.extend_from_slice(&[type_code::SET, pack_length]),
             ColumnKind::Tiny | ColumnKind::Short | ColumnKind::Int24 | ColumnKind::Long | ColumnKind::LongLong | ColumnKind::Date | ColumnKind::Year => {}
         }
     }
@@ -332,6 +346,9 @@ fn put_value(out: &mut Vec<u8>, kind: ColumnKind, v: &BinaryValue) -> Result<(),
         (ColumnKind::Char { max_bytes }, BinaryValue::Bytes(b)) => put_length_prefixed(out, if max_bytes > 255 { 2 } else { 1 }, b).ok_or_else(wrong)?,
         (ColumnKind::VarChar { max_bytes }, BinaryValue::Bytes(b)) => put_length_prefixed(out, if max_bytes > 255 { 2 } else { 1 }, b).ok_or_else(wrong)?,
         (ColumnKind::Blob { length_bytes }, BinaryValue::Bytes(b)) => put_length_prefixed(out, usize::from(length_bytes), b).ok_or_else(wrong)?,
+        (ColumnKind::Enum { pack_length } | ColumnKind::Set { pack_length }, _) => {
+            out.extend_from_slice(&int()?.to_le_bytes()[..usize::from(pack_length).min(8)]);
+        }
         (ColumnKind::Date, BinaryValue::Date { year, month, day }) => {
             let packed = u32::from(*day) | (u32::from(*month) << 5) | (u32::from(*year) << 9);
             out.extend_from_slice(&packed.to_le_bytes()[..3]);

@@ -218,6 +218,8 @@ fn param(v: &mysql_common::Value, ty: &SqlType) -> Value {
                 chrono::DateTime::from_timestamp(secs.parse().unwrap_or(0), micros * 1000)
                     .map_or(Value::Null, |t| Value::Str(t.format("%Y-%m-%d %H:%M:%S%.6f").to_string()))
             }
+            // A SET's bits, least significant byte first.
+            SqlType::Set { .. } => Value::UInt(b.iter().rev().fold(0, |bits, byte| (bits << 8) | u64::from(*byte))),
             t if t.is_string() => {
                 let id = u8::try_from(t.collation().id()).unwrap_or(255);
                 let charset = quill_sql::text::Charset::from_collation_id(id).unwrap_or(quill_sql::text::Charset::Utf8mb4);
