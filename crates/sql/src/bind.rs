@@ -360,7 +360,12 @@ impl<'a, 'e> Binder<'a, 'e> {
             }
             A::Tuple(items) if items.len() == 1 => self.bind(&items[0])?,
             A::Tuple(_) => return Err(SqlError::new(codes::ER_OPERAND_COLUMNS, "Operand should contain 1 column(s)")),
-            A::RLike { .. } => return Err(SqlError::unsupported("REGEXP")),
+            A::RLike { negated, expr, pattern, .. } => {
+                let (subject, pattern) = (self.bind(expr)?, self.bind(pattern)?);
+                let insensitive = !matches!(self.collation_of2(&subject, &pattern), Collation::Utf8mb4Bin | Collation::Binary);
+                let like = Expr::Func(Func::Regexp(crate::regexp::RegexpFunc::Like, insensitive), vec![subject, pattern]);
+                if *negated { Expr::Not(Box::new(like)) } else { like }
+            }
             A::Interval(_) => return Err(SqlError::parse(&e.to_string())),
             other => return Err(SqlError::unsupported(format!("expression {other}"))),
         })
@@ -626,6 +631,11 @@ impl<'a, 'e> Binder<'a, 'e> {
             Func::SysDate(_) => Expr::Func(Func::SysDate(fsp(&bound)?), vec![]),
             Func::CurTime(_) => Expr::Func(Func::CurTime(fsp(&bound)?), vec![]),
             Func::UtcTimestamp(_) => Expr::Func(Func::UtcTimestamp(fsp(&bound)?), vec![]),
+            // The subject's collation says whether case matters, as MySQL decides.
+            Func::Regexp(r, _) => {
+                let insensitive = bound.first().is_some_and(|s| !matches!(self.collation_of(s), Collation::Utf8mb4Bin | Collation::Binary));
+                Expr::Func(Func::Regexp(r, insensitive), bound)
+            }
             Func::Json(j) => {
                 // The values a JSON function stores are made JSON first (`json` module doc).
                 let literal_truth =

@@ -65,6 +65,9 @@ pub enum Func {
     Repeat,
     Reverse,
     Instr,
+    /// A regular expression function (`regexp`); `true` when the subject's collation
+    /// ignores case (the match type may say otherwise).
+    Regexp(crate::regexp::RegexpFunc, bool),
     /// A JSON function (`json`).
     Json(crate::json::JsonFunc),
     /// An SQL value made JSON for a JSON function (`json::JsonFunc::FromSql`): whether it is
@@ -184,6 +187,7 @@ impl Func {
             "CONVERT_TZ" => Func::ConvertTz,
             "UUID" => Func::Uuid,
             json if json.starts_with("JSON_") => Func::Json(crate::json::JsonFunc::named(json)?),
+            regexp if regexp.starts_with("REGEXP_") => Func::Regexp(crate::regexp::RegexpFunc::named(regexp)?, true),
             "DATEDIFF" => Func::DateDiff,
             "DATE" => Func::Date,
             "TIME" => Func::Time,
@@ -241,6 +245,7 @@ impl Func {
             ConcatWs | Field | Elt => (2, usize::MAX),
             FindInSet => (2, 2),
             Json(j) => j.arity(),
+            Regexp(r, _) => r.arity(),
             ToJson(..) => (1, 1),
             Length | CharLength | Lower | Upper | Trim | LTrim | RTrim | Reverse | Hex | Space | Date | Time | Year | Month | Day | Hour | Minute | Second
             | Microsecond | DayOfWeek | Floor | Ceil | Abs | Sign | Sqrt | IsNullFn | FromUnixtime | TemporalText(_) => (1, 1),
@@ -375,6 +380,8 @@ impl Func {
             NullIf => args.first().cloned().unwrap_or(SqlType::Null),
             Elt => text,
             ToJson(..) => SqlType::Json,
+            Regexp(crate::regexp::RegexpFunc::Like | crate::regexp::RegexpFunc::Instr, _) => int,
+            Regexp(..) => text,
             Json(j) if j.returns_json() => SqlType::Json,
             Json(j) if j.returns_number() => int,
             Json(_) => SqlType::Text { kind: LobKind::Long, collation: Collation::Utf8mb4Bin },
@@ -419,6 +426,9 @@ pub fn call(f: Func, args: &[Expr], env: &Env<'_>, cx: &RowCtx<'_>) -> Result<Va
     }
     if let Json(j) = f {
         return crate::json::call(j, &vals, &[]);
+    }
+    if let Regexp(r, case_insensitive) = f {
+        return crate::regexp::call(r, &vals, if case_insensitive { Collation::Utf8mb4AiCi } else { Collation::Utf8mb4Bin });
     }
     if let ToJson(json, boolean) = f {
         return crate::json::call(crate::json::JsonFunc::FromSql, &vals, &[(json, boolean)]);
@@ -555,7 +565,7 @@ pub fn call(f: Func, args: &[Expr], env: &Env<'_>, cx: &RowCtx<'_>) -> Result<Va
             });
             Value::Int(place.map_or(0, |p| p as i64 + 1))
         }
-        Json(_) | ToJson(..) => unreachable!("JSON functions return above"),
+        Json(_) | ToJson(..) | Regexp(..) => unreachable!("JSON and regular expression functions return above"),
         Elt => {
             let n = if vals[0].is_null() { 0 } else { int_arg(&vals[0]) };
             match usize::try_from(n).ok().filter(|n| *n >= 1).and_then(|n| vals.get(n)) {

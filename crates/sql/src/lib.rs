@@ -39,6 +39,7 @@ pub mod ops;
 pub mod outfile;
 pub mod parse;
 pub mod query;
+pub mod regexp;
 pub mod replica_control;
 pub mod schema_constraints;
 pub mod schema_history;
