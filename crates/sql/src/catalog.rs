@@ -38,6 +38,18 @@ pub struct Column {
     pub auto_increment: bool,
     pub on_update_current_timestamp: bool,
     pub comment: String,
+    /// `[GENERATED ALWAYS] AS (expr) [VIRTUAL | STORED]`: the column's value is computed from
+    /// the row's other columns on every write (`dml::generate_columns`).
+    pub generated: Option<Generated>,
+}
+
+/// A generated column's expression, and whether it was declared STORED (both kinds are
+/// computed when a row is written and kept with it; VIRTUAL only changes what SHOW CREATE
+/// TABLE and information_schema say).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Generated {
+    pub expr: sqlparser::ast::Expr,
+    pub stored: bool,
 }
 
 #[derive(Debug, Clone)]

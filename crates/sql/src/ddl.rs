@@ -119,6 +119,7 @@ fn column_from_ast(env: &Env<'_>, def: &ast::ColumnDef, table_collation: Collati
         auto_increment: false,
         on_update_current_timestamp: false,
         comment: String::new(),
+        generated: None,
     };
     let (mut primary, mut unique) = (false, false);
     let mut default_expr = None;
@@ -145,6 +146,10 @@ fn column_from_ast(env: &Env<'_>, def: &ast::ColumnDef, table_collation: Collati
                 }
             }
             ColumnOption::ForeignKey(_) | ColumnOption::Check(_) => {}
+            ColumnOption::Generated { generation_expr: Some(expr), generation_expr_mode, .. } => {
+                col.generated =
+                    Some(crate::catalog::Generated { expr: expr.clone(), stored: matches!(generation_expr_mode, Some(ast::GeneratedExpressionMode::Stored)) });
+            }
             other => return Err(SqlError::unsupported(format!("column option {other}"))),
         }
     }
@@ -308,6 +313,7 @@ pub fn create_table(catalog: &mut Catalog, info: &SessionInfo, env_params: (&[Va
                         auto_increment: false,
                         on_update_current_timestamp: false,
                         comment: String::new(),
+                        generated: None,
                     });
                     mapping.push(columns.len() - 1);
                 }

@@ -149,6 +149,9 @@ fn default_value(t: &TableMeta, col: usize, now_us: i64) -> Result<Value> {
 /// Coerce and check every column of a full row before it is written.
 fn finish_row(t: &TableMeta, mut row: Row, row_no: u64, cx: &mut DmlCx<'_>, data: &dyn Handler, generated: &mut Option<u64>) -> Result<Row> {
     for (i, c) in t.columns.iter().enumerate() {
+        if c.generated.is_some() {
+            continue;
+        }
         let v = std::mem::replace(&mut row[i], Value::Null);
         let mut wcx = WriteContext { column: &c.name, row: row_no, strict: cx.strict, warnings: cx.warnings };
         let mut v = coerce_to_column(v, &c.ty, &mut wcx)?;
@@ -177,7 +180,39 @@ fn finish_row(t: &TableMeta, mut row: Row, row_no: u64, cx: &mut DmlCx<'_>, data
         }
         row[i] = v;
     }
+    if t.columns.iter().any(|c| c.generated.is_some()) {
+        generate_columns(t, &mut row, row_no, cx)?;
+    }
     Ok(row)
+}
+
+/// Computes a row's generated columns from its other columns, in column order (so one may
+/// read a generated column before it), each coerced to its type.
+///
+/// # Errors
+/// The expression's errors; the column's conversion errors; 1048 for NULL in a NOT NULL one.
+fn generate_columns(t: &TableMeta, row: &mut Row, row_no: u64, cx: &mut DmlCx<'_>) -> Result<()> {
+    let catalog = cx.info.engine.catalog();
+    let scope = table_scope(t, &t.name);
+    for (i, c) in t.columns.iter().enumerate() {
+        let Some(g) = &c.generated else { continue };
+        let value = {
+            let e = Env::new(&catalog, ReadView::current(cx.txn), &[], cx.now_us, cx.info);
+            Binder::new(&e, &scope, "generated column function").bind(&g.expr)?.eval(&e, &RowCtx::new(row))?
+        };
+        let mut wcx = WriteContext { column: &c.name, row: row_no, strict: cx.strict, warnings: cx.warnings };
+        let value = coerce_to_column(value, &c.ty, &mut wcx)?;
+        if value.is_null() && !c.nullable {
+            return Err(SqlError::new(codes::ER_BAD_NULL_ERROR, format!("Column '{}' cannot be null", c.name)));
+        }
+        row[i] = value;
+    }
+    Ok(())
+}
+
+/// 3105: a statement gave a generated column a value.
+fn generated_given(t: &TableMeta, column: usize) -> SqlError {
+    SqlError::new((3105, "HY000"), format!("The value specified for generated column '{}' in table '{}' is not allowed.", t.columns[column].name, t.name))
 }
 
 pub(crate) fn zero_value(ty: &crate::types::SqlType) -> Value {
@@ -411,7 +446,9 @@ fn prepare_row(
     let mut row: Row = Vec::with_capacity(vals.len());
     for (i, v) in vals.into_iter().enumerate() {
         row.push(match v {
+            Some(_) if t.columns[i].generated.is_some() => return Err(generated_given(t, i)),
             Some(v) => v,
+            None if t.columns[i].generated.is_some() => Value::Null,
             None => default_value(t, i, cx.now_us)?,
         });
     }
@@ -664,6 +701,9 @@ pub fn update(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Update) -> Resu
         let filter = stmt.selection.as_ref().map(|w| b.bind(w)).transpose()?;
         let fb = Binder::new(&e, &scope, "field list");
         let assigns: Vec<(usize, Expr)> = stmt.assignments.iter().map(|a| Ok((assignment_column(t, a)?, fb.bind(&a.value)?))).collect::<Result<_>>()?;
+        if let Some((col, _)) = assigns.iter().find(|(col, _)| t.columns[*col].generated.is_some()) {
+            return Err(generated_given(t, *col));
+        }
         let mut rows = matching_rows(&e, &cx.lock, t, filter.as_ref())?;
         order_and_limit(&e, &scope, &mut rows, &stmt.order_by, stmt.limit.as_ref())?;
         (rows, assigns)

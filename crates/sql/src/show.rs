@@ -88,6 +88,9 @@ fn extra(t: &TableMeta, i: usize) -> String {
     if c.on_update_current_timestamp {
         e.push("on update CURRENT_TIMESTAMP".to_owned());
     }
+    if let Some(g) = &c.generated {
+        e.push(if g.stored { "STORED GENERATED" } else { "VIRTUAL GENERATED" }.to_owned());
+    }
     e.join(" ")
 }
 
@@ -169,10 +172,15 @@ pub fn show_create_table(catalog: &Catalog, db: &str, table: &str, quoting: Quot
         if c.ty.is_string() && c.ty != SqlType::Json && c.ty.collation() != t.collation {
             l.push_str(&format!(" COLLATE {}", c.ty.collation().name()));
         }
+        if let Some(g) = &c.generated {
+            l.push_str(&format!(" GENERATED ALWAYS AS ({}) {}", g.expr, if g.stored { "STORED" } else { "VIRTUAL" }));
+        }
         if !c.nullable {
             l.push_str(" NOT NULL");
         }
         match default_text(t, i) {
+            // A generated column has no default.
+            _ if c.generated.is_some() => {}
             Value::Null if c.nullable && !c.ty.is_binary() && !matches!(c.ty, SqlType::Text { .. }) => l.push_str(" DEFAULT NULL"),
             Value::Str(d) if matches!(c.default, ColumnDefault::CurrentTimestamp) => l.push_str(&format!(" DEFAULT {d}")),
             _ if c.ty.is_binary() && matches!(&c.default, ColumnDefault::Value(Value::Bytes(b)) if std::str::from_utf8(b).is_err()) => {
@@ -480,7 +488,7 @@ pub fn information_schema_table(env: &Env<'_>, name: &str) -> Result<(Vec<OutCol
                         s(extra(t, i)),
                         s("select,insert,update,references"),
                         s(col.comment.clone()),
-                        s(""),
+                        s(col.generated.as_ref().map(|g| g.expr.to_string()).unwrap_or_default()),
                         Value::Null,
                     ]);
                 }

@@ -109,6 +109,7 @@ impl ViewMeta {
                 auto_increment: false,
                 on_update_current_timestamp: false,
                 comment: String::new(),
+                generated: None,
             })
             .collect();
         Ok(TableMeta::new(0, &self.db, &self.name, columns, Vec::new(), Vec::new(), quill_storage::Collation::default()))
