@@ -461,6 +461,12 @@ function mysqliChecks(string $db): void
         $m->autocommit(true);
     };
 
+    // mysqli::refresh sends COM_REFRESH (FLUSH TABLES and LOGS by bits), as admin tools do.
+    check('mysqli: refresh (COM_REFRESH) of tables and logs', function () use ($m) {
+        truthy($m->refresh(MYSQLI_REFRESH_TABLES | MYSQLI_REFRESH_LOG), 'refresh');
+        eq($m->query('SELECT 1')->fetch_row(), ['1']);
+    });
+
     check('mysqli: schema created with multi_query', function () use ($m) {
         eq($m->character_set_name(), 'utf8mb4');
         truthy($m->multi_query(implode(";\n", SCHEMA)), 'multi_query');

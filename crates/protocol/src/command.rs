@@ -39,6 +39,8 @@ pub enum Command {
     ProcessKill(u32),
     Debug,
     Ping,
+    /// Deprecated `mysql_refresh()`: FLUSH options as bits (REFRESH_GRANT, REFRESH_LOG ...).
+    Refresh(u8),
     ChangeUser(ChangeUser),
     ResetConnection,
     StmtPrepare(Vec<u8>),
@@ -125,6 +127,7 @@ pub fn parse_command(payload: &[u8], capabilities: u32) -> Result<Command, Proto
         COM_PROCESS_KILL => Command::ProcessKill(reader.u32_le("connection id")?),
         COM_DEBUG => Command::Debug,
         COM_PING => Command::Ping,
+        COM_REFRESH => Command::Refresh(reader.u8("refresh options")?),
         COM_CHANGE_USER => Command::ChangeUser(parse_change_user(payload, capabilities)?),
         COM_RESET_CONNECTION => Command::ResetConnection,
         COM_STMT_PREPARE => Command::StmtPrepare(reader.rest().to_vec()),
@@ -220,6 +223,8 @@ mod tests {
         assert_eq!(parse(&[COM_PING]), Ok(Command::Ping));
         assert_eq!(parse(&[COM_STATISTICS]), Ok(Command::Statistics));
         assert_eq!(parse(&[COM_DEBUG]), Ok(Command::Debug));
+        assert_eq!(parse(&[COM_REFRESH, 0x04]), Ok(Command::Refresh(0x04)));
+        assert!(parse(&[COM_REFRESH]).is_err(), "COM_REFRESH carries its options");
         assert_eq!(parse(&[COM_RESET_CONNECTION]), Ok(Command::ResetConnection));
         assert_eq!(parse(b"\x02shop"), Ok(Command::InitDb(b"shop".to_vec())));
         assert_eq!(parse(b"\x16SELECT ?"), Ok(Command::StmtPrepare(b"SELECT ?".to_vec())));

@@ -663,6 +663,10 @@ async fn handle_command(conn: &mut Conn, session: &mut Session, statements: &mut
     match cmd {
         Command::Quit => return Flow::Close,
         Command::Ping | Command::Debug => ok(&mut w, caps, session, 0, 0, ""),
+        Command::Refresh(bits) => match session.refresh(bits).await {
+            Ok(_) => ok(&mut w, caps, session, 0, 0, ""),
+            Err(e) => send_error(&mut w, caps, &e),
+        },
         Command::ResetConnection => {
             session.reset();
             statements.clear();

@@ -37,6 +37,7 @@ use crate::{cost, ddl, show, views};
 mod accounts;
 mod checksum;
 mod commit;
+mod flush;
 mod load;
 mod maintenance;
 mod outfile;
@@ -408,6 +409,9 @@ pub struct SessionInfo {
     /// The session logged in as `user`@`account_host` and each statement is checked
     /// against its privileges (`session::privileges`); false for the server's own sessions.
     pub checked: bool,
+    /// The warnings and errors the previous statement left (`@@warning_count`,
+    /// `@@error_count`, SHOW COUNT(*) WARNINGS / ERRORS): noted before a statement clears them.
+    pub previous_diagnostics: (u16, u16),
 }
 
 impl SessionInfo {
@@ -419,7 +423,10 @@ impl SessionInfo {
         let def = vars::require(name)?;
         let global = scope.is_some_and(|s| s.eq_ignore_ascii_case("global"));
         if def.name == "warning_count" {
-            return Ok(Value::Int(0));
+            return Ok(Value::Int(i64::from(self.previous_diagnostics.0)));
+        }
+        if def.name == "error_count" {
+            return Ok(Value::Int(i64::from(self.previous_diagnostics.1)));
         }
         if def.name == "gtid_executed" {
             return Ok(Value::Str(gtid_executed(&self.engine)));
@@ -712,6 +719,7 @@ impl Session {
                 tmp_memory: crate::tmp_memory::TmpMemory::default(),
                 function_calls: std::cell::RefCell::default(),
                 checked: false,
+                previous_diagnostics: (0, 0),
             },
             txn: None,
             warnings: Vec::new(),
@@ -759,6 +767,12 @@ impl Session {
     #[must_use]
     pub fn warning_count(&self) -> u16 {
         u16::try_from(self.warnings.len()).unwrap_or(u16::MAX)
+    }
+
+    /// Keeps the diagnostics' counts of the statement before the one starting now.
+    fn note_diagnostics(&mut self) {
+        let errors = self.warnings.iter().filter(|w| w.level == "Error").count();
+        self.info.previous_diagnostics = (self.warning_count(), u16::try_from(errors).unwrap_or(u16::MAX));
     }
 
     /// Select the default database (COM_INIT_DB / USE).
@@ -1022,6 +1036,7 @@ impl Session {
             let t = sql.trim_start().to_ascii_uppercase();
             t.starts_with("SHOW WARNINGS") || t.starts_with("SHOW ERRORS") || t.starts_with("SHOW COUNT")
         };
+        self.note_diagnostics();
         if !keeps_warnings {
             self.warnings.clear();
         }
@@ -1120,6 +1135,7 @@ impl Session {
             PreparedBody::Text(statement) => self.run_one(&statement).await,
             PreparedBody::Parsed(stmt) => {
                 self.info.engine.status.questions.fetch_add(1, Ordering::Relaxed);
+                self.note_diagnostics();
                 self.warnings.clear();
                 self.execute(&stmt, &params, &text).await
             }
@@ -2359,14 +2375,7 @@ impl Session {
             }
             "EXPLAIN" if up(1) != "FORMAT" => Some(self.explain(statement).await),
             "KILL" => Some(self.kill(&words)),
-            "FLUSH" if words.len() == 3 && up(1) == "SLOW" && up(2).trim_end_matches(';') == "LOGS" => {
-                if let Err(e) = self.require_global(crate::accounts::RELOAD, "RELOAD") {
-                    return Some(Err(e));
-                }
-                // Closed now, opened again (a rotated file: a new one) at the next entry.
-                self.info.engine.slow_log.close();
-                Some(Ok(Outcome::ok()))
-            }
+            "FLUSH" => self.flush(sql),
             "CHECKSUM" if checksum::is_checksum_table(&upper) => Some(self.checksum_table(sql).await),
             "CHECK" | "ANALYZE" | "OPTIMIZE" | "REPAIR" if upper.iter().skip(1).take(2).any(|w| w == "TABLE" || w == "TABLES") => {
                 Some(self.table_maintenance(sql))
@@ -2755,6 +2764,13 @@ impl Session {
                 }
             }
             "VARIABLES" => self.show_variables(global, like.as_deref()),
+            // SHOW COUNT(*) WARNINGS / ERRORS: the previous statement's, which it keeps.
+            "COUNT(*)" if matches!(upper.get(i + 1).map(String::as_str), Some("WARNINGS" | "ERRORS")) => {
+                let errors = upper[i + 1] == "ERRORS";
+                let count = if errors { self.warnings.iter().filter(|w| w.level == "Error").count() } else { self.warnings.len() };
+                let name = if errors { "@@session.error_count" } else { "@@session.warning_count" };
+                ResultSet { columns: vec![OutColumn::computed(name, crate::types::SqlType::bigint())], rows: vec![vec![Value::Int(count as i64)]] }
+            }
             "STATUS" => self.show_status(like.as_deref()),
             "WARNINGS" | "ERRORS" => {
                 let text = SqlTypeHelper::text();

@@ -263,6 +263,7 @@ pub const VARIABLES: &[VarDef] = &[
     v("version_compile_os", Global, Str, ReadOnly, "Linux"),
     v("wait_timeout", Both, int(1, TIMEOUT_SECONDS_MAX), Live, "28800"),
     v("warning_count", Session, int(0, u64::MAX), ReadOnly, "0"),
+    v("error_count", Session, int(0, u64::MAX), ReadOnly, "0"),
 ];
 
 /// The sql_mode names MySQL 8 accepts, in the order MySQL lists them (its bit order).
