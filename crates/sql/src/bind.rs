@@ -261,6 +261,7 @@ impl<'a, 'e> Binder<'a, 'e> {
                 let left = self.bind(expr)?;
                 let collation = self.collation_of(&left);
                 let sq = self.subquery(subquery)?;
+                one_column(&sq)?;
                 Expr::Subquery(sq, SubqueryUse::In { left: Box::new(left), collation }, *negated)
             }
             A::Between { expr, negated, low, high } => {
@@ -315,7 +316,11 @@ impl<'a, 'e> Binder<'a, 'e> {
                 Expr::Func(Func::Concat, vec![x]).with_collation(c)
             }
             A::Exists { subquery, negated } => Expr::Subquery(self.subquery(subquery)?, SubqueryUse::Exists, *negated),
-            A::Subquery(q) => Expr::Subquery(self.subquery(q)?, SubqueryUse::Scalar, false),
+            A::Subquery(q) => {
+                let sq = self.subquery(q)?;
+                one_column(&sq)?;
+                Expr::Subquery(sq, SubqueryUse::Scalar, false)
+            }
             A::Trim { expr, trim_where, trim_what, trim_characters } => {
                 let x = self.bind(expr)?;
                 if trim_characters.is_some() {
@@ -858,6 +863,11 @@ impl<'a, 'e> Binder<'a, 'e> {
             self.env.params,
         )
     }
+}
+
+/// 1241 for a subquery used as one value (a scalar, or the list of IN) that has more columns.
+fn one_column(sq: &Subquery) -> Result<()> {
+    if sq.plan.columns.len() == 1 { Ok(()) } else { Err(SqlError::new((1241, "21000"), "Operand should contain 1 column(s)")) }
 }
 
 /// An explicit COLLATE is carried as an identity CONCAT whose collation wins.

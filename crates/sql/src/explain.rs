@@ -60,7 +60,8 @@ fn describe(plan: &SelectPlan, id: i64, rows: &mut Vec<Vec<Value>>) {
                     Access::IndexRange { low: None, high: None, .. } => ("index", src.key_name.clone().map_or(Value::Null, Value::Str)),
                     Access::IndexRange { .. } => ("range", src.key_name.clone().map_or(Value::Null, Value::Str)),
                 };
-                let extra = match (b.filter.is_some(), matches!(src.access, Access::Hash(_))) {
+                let filtered = b.filter.is_some() || b.level_filters.iter().any(Option::is_some);
+                let extra = match (filtered, matches!(src.access, Access::Hash(_))) {
                     (true, true) => "Using where; Using join buffer (hash join)",
                     (false, true) => "Using join buffer (hash join)",
                     (true, false) => "Using where",

@@ -30,6 +30,7 @@ pub mod foreign_keys;
 pub mod functions;
 pub mod hash_join;
 pub mod innodb_status;
+pub mod join_order;
 pub mod json;
 pub mod load_data;
 pub mod lock_tables;

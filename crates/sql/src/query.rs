@@ -302,7 +302,12 @@ impl Source {
 #[derive(Debug)]
 pub struct Block {
     pub sources: Vec<Source>,
+    /// WHERE: what is left to test on each whole joined row (see `level_filters`).
     pub filter: Option<Expr>,
+    /// The WHERE conjuncts each join level can test as soon as its row is read: those that
+    /// read no column of a later source (`split_where`). So a join of many tables skips a
+    /// combination when its first tables already fail, instead of testing every whole row.
+    pub level_filters: Vec<Option<Expr>>,
     pub grouped: bool,
     pub group_by: Vec<Expr>,
     pub aggs: Vec<AggSpec>,
@@ -321,7 +326,9 @@ pub struct Block {
 #[derive(Debug)]
 pub enum PlanKind {
     Block(Box<Block>),
+    /// UNION, INTERSECT or EXCEPT (`op`), of distinct rows or (`all`) of every row.
     Union {
+        op: SetOp,
         left: Box<SelectPlan>,
         right: Box<SelectPlan>,
         all: bool,
@@ -337,6 +344,16 @@ pub enum PlanKind {
         distinct: bool,
         work: WorkTable,
     },
+}
+
+/// A set operation between two queries' rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetOp {
+    Union,
+    /// Rows in both (with ALL, as many times as in both).
+    Intersect,
+    /// Rows of the left not in the right (with ALL, as many times more as the left has them).
+    Except,
 }
 
 #[derive(Debug)]
@@ -376,8 +393,18 @@ fn plan_query_body(env: &Env<'_>, q: &ast::Query, outer: &[&Scope]) -> Result<(S
     match q.body.as_ref() {
         SetExpr::Select(s) => plan_block(env, s, &order, lim(&limit)?, lim(&offset)?, outer),
         SetExpr::Query(inner) if order.is_empty() && limit.is_none() => plan_query(env, inner, outer),
-        SetExpr::SetOperation { op: SetOperator::Union, set_quantifier, left, right } => {
+        SetExpr::SetOperation {
+            op: op @ (SetOperator::Union | SetOperator::Intersect | SetOperator::Except | SetOperator::Minus),
+            set_quantifier,
+            left,
+            right,
+        } => {
             let all = matches!(set_quantifier, SetQuantifier::All);
+            let op = match op {
+                SetOperator::Union => SetOp::Union,
+                SetOperator::Intersect => SetOp::Intersect,
+                _ => SetOp::Except,
+            };
             let (l, lc) = plan_set_expr(env, left, outer)?;
             let (r, rc) = plan_set_expr(env, right, outer)?;
             if l.columns.len() != r.columns.len() {
@@ -406,7 +433,7 @@ fn plan_query_body(env: &Env<'_>, q: &ast::Query, outer: &[&Scope]) -> Result<(S
             Ok((
                 SelectPlan {
                     columns,
-                    kind: PlanKind::Union { left: Box::new(l), right: Box::new(r), all, order_by, limit: lim(&limit)?, offset: lim(&offset)? },
+                    kind: PlanKind::Union { op, left: Box::new(l), right: Box::new(r), all, order_by, limit: lim(&limit)?, offset: lim(&offset)? },
                 },
                 lc || rc,
             ))
@@ -659,6 +686,32 @@ fn plan_block(
     offset: Option<Expr>,
     outer: &[&Scope],
 ) -> Result<(SelectPlan, bool)> {
+    // Three or more tables joined by inner joins: planned in the written order to bind the
+    // conditions, then again in the order `join_order` picks, if another.
+    if let Some(flat) = crate::join_order::flatten(s) {
+        let (plan, correlated) = plan_block_in(env, &flat, order, limit.clone(), offset.clone(), outer, None)?;
+        if let PlanKind::Block(b) = &plan.kind
+            && let Some(reading) = crate::join_order::choose(b, env.catalog)
+        {
+            return plan_block_in(env, &crate::join_order::permute(&flat, &reading), order, limit, offset, outer, Some(&reading));
+        }
+        return Ok((plan, correlated));
+    }
+    plan_block_in(env, s, order, limit, offset, outer, None)
+}
+
+/// [`plan_block`] of `s` as its FROM list has it; `written` is, when that list was put in
+/// another order for reading, each table's place in the order the query wrote (what `*`
+/// lists columns in).
+fn plan_block_in(
+    env: &Env<'_>,
+    s: &ast::Select,
+    order: &[&ast::OrderByExpr],
+    limit: Option<Expr>,
+    offset: Option<Expr>,
+    outer: &[&Scope],
+    written: Option<&[usize]>,
+) -> Result<(SelectPlan, bool)> {
     let mut scope = Scope::default();
     let mut sources: Vec<Source> = Vec::new();
     let mut pending_on: Vec<(usize, JoinKind, Option<ast::Expr>, Vec<String>)> = Vec::new();
@@ -736,9 +789,16 @@ fn plan_block(
                 if scope.columns.is_empty() {
                     return Err(SqlError::new(codes::ER_NO_DB_ERROR, "No tables used"));
                 }
-                for (i, c) in scope.columns.iter().enumerate().filter(|(_, c)| !c.hidden) {
-                    projection.push(Expr::Column(i));
-                    columns.push(out_column(c, &c.name));
+                // In the order the query wrote its tables, whatever the order of reading.
+                let mut in_written_order: Vec<usize> = (0..sources.len()).collect();
+                if let Some(written) = written {
+                    in_written_order.sort_by_key(|&p| written[p]);
+                }
+                for s in in_written_order.iter().map(|&p| &sources[p]) {
+                    for (i, c) in scope.columns.iter().enumerate().skip(s.offset).take(s.width).filter(|(_, c)| !c.hidden) {
+                        projection.push(Expr::Column(i));
+                        columns.push(out_column(c, &c.name));
+                    }
                 }
             }
             SelectItem::QualifiedWildcard(kind, _) => {
@@ -870,8 +930,38 @@ fn plan_block(
             Access::IndexEq { index, .. } | Access::IndexRange { index, .. } => Some(table.indexes[*index].name.clone()),
         };
     }
-    let block = Block { sources, filter, grouped, group_by, aggs, having, windows, projection, distinct, order_by, limit, offset, width };
+    let (filter, level_filters) = split_where(filter, &sources);
+    let block = Block { sources, filter, level_filters, grouped, group_by, aggs, having, windows, projection, distinct, order_by, limit, offset, width };
     Ok((SelectPlan { columns, kind: PlanKind::Block(Box::new(block)) }, correlated))
+}
+
+/// Splits WHERE among the join levels (`Block::level_filters`): each conjunct goes to the
+/// first level after which it reads no column still to come (a conjunct of constants to the
+/// first); a conjunct with a correlated subquery or a function whose value changes between
+/// calls stays on the whole row, as do all of them for one table alone. Testing a conjunct
+/// early is the same as testing it on the whole row: later levels never change the columns
+/// it reads, and a LEFT JOIN's null row is made before its level's conjuncts are tested.
+fn split_where(filter: Option<Expr>, sources: &[Source]) -> (Option<Expr>, Vec<Option<Expr>>) {
+    let mut levels: Vec<Option<Expr>> = vec![None; sources.len()];
+    if sources.len() < 2 {
+        return (filter, levels);
+    }
+    let Some(filter) = filter else { return (None, levels) };
+    let and = |acc: Option<Expr>, e: Expr| {
+        Some(match acc {
+            Some(a) => Expr::And(Box::new(a), Box::new(e)),
+            None => e,
+        })
+    };
+    let mut rest = None;
+    for conjunct in filter.conjuncts().into_iter().cloned() {
+        let level = sources.iter().position(|s| !conjunct.uses_columns_from(s.offset + s.width));
+        match level {
+            Some(l) => levels[l] = and(levels[l].take(), conjunct),
+            None => rest = and(rest, conjunct),
+        }
+    }
+    (rest, levels)
 }
 
 /// ONLY_FULL_GROUP_BY: every column a grouped select list reads outside an
@@ -1098,16 +1188,13 @@ pub fn run_select(plan: &SelectPlan, env: &Env<'_>, parent: Option<&RowCtx<'_>>)
 pub fn run_select_into(plan: &SelectPlan, env: &Env<'_>, parent: Option<&RowCtx<'_>>, emit: &mut dyn FnMut(Row) -> Result<()>) -> Result<()> {
     match &plan.kind {
         PlanKind::Block(b) => run_block(b, env, parent, emit),
-        PlanKind::Union { left, right, all, order_by, limit, offset } => {
+        PlanKind::Union { op, left, right, all, order_by, limit, offset } => {
             let mut held = env.info.tmp_memory.hold();
             let mut rows = run_select(left, env, parent)?.rows;
             held.add_rows(&rows)?;
             let right = run_select(right, env, parent)?.rows;
             held.add_rows(&right)?;
-            rows.extend(right);
-            if !all {
-                rows = dedupe(rows);
-            }
+            rows = combine(*op, *all, rows, right);
             if !order_by.is_empty() {
                 rows.sort_by(|a, b| {
                     for (p, asc) in order_by {
@@ -1158,6 +1245,40 @@ fn run_recursive(seeds: &[SelectPlan], steps: &[SelectPlan], distinct: bool, wor
     }
     work.lock().expect("a work table is not poisoned").clear();
     Ok(found)
+}
+
+/// The rows of `left` `op` `right` (`all`: every row, else distinct ones), in the left's
+/// order, then the right's.
+fn combine(op: SetOp, all: bool, mut left: Vec<Row>, right: Vec<Row>) -> Vec<Row> {
+    if op == SetOp::Union {
+        left.extend(right);
+        return if all { left } else { dedupe(left) };
+    }
+    // How many times each distinct row is in the right.
+    let mut counts: HashMap<Vec<u8>, usize> = HashMap::new();
+    for r in &right {
+        *counts.entry(group_key(r)).or_default() += 1;
+    }
+    let mut seen = std::collections::HashSet::new();
+    let kept = left.into_iter().filter(|r| {
+        let key = group_key(r);
+        let in_right = counts.get_mut(&key);
+        // With ALL, each row of the right pairs with one of the left.
+        let paired = |n: Option<&mut usize>| match n {
+            Some(n) if *n > 0 => {
+                *n -= 1;
+                true
+            }
+            _ => false,
+        };
+        match (op, all) {
+            (SetOp::Intersect, true) => paired(in_right),
+            (SetOp::Except, true) => !paired(in_right),
+            (SetOp::Intersect, false) => in_right.is_some() && seen.insert(key),
+            _ => in_right.is_none() && seen.insert(key),
+        }
+    });
+    kept.collect()
 }
 
 fn dedupe(rows: Vec<Row>) -> Vec<Row> {
@@ -1486,8 +1607,12 @@ fn join_level(
             Err(shared) => row[s.offset..s.offset + s.width].clone_from_slice(&shared),
         }
         if pass(s.on.as_ref(), row, env, parent)? {
+            // Matched by ON (what a LEFT JOIN's null row depends on), then WHERE's part for
+            // this level.
             matched = true;
-            join_level(b, level + 1, row, env, parent, sink, emitted, stop)?;
+            if pass(b.level_filters[level].as_ref(), row, env, parent)? {
+                join_level(b, level + 1, row, env, parent, sink, emitted, stop)?;
+            }
         }
         if let (Some((txn, table)), Some(pk)) = (release, fresh_lock)
             && *emitted == returned_before
@@ -1502,7 +1627,9 @@ fn join_level(
         for v in &mut row[s.offset..s.offset + s.width] {
             *v = Value::Null;
         }
-        join_level(b, level + 1, row, env, parent, sink, emitted, stop)?;
+        if pass(b.level_filters[level].as_ref(), row, env, parent)? {
+            join_level(b, level + 1, row, env, parent, sink, emitted, stop)?;
+        }
     }
     Ok(())
 }
