@@ -130,6 +130,7 @@ def corpus_jar(download: bool = True) -> Path:
         got = sha256_of(Path(partial))
         if got != JAR_SHA256:
             raise RuntimeError(f"{JAR_URL} has SHA-256 {got}, expected {JAR_SHA256}")
+        os.chmod(partial, 0o644)
         os.replace(partial, path)
     finally:
         if os.path.exists(partial):
@@ -404,8 +405,10 @@ class Failure:
 
     def describe(self, max_lines: int = 12) -> str:
         out = [f"line {self.line}: {self.reason}", "  SQL: " + self.sql.replace("\n", "\n       ")]
-        if self.errno is not None or self.message:
+        if self.errno is not None:
             out.append(f"  error {self.errno}: {self.message}")
+        elif self.message:
+            out.append(f"  {self.message}")
         for title, values in (("expected", self.expected), ("actual", self.actual)):
             if values or (title == "actual" and self.reason == "wrong result"):
                 shown = values[:max_lines]
@@ -507,9 +510,11 @@ def _error_parts(error: Exception) -> tuple[int | None, str]:
 
 
 def run_file(target: Target, name: str, text: str, keep: int = DEFAULT_FAILURES_KEPT,
-             engine: str = ENGINE, on_record=None) -> FileResult:
+             engine: str = ENGINE, on_record=None, budget_s: float | None = None) -> FileResult:
     """Runs one script in a fresh database and counts its records. `on_record(record, failure,
-    seconds)`, if given, is called after each record that ran (failure is None if it passed)."""
+    seconds)`, if given, is called after each record that ran (failure is None if it passed).
+    Past `budget_s` seconds the records left count as failed without running (`aborted` says
+    so), so that a server grown very slow cannot hold a test run for hours."""
     result = FileResult(name)
     records = parse(text)
     started = time.monotonic()
@@ -523,7 +528,8 @@ def run_file(target: Target, name: str, text: str, keep: int = DEFAULT_FAILURES_
     session = None
     try:
         session = _Session(target, database)
-        _run_records(session, records, result, keep, engine, on_record)
+        deadline = started + budget_s if budget_s else None
+        _run_records(session, records, result, keep, engine, on_record, deadline)
     finally:
         if session is not None:
             session.close()
@@ -541,7 +547,7 @@ def run_file(target: Target, name: str, text: str, keep: int = DEFAULT_FAILURES_
 
 
 def _run_records(session: _Session, records: list[Record], result: FileResult, keep: int,
-                 engine: str, on_record) -> None:
+                 engine: str, on_record, deadline: float | None) -> None:
     hash_threshold = DEFAULT_HASH_THRESHOLD
     labels: dict[str, str] = {}
 
@@ -551,7 +557,7 @@ def _run_records(session: _Session, records: list[Record], result: FileResult, k
         if len(result.failures) < keep:
             result.failures.append(failure)
 
-    for index, record in enumerate(records):
+    for record in records:
         if record.skipped_on(engine):
             if record.kind in ("statement", "query"):
                 result.skipped += 1
@@ -573,6 +579,8 @@ def _run_records(session: _Session, records: list[Record], result: FileResult, k
             fail(Failure(record.line, record.sql, "bad record",
                          message=f"unknown record type {' '.join(record.tokens)!r}"))
             return
+        if deadline is not None and not result.aborted and time.monotonic() > deadline:
+            result.aborted = "time budget exceeded"
         if result.aborted:
             result.run += 1
             result.failed += 1
@@ -657,7 +665,10 @@ def _run_query(session: _Session, record: Record, hash_threshold: int,
         problem = "bad record"
     if problem is None:
         return None
-    return Failure(record.line, record.sql, problem, expected=record.expected, actual=actual)
+    message = (f"the result's hash {digest} differs from an earlier query labelled {record.label!r}"
+               if problem == "label" else "")
+    return Failure(record.line, record.sql, problem, expected=record.expected, actual=actual,
+                   message=message)
 
 
 # --------------------------------------------------------------------------------------------
@@ -690,6 +701,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--statement-timeout", type=int, default=0, metavar="MS",
                         help="server-side limit on each SELECT in ms (max_execution_time / "
                              "max_statement_time; 0: none)")
+    parser.add_argument("--budget", type=float, default=0, metavar="S",
+                        help="seconds a file may take; the records left then fail (0: no limit)")
     parser.add_argument("--json", metavar="PATH", help="write every result here as JSON")
     parser.add_argument("--slowest", action="store_true", help="show each file's slowest records")
     parser.add_argument("--list", action="store_true", help="list the corpus files and exit")
@@ -704,7 +717,8 @@ def main(argv: list[str] | None = None) -> int:
                     args.statement_timeout)
     results = []
     for name in names:
-        result = run_file(target, name, corpus.read(name), keep=max(args.failures, 0), engine=args.engine)
+        result = run_file(target, name, corpus.read(name), keep=max(args.failures, 0),
+                          engine=args.engine, budget_s=args.budget or None)
         results.append(result)
         print(result.summary_line(), flush=True)
     print(total_line(results))

@@ -9,7 +9,8 @@ printed (pytest -s is not needed).
 
 Against MariaDB (QUILL_TEST_TARGET=mariadb) the floors are MariaDB 10.11's own rates: the
 failures there are MySQL dialect limits the corpus does not mark (SQLite trigger syntax,
-DROP INDEX without ON, more than 61 tables in a join, writes through a view).
+DROP INDEX without ON, more than 61 tables in a join, writes through a view), and Quill fails
+the same trigger and DROP INDEX records.
 
     python3 tests/slt_corpus.py --port P --files select1 --failures 10
 
@@ -33,7 +34,9 @@ QUILL_FLOORS = {
     "evidence/in2": 100.0,  # 45 / 45
     "evidence/slt_lang_aggfunc": 100.0,  # 5 / 5
     "evidence/slt_lang_createtrigger": 23.0,  # 6 / 26: SQLite trigger syntax, and no triggers
-    "evidence/slt_lang_createview": 100.0,  # 15 / 15
+    # 15 / 15 only as Quill refuses DELETE/UPDATE through a view (1288), which MySQL and
+    # MariaDB allow; when Quill allows them this file becomes 13 / 15, as MariaDB's.
+    "evidence/slt_lang_createview": 100.0,
     "evidence/slt_lang_dropindex": 87.5,  # 7 / 8: DROP INDEX without ON
     "evidence/slt_lang_droptable": 100.0,  # 12 / 12
     "evidence/slt_lang_droptrigger": 75.0,  # 9 / 12: SQLite trigger syntax, and no triggers
@@ -66,6 +69,12 @@ MARIADB_FLOORS = {
 
 FILES = list(QUILL_FLOORS)
 FAILURES_SHOWN = 5
+# Measured on a loaded 2-core machine: the 17 files take 50-65 s on Quill, select4 40-52 s
+# of it (its 6- to 8-table cross joins); MariaDB takes about 45 s. A SELECT past STATEMENT_TIMEOUT_MS fails (3024), and
+# a file past FILE_BUDGET_S fails its remaining records, so a server that has grown very slow
+# (exponential join plans ran for hours here once) fails in minutes instead of hanging CI.
+STATEMENT_TIMEOUT_MS = 10_000
+FILE_BUDGET_S = 180
 
 
 @pytest.fixture(scope="module")
@@ -97,8 +106,10 @@ def test_every_default_file_has_a_floor(corpus):
 
 @pytest.mark.parametrize("name", FILES)
 def test_corpus_file(server, corpus, summary, name):
-    target = slt_corpus.Target(server.host, server.port, server.user, server.password, timeout=120)
-    result = slt_corpus.run_file(target, name, corpus.read(name), keep=FAILURES_SHOWN)
+    target = slt_corpus.Target(server.host, server.port, server.user, server.password,
+                               timeout=120, statement_timeout_ms=STATEMENT_TIMEOUT_MS)
+    result = slt_corpus.run_file(target, name, corpus.read(name), keep=FAILURES_SHOWN,
+                                 budget_s=FILE_BUDGET_S)
     summary.append(result)
     server.assert_alive()
     floor = (QUILL_FLOORS if server.is_quill else MARIADB_FLOORS)[name]
@@ -106,5 +117,6 @@ def test_corpus_file(server, corpus, summary, name):
         details = "\n\n".join(f.describe() for f in result.failures)
         pytest.fail(
             f"{name}: pass rate {result.pass_rate:.2f}% is below the floor {floor}%\n"
-            f"{result.summary_line()}\nfirst failures:\n{details}"
+            f"{result.summary_line()}\nfirst failures:\n{details}",
+            pytrace=False,
         )
