@@ -667,20 +667,7 @@ impl<'a, 'e> Binder<'a, 'e> {
     /// `false`, anything else its JSON scalar.
     fn to_json(&self, e: Expr, literal_truth: bool) -> Expr {
         let json = self.type_of(&e) == SqlType::Json;
-        let truth = literal_truth
-            || matches!(
-                e,
-                Expr::Cmp(..)
-                    | Expr::And(..)
-                    | Expr::Or(..)
-                    | Expr::Xor(..)
-                    | Expr::Not(_)
-                    | Expr::IsNull(..)
-                    | Expr::IsBool(..)
-                    | Expr::InList { .. }
-                    | Expr::Between { .. }
-                    | Expr::Like { .. }
-            );
+        let truth = literal_truth || e.is_truth_value();
         Expr::Func(Func::ToJson(json, truth), vec![e])
     }
 
@@ -1023,16 +1010,6 @@ pub fn type_of(e: &Expr, scope: &Scope, outer: &[&Scope], aggs: &[SqlType], para
             SqlType::Int { kind, .. } => SqlType::Int { kind, unsigned: false, display: None },
             other => other,
         },
-        Expr::Cmp(..)
-        | Expr::And(..)
-        | Expr::Or(..)
-        | Expr::Xor(..)
-        | Expr::Not(_)
-        | Expr::IsNull(..)
-        | Expr::IsBool(..)
-        | Expr::InList { .. }
-        | Expr::Between { .. }
-        | Expr::Like { .. } => SqlType::Int { kind: IntKind::Int, unsigned: false, display: Some(1) },
         Expr::Subquery(sq, SubqueryUse::Scalar, _) => sq.plan.columns.first().map_or(SqlType::Null, |c| c.ty.clone()),
         Expr::Subquery(..) => SqlType::Int { kind: IntKind::Int, unsigned: false, display: Some(1) },
         Expr::BitNot(_) | Expr::Bit(..) => SqlType::Int { kind: IntKind::Big, unsigned: true, display: None },
@@ -1042,6 +1019,10 @@ pub fn type_of(e: &Expr, scope: &Scope, outer: &[&Scope], aggs: &[SqlType], para
         }
         Expr::Func(f, args) => f.result_type(&args.iter().map(t).collect::<Vec<_>>()),
         Expr::Cast(_, ty) => ty.clone(),
+        truth => {
+            debug_assert!(truth.is_truth_value(), "every other expression is a truth value");
+            SqlType::Int { kind: IntKind::Int, unsigned: false, display: Some(1) }
+        }
     }
 }
 

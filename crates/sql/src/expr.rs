@@ -266,6 +266,25 @@ impl Expr {
         }
     }
 
+    /// Whether the expression is a comparison or a logical operation: a truth value (1, 0 or
+    /// NULL), typed INT(1), and `true` / `false` where a JSON function takes it.
+    #[must_use]
+    pub fn is_truth_value(&self) -> bool {
+        matches!(
+            self,
+            Expr::Cmp(..)
+                | Expr::And(..)
+                | Expr::Or(..)
+                | Expr::Xor(..)
+                | Expr::Not(_)
+                | Expr::IsNull(..)
+                | Expr::IsBool(..)
+                | Expr::InList { .. }
+                | Expr::Between { .. }
+                | Expr::Like { .. }
+        )
+    }
+
     /// Does the expression read any column of the current row at or past `from`?
     /// (Used to decide whether a value can be computed before a table is read.)
     #[must_use]
