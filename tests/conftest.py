@@ -188,6 +188,14 @@ class PrivateQuill:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
+    def wait_for_checkpoint(self, timeout_s: float = 20.0) -> None:
+        """Waits until the server's log says a checkpoint was written (started with a short
+        --quill-checkpoint-interval-seconds); fails the test past `timeout_s`."""
+        deadline = time.monotonic() + timeout_s
+        while "checkpoint written" not in self.log() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert "checkpoint written" in self.log(), "no checkpoint was written"
+
     def connect(self, database: str | None = None, **options) -> pymysql.connections.Connection:
         options.setdefault("autocommit", True)
         options.setdefault("connect_timeout", 10)

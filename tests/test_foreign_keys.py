@@ -9,7 +9,6 @@ without being checked against it.
 
 from __future__ import annotations
 
-import time
 
 import pymysql
 import pytest
@@ -65,10 +64,7 @@ def test_keys_survive_a_restart_and_stay_enforced(tmp_path, restart):
         assert "CONSTRAINT `orders_customer` FOREIGN KEY (`customer`) REFERENCES `z_customers` (`id`) ON DELETE CASCADE" in before["a_orders"]
         conn.close()
         if options:
-            deadline = time.monotonic() + 20
-            while "checkpoint written" not in server.log() and time.monotonic() < deadline:
-                time.sleep(0.1)
-            assert "checkpoint written" in server.log()
+            server.wait_for_checkpoint()
         server.kill()
         server.start()
         conn = server.connect()

@@ -11,7 +11,6 @@ mariadb-dump of a database with views restores into Quill.
 from __future__ import annotations
 
 import subprocess
-import time
 
 import pytest
 
@@ -60,10 +59,7 @@ def test_views_survive_a_restart(tmp_path, restart):
         assert "`shop`.`items`" in str(before["b_cheap"]), "the view's tables are kept qualified"
         conn.close()
         if options:
-            deadline = time.monotonic() + 20
-            while "checkpoint written" not in server.log() and time.monotonic() < deadline:
-                time.sleep(0.1)
-            assert "checkpoint written" in server.log()
+            server.wait_for_checkpoint()
         server.kill()
         server.start()
         conn = server.connect()

@@ -127,13 +127,15 @@ fn parse_lock_tables(sql: &str) -> Result<Vec<LockItem>> {
 /// common table expressions (which are not tables).
 struct References<'a> {
     session: &'a Session,
+    /// The catalog the statement's names are looked up in (for views), taken once.
+    catalog: std::sync::Arc<crate::catalog::Catalog>,
     refs: Vec<TableReference>,
     ctes: Vec<String>,
 }
 
 impl<'a> References<'a> {
     fn new(session: &'a Session) -> Self {
-        References { session, refs: Vec::new(), ctes: Vec::new() }
+        References { session, catalog: session.info.engine.catalog(), refs: Vec::new(), ctes: Vec::new() }
     }
 }
 
@@ -156,9 +158,8 @@ impl Visitor for References<'_> {
             if let Ok((db, table)) = crate::query::resolve_table_name(&self.session.info, name) {
                 let name = alias.as_ref().map_or_else(|| table.clone(), |a| a.name.value.clone());
                 // A view's tables are read too: under their own names.
-                let catalog = self.session.info.engine.catalog();
-                if let Some(view) = catalog.view(&db, &table) {
-                    for (db, table) in crate::views::reads(&catalog, view) {
+                if let Some(view) = self.catalog.view(&db, &table) {
+                    for (db, table) in crate::views::reads(&self.catalog, view) {
                         self.refs.push(TableReference { db, name: table.clone(), table, write: false });
                     }
                 }
