@@ -201,6 +201,17 @@ class PrivateQuill:
         options.setdefault("connect_timeout", 10)
         return pymysql.connect(host=self.host, port=self.port, user="root", password="", database=database, **options)
 
+    def run(self, *statements: str) -> tuple:
+        """Runs the statements as root on one new connection; the last one's rows."""
+        conn = self.connect()
+        try:
+            with conn.cursor() as c:
+                for sql in statements:
+                    c.execute(sql)
+                return c.fetchall()
+        finally:
+            conn.close()
+
 
 _SESSION_SERVER: Server | None = None
 

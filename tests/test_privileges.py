@@ -38,13 +38,7 @@ def quill(tmp_path_factory):
 
 
 def root_run(server, *statements):
-    conn = server.connect()
-    with conn.cursor() as c:
-        for sql in statements:
-            c.execute(sql)
-        rows = c.fetchall()
-    conn.close()
-    return rows
+    return server.run(*statements)
 
 
 def login(server, user, password=PASSWORD, **options):

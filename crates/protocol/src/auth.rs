@@ -13,16 +13,18 @@
 //!
 //! `caching_sha2_password` fast path: the client answers
 //! `SHA256(password) XOR SHA256(SHA256(SHA256(password)) || scramble)` (note: the stored
-//! value comes first here, the scramble first in native). **The per-account secret the
-//! server must keep is `stage2 = SHA256(SHA256(password))`** (`CachingSha2Secret`):
-//! XOR out `SHA256(stage2 || scramble)`, hash the candidate once more and compare with
-//! `stage2`. With that secret the server never needs the RSA/cleartext "full
-//! authentication" path except to learn the secret; Quill keeps the secret for every account,
-//! so it answers `CACHING_SHA2_FAST_AUTH_SUCCESS` (AuthMoreData 0x01 0x03) after a good fast
-//! response, and may use `CACHING_SHA2_PERFORM_FULL_AUTHENTICATION` (0x01 0x04) only over TLS,
-//! where the client then sends its password in clear followed by NUL
-//! (`verify_caching_sha2_cleartext`). Like native's stage2, this secret must be guarded:
-//! whoever holds it and observes one exchange can recover `SHA256(password)` and log in.
+//! value comes first here, the scramble first in native). The secret the server needs to
+//! check it is `stage2 = SHA256(SHA256(password))` (`CachingSha2Secret`): XOR out
+//! `SHA256(stage2 || scramble)`, hash the candidate once more and compare with `stage2`.
+//! Whoever holds that secret and observes one exchange can recover `SHA256(password)` and
+//! log in, so the server keeps it in memory only, learnt from a "full authentication": it
+//! answers `CACHING_SHA2_PERFORM_FULL_AUTHENTICATION` (AuthMoreData 0x01 0x04), and the
+//! client sends its password, in clear followed by NUL over TLS, or RSA-encrypted without
+//! it (after asking for the server's public key with `CACHING_SHA2_REQUEST_PUBLIC_KEY`, 0x02,
+//! answered with AuthMoreData and the key as PEM). A good fast response is answered with
+//! `CACHING_SHA2_FAST_AUTH_SUCCESS` (0x01 0x03) and then OK. The server side of the full
+//! exchange (the stored hash, the cache, the RSA key) lives in `quill_sql::accounts` and the
+//! server's `rsa_keys`; this module holds the formulas and packets.
 //!
 //! An empty password is stored as `None` and matches only an empty response (a client may
 //! send zero bytes or a single NUL). Comparisons are constant-time.
@@ -200,18 +202,6 @@ pub fn verify_caching_sha2_fast(secret: Option<&CachingSha2Secret>, scramble: &[
     constant_time_eq(&sha256(&[&candidate_stage1]), stage2)
 }
 
-/// Full authentication over TLS: `payload` is the cleartext password the client sent,
-/// usually followed by one NUL.
-#[must_use]
-pub fn verify_caching_sha2_cleartext(secret: Option<&CachingSha2Secret>, payload: &[u8]) -> bool {
-    let password = payload.strip_suffix(&[0]).unwrap_or(payload);
-    match (secret, caching_sha2_secret(password)) {
-        (None, None) => true,
-        (Some(stored), Some(computed)) => constant_time_eq(stored, &computed),
-        _ => false,
-    }
-}
-
 /// AuthSwitchRequest: 0xFE, plugin name, NUL, plugin data (the scramble), NUL.
 pub fn write_auth_switch_request(writer: &mut PacketWriter, plugin_name: &str, scramble: &[u8]) {
     writer.write_packet_with(|out| {
@@ -297,16 +287,6 @@ mod tests {
         let wrong = caching_sha2_scramble(b"secreT", FIXED_SCRAMBLE);
         assert!(!verify_caching_sha2_fast(Some(&secret), FIXED_SCRAMBLE, &wrong));
         assert!(!verify_caching_sha2_fast(Some(&secret), b"zzzzzzzzzzzzzzzzzzzz", &response));
-    }
-
-    #[test]
-    fn caching_sha2_cleartext_full_auth() {
-        let secret = caching_sha2_secret(b"secret").unwrap();
-        assert!(verify_caching_sha2_cleartext(Some(&secret), b"secret\0"));
-        assert!(verify_caching_sha2_cleartext(Some(&secret), b"secret"));
-        assert!(!verify_caching_sha2_cleartext(Some(&secret), b"secret2\0"));
-        assert!(!verify_caching_sha2_cleartext(Some(&secret), b"\0"));
-        assert!(verify_caching_sha2_cleartext(None, b"\0"));
     }
 
     #[test]

@@ -85,6 +85,7 @@ struct Config {
     log_file: String,
     log_pos: u64,
     ssl: bool,
+    get_public_key: bool,
     connect_retry: u64,
     heartbeat_period: f64,
 }
@@ -100,6 +101,7 @@ impl Default for Config {
             log_file: String::new(),
             log_pos: 4,
             ssl: false,
+            get_public_key: false,
             connect_retry: 60,
             heartbeat_period: 30.0,
         }
@@ -109,7 +111,7 @@ impl Default for Config {
 impl Config {
     fn encode(&self) -> String {
         format!(
-            "host={}\nport={}\nuser={}\npassword={}\nauto_position={}\nlog_file={}\nlog_pos={}\nssl={}\nconnect_retry={}\nheartbeat_period={}\n",
+            "host={}\nport={}\nuser={}\npassword={}\nauto_position={}\nlog_file={}\nlog_pos={}\nssl={}\nget_public_key={}\nconnect_retry={}\nheartbeat_period={}\n",
             self.host,
             self.port,
             self.user,
@@ -118,6 +120,7 @@ impl Config {
             self.log_file,
             self.log_pos,
             u8::from(self.ssl),
+            u8::from(self.get_public_key),
             self.connect_retry,
             self.heartbeat_period
         )
@@ -136,6 +139,7 @@ impl Config {
                 "log_file" => c.log_file = v.to_owned(),
                 "log_pos" => c.log_pos = v.parse().unwrap_or(4),
                 "ssl" => c.ssl = v == "1",
+                "get_public_key" => c.get_public_key = v == "1",
                 "connect_retry" => c.connect_retry = v.parse().unwrap_or(60),
                 "heartbeat_period" => c.heartbeat_period = v.parse().unwrap_or(30.0),
                 _ => {}
@@ -262,6 +266,9 @@ impl ReplicaControl for Replica {
         }
         if let Some(v) = options.ssl {
             next.ssl = v;
+        }
+        if let Some(v) = options.get_public_key {
+            next.get_public_key = v;
         }
         if let Some(v) = options.connect_retry {
             next.connect_retry = v;
@@ -390,6 +397,7 @@ impl ReplicaControl for Replica {
             ("Retrieved_Gtid_Set", text(&gtid_text(&s.retrieved))),
             ("Executed_Gtid_Set", text(&gtid_text(&s.executed))),
             ("Auto_Position", Value::UInt(u64::from(config.auto_position))),
+            ("Get_Source_public_key", Value::UInt(u64::from(config.get_public_key))),
             ("Last_Applied_Original_Commit_Us", last_applied.map_or(Value::Null, |a| Value::UInt(a.original_commit_us))),
             ("Last_Applied_End_Apply_Us", last_applied.map_or(Value::Null, |a| Value::UInt(a.end_apply_us))),
         ])
@@ -542,7 +550,15 @@ async fn stream(inner: &Arc<Inner>, config: &Config, executed: &Arc<Mutex<GtidSe
     let engine = &inner.engine;
     let global_on = |name: &str| engine.global(name).is_some_and(|v| v == "ON" || v == "1");
     let net_timeout = Duration::from_secs(engine.global("replica_net_timeout").and_then(|v| v.parse().ok()).unwrap_or(60));
-    let options = ConnectOptions { host: &config.host, port: config.port, user: &config.user, password: &config.password, ssl: config.ssl, net_timeout };
+    let options = ConnectOptions {
+        host: &config.host,
+        port: config.port,
+        user: &config.user,
+        password: &config.password,
+        ssl: config.ssl,
+        get_public_key: config.get_public_key,
+        net_timeout,
+    };
     inner.status.lock().io_state = "Connecting to source";
     let mut conn = match Connection::connect(&options).await {
         Ok(c) => c,

@@ -41,6 +41,8 @@ mod result_sink;
 
 use result_sink::SocketSink;
 
+use crate::rsa_keys::RsaKeys;
+
 /// Bytes read from the socket per read call.
 pub const READ_BUFFER_BYTES: usize = 64 * 1024;
 
@@ -105,6 +107,8 @@ struct Conn {
     scramble: auth::Scramble,
     /// The connection runs over TLS.
     tls: bool,
+    /// caching_sha2_password's key pair, for a full authentication without TLS.
+    rsa: Option<Arc<RsaKeys>>,
 }
 
 /// Why no packet was read.
@@ -265,17 +269,10 @@ fn send_error(w: &mut PacketWriter, caps: u32, e: &SqlError) {
     response::write_err(w, caps, e.code, e.state, &e.message);
 }
 
-/// The secrets an account's authentication string holds (`quill_sql::accounts`): `*` and
-/// hex for mysql_native_password, `$Q$` and hex for caching_sha2_password, empty for no
-/// password (`None`).
-fn account_secrets(account: &Account) -> (Option<auth::NativePasswordHash>, Option<auth::CachingSha2Secret>) {
-    let hash = account.auth_string.as_str();
-    let native = auth::native_password_hash_from_hex(hash);
-    let sha2 = hash.strip_prefix(quill_sql::accounts::CACHING_SHA2_HASH_PREFIX).and_then(|hex| {
-        let bytes: Option<Vec<u8>> = (0..hex.len()).step_by(2).map(|i| hex.get(i..i + 2).and_then(|b| u8::from_str_radix(b, 16).ok())).collect();
-        bytes.and_then(|b| auth::CachingSha2Secret::try_from(b.as_slice()).ok())
-    });
-    (native, sha2)
+/// The secret a `mysql_native_password` account's authentication string holds (`*` and
+/// hex; `None` for no password).
+fn native_secret(account: &Account) -> Option<auth::NativePasswordHash> {
+    auth::native_password_hash_from_hex(&account.auth_string)
 }
 
 enum AuthResult {
@@ -285,6 +282,51 @@ enum AuthResult {
     /// The password was right, and the account is locked (3118).
     Locked,
     Gone,
+}
+
+/// caching_sha2_password, as MySQL 8 runs it: the fast authentication when the account's
+/// secret is known (cached from an earlier full authentication, see `accounts::Sha2Cache`),
+/// else the full one: the password in clear over TLS, or RSA-encrypted without it
+/// (`rsa_keys`), sending the public key first when the client asks. `None`: the client went.
+async fn caching_sha2(
+    conn: &mut Conn,
+    w: &mut PacketWriter,
+    engine: &Engine,
+    scramble: &auth::Scramble,
+    account: &Account,
+    response: &[u8],
+    tls: bool,
+) -> Option<bool> {
+    let empty_response = response.is_empty() || response == [0];
+    if account.auth_string.is_empty() || empty_response {
+        // No password on either side decides at once (a client that sent none is refused
+        // without an exchange, as in MySQL).
+        return Some(account.auth_string.is_empty() && empty_response);
+    }
+    if let Some(secret) = engine.sha2_cache.secret(account)
+        && auth::verify_caching_sha2_fast(Some(&secret), scramble, response)
+    {
+        auth::write_auth_more_data(w, &[auth::CACHING_SHA2_FAST_AUTH_SUCCESS]);
+        return Some(true);
+    }
+    auth::write_auth_more_data(w, &[auth::CACHING_SHA2_PERFORM_FULL_AUTHENTICATION]);
+    let mut answer = conn.exchange(w).await?;
+    let password = if tls {
+        answer.strip_suffix(&[0]).map(<[u8]>::to_vec).unwrap_or(answer)
+    } else {
+        let Some(keys) = conn.rsa.clone() else { return Some(false) };
+        if answer == [auth::CACHING_SHA2_REQUEST_PUBLIC_KEY] {
+            auth::write_auth_more_data(w, keys.public_key_pem().as_bytes());
+            answer = conn.exchange(w).await?;
+        }
+        // A client with the key pinned sends the ciphertext at once; a password in clear
+        // without TLS does not decrypt, and is refused.
+        let Some(password) = keys.decrypt_password(&answer, scramble) else { return Some(false) };
+        password
+    };
+    let Some(secret) = quill_sql::accounts::check_sha2_password(account, &password) else { return Some(false) };
+    engine.sha2_cache.learn(account, secret);
+    Some(true)
 }
 
 /// What a client presented to log in.
@@ -305,13 +347,12 @@ struct Login<'a> {
 /// (cleartext password) may be used.
 async fn authenticate(conn: &mut Conn, w: &mut PacketWriter, engine: &Engine, scramble: &auth::Scramble, login: Login<'_>) -> AuthResult {
     let Some(account) = engine.acl.read().find(login.user, login.peer).cloned() else { return AuthResult::Denied };
-    // A hash its plugin cannot read (a row written by hand, MySQL's `$A$005$` format) is
+    // A hash its plugin cannot read (a row written by hand) is
     // no password: nobody logs in as that account.
     if !quill_sql::accounts::valid_hash(&account.plugin, &account.auth_string) {
         tracing::warn!(user = %account.user, host = %account.host, plugin = %account.plugin, "an account's authentication string does not fit its plugin; its logins are refused");
         return AuthResult::Denied;
     }
-    let (native, sha2) = account_secrets(&account);
     // The account's plugin decides, as in MySQL: a client that answered with another (or
     // set the handshake's data aside, as MariaDB's replica and libmysql do for a plugin
     // they did not choose) is asked again with an AuthSwitchRequest (the same scramble).
@@ -326,19 +367,12 @@ async fn authenticate(conn: &mut Conn, w: &mut PacketWriter, engine: &Engine, sc
         response = r;
     }
     let verified = if plugin == auth::MYSQL_NATIVE_PASSWORD {
-        auth::verify_native_password(native.as_ref(), scramble, &response)
-    } else if auth::verify_caching_sha2_fast(sha2.as_ref(), scramble, &response) {
-        if !response.is_empty() && response != [0] {
-            auth::write_auth_more_data(w, &[auth::CACHING_SHA2_FAST_AUTH_SUCCESS]);
-        }
-        true
-    } else if login.tls {
-        auth::write_auth_more_data(w, &[auth::CACHING_SHA2_PERFORM_FULL_AUTHENTICATION]);
-        let Some(cleartext) = conn.exchange(w).await else { return AuthResult::Gone };
-        auth::verify_caching_sha2_cleartext(sha2.as_ref(), &cleartext)
+        auth::verify_native_password(native_secret(&account).as_ref(), scramble, &response)
     } else {
-        // The full exchange needs TLS here (no RSA key exchange yet).
-        false
+        match caching_sha2(conn, w, engine, scramble, &account, &response, login.tls).await {
+            Some(verified) => verified,
+            None => return AuthResult::Gone,
+        }
     };
     if !verified || (account.require_ssl && !login.tls) {
         return AuthResult::Denied;
@@ -375,7 +409,14 @@ async fn read_exact_packet(stream: &mut Stream, max_packet: usize) -> Option<Vec
 /// Serve one connection until the client quits, idles past `wait_timeout`, or the stream
 /// fails. The handshake must finish within `connect_timeout`, while the connection holds
 /// one of `quill_max_unauthenticated_connections` places in `handshakes`.
-pub async fn serve(stream: TcpStream, engine: Arc<Engine>, connection_id: u32, tls: Option<Arc<rustls::ServerConfig>>, handshakes: Arc<Handshakes>) {
+pub async fn serve(
+    stream: TcpStream,
+    engine: Arc<Engine>,
+    connection_id: u32,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    rsa: Option<Arc<RsaKeys>>,
+    handshakes: Arc<Handshakes>,
+) {
     // An IPv4 client of a listener on `::` arrives as `::ffff:a.b.c.d`: it is that IPv4 host.
     let peer = stream.peer_addr().map(|a| a.ip().to_canonical().to_string()).unwrap_or_else(|_| "unknown".into());
     let _ = stream.set_nodelay(true);
@@ -388,6 +429,7 @@ pub async fn serve(stream: TcpStream, engine: Arc<Engine>, connection_id: u32, t
         write_timeout: seconds(&engine, "net_write_timeout"),
         scramble: auth::generate_scramble(),
         tls: false,
+        rsa,
     };
     let limit = usize::try_from(quill_sql::vars::int_value(&engine.globals.read(), "quill_max_unauthenticated_connections")).unwrap_or(usize::MAX);
     let slot = handshakes.enter(limit);

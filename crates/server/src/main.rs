@@ -7,6 +7,7 @@
 mod config;
 mod conn;
 mod metrics;
+mod rsa_keys;
 mod tls;
 
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -69,6 +70,22 @@ fn main() {
     }
 }
 
+/// caching_sha2_password's key pair, or `None` (logged) when it cannot be had: then a
+/// full authentication needs TLS.
+fn load_rsa_keys(cfg: &config::Config) -> Option<std::sync::Arc<rsa_keys::RsaKeys>> {
+    let value = |name: &str| cfg.globals.get(name).unwrap_or_default().to_owned();
+    let generate = value("caching_sha2_password_auto_generate_rsa_keys") == "ON";
+    let private_path = value("caching_sha2_password_private_key_path");
+    let public_path = value("caching_sha2_password_public_key_path");
+    match rsa_keys::RsaKeys::load(&cfg.datadir, &private_path, &public_path, generate) {
+        Ok(keys) => Some(std::sync::Arc::new(keys)),
+        Err(e) => {
+            tracing::warn!(error = %e, "caching_sha2_password has no RSA key pair; a password it must check in full needs TLS");
+            None
+        }
+    }
+}
+
 async fn run(cfg: config::Config) -> std::io::Result<()> {
     for warning in &cfg.warnings {
         tracing::warn!("{warning}");
@@ -85,11 +102,15 @@ async fn run(cfg: config::Config) -> std::io::Result<()> {
             None
         }
     };
+    let rsa = load_rsa_keys(&cfg);
     let started = std::time::Instant::now();
     let fs: std::sync::Arc<dyn quill_io::Fs> = std::sync::Arc::new(quill_io::RealFs);
     let (engine, opened) = quill_sql::Engine::open(cfg.globals, std::sync::Arc::clone(&fs), &cfg.datadir).map_err(std::io::Error::other)?;
     // Accounts from the grant tables the log and checkpoint restored.
     engine.reload_acl();
+    if let Some(keys) = &rsa {
+        let _ = engine.rsa_public_key_pem.set(keys.public_key_pem().to_owned());
+    }
     if let quill_log::LogEnd::Cut(reason) = &opened.log.end {
         let preserved = opened.log.preserved.as_ref().map_or_else(String::new, |(path, bytes)| format!("{} ({bytes} bytes)", path.display()));
         tracing::warn!(
@@ -140,7 +161,7 @@ async fn run(cfg: config::Config) -> std::io::Result<()> {
                 };
                 let id = next_id.fetch_add(1, Ordering::Relaxed);
                 let engine = engine.clone();
-                tokio::spawn(conn::serve(stream, engine, id, tls.clone(), handshakes.clone()));
+                tokio::spawn(conn::serve(stream, engine, id, tls.clone(), rsa.clone(), handshakes.clone()));
             }
             () = &mut shutdown => {
                 tracing::info!("shutting down");

@@ -36,7 +36,7 @@ pub fn server_config(datadir: &Path) -> Result<Arc<ServerConfig>, String> {
         .collect::<Result<_, _>>()
         .map_err(|e| format!("reading {}: {e}", cert_path.display()))?;
     let key = PrivateKeyDer::from_pem_file(&key_path).map_err(|e| format!("reading {}: {e}", key_path.display()))?;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let config = ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| format!("TLS versions: {e}"))?
@@ -46,7 +46,7 @@ pub fn server_config(datadir: &Path) -> Result<Arc<ServerConfig>, String> {
     Ok(Arc::new(config))
 }
 
-fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
+pub(crate) fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)?;

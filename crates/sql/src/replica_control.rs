@@ -43,6 +43,9 @@ pub struct SourceOptions {
     pub log_file: Option<String>,
     pub log_pos: Option<u64>,
     pub ssl: Option<bool>,
+    /// `GET_SOURCE_PUBLIC_KEY = 1`: without TLS, ask the source for its RSA public key when
+    /// caching_sha2_password needs the password itself (else that fails with 2061, as in MySQL).
+    pub get_public_key: Option<bool>,
     /// Seconds between reconnection attempts.
     pub connect_retry: Option<u64>,
     /// Seconds; 0 turns heartbeats off.
@@ -222,7 +225,7 @@ fn parse_options(text: &str) -> Result<SourceOptions> {
     let text = text.trim().trim_end_matches(';');
     for item in split_items(text) {
         let Some((name, value)) = item.split_once('=') else { return Err(SqlError::parse(item)) };
-        let name = name.trim().to_ascii_uppercase();
+        let name = name.trim().to_ascii_uppercase().replace("GET_SOURCE_PUBLIC_KEY", "GET_PUBLIC_KEY").replace("GET_MASTER_PUBLIC_KEY", "GET_PUBLIC_KEY");
         let name = name.strip_prefix("SOURCE_").or_else(|| name.strip_prefix("MASTER_")).unwrap_or(&name).to_owned();
         let value = value.trim();
         let text_value = || -> Result<String> {
@@ -239,6 +242,7 @@ fn parse_options(text: &str) -> Result<SourceOptions> {
             "LOG_FILE" => options.log_file = Some(text_value()?),
             "LOG_POS" => options.log_pos = Some(number()?),
             "SSL" => options.ssl = Some(number()? != 0),
+            "GET_PUBLIC_KEY" => options.get_public_key = Some(number()? != 0),
             "CONNECT_RETRY" => options.connect_retry = Some(number()?),
             "HEARTBEAT_PERIOD" => options.heartbeat_period = Some(value.parse::<f64>().map_err(|_| SqlError::parse(value))?),
             // Accepted and not needed: MariaDB's GTID mode name (Quill reads MySQL GTIDs).

@@ -66,6 +66,7 @@ impl Engine {
             ("Binlog_cache_disk_use", log_stat(|l| &l.streams)),
             ("Binlog_commits", log_stat(|l| &l.records)),
             ("Binlog_group_commits", log_stat(|l| &l.groups)),
+            ("Caching_sha2_password_rsa_public_key", self.rsa_public_key_pem.get().cloned().unwrap_or_default()),
             ("Com_commit", get(&s.com_commit)),
             ("Com_delete", get(&s.com_delete)),
             ("Com_insert", get(&s.com_insert)),
@@ -336,6 +337,11 @@ pub struct Engine {
     pub schemas: Mutex<crate::schema_history::SchemaHistory>,
     /// Accounts and privileges (`accounts`): replaced whole after an account statement.
     pub acl: RwLock<Arc<crate::accounts::Acl>>,
+    /// caching_sha2_password's secrets learnt from full authentications (`accounts::Sha2Cache`).
+    pub sha2_cache: crate::accounts::Sha2Cache,
+    /// The RSA public key caching_sha2_password sends a client that asks for it, as PEM
+    /// (set by the server, which holds the key pair; status `Caching_sha2_password_rsa_public_key`).
+    pub rsa_public_key_pem: std::sync::OnceLock<String>,
 }
 
 impl Engine {
@@ -364,6 +370,8 @@ impl Engine {
             replica: std::sync::OnceLock::new(),
             schemas: Mutex::new(crate::schema_history::SchemaHistory::default()),
             acl: RwLock::new(Arc::new(crate::accounts::Acl::default())),
+            sha2_cache: crate::accounts::Sha2Cache::default(),
+            rsa_public_key_pem: std::sync::OnceLock::new(),
         })
     }
 

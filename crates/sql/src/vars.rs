@@ -112,6 +112,11 @@ pub const VARIABLES: &[VarDef] = &[
     // The write buffer of a bulk INSERT ... SELECT, multi-row INSERT or LOAD DATA (`dml::bulk`);
     // 0 writes row by row. MySQL's range and default.
     v("bulk_insert_buffer_size", Both, int(0, u64::MAX), Live, "8388608"),
+    // caching_sha2_password's RSA key pair (the server's `rsa_keys`): PEM files, a relative
+    // path under the data directory; made there at start-up when missing and this is ON.
+    v("caching_sha2_password_auto_generate_rsa_keys", Global, Bool, ReadOnly, "ON"),
+    v("caching_sha2_password_private_key_path", Global, Str, ReadOnly, "private_key.pem"),
+    v("caching_sha2_password_public_key_path", Global, Str, ReadOnly, "public_key.pem"),
     v("character_set_client", Both, Str, Live, "utf8mb4"),
     v("character_set_connection", Both, Str, Live, "utf8mb4"),
     v("character_set_database", Both, Str, Inert, "utf8mb4"),

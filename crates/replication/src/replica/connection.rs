@@ -1,13 +1,14 @@
 //! The replica's connection to its source: TCP, TLS when `SOURCE_SSL = 1`, the handshake and
 //! authentication (`mysql_native_password`, `caching_sha2_password` with its fast path, and
-//! its full exchange over TLS), the few queries a replica sends first, the dump request, then
+//! its full exchange: the password over TLS, or RSA-encrypted with the source's public key
+//! when `GET_SOURCE_PUBLIC_KEY = 1`), the few queries a replica sends first, the dump request, then
 //! the event stream, with a semi-sync acknowledgement written back on the same connection.
 //!
 //! The packets are `quill_protocol::client`'s (sans-IO); this module owns the socket. Each
 //! read waits at most `replica_net_timeout`, after which the connection counts as lost, as in
 //! MySQL (a source sends heartbeats more often than that when idle). Errors carry MySQL's
 //! client error numbers (2003 cannot connect, 2013 lost, 2026 TLS, 2027 malformed packet,
-//! 2059 unknown plugin, 2061 full authentication without TLS) or the source's own.
+//! 2059 unknown plugin, 2061 full authentication without TLS or the source's key) or the source's own.
 //!
 //! `SOURCE_SSL = 1` encrypts without verifying the source's certificate, as MySQL does when no
 //! `SOURCE_SSL_CA` is given.
@@ -20,7 +21,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use quill_protocol::auth::{CACHING_SHA2_FAST_AUTH_SUCCESS, CACHING_SHA2_PASSWORD, CACHING_SHA2_PERFORM_FULL_AUTHENTICATION, MYSQL_NATIVE_PASSWORD};
+use quill_protocol::auth::{
+    CACHING_SHA2_FAST_AUTH_SUCCESS, CACHING_SHA2_PASSWORD, CACHING_SHA2_PERFORM_FULL_AUTHENTICATION, CACHING_SHA2_REQUEST_PUBLIC_KEY, MYSQL_NATIVE_PASSWORD,
+};
 use quill_protocol::client::{self, AuthReply, ReplyPacket, ServerError};
 use quill_protocol::command::{BinlogDump, RegisterReplica};
 use quill_protocol::constants::capabilities::{CLIENT_PLUGIN_AUTH, CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA, CLIENT_PROTOCOL_41, CLIENT_SSL};
@@ -50,6 +53,9 @@ pub struct ConnectOptions<'a> {
     pub user: &'a str,
     pub password: &'a str,
     pub ssl: bool,
+    /// `GET_SOURCE_PUBLIC_KEY = 1`: without TLS, fetch the source's RSA key for a full
+    /// caching_sha2_password authentication.
+    pub get_public_key: bool,
     /// `replica_net_timeout`: for connecting, and for each read after.
     pub net_timeout: Duration,
 }
@@ -156,9 +162,12 @@ impl Connection {
             conn.start_tls(options.host).await?;
         }
         let mut plugin = if greeting.auth_plugin_name.is_empty() { MYSQL_NATIVE_PASSWORD.to_owned() } else { greeting.auth_plugin_name };
-        let response = scrambled(&plugin, options.password, &greeting.scramble)?;
+        let mut scramble = greeting.scramble;
+        let response = scrambled(&plugin, options.password, &scramble)?;
         client::write_handshake_response(&mut w, capabilities, options.user, &response, &plugin);
         conn.send(&mut w).await?;
+        // Set once the replica asked for the source's public key: the next AuthMoreData is it.
+        let mut awaiting_key = false;
         for _ in 0..AUTH_ROUNDS_MAX {
             let reply = client::parse_auth_reply(&conn.read_packet().await?)?;
             w.seq = conn.decoder.expected_seq();
@@ -168,22 +177,35 @@ impl Connection {
                     return Ok(conn);
                 }
                 AuthReply::Err(e) => return Err(e.into()),
-                AuthReply::Switch { plugin: next, scramble } => {
-                    w.write_packet(&scrambled(&next, options.password, &scramble)?);
+                AuthReply::Switch { plugin: next, scramble: next_scramble } => {
+                    w.write_packet(&scrambled(&next, options.password, &next_scramble)?);
                     plugin = next;
+                    scramble = next_scramble;
+                }
+                AuthReply::MoreData(pem) if awaiting_key => {
+                    // Without TLS the password goes RSA-encrypted, as the source's rsa_keys reads it.
+                    let ciphertext = encrypt_password(&pem, options.password.as_bytes(), &scramble).ok_or_else(|| {
+                        ConnError::new(2061, "Authentication plugin 'caching_sha2_password' reported error: the source's public key cannot be read.")
+                    })?;
+                    w.write_packet(&ciphertext);
+                    awaiting_key = false;
                 }
                 AuthReply::MoreData(data) if plugin == CACHING_SHA2_PASSWORD && data == [CACHING_SHA2_FAST_AUTH_SUCCESS] => continue,
                 AuthReply::MoreData(data) if plugin == CACHING_SHA2_PASSWORD && data == [CACHING_SHA2_PERFORM_FULL_AUTHENTICATION] => {
-                    if !conn.tls {
+                    if conn.tls {
+                        // Over TLS the password itself is sent.
+                        let mut clear = options.password.as_bytes().to_vec();
+                        clear.push(0);
+                        w.write_packet(&clear);
+                    } else if options.get_public_key {
+                        w.write_packet(&[CACHING_SHA2_REQUEST_PUBLIC_KEY]);
+                        awaiting_key = true;
+                    } else {
                         return Err(ConnError::new(
                             2061,
                             "Authentication plugin 'caching_sha2_password' reported error: Authentication requires secure connection.",
                         ));
                     }
-                    // Over TLS the password itself is sent.
-                    let mut clear = options.password.as_bytes().to_vec();
-                    clear.push(0);
-                    w.write_packet(&clear);
                 }
                 AuthReply::MoreData(_) => return Err(ConnError::new(2027, format!("an authentication exchange of '{plugin}' this replica does not speak"))),
             }
@@ -193,7 +215,7 @@ impl Connection {
     }
 
     async fn start_tls(&mut self, host: &str) -> Result<(), ConnError> {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
         let config = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
             .with_safe_default_protocol_versions()
             .map_err(|e| ConnError::new(2026, format!("SSL connection error: {e}")))?
@@ -336,6 +358,19 @@ impl Connection {
 fn scrambled(plugin: &str, password: &str, scramble: &[u8]) -> Result<Vec<u8>, ConnError> {
     client::auth_response(plugin, password.as_bytes(), scramble)
         .ok_or_else(|| ConnError::new(2059, format!("Authentication plugin '{plugin}' cannot be loaded")))
+}
+
+/// caching_sha2_password's answer without TLS: the password and a NUL, XORed with the
+/// scramble (repeated), encrypted with RSA-OAEP (SHA-1) under the source's public key (PEM
+/// SubjectPublicKeyInfo, as the source sent it). `None` when the key cannot be read.
+fn encrypt_password(public_key_pem: &[u8], password: &[u8], scramble: &[u8]) -> Option<Vec<u8>> {
+    use aws_lc_rs::rsa::{OAEP_SHA1_MGF1SHA1, OaepPublicEncryptingKey, PublicEncryptingKey};
+    let der = pem::parse(public_key_pem).ok()?.into_contents();
+    let key = OaepPublicEncryptingKey::new(PublicEncryptingKey::from_der(&der).ok()?).ok()?;
+    let scramble = &scramble[..scramble.len().min(quill_protocol::auth::SCRAMBLE_LEN)];
+    let plain: Vec<u8> = password.iter().chain(&[0]).zip(scramble.iter().cycle()).map(|(b, s)| b ^ s).collect();
+    let mut out = vec![0; key.ciphertext_size()];
+    Some(key.encrypt(&OAEP_SHA1_MGF1SHA1, &plain, &mut out, None).ok()?.to_vec())
 }
 
 /// Accepts the source's certificate without checking who issued it (`SOURCE_SSL = 1` without

@@ -12,18 +12,27 @@
 //! do; a direct write to the tables takes effect at `FLUSH PRIVILEGES`.
 //!
 //! Passwords are never kept in clear: `mysql_native_password` keeps `SHA1(SHA1(password))`
-//! as `*` and 40 hex digits (MySQL's own format), `caching_sha2_password` keeps
-//! `SHA256(SHA256(password))` as `$Q$` and 64 hex digits (Quill's format: the secret its
-//! fast authentication checks, see `quill_protocol::auth`). Statements that carry a password
-//! are shown with it replaced (`redacted`) in PROCESSLIST and the slow log.
+//! as `*` and 40 hex digits (MySQL's own format), `caching_sha2_password` keeps a salted
+//! SHA-256-crypt hash in MySQL 8's `$A$005$` format (`sha256_crypt`). That hash cannot check
+//! a fast authentication, which needs `SHA256(SHA256(password))` (see
+//! `quill_protocol::auth`): as in MySQL, the server learns that secret from a full
+//! authentication (the password sent over TLS or RSA-encrypted) and keeps it in memory only,
+//! in the [`Sha2Cache`], until the account changes or FLUSH PRIVILEGES. Accounts written by
+//! earlier Quill versions keep `$Q$` and the secret in hex (`LEGACY_CACHING_SHA2_PREFIX`):
+//! they still log in, always by fast authentication. Statements that carry a password are
+//! shown with it replaced (`redacted`) in PROCESSLIST and the slow log.
 //!
 //! Where it sits: `sql`, below the session (which checks each statement, `session::
 //! privileges`) and the server (which authenticates against [`Acl::find`]).
 
 pub mod grant_tables;
+pub mod sha256_crypt;
 pub mod statements;
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
+
+use parking_lot::Mutex;
 
 use sha1::Digest as _;
 
@@ -117,8 +126,15 @@ pub fn privilege_list(privs: Privs) -> String {
 
 pub const MYSQL_NATIVE_PASSWORD: &str = "mysql_native_password";
 pub const CACHING_SHA2_PASSWORD: &str = "caching_sha2_password";
-/// Prefix of Quill's `caching_sha2_password` hash: `$Q$` and `SHA256(SHA256(password))` in hex.
-pub const CACHING_SHA2_HASH_PREFIX: &str = "$Q$";
+/// Prefix of the `caching_sha2_password` hash earlier Quill versions wrote: `$Q$` and
+/// `SHA256(SHA256(password))` in hex, the fast-authentication secret itself. Read, never written.
+pub const LEGACY_CACHING_SHA2_PREFIX: &str = "$Q$";
+/// The longest password `caching_sha2_password` takes (MySQL's
+/// `CACHING_SHA2_PASSWORD_MAX_PASSWORD_LENGTH`): SHA-256-crypt's work grows with the square
+/// of the password's length, and a full authentication runs it for whoever connects.
+pub const CACHING_SHA2_PASSWORD_BYTES_MAX: usize = 256;
+/// The fast-authentication secret of `caching_sha2_password`: `SHA256(SHA256(password))`.
+pub type Sha2Secret = [u8; 32];
 
 /// The authentication string `plugin` keeps for `password` (empty for an empty password,
 /// as MySQL keeps it).
@@ -127,31 +143,118 @@ pub fn hash_password(plugin: &str, password: &str) -> String {
     if password.is_empty() {
         return String::new();
     }
-    let hex = |bytes: &[u8]| {
-        bytes.iter().fold(String::new(), |mut s, b| {
-            let _ = write!(s, "{b:02X}");
-            s
-        })
-    };
     if plugin == MYSQL_NATIVE_PASSWORD {
         let stage2 = sha1::Sha1::digest(sha1::Sha1::digest(password.as_bytes()));
-        format!("*{}", hex(&stage2))
+        let hex = stage2.iter().fold(String::new(), |mut s, b| {
+            let _ = write!(s, "{b:02X}");
+            s
+        });
+        format!("*{hex}")
     } else {
-        let stage2 = sha2::Sha256::digest(sha2::Sha256::digest(password.as_bytes()));
-        format!("{CACHING_SHA2_HASH_PREFIX}{}", hex(&stage2))
+        sha256_crypt::hash(password.as_bytes())
     }
 }
 
 /// Whether `hash` is an authentication string `plugin` can check logins against.
 #[must_use]
 pub fn valid_hash(plugin: &str, hash: &str) -> bool {
-    let hex_of = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_hexdigit());
     hash.is_empty()
         || match plugin {
-            MYSQL_NATIVE_PASSWORD => hash.strip_prefix('*').is_some_and(|h| hex_of(h, 40)),
-            CACHING_SHA2_PASSWORD => hash.strip_prefix(CACHING_SHA2_HASH_PREFIX).is_some_and(|h| hex_of(h, 64)),
+            MYSQL_NATIVE_PASSWORD => hash.strip_prefix('*').is_some_and(|h| hex_bytes::<20>(h).is_some()),
+            CACHING_SHA2_PASSWORD => sha256_crypt::is_valid(hash) || legacy_sha2_secret(hash).is_some(),
             _ => false,
         }
+}
+
+/// The secret a `$Q$` hash holds.
+#[must_use]
+pub fn legacy_sha2_secret(hash: &str) -> Option<Sha2Secret> {
+    hash.strip_prefix(LEGACY_CACHING_SHA2_PREFIX).and_then(hex_bytes::<32>)
+}
+
+/// `N` bytes written as `2 * N` hex digits.
+fn hex_bytes<const N: usize>(hex: &str) -> Option<[u8; N]> {
+    if hex.len() != 2 * N {
+        return None;
+    }
+    let mut out = [0; N];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
+/// Whether `password`, sent in clear in a `caching_sha2_password` full authentication, is
+/// `account`'s: the fast-authentication secret to cache if it is.
+#[must_use]
+pub fn check_sha2_password(account: &Account, password: &[u8]) -> Option<Sha2Secret> {
+    if password.len() > CACHING_SHA2_PASSWORD_BYTES_MAX {
+        return None;
+    }
+    let secret: Sha2Secret = sha2::Sha256::digest(sha2::Sha256::digest(password)).into();
+    let right = if account.auth_string.is_empty() {
+        password.is_empty()
+    } else if let Some(stored) = legacy_sha2_secret(&account.auth_string) {
+        !password.is_empty() && stored.iter().zip(&secret).fold(0u8, |d, (a, b)| d | (a ^ b)) == 0
+    } else {
+        !password.is_empty() && sha256_crypt::verify(&account.auth_string, password)
+    };
+    right.then_some(secret)
+}
+
+/// `caching_sha2_password`'s cache: the fast-authentication secret of each account that
+/// completed a full authentication, kept in memory only (module doc).
+///
+/// Bound: one entry per account. An entry is learnt under one authentication string and
+/// answers only while the account still has it; entries of accounts that changed or went
+/// are dropped whenever the ACL reloads ([`Sha2Cache::retain`]), and FLUSH PRIVILEGES
+/// empties the cache, as MySQL's does.
+#[derive(Debug, Default)]
+pub struct Sha2Cache {
+    /// (user, host) to (the authentication string, the secret learnt under it).
+    entries: Mutex<HashMap<(String, String), (String, Sha2Secret)>>,
+}
+
+impl Sha2Cache {
+    /// The secret a fast authentication of `account` checks against: the one its legacy
+    /// hash holds, or the cached one.
+    #[must_use]
+    pub fn secret(&self, account: &Account) -> Option<Sha2Secret> {
+        if let Some(secret) = legacy_sha2_secret(&account.auth_string) {
+            return Some(secret);
+        }
+        let entries = self.entries.lock();
+        entries.get(&(account.user.clone(), account.host.clone())).filter(|(auth, _)| *auth == account.auth_string).map(|(_, s)| *s)
+    }
+
+    /// Remember `secret`, just checked by a full authentication of `account`.
+    pub fn learn(&self, account: &Account, secret: Sha2Secret) {
+        if account.auth_string.is_empty() || legacy_sha2_secret(&account.auth_string).is_some() {
+            return;
+        }
+        self.entries.lock().insert((account.user.clone(), account.host.clone()), (account.auth_string.clone(), secret));
+    }
+
+    /// Keep only the entries of accounts `acl` still has with the same authentication string.
+    pub fn retain(&self, acl: &Acl) {
+        self.entries.lock().retain(|(user, host), (auth, _)| acl.account(user, host).is_some_and(|a| a.auth_string == *auth));
+    }
+
+    /// Forget every secret (FLUSH PRIVILEGES).
+    pub fn clear(&self) {
+        self.entries.lock().clear();
+    }
+
+    /// How many accounts have a cached secret.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.entries.lock().len()
+    }
+
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// One account, as `mysql.user` has it.
@@ -306,6 +409,42 @@ mod tests {
         assert!(valid_hash(CACHING_SHA2_PASSWORD, &sha2) && !sha2.contains("secret"));
         assert_eq!(hash_password(CACHING_SHA2_PASSWORD, ""), "");
         assert!(!valid_hash(CACHING_SHA2_PASSWORD, "$A$005$abc"));
+    }
+
+    #[test]
+    fn a_full_authentication_fills_the_cache_until_the_account_changes() {
+        let mut a = account("app", "%");
+        a.auth_string = hash_password(CACHING_SHA2_PASSWORD, "pw");
+        let cache = Sha2Cache::default();
+        assert_eq!(cache.secret(&a), None, "nothing is known before a full authentication");
+        assert_eq!(check_sha2_password(&a, b"wrong"), None);
+        let secret = check_sha2_password(&a, b"pw").expect("the right password");
+        let expected: Sha2Secret = sha2::Sha256::digest(sha2::Sha256::digest(b"pw")).into();
+        assert_eq!(secret, expected);
+        cache.learn(&a, secret);
+        assert_eq!(cache.secret(&a), Some(secret));
+        cache.retain(&Acl::new(vec![a.clone()], vec![]));
+        assert_eq!(cache.len(), 1, "an unchanged account keeps its entry");
+
+        let mut changed = a.clone();
+        changed.auth_string = hash_password(CACHING_SHA2_PASSWORD, "pw");
+        assert_eq!(cache.secret(&changed), None, "a new hash (new salt) is a new password");
+        cache.retain(&Acl::new(vec![changed], vec![]));
+        assert!(cache.is_empty());
+        cache.learn(&a, secret);
+        cache.clear();
+        assert_eq!(cache.secret(&a), None);
+    }
+
+    #[test]
+    fn legacy_hashes_hold_their_secret_and_empty_passwords_need_none() {
+        let mut a = account("old", "%");
+        a.auth_string = format!("{LEGACY_CACHING_SHA2_PREFIX}{}", "AB".repeat(32));
+        assert!(valid_hash(CACHING_SHA2_PASSWORD, &a.auth_string));
+        assert_eq!(Sha2Cache::default().secret(&a), Some([0xAB; 32]));
+        let empty = account("none", "%");
+        assert!(check_sha2_password(&empty, b"").is_some());
+        assert!(check_sha2_password(&empty, b"x").is_none());
     }
 
     #[test]

@@ -331,6 +331,21 @@ impl Parser<'_> {
         }
     }
 
+    /// `AS 'hash'`, or `AS 0x...` as MySQL prints a hash with unprintable bytes (a salt
+    /// from a MySQL server may hold any byte but NUL and `$`).
+    fn hash_literal(&mut self) -> Result<String> {
+        if let Some(Token::Word(w)) = self.tokens.get(self.at)
+            && let Some(hex) = w.strip_prefix("0x").or_else(|| w.strip_prefix("0X"))
+        {
+            let bytes: Option<Vec<u8>> =
+                (hex.len() % 2 == 0).then(|| (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).ok()).collect()).flatten();
+            let text = bytes.and_then(|b| String::from_utf8(b).ok()).ok_or_else(|| self.error())?;
+            self.at += 1;
+            return Ok(text);
+        }
+        self.string()
+    }
+
     fn statement(&mut self, kind: &str) -> Result<AccountStatement> {
         let statement = match kind {
             "CREATE" => {
@@ -449,7 +464,7 @@ impl Parser<'_> {
             return Ok(Auth::Password { plugin: Some(plugin), password: self.string()? });
         }
         if self.eat_word("AS") {
-            return Ok(Auth::Hash { plugin, hash: self.string()? });
+            return Ok(Auth::Hash { plugin, hash: self.hash_literal()? });
         }
         Ok(Auth::Plugin(plugin))
     }

@@ -5,11 +5,13 @@
 //! writes: until then the ACL is that one account, so a fresh server's binary log holds only
 //! what its users did.
 
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 use quill_storage::Value;
 
 use super::{Outcome, Session};
+
 use crate::accounts::grant_tables::{self, literal};
 use crate::accounts::statements::{AccountOptions, AccountStatement, Auth, Level, PrivilegeSet, UserName, UserSpec};
 use crate::accounts::{self, Account, Acl, Grant, Privs};
@@ -47,6 +49,7 @@ impl crate::session::Engine {
             Ok(t) if t.data.statistics().rows > 0 => grant_tables::load(&catalog),
             _ => initial_acl(),
         };
+        self.sha2_cache.retain(&acl);
         *self.acl.write() = Arc::new(acl);
     }
 }
@@ -71,6 +74,7 @@ impl Session {
         match statement {
             AccountStatement::FlushPrivileges => {
                 self.require_global(accounts::RELOAD, "RELOAD")?;
+                self.info.engine.sha2_cache.clear();
                 self.info.engine.reload_acl();
                 Ok(Outcome::ok())
             }
@@ -396,6 +400,9 @@ fn credentials(auth: Option<&Auth>, current: Option<&str>) -> Result<(String, St
         Some(Auth::Password { plugin, password }) => {
             let plugin = plugin.clone().unwrap_or_else(default_plugin);
             known(&plugin)?;
+            if plugin == accounts::CACHING_SHA2_PASSWORD && password.len() > accounts::CACHING_SHA2_PASSWORD_BYTES_MAX {
+                return Err(SqlError::new((1819, "HY000"), "Your password does not satisfy the current policy requirements"));
+            }
             let hash = accounts::hash_password(&plugin, password);
             (plugin, hash)
         }
@@ -496,7 +503,17 @@ fn create_user_text(a: &Account) -> String {
     let identified = if a.auth_string.is_empty() {
         format!("IDENTIFIED WITH '{}'", a.plugin)
     } else {
-        format!("IDENTIFIED WITH '{}' AS {}", a.plugin, literal(&a.auth_string))
+        // A hash with unprintable bytes (a salt made by a MySQL server) is written in hex,
+        // as MySQL's print_identified_with_as_hex writes it, so the statement runs again.
+        let hash = if a.auth_string.bytes().any(|b| b.is_ascii_control()) {
+            a.auth_string.bytes().fold("0x".to_owned(), |mut s, b| {
+                let _ = write!(s, "{b:02X}");
+                s
+            })
+        } else {
+            literal(&a.auth_string)
+        };
+        format!("IDENTIFIED WITH '{}' AS {hash}", a.plugin)
     };
     format!(
         "CREATE USER {} {identified} REQUIRE {} PASSWORD EXPIRE DEFAULT ACCOUNT {} PASSWORD HISTORY DEFAULT PASSWORD REUSE INTERVAL DEFAULT PASSWORD REQUIRE CURRENT DEFAULT",
