@@ -17,7 +17,8 @@
 //!    first.
 //!
 //! `ON` conditions of inner joins become WHERE conjuncts ([`flatten`]), which is the same
-//! query. A block with an outer join, `USING`, `NATURAL` or `STRAIGHT_JOIN` keeps its written
+//! query. A RIGHT JOIN is read as the LEFT JOIN with its tables swapped
+//! ([`right_joins_as_left`]). A block with an outer join, `USING`, `NATURAL` or `STRAIGHT_JOIN` keeps its written
 //! order. `SELECT *` lists columns in the written order whatever the order of reading
 //! (`query::plan_block`); rows come out in the order of reading, which SQL leaves open
 //! without ORDER BY.
@@ -34,6 +35,45 @@ pub const JOIN_ORDER_TABLES_MIN: usize = 3;
 
 /// Rows a derived table is guessed to have (its size is unknown before it runs).
 const DERIVED_ROWS_GUESS: f64 = 1000.0;
+
+/// The block with each `a RIGHT JOIN b ON c` written as `b LEFT JOIN a ON c`, which is the
+/// same join, and each table's place in the order `SELECT *` lists them: as written, but for
+/// `RIGHT JOIN ... USING`, whose right table MySQL lists first; `None` when the block has no
+/// RIGHT JOIN.
+///
+/// # Errors
+/// A RIGHT JOIN after another join of its FROM item (`a JOIN b RIGHT JOIN c`), whose left
+/// side is a join: that would need a parenthesized join as the inner side, which the
+/// executor's chain of joined tables cannot hold.
+pub fn right_joins_as_left(s: &ast::Select) -> crate::error::Result<Option<(ast::Select, Vec<usize>)>> {
+    let is_right = |j: &ast::Join| matches!(j.join_operator, JoinOperator::RightOuter(_) | JoinOperator::Right(_));
+    if !s.from.iter().any(|t| t.joins.iter().any(is_right)) {
+        return Ok(None);
+    }
+    let mut from = Vec::with_capacity(s.from.len());
+    let mut written = Vec::new();
+    for twj in &s.from {
+        let base = written.len();
+        written.extend(base..=base + twj.joins.len());
+        if twj.joins.iter().skip(1).any(is_right) {
+            return Err(crate::error::SqlError::unsupported("RIGHT JOIN after another join in one FROM item (write it as a LEFT JOIN)"));
+        }
+        match twj.joins.first() {
+            Some(first) if is_right(first) => {
+                let (JoinOperator::RightOuter(c) | JoinOperator::Right(c)) = &first.join_operator else { unreachable!("matched above") };
+                let mut joins = vec![ast::Join { relation: twj.relation.clone(), global: false, join_operator: JoinOperator::LeftOuter(c.clone()) }];
+                joins.extend(twj.joins[1..].iter().cloned());
+                from.push(TableWithJoins { relation: first.relation.clone(), joins });
+                // With USING, MySQL lists the right table's columns first too.
+                if !matches!(c, JoinConstraint::Using(_)) {
+                    written.swap(base, base + 1);
+                }
+            }
+            _ => from.push(twj.clone()),
+        }
+    }
+    Ok(Some((ast::Select { from, ..s.clone() }, written)))
+}
 
 /// The block's inner joins as a list of tables and their ON conditions as WHERE conjuncts,
 /// when the block may be reordered (module doc); `None` otherwise.

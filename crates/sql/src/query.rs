@@ -686,6 +686,9 @@ fn plan_block(
     offset: Option<Expr>,
     outer: &[&Scope],
 ) -> Result<(SelectPlan, bool)> {
+    if let Some((as_left, written)) = crate::join_order::right_joins_as_left(s)? {
+        return plan_block_in(env, &as_left, order, limit, offset, outer, Some(&written));
+    }
     // Three or more tables joined by inner joins: planned in the written order to bind the
     // conditions, then again in the order `join_order` picks, if another.
     if let Some(flat) = crate::join_order::flatten(s) {
@@ -730,7 +733,7 @@ fn plan_block_in(
             let (kind, constraint) = match &j.join_operator {
                 JoinOperator::Inner(c) | JoinOperator::Join(c) | JoinOperator::CrossJoin(c) | JoinOperator::StraightJoin(c) => (JoinKind::Inner, Some(c)),
                 JoinOperator::LeftOuter(c) | JoinOperator::Left(c) => (JoinKind::Left, Some(c)),
-                JoinOperator::RightOuter(_) | JoinOperator::Right(_) => return Err(SqlError::unsupported("RIGHT JOIN")),
+                JoinOperator::RightOuter(_) | JoinOperator::Right(_) => unreachable!("join_order::right_joins_as_left made it a LEFT JOIN"),
                 other => return Err(SqlError::unsupported(format!("join {other:?}"))),
             };
             let (on, using) = match constraint {
@@ -745,6 +748,8 @@ fn plan_block_in(
     }
     // Bind ON conditions now that the whole scope is known (MySQL would reject
     // forward references; binding against the prefix keeps that rule).
+    // The columns USING joined, which `SELECT *` lists first: the last join's first.
+    let mut coalesced: Vec<usize> = Vec::new();
     for (i, _, on, using) in pending_on {
         let src_offset = sources[i].offset;
         let src_width = sources[i].width;
@@ -761,6 +766,8 @@ fn plan_block_in(
                 .find(|&c| scope.columns[c].name.eq_ignore_ascii_case(&name) && !scope.columns[c].hidden)
                 .ok_or_else(|| SqlError::bad_field(&name, "from clause"))?;
             scope.columns[right].hidden = true;
+            coalesced.retain(|&c| c != left);
+            coalesced.insert(0, left);
             let coll = scope.columns[left].ty.collation();
             let eq = Expr::Cmp(CmpOp::Eq, Box::new(Expr::Column(left)), Box::new(Expr::Column(right)), coll);
             cond = Some(match cond {
@@ -789,13 +796,18 @@ fn plan_block_in(
                 if scope.columns.is_empty() {
                     return Err(SqlError::new(codes::ER_NO_DB_ERROR, "No tables used"));
                 }
-                // In the order the query wrote its tables, whatever the order of reading.
+                // Columns joined by USING first (as MySQL lists them), then the rest in the
+                // order the query wrote its tables, whatever the order of reading.
+                for &i in &coalesced {
+                    projection.push(Expr::Column(i));
+                    columns.push(out_column(&scope.columns[i], &scope.columns[i].name));
+                }
                 let mut in_written_order: Vec<usize> = (0..sources.len()).collect();
                 if let Some(written) = written {
                     in_written_order.sort_by_key(|&p| written[p]);
                 }
                 for s in in_written_order.iter().map(|&p| &sources[p]) {
-                    for (i, c) in scope.columns.iter().enumerate().skip(s.offset).take(s.width).filter(|(_, c)| !c.hidden) {
+                    for (i, c) in scope.columns.iter().enumerate().skip(s.offset).take(s.width).filter(|(i, c)| !c.hidden && !coalesced.contains(i)) {
                         projection.push(Expr::Column(i));
                         columns.push(out_column(c, &c.name));
                     }
