@@ -400,6 +400,22 @@ impl<'a, 'e> Binder<'a, 'e> {
         }))
     }
 
+    /// `e` as a number where MySQL reads an ENUM as one (arithmetic, a comparison with a
+    /// number, ORDER BY): its member's 1-based place, 0 for the empty error value, NULL for
+    /// NULL. Any other expression unchanged.
+    #[must_use]
+    pub fn enum_as_number(&self, e: Expr) -> Expr {
+        let SqlType::Enum { members, .. } = self.type_of(&e) else { return e };
+        let mut args = vec![e.clone()];
+        args.extend(members.iter().map(|m| Expr::Const(Value::Str(m.clone()))));
+        Expr::Case {
+            operand: None,
+            whens: vec![(Expr::IsNull(Box::new(e), false), Expr::Const(Value::Null))],
+            otherwise: Some(Box::new(Expr::Func(Func::Field, args))),
+            collation: Collation::Binary,
+        }
+    }
+
     fn binary(&self, left: &ast::Expr, op: &BinaryOperator, right: &ast::Expr) -> Result<Expr> {
         // `d + INTERVAL n unit` and `d - INTERVAL n unit`.
         if let ast::Expr::Interval(iv) = right
@@ -412,7 +428,23 @@ impl<'a, 'e> Binder<'a, 'e> {
         {
             return self.interval_add(right, iv, false);
         }
-        let (a, b) = (self.bind(left)?, self.bind(right)?);
+        let (mut a, mut b) = (self.bind(left)?, self.bind(right)?);
+        let arithmetic = matches!(
+            op,
+            BinaryOperator::Plus
+                | BinaryOperator::Minus
+                | BinaryOperator::Multiply
+                | BinaryOperator::Divide
+                | BinaryOperator::Modulo
+                | BinaryOperator::MyIntegerDivide
+        );
+        // An ENUM in arithmetic, or compared with a number, is its member's number.
+        if arithmetic || self.type_of(&b).is_numeric() {
+            a = self.enum_as_number(a);
+        }
+        if arithmetic || self.type_of(&a).is_numeric() {
+            b = self.enum_as_number(b);
+        }
         let cmp = |o: CmpOp| {
             // A JSON string compared with an SQL string compares its text, unquoted.
             let unquoted = |x: &Expr, other: &Expr| {

@@ -891,6 +891,8 @@ fn plan_block_in(
                 }
             }
         };
+        // An ENUM sorts by its member's number, as MySQL sorts it.
+        let e = obinder.enum_as_number(e);
         let coll = obinder.collation_of(&e);
         order_by.push((e, asc, coll));
     }
