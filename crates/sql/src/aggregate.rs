@@ -1,6 +1,8 @@
 //! Aggregate functions' running state: one [`Accumulator`] per aggregate and group (GROUP BY),
 //! or per window frame (`window`). COUNT, SUM, AVG, MIN, MAX, GROUP_CONCAT, BIT_AND, BIT_OR,
-//! each with DISTINCT; NULLs are skipped, as in MySQL.
+//! each with DISTINCT; NULLs are skipped, as in MySQL. JSON_ARRAYAGG and JSON_OBJECTAGG
+//! gather their rows' JSON texts (never NULL: the binder made NULL `null`) and build the
+//! document at the end.
 
 use std::cmp::Ordering;
 
@@ -35,7 +37,7 @@ impl Accumulator {
             AggFunc::Count | AggFunc::CountStar => Accumulator::Count(0),
             AggFunc::Sum | AggFunc::Avg => Accumulator::Sum(None, 0),
             AggFunc::Min | AggFunc::Max => Accumulator::MinMax(None),
-            AggFunc::GroupConcat => Accumulator::Concat(Vec::new()),
+            AggFunc::GroupConcat | AggFunc::JsonArrayAgg | AggFunc::JsonObjectAgg => Accumulator::Concat(Vec::new()),
             AggFunc::BitAnd | AggFunc::BitOr => Accumulator::Bits(None),
         }
     }
@@ -121,13 +123,23 @@ impl Accumulator {
                 }
             }
             Accumulator::MinMax(Some(v)) => v,
-            Accumulator::Concat(parts) => {
-                if parts.is_empty() {
-                    Value::Null
-                } else {
-                    Value::Str(parts.join(","))
+            Accumulator::Concat(parts) if parts.is_empty() => Value::Null,
+            Accumulator::Concat(parts) => match spec.func {
+                AggFunc::JsonArrayAgg => {
+                    let items = parts.iter().map(|p| crate::json::parse(p).unwrap_or(serde_json::Value::Null)).collect();
+                    Value::Str(crate::json::to_text(&serde_json::Value::Array(items)))
                 }
-            }
+                AggFunc::JsonObjectAgg => {
+                    let mut members = serde_json::Map::new();
+                    for part in &parts {
+                        if let Ok(serde_json::Value::Object(pair)) = crate::json::parse(part) {
+                            members.extend(pair);
+                        }
+                    }
+                    Value::Str(crate::json::to_text(&serde_json::Value::Object(members)))
+                }
+                _ => Value::Str(parts.join(",")),
+            },
             Accumulator::Bits(v) => Value::UInt(v.unwrap_or(if spec.func == AggFunc::BitAnd { u64::MAX } else { 0 })),
             Accumulator::Distinct(vals, _) => {
                 let mut inner = Accumulator::new(&AggSpec { distinct: false, ..spec.clone() });

@@ -579,7 +579,7 @@ impl<'a, 'e> Binder<'a, 'e> {
                 return Err(SqlError::new(codes::ER_INVALID_GROUP_FUNC_USE, "Invalid use of group function"));
             };
             let star = matches!(args.first(), Some(FunctionArgExpr::Wildcard));
-            if args.len() > 1 {
+            if args.len() > 1 && agg != AggFunc::JsonObjectAgg {
                 // COUNT(DISTINCT a, b) and GROUP_CONCAT(a, b): refused rather than answered
                 // from the first argument alone.
                 return Err(SqlError::unsupported(format!("{name} with more than one argument")));
@@ -589,7 +589,14 @@ impl<'a, 'e> Binder<'a, 'e> {
             } else {
                 // Aggregate arguments are bound without aggregates allowed.
                 let inner = Binder { aggs: None, aliases: &[], ..self.clone_shallow() };
-                (agg, Some(inner.bind(expr_arg(0)?)?))
+                let bound = args
+                    .iter()
+                    .map(|a| match a {
+                        FunctionArgExpr::Expr(e) => inner.bind(e),
+                        _ => Err(SqlError::parse(&name)),
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                (agg, Some(self.aggregate_argument(agg, &name, distinct, bound)?))
             };
             let arg_ty = arg.as_ref().map_or(SqlType::bigint(), |a| self.type_of(a));
             let ty = agg_type(func, &arg_ty);
@@ -638,7 +645,10 @@ impl<'a, 'e> Binder<'a, 'e> {
         let func = Func::by_name(&name, bound.len()).ok_or_else(|| {
             SqlError::new(
                 codes::ER_SP_DOES_NOT_EXIST,
-                format!("FUNCTION {}.{} does not exist", self.env.info.db.clone().unwrap_or_default(), name.to_ascii_lowercase()),
+                match &self.env.info.db {
+                    Some(db) => format!("FUNCTION {db}.{} does not exist", name.to_ascii_lowercase()),
+                    None => format!("FUNCTION {} does not exist", name.to_ascii_lowercase()),
+                },
             )
         })?;
         let (lo, hi) = func.arity();
@@ -697,6 +707,28 @@ impl<'a, 'e> Binder<'a, 'e> {
 
     /// An SQL value as a JSON function takes it: JSON stays JSON, a truth value is `true` or
     /// `false`, anything else its JSON scalar.
+    /// The one expression an aggregate reads from each row: its argument, or for the JSON
+    /// aggregates the argument made JSON (JSON_ARRAYAGG) or the row's JSON_OBJECT(k, v)
+    /// (JSON_OBJECTAGG, which 3158 refuses for a NULL key).
+    fn aggregate_argument(&self, agg: AggFunc, name: &str, distinct: bool, mut args: Vec<Expr>) -> Result<Expr> {
+        let json = matches!(agg, AggFunc::JsonArrayAgg | AggFunc::JsonObjectAgg);
+        if json && distinct {
+            return Err(SqlError::new(codes::ER_PARSE_ERROR, format!("You have an error in your SQL syntax near 'DISTINCT' in {name}")));
+        }
+        let wanted = if agg == AggFunc::JsonObjectAgg { 2 } else { 1 };
+        if args.len() != wanted {
+            return Err(SqlError::new(codes::ER_WRONG_PARAMCOUNT_TO_NATIVE_FCT, format!("Incorrect parameter count in the call to native function '{name}'")));
+        }
+        Ok(match agg {
+            AggFunc::JsonArrayAgg => self.to_json(args.remove(0), false),
+            AggFunc::JsonObjectAgg => {
+                let value = self.to_json(args.remove(1), false);
+                Expr::Func(Func::Json(crate::json::JsonFunc::Object), vec![args.remove(0), value])
+            }
+            _ => args.remove(0),
+        })
+    }
+
     fn to_json(&self, e: Expr, literal_truth: bool) -> Expr {
         let json = self.type_of(&e) == SqlType::Json;
         let truth = literal_truth || e.is_truth_value();
@@ -729,7 +761,7 @@ impl<'a, 'e> Binder<'a, 'e> {
                 }
                 let star = matches!(args.first(), Some(FunctionArgExpr::Wildcard));
                 let func = if agg == AggFunc::Count && star { AggFunc::CountStar } else { agg };
-                let arg = if star { None } else { bound.first().cloned() };
+                let arg = if star || bound.is_empty() { None } else { Some(inner.aggregate_argument(agg, name, false, bound.clone())?) };
                 let arg_ty = arg.as_ref().map_or(SqlType::bigint(), |a| inner.type_of(a));
                 let collation = arg.as_ref().map_or(Collation::default(), |a| inner.collation_of(a));
                 crate::window::WindowFunc::Aggregate(AggSpec { func, arg, distinct: false, ty: agg_type(func, &arg_ty), collation })
@@ -931,6 +963,8 @@ fn agg_func(name: &str) -> Option<AggFunc> {
         "GROUP_CONCAT" => AggFunc::GroupConcat,
         "BIT_AND" => AggFunc::BitAnd,
         "BIT_OR" => AggFunc::BitOr,
+        "JSON_ARRAYAGG" => AggFunc::JsonArrayAgg,
+        "JSON_OBJECTAGG" => AggFunc::JsonObjectAgg,
         _ => return None,
     })
 }
@@ -951,6 +985,7 @@ fn agg_type(f: AggFunc, arg: &SqlType) -> SqlType {
         AggFunc::Min | AggFunc::Max => arg.clone(),
         AggFunc::GroupConcat => SqlType::Text { kind: LobKind::Normal, collation: Collation::default() },
         AggFunc::BitAnd | AggFunc::BitOr => SqlType::Int { kind: IntKind::Big, unsigned: true, display: None },
+        AggFunc::JsonArrayAgg | AggFunc::JsonObjectAgg => SqlType::Json,
     }
 }
 

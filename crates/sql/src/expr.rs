@@ -66,6 +66,12 @@ pub enum AggFunc {
     GroupConcat,
     BitAnd,
     BitOr,
+    /// JSON_ARRAYAGG(v): the values as a JSON array (NULL as `null`); its argument is made
+    /// JSON by the binder.
+    JsonArrayAgg,
+    /// JSON_OBJECTAGG(k, v): an object of the pairs (the last value of a key kept); its
+    /// argument is the binder's JSON_OBJECT(k, v) of each row.
+    JsonObjectAgg,
 }
 
 #[derive(Debug, Clone)]

@@ -80,6 +80,9 @@ pub enum Func {
     /// `ELT(n, a, b, ...)`: the n-th of the rest, NULL out of range.
     Elt,
     Locate,
+    /// `CHAR(n, ...)`: the bytes of each integer (big-endian, without leading zero bytes),
+    /// NULLs skipped: a binary string.
+    Char,
     Hex,
     Space,
     Now(u8),
@@ -176,6 +179,7 @@ impl Func {
             "ELT" => Func::Elt,
             "LOCATE" | "POSITION" => Func::Locate,
             "HEX" => Func::Hex,
+            "CHAR" => Func::Char,
             "SPACE" => Func::Space,
             "NOW" | "CURRENT_TIMESTAMP" | "LOCALTIME" | "LOCALTIMESTAMP" => Func::Now(0),
             "SYSDATE" => Func::SysDate(0),
@@ -241,7 +245,7 @@ impl Func {
     pub fn arity(self) -> (usize, usize) {
         use Func::*;
         match self {
-            Concat | Coalesce | Greatest | Least => (1, usize::MAX),
+            Concat | Coalesce | Greatest | Least | Char => (1, usize::MAX),
             ConcatWs | Field | Elt => (2, usize::MAX),
             FindInSet => (2, 2),
             Json(j) => j.arity(),
@@ -325,6 +329,7 @@ impl Func {
         match self {
             // HEX always gives text (hex digits), whatever its argument.
             Hex => text,
+            Char => SqlType::VarBinary(255),
             Concat | ConcatWs | Substring | Left | Right | Lower | Upper | Trim | LTrim | RTrim | TrimChars(_) | Replace | Lpad | Rpad | Repeat | Reverse
             | Space | DateFormat => {
                 if args.first().is_some_and(|t| t.is_binary()) {
@@ -435,7 +440,7 @@ pub fn call(f: Func, args: &[Expr], env: &Env<'_>, cx: &RowCtx<'_>) -> Result<Va
     }
     let null_in = vals.iter().any(Value::is_null);
     let propagates_null =
-        !matches!(f, ConcatWs | Field | Elt | Greatest | Least | NullIf | IsNullFn | LastInsertId | UnixTimestamp | Rand | Now(_) | SysDate(_));
+        !matches!(f, ConcatWs | Field | Elt | Greatest | Least | NullIf | IsNullFn | LastInsertId | UnixTimestamp | Rand | Now(_) | SysDate(_) | Char);
     if null_in && propagates_null {
         return Ok(Value::Null);
     }
@@ -455,6 +460,16 @@ pub fn call(f: Func, args: &[Expr], env: &Env<'_>, cx: &RowCtx<'_>) -> Result<Va
             let sep = str_arg(&vals[0]);
             Value::Str(vals[1..].iter().filter(|v| !v.is_null()).map(str_arg).collect::<Vec<_>>().join(&sep))
         }
+        Char => Value::Bytes(
+            vals.iter()
+                .filter(|v| !v.is_null())
+                .flat_map(|v| {
+                    let bytes = (ops::to_i128(v) as u32).to_be_bytes();
+                    let first = bytes.iter().position(|&b| b != 0).unwrap_or(3);
+                    bytes[first..].to_vec()
+                })
+                .collect(),
+        ),
         Length => Value::Int(ops::to_bytes(&vals[0]).len() as i64),
         CharLength => Value::Int(match &vals[0] {
             Value::Bytes(b) => b.len() as i64,
