@@ -290,6 +290,10 @@ impl<'a, 'e> Binder<'a, 'e> {
                 Expr::Case { operand: operand.map(Box::new), whens, otherwise: otherwise.map(Box::new), collation }
             }
             A::Function(f) => self.function(f)?,
+            A::MemberOf(m) => {
+                let value = self.to_json(self.bind(&m.value)?, false);
+                Expr::Func(Func::Json(crate::json::JsonFunc::MemberOf), vec![value, self.bind(&m.array)?])
+            }
             A::Cast { expr, data_type: ast::DataType::Binary(None), .. }
                 if matches!(
                     expr.as_ref(),

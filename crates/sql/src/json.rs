@@ -58,6 +58,13 @@ pub enum JsonFunc {
     MergePatch,
     MergePreserve,
     Pretty,
+    /// JSON_OVERLAPS(a, b): 1 when the documents share an array element or an object member.
+    Overlaps,
+    /// `value MEMBER OF (array)`: 1 when the value (made JSON) is an element of the array.
+    MemberOf,
+    /// JSON_SEARCH(doc, 'one' | 'all', pattern [, escape [, path ...]]): the paths of the
+    /// strings LIKE the pattern.
+    Search,
 }
 
 impl JsonFunc {
@@ -85,6 +92,8 @@ impl JsonFunc {
             "JSON_MERGE_PATCH" => JsonFunc::MergePatch,
             "JSON_MERGE_PRESERVE" | "JSON_MERGE" => JsonFunc::MergePreserve,
             "JSON_PRETTY" => JsonFunc::Pretty,
+            "JSON_OVERLAPS" => JsonFunc::Overlaps,
+            "JSON_SEARCH" => JsonFunc::Search,
             _ => return None,
         })
     }
@@ -115,6 +124,9 @@ impl JsonFunc {
             JsonFunc::MergePatch => "json_merge_patch",
             JsonFunc::MergePreserve => "json_merge_preserve",
             JsonFunc::Pretty => "json_pretty",
+            JsonFunc::Overlaps => "json_overlaps",
+            JsonFunc::MemberOf => "member of",
+            JsonFunc::Search => "json_search",
         }
     }
 
@@ -133,6 +145,8 @@ impl JsonFunc {
             | JsonFunc::Pretty => (1, 1),
             JsonFunc::Length | JsonFunc::Keys => (1, 2),
             JsonFunc::Contains => (2, 3),
+            JsonFunc::Overlaps | JsonFunc::MemberOf => (2, 2),
+            JsonFunc::Search => (3, usize::MAX),
             JsonFunc::Extract | JsonFunc::Remove | JsonFunc::MergePatch | JsonFunc::MergePreserve => (2, usize::MAX),
             JsonFunc::ContainsPath => (3, usize::MAX),
             JsonFunc::Set | JsonFunc::Insert | JsonFunc::Replace | JsonFunc::ArrayAppend | JsonFunc::ArrayInsert => (3, usize::MAX),
@@ -145,6 +159,7 @@ impl JsonFunc {
     pub fn takes_value_at(self, i: usize) -> bool {
         match self {
             JsonFunc::Array => true,
+            JsonFunc::MemberOf => i == 0,
             JsonFunc::Object => i % 2 == 1,
             JsonFunc::Set | JsonFunc::Insert | JsonFunc::Replace | JsonFunc::ArrayAppend | JsonFunc::ArrayInsert => i >= 2 && i.is_multiple_of(2),
             _ => false,
@@ -165,13 +180,18 @@ impl JsonFunc {
                 | JsonFunc::Contains
                 | JsonFunc::ContainsPath
                 | JsonFunc::Pretty
+                | JsonFunc::Overlaps
+                | JsonFunc::MemberOf
         )
     }
 
     /// Whether the result is a number (the others are text).
     #[must_use]
     pub fn returns_number(self) -> bool {
-        matches!(self, JsonFunc::Valid | JsonFunc::Length | JsonFunc::Depth | JsonFunc::Contains | JsonFunc::ContainsPath)
+        matches!(
+            self,
+            JsonFunc::Valid | JsonFunc::Length | JsonFunc::Depth | JsonFunc::Contains | JsonFunc::ContainsPath | JsonFunc::Overlaps | JsonFunc::MemberOf
+        )
     }
 }
 
@@ -571,6 +591,56 @@ fn contains(target: &J, candidate: &J) -> bool {
     }
 }
 
+/// Equal JSON values, numbers compared by value (`1` is `1.0`).
+fn same(a: &J, b: &J) -> bool {
+    match (a, b) {
+        (J::Number(x), J::Number(y)) => x.as_f64() == y.as_f64(),
+        (J::Array(x), J::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same(p, q)),
+        (J::Object(x), J::Object(y)) => x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same(v, w))),
+        (x, y) => x == y,
+    }
+}
+
+/// JSON_OVERLAPS: arrays sharing an element, objects sharing a member (key and value), an
+/// array holding the other (non-array) value, or two equal values.
+fn overlaps(a: &J, b: &J) -> bool {
+    match (a, b) {
+        (J::Array(x), J::Array(y)) => x.iter().any(|p| y.iter().any(|q| same(p, q))),
+        (J::Object(x), J::Object(y)) => x.iter().any(|(k, v)| y.get(k).is_some_and(|w| same(v, w))),
+        (J::Array(x), other) | (other, J::Array(x)) => x.iter().any(|p| same(p, other)),
+        (x, y) => same(x, y),
+    }
+}
+
+/// JSON_SEARCH's walk: the path of each string under `v` (at `path`) LIKE `pattern`, in
+/// document order (object members in MySQL's key order); only the first unless `all`.
+fn search(v: &J, path: String, pattern: &str, escape: char, all: bool, found: &mut Vec<String>) {
+    if !all && !found.is_empty() {
+        return;
+    }
+    match v {
+        J::String(s) if crate::functions::like(s, pattern, escape, quill_storage::Collation::default()) => found.push(path),
+        J::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                search(item, format!("{path}[{i}]"), pattern, escape, all, found);
+            }
+        }
+        J::Object(members) => {
+            for (key, item) in sorted_members(members) {
+                search(item, format!("{path}.{}", path_key(key)), pattern, escape, all, found);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A member name as a path writes it: bare when it is an identifier, quoted otherwise.
+fn path_key(key: &str) -> String {
+    let mut chars = key.chars();
+    let identifier = chars.next().is_some_and(|c| c.is_alphabetic() || c == '_' || c == '$') && chars.all(|c| c.is_alphanumeric() || c == '_' || c == '$');
+    if identifier { key.to_owned() } else { serde_json::to_string(key).expect("a string serializes") }
+}
+
 fn merge_patch(target: J, patch: J) -> J {
     match (target, patch) {
         (J::Object(mut t), J::Object(p)) => {
@@ -680,7 +750,7 @@ pub fn call(f: JsonFunc, vals: &[Value], flags: &[(bool, bool)]) -> Result<Value
     let json = |v: J| Value::Str(to_text(&v));
     let odd_pairs = || !(vals.len() - 1).is_multiple_of(2);
     // NULL document or path: NULL (values were made JSON by the binder, so NULL is `null`).
-    let nulls_propagate = !matches!(f, JsonFunc::FromSql | JsonFunc::Object | JsonFunc::Array | JsonFunc::Valid);
+    let nulls_propagate = !matches!(f, JsonFunc::FromSql | JsonFunc::Object | JsonFunc::Array | JsonFunc::Valid | JsonFunc::Search);
     if nulls_propagate && vals.iter().enumerate().any(|(i, v)| v.is_null() && !f.takes_value_at(i)) {
         return Ok(Value::Null);
     }
@@ -766,6 +836,54 @@ pub fn call(f: JsonFunc, vals: &[Value], flags: &[(bool, bool)]) -> Result<Value
                 None => target,
             };
             Value::Int(i64::from(contains(&target, &candidate)))
+        }
+        JsonFunc::Overlaps => Value::Int(i64::from(overlaps(&doc(0)?, &doc(1)?))),
+        JsonFunc::MemberOf => {
+            let value = parse(&text(0)).unwrap_or(J::Null);
+            let member = match doc(1)? {
+                J::Array(items) => items.iter().any(|item| same(item, &value)),
+                other => same(&other, &value),
+            };
+            Value::Int(i64::from(member))
+        }
+        JsonFunc::Search => {
+            // NULL document, pattern or path: NULL; a NULL escape is the default one.
+            if vals[0].is_null() || vals[2].is_null() || vals.iter().skip(4).any(Value::is_null) {
+                return Ok(Value::Null);
+            }
+            let d = doc(0)?;
+            let all = match text(1).to_ascii_lowercase().as_str() {
+                "all" => true,
+                "one" => false,
+                _ => return Err(SqlError::new((3150, "42000"), "The oneOrAll argument to json_search may take these values: 'one' or 'all'.")),
+            };
+            let escape = match vals.get(3).filter(|v| !v.is_null()).map(|_| text(3)) {
+                None => '\\',
+                Some(e) if e.is_empty() => '\\',
+                Some(e) if e.chars().count() == 1 => e.chars().next().unwrap_or('\\'),
+                Some(_) => return Err(SqlError::new((1210, "HY000"), "Incorrect arguments to ESCAPE")),
+            };
+            let pattern = text(2);
+            let mut found = Vec::new();
+            let starts: Vec<(String, &J)> = if vals.len() > 4 {
+                let mut starts = Vec::new();
+                for i in 4..vals.len() {
+                    let p = single_path(i)?;
+                    starts.extend(p.find(&d).into_iter().map(|node| (text(i).trim().to_owned(), node)));
+                }
+                starts
+            } else {
+                vec![("$".to_owned(), &d)]
+            };
+            for (prefix, node) in starts {
+                search(node, prefix, &pattern, escape, all, &mut found);
+            }
+            found.dedup();
+            match (found.len(), all) {
+                (0, _) => Value::Null,
+                (1, _) | (_, false) => json(J::String(found.swap_remove(0))),
+                _ => json(J::Array(found.into_iter().map(J::String).collect())),
+            }
         }
         JsonFunc::ContainsPath => {
             let d = doc(0)?;
