@@ -177,7 +177,11 @@ impl<'a, 'e> Binder<'a, 'e> {
                         if let Some(i) = self.scope.resolve(None, Some(crate::dml::USER_VARIABLES), &var.to_ascii_lowercase(), self.clause)? {
                             return Ok(Expr::Column(i));
                         }
-                        return Ok(Expr::Const(self.env.info.user_variable(var)));
+                        let value = self.env.info.user_variable(var);
+                        if self.env.info.user_variables_assigned.get() {
+                            return Ok(Expr::Func(Func::UserVar, vec![Expr::Const(Value::Str(var.to_owned())), Expr::Const(value)]));
+                        }
+                        return Ok(Expr::Const(value));
                     }
                     if id.quote_style.is_none() && v.eq_ignore_ascii_case("CURRENT_TIMESTAMP")
                         || v.eq_ignore_ascii_case("LOCALTIMESTAMP")
@@ -431,6 +435,22 @@ impl<'a, 'e> Binder<'a, 'e> {
             && *op == BinaryOperator::Plus
         {
             return self.interval_add(right, iv, false);
+        }
+        // `@name := value`.
+        if *op == BinaryOperator::Assignment {
+            let target = match left {
+                ast::Expr::Identifier(id) if id.quote_style.is_none() => id.value.strip_prefix('@').filter(|v| !v.starts_with('@')),
+                _ => None,
+            };
+            let Some(name) = target else {
+                return Err(SqlError::new(
+                    codes::ER_PARSE_ERROR,
+                    format!(
+                        "You have an error in your SQL syntax; check the manual that corresponds to your MySQL server version for the right syntax to use near ':= {right}'"
+                    ),
+                ));
+            };
+            return Ok(Expr::Func(Func::SetUserVar, vec![Expr::Const(Value::Str(name.to_owned())), self.bind(right)?]));
         }
         let (mut a, mut b) = (self.bind(left)?, self.bind(right)?);
         let arithmetic = matches!(

@@ -80,6 +80,11 @@ pub enum Func {
     /// `ELT(n, a, b, ...)`: the n-th of the rest, NULL out of range.
     Elt,
     Locate,
+    /// A user variable read as each row is evaluated, in a statement that assigns user
+    /// variables: `(name, its value when bound)`, the second only typing the read.
+    UserVar,
+    /// `@name := value`: sets the user variable, gives the value.
+    SetUserVar,
     /// `CHAR(n, ...)`: the bytes of each integer (big-endian, without leading zero bytes),
     /// NULLs skipped: a binary string.
     Char,
@@ -246,6 +251,7 @@ impl Func {
         use Func::*;
         match self {
             Concat | Coalesce | Greatest | Least | Char => (1, usize::MAX),
+            UserVar | SetUserVar => (2, 2),
             ConcatWs | Field | Elt => (2, usize::MAX),
             FindInSet => (2, 2),
             Json(j) => j.arity(),
@@ -308,6 +314,8 @@ impl Func {
         !matches!(
             self,
             Func::Rand
+                | Func::UserVar
+                | Func::SetUserVar
                 | Func::Uuid
                 | Func::SysDate(_)
                 | Func::GetLock
@@ -330,6 +338,7 @@ impl Func {
             // HEX always gives text (hex digits), whatever its argument.
             Hex => text,
             Char => SqlType::VarBinary(255),
+            UserVar | SetUserVar => args.get(1).cloned().unwrap_or(text),
             Concat | ConcatWs | Substring | Left | Right | Lower | Upper | Trim | LTrim | RTrim | TrimChars(_) | Replace | Lpad | Rpad | Repeat | Reverse
             | Space | DateFormat => {
                 if args.first().is_some_and(|t| t.is_binary()) {
@@ -413,6 +422,16 @@ pub fn call(f: Func, args: &[Expr], env: &Env<'_>, cx: &RowCtx<'_>) -> Result<Va
         If => {
             let c = ops::truth(&args[0].eval(env, cx)?) == Some(true);
             return args[if c { 1 } else { 2 }].eval(env, cx);
+        }
+        UserVar => {
+            let name = args[0].constant().map(ops::to_string_lossy).unwrap_or_default();
+            return Ok(env.info.user_variable(&name));
+        }
+        SetUserVar => {
+            let name = args[0].constant().map(ops::to_string_lossy).unwrap_or_default().to_ascii_lowercase();
+            let value = args[1].eval(env, cx)?;
+            env.info.user_vars.borrow_mut().insert(name, value.clone());
+            return Ok(value);
         }
         IfNull | Coalesce => {
             for a in args {
@@ -580,7 +599,7 @@ pub fn call(f: Func, args: &[Expr], env: &Env<'_>, cx: &RowCtx<'_>) -> Result<Va
             });
             Value::Int(place.map_or(0, |p| p as i64 + 1))
         }
-        Json(_) | ToJson(..) | Regexp(..) => unreachable!("JSON and regular expression functions return above"),
+        Json(_) | ToJson(..) | Regexp(..) | UserVar | SetUserVar => unreachable!("JSON, regular expression and user variable functions return above"),
         Elt => {
             let n = if vals[0].is_null() { 0 } else { int_arg(&vals[0]) };
             match usize::try_from(n).ok().filter(|n| *n >= 1).and_then(|n| vals.get(n)) {

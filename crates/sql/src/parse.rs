@@ -80,6 +80,41 @@ pub fn token_offset(sql: &str, token: &sqlparser::tokenizer::TokenWithSpan) -> u
     sql.len()
 }
 
+/// `SET @v := expr` as `SET @v = expr`, which is what sqlparser reads: every `:=` outside
+/// quotes of a statement that starts with SET.
+#[must_use]
+pub fn rewrite_set_assignment(sql: &str) -> std::borrow::Cow<'_, str> {
+    let is_set = sql.trim_start().get(..4).is_some_and(|w| w.eq_ignore_ascii_case("SET ") || w.eq_ignore_ascii_case("SET@"));
+    if !is_set || !sql.contains(":=") {
+        return std::borrow::Cow::Borrowed(sql);
+    }
+    let mut out = String::with_capacity(sql.len());
+    let mut quote: Option<char> = None;
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
+        match quote {
+            Some(q) => {
+                out.push(c);
+                if c == '\\' && q != '`' {
+                    out.extend(chars.next());
+                } else if c == q {
+                    quote = None;
+                }
+            }
+            None if matches!(c, '\'' | '"' | '`') => {
+                quote = Some(c);
+                out.push(c);
+            }
+            None if c == ':' && chars.peek() == Some(&'=') => {
+                chars.next();
+                out.push_str(" =");
+            }
+            None => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// Parse one statement text (`operators` and `div_operators` as the lexer counted them)
 /// into shallow trees. ALTER TABLE's table options are first put in a form sqlparser reads
 /// (`alter_options::rewrite`).
@@ -247,6 +282,15 @@ fn balanced(mut terms: Vec<Expr>, op: &BinaryOperator) -> Expr {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn set_assignments_become_equals_outside_quotes_only() {
+        use super::rewrite_set_assignment;
+        assert_eq!(rewrite_set_assignment("SET @a := 1, @b:=(SELECT 2)"), "SET @a  = 1, @b =(SELECT 2)");
+        assert_eq!(rewrite_set_assignment(r#"SET @s := 'x:=y', @t = "a\":=""#), r#"SET @s  = 'x:=y', @t = "a\":=""#);
+        assert_eq!(rewrite_set_assignment("SELECT @a := 1"), "SELECT @a := 1");
+        assert_eq!(rewrite_set_assignment("SETTLE := 1"), "SETTLE := 1");
+    }
+
     use super::*;
     use sqlparser::ast::{SetExpr, Visit, Visitor};
 

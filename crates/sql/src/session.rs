@@ -407,7 +407,11 @@ pub struct SessionInfo {
     pub row_count: i64,
     pub found_rows: u64,
     pub vars: VarSet,
-    pub user_vars: HashMap<String, Value>,
+    /// User variables (`@name`, lowercase): a cell, so `@v := expr` inside a statement sets one.
+    pub user_vars: std::cell::RefCell<HashMap<String, Value>>,
+    /// The running statement assigns user variables (`:=`): its reads of them are made
+    /// when each row is evaluated, not once when it is bound (`bind`).
+    pub user_variables_assigned: std::cell::Cell<bool>,
     /// KILL and `max_execution_time`: checked by the executor as it goes.
     pub interrupt: query::Interrupt,
     /// The running statement's intermediate memory, bounded by `temptable_max_ram`.
@@ -454,7 +458,7 @@ impl SessionInfo {
 
     #[must_use]
     pub fn user_variable(&self, name: &str) -> Value {
-        self.user_vars.get(&name.to_ascii_lowercase()).cloned().unwrap_or(Value::Null)
+        self.user_vars.borrow().get(&name.to_ascii_lowercase()).cloned().unwrap_or(Value::Null)
     }
 
     fn var(&self, name: &str) -> &str {
@@ -722,7 +726,8 @@ impl Session {
                 row_count: -1,
                 found_rows: 0,
                 vars,
-                user_vars: HashMap::new(),
+                user_vars: std::cell::RefCell::default(),
+                user_variables_assigned: std::cell::Cell::new(false),
                 interrupt: query::Interrupt::new(interrupt),
                 tmp_memory: crate::tmp_memory::TmpMemory::default(),
                 function_calls: std::cell::RefCell::default(),
@@ -809,7 +814,7 @@ impl Session {
         self.info.engine.user_locks.release_all(self.info.connection_id);
         self.prepared.clear();
         self.sql_prepared.clear();
-        self.info.user_vars.clear();
+        self.info.user_vars.borrow_mut().clear();
         self.info.vars = self.info.engine.globals.read().clone();
         self.info.last_insert_id.set(0);
         self.info.connection_collation = quill_storage::Collation::default();
@@ -1068,7 +1073,7 @@ impl Session {
             return r;
         }
         let sql = statement.text.as_str();
-        let rewritten = rewrite_lock_in_share_mode(sql);
+        let rewritten = crate::parse::rewrite_set_assignment(&rewrite_lock_in_share_mode(sql)).into_owned();
         let stmts = self.parse(&rewritten, statement.operators, statement.div_operators)?;
         let Some(stmt) = stmts.first() else {
             return Err(SqlError::new(codes::ER_EMPTY_QUERY, "Query was empty"));
@@ -1095,7 +1100,11 @@ impl Session {
             self.prepared.insert(id, Prepared { statement: PreparedBody::Text(Arc::new(statement)), text, param_count: 0, columns: Vec::new() });
             return Ok((id, 0, Vec::new()));
         }
-        let mut stmts = crate::parse::parse(&rewrite_lock_in_share_mode(&statement.text), statement.operators, statement.div_operators)?;
+        let mut stmts = crate::parse::parse(
+            &crate::parse::rewrite_set_assignment(&rewrite_lock_in_share_mode(&statement.text)),
+            statement.operators,
+            statement.div_operators,
+        )?;
         if stmts.len() != 1 {
             return Err(SqlError::new((1295, "HY000"), "This command is not supported in the prepared statement protocol yet"));
         }
@@ -1162,6 +1171,17 @@ impl Session {
     /// DDL as this text: sqlparser's Display does not round-trip every literal).
     async fn execute(&mut self, stmt: &Statement, params: &[Value], text: &str) -> Result<Outcome> {
         self.check_privileges(stmt)?;
+        // `@v := expr` outside SET (a `:=` in a string literal only costs the statement its
+        // constant reads of user variables).
+        let assigns = text.contains(":=") && !matches!(stmt, Statement::Set(_));
+        self.info.user_variables_assigned.set(assigns);
+        if assigns {
+            self.warnings.push(Warning {
+                level: "Warning",
+                code: 1287,
+                message: "Setting user variables within expressions is deprecated and will be removed in a future release. Consider alternatives: 'SET variable=expression, ...', or 'SELECT expression(s) INTO variables(s)'.".into(),
+            });
+        }
         let started = Instant::now();
         let locked = self.acquire_metadata_locks(stmt).await;
         self.statement_lock_time += started.elapsed();
@@ -1924,7 +1944,8 @@ impl Session {
     /// `CHARACTER SET cs`, in any order. A scope keyword holds for the assignments after
     /// it. Every item is checked (and every value computed) before any is applied.
     fn set_statement(&mut self, statement: &StatementText) -> Result<Outcome> {
-        let body = statement.text.trim_start()[3..].trim();
+        let text = crate::parse::rewrite_set_assignment(&statement.text);
+        let body = text.trim_start()[3..].trim();
         let mut scope: Option<ast::ContextModifier> = None;
         let mut plans = Vec::new();
         for item in split_top_level_commas(body) {
@@ -2068,7 +2089,7 @@ impl Session {
             None => self.warnings.push(Warning { level: "Warning", code: 1329, message: "No data - zero rows fetched, selected, or processed".into() }),
             Some(row) => {
                 for (name, value) in names.into_iter().zip(row) {
-                    self.info.user_vars.insert(name, value);
+                    self.info.user_vars.borrow_mut().insert(name, value);
                 }
             }
         }
@@ -2082,7 +2103,7 @@ impl Session {
     fn apply_set(&mut self, plan: SetPlan) -> Result<()> {
         match plan {
             SetPlan::User { name, value } => {
-                self.info.user_vars.insert(name, value);
+                self.info.user_vars.borrow_mut().insert(name, value);
             }
             SetPlan::Names { charset, collation } => {
                 for v in ["character_set_client", "character_set_connection", "character_set_results"] {

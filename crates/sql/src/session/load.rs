@@ -110,7 +110,7 @@ impl Session {
         });
         // As MySQL's, the variables keep the last row's values.
         for (name, value) in targets.variables.into_iter().zip(variables) {
-            self.info.user_vars.insert(name, value);
+            self.info.user_vars.borrow_mut().insert(name, value);
         }
         outcome
     }

@@ -65,7 +65,7 @@ impl Session {
         let mut params = Vec::with_capacity(variables.len());
         for v in &variables {
             let name = v.strip_prefix('@').ok_or_else(|| SqlError::parse(v))?.trim_matches('`').to_ascii_lowercase();
-            params.push(self.info.user_vars.get(&name).cloned().unwrap_or(Value::Null));
+            params.push(self.info.user_vars.borrow().get(&name).cloned().unwrap_or(Value::Null));
         }
         Box::pin(self.execute_prepared(id, params)).await
     }
