@@ -237,8 +237,9 @@ type ProposedRow = Vec<Option<Value>>;
 /// INSERT / REPLACE.
 ///
 /// # Errors
-/// The table a statement writes. Views are read-only here (`views`): writing through one is
-/// MySQL's error for a view that cannot take the write (1471 for INSERT, 1288 otherwise).
+/// The table a statement writes. A write through an updatable view was made one on its table
+/// before it got here (`view_writes`): a view here is one that cannot take the write, MySQL's
+/// error (1471 for INSERT, 1288 otherwise).
 fn write_target<'c>(catalog: &'c Catalog, db: &str, name: &str, statement: &str) -> Result<&'c TableMeta> {
     if catalog.view(db, name).is_some() {
         return Err(if statement == "INSERT" {

@@ -56,6 +56,7 @@ pub mod time_zone;
 pub mod tmp_memory;
 pub mod types;
 pub mod vars;
+pub mod view_writes;
 pub mod views;
 pub mod window;
 pub mod write_log;

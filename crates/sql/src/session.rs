@@ -1171,6 +1171,15 @@ impl Session {
     /// DDL as this text: sqlparser's Display does not round-trip every literal).
     async fn execute(&mut self, stmt: &Statement, params: &[Value], text: &str) -> Result<Outcome> {
         self.check_privileges(stmt)?;
+        // A write through an updatable view runs on the view's table (`view_writes`).
+        let through_view = match stmt {
+            Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => crate::view_writes::rewrite(&self.info.engine.catalog(), &self.info, stmt)?,
+            _ => None,
+        };
+        if let Some(rewritten) = &through_view {
+            self.check_privileges(rewritten)?;
+        }
+        let stmt = through_view.as_ref().unwrap_or(stmt);
         // `@v := expr` outside SET (a `:=` in a string literal only costs the statement its
         // constant reads of user variables).
         let assigns = text.contains(":=") && !matches!(stmt, Statement::Set(_));

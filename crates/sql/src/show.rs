@@ -559,7 +559,7 @@ pub fn information_schema_table(env: &Env<'_>, name: &str) -> Result<(Vec<OutCol
         "CHARACTER_SETS" => crate::schema_server::character_sets(),
         "COLLATIONS" => crate::schema_server::collations(),
         "ROUTINES" => crate::schema_server::routines(),
-        "VIEWS" => (crate::schema_server::views().0, crate::views::schema_rows(catalog)),
+        "VIEWS" => (crate::schema_server::views().0, crate::views::schema_rows(catalog, |v| crate::view_writes::is_updatable(catalog, v))),
         "TABLE_CONSTRAINTS" => crate::schema_constraints::table_constraints(catalog),
         "KEY_COLUMN_USAGE" => crate::schema_constraints::key_column_usage(catalog),
         "REFERENTIAL_CONSTRAINTS" => crate::schema_constraints::referential_constraints(catalog),

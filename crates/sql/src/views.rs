@@ -7,7 +7,8 @@
 //! so a view reads the same tables whatever the reader's default database. A query that names
 //! a view plans the view's query in its place, like a derived table
 //! (`query::add_view_source`): a view always reads what its tables hold when the statement
-//! runs. Views are read-only here: INSERT, UPDATE and DELETE through one get 1471 / 1288.
+//! runs. INSERT, UPDATE and DELETE through a view MySQL counts as updatable run on its table
+//! (`view_writes`); through any other they get 1471 / 1288.
 //!
 //! Checked when made (and not when a log or checkpoint replays it, where its tables may come
 //! later): its query plans against the catalog (1146, 1054 ...), its column names are
@@ -368,7 +369,7 @@ pub fn show_create(view: &ViewMeta, info: &SessionInfo) -> query::ResultSet {
 
 /// information_schema.VIEWS' rows, for `catalog`'s views.
 #[must_use]
-pub fn schema_rows(catalog: &Catalog) -> Vec<Vec<quill_storage::Value>> {
+pub fn schema_rows(catalog: &Catalog, updatable: impl Fn(&ViewMeta) -> bool) -> Vec<Vec<quill_storage::Value>> {
     let s = |x: &str| quill_storage::Value::Str(x.to_owned());
     catalog
         .databases
@@ -381,7 +382,7 @@ pub fn schema_rows(catalog: &Catalog) -> Vec<Vec<quill_storage::Value>> {
                 s(&v.name),
                 s(&v.query.to_string()),
                 s("NONE"),
-                s("NO"),
+                s(if updatable(v) { "YES" } else { "NO" }),
                 s(&v.definer.replace('`', "")),
                 s(v.security),
                 s("utf8mb4"),
