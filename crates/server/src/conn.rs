@@ -311,22 +311,53 @@ async fn caching_sha2(
     }
     auth::write_auth_more_data(w, &[auth::CACHING_SHA2_PERFORM_FULL_AUTHENTICATION]);
     let mut answer = conn.exchange(w).await?;
-    let password = if tls {
-        answer.strip_suffix(&[0]).map(<[u8]>::to_vec).unwrap_or(answer)
+    let keys = if tls {
+        None
     } else {
         let Some(keys) = conn.rsa.clone() else { return Some(false) };
         if answer == [auth::CACHING_SHA2_REQUEST_PUBLIC_KEY] {
             auth::write_auth_more_data(w, keys.public_key_pem().as_bytes());
             answer = conn.exchange(w).await?;
         }
-        // A client with the key pinned sends the ciphertext at once; a password in clear
-        // without TLS does not decrypt, and is refused.
-        let Some(password) = keys.decrypt_password(&answer, scramble) else { return Some(false) };
-        password
+        Some(keys)
     };
-    let Some(secret) = quill_sql::accounts::check_sha2_password(account, &password) else { return Some(false) };
+    // RSA decryption and 5,000 rounds of SHA-256 (more for a hash made so by a MySQL server)
+    // run off the async workers. Bound: one per connection still logging in, at most
+    // `quill_max_unauthenticated_connections`.
+    let (account_owned, scramble_owned) = (account.clone(), *scramble);
+    let checked = tokio::task::spawn_blocking(move || {
+        // Over TLS the password comes in clear; without it, RSA-encrypted (a client with the
+        // key pinned sends the ciphertext at once; a password in clear does not decrypt).
+        let password = match keys {
+            None => answer.strip_suffix(&[0]).map(<[u8]>::to_vec).unwrap_or(answer),
+            Some(keys) => keys.decrypt_password(&answer, &scramble_owned)?,
+        };
+        quill_sql::accounts::check_sha2_password(&account_owned, &password)
+    })
+    .await
+    .ok()
+    .flatten();
+    let Some(secret) = checked else { return Some(false) };
     engine.sha2_cache.learn(account, secret);
     Some(true)
+}
+
+/// The account an unknown user is checked against, so that a refusal takes the same
+/// exchange, and about the same time, whether or not the user exists (as MySQL's): a
+/// `caching_sha2_password` hash of a random password made at start-up. Its logins are
+/// always refused, whatever the exchange says.
+fn decoy_account(user: &str) -> Account {
+    static HASH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let hash = HASH.get_or_init(|| quill_sql::accounts::hash_password(auth::CACHING_SHA2_PASSWORD, &String::from_utf8_lossy(&auth::generate_scramble())));
+    Account {
+        user: user.to_owned(),
+        host: "%".into(),
+        plugin: auth::CACHING_SHA2_PASSWORD.into(),
+        auth_string: hash.clone(),
+        locked: false,
+        require_ssl: false,
+        global: 0,
+    }
 }
 
 /// What a client presented to log in.
@@ -346,7 +377,9 @@ struct Login<'a> {
 /// switched to caching_sha2_password. `login.tls` says whether the full caching_sha2 exchange
 /// (cleartext password) may be used.
 async fn authenticate(conn: &mut Conn, w: &mut PacketWriter, engine: &Engine, scramble: &auth::Scramble, login: Login<'_>) -> AuthResult {
-    let Some(account) = engine.acl.read().find(login.user, login.peer).cloned() else { return AuthResult::Denied };
+    let found = engine.acl.read().find(login.user, login.peer).cloned();
+    let decoy = found.is_none();
+    let account = found.unwrap_or_else(|| decoy_account(login.user));
     // A hash its plugin cannot read (a row written by hand) is
     // no password: nobody logs in as that account.
     if !quill_sql::accounts::valid_hash(&account.plugin, &account.auth_string) {
@@ -374,7 +407,7 @@ async fn authenticate(conn: &mut Conn, w: &mut PacketWriter, engine: &Engine, sc
             None => return AuthResult::Gone,
         }
     };
-    if !verified || (account.require_ssl && !login.tls) {
+    if decoy || !verified || (account.require_ssl && !login.tls) {
         return AuthResult::Denied;
     }
     if account.locked {

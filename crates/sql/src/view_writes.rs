@@ -8,7 +8,9 @@
 //!
 //! - UPDATE and DELETE act on the view's table, their WHERE ANDed with the view's WHERE, so
 //!   they reach only rows the view shows; each name of a view column in SET, WHERE and ORDER
-//!   BY stands for what the view selects (a column, or an expression in parentheses).
+//!   BY stands for what the view selects (a column, or an expression in parentheses); any
+//!   other column is unknown (1054), even one of the table the view leaves out. Inside a
+//!   subquery only names qualified by the view are the view's.
 //! - INSERT puts each value in the table column its view column is (the view's columns in
 //!   order when no column list is given); table columns the view leaves out take their
 //!   defaults.
@@ -16,8 +18,7 @@
 //! A view column that is an expression cannot be assigned (1348); a view that is not
 //! updatable keeps MySQL's errors (1288, 1471, from `dml`). `WITH CHECK OPTION` is not kept
 //! (CREATE VIEW refuses it), so a write may leave a row the view does not show, as MySQL does
-//! without that option. A view column's name inside a subquery of the statement is taken for
-//! the view's column too.
+//! without that option.
 //!
 //! Privileges: the statement needs its privilege on the view, and the rewritten one on the
 //! table, as views are read here (`views` module doc: the invoker's rights).
@@ -165,11 +166,11 @@ impl Updatable {
                 let alias = table_alias(&u.table.relation);
                 for a in &mut u.assignments {
                     self.retarget(&mut a.target, view, "UPDATE")?;
-                    self.substitute(&mut a.value, view, alias.as_deref());
+                    self.substitute(&mut a.value, view, alias.as_deref(), "field list")?;
                 }
-                u.selection = self.filtered(u.selection.take(), view, alias.as_deref());
+                u.selection = self.filtered(u.selection.take(), view, alias.as_deref())?;
                 for o in &mut u.order_by {
-                    self.substitute(&mut o.expr, view, alias.as_deref());
+                    self.substitute(&mut o.expr, view, alias.as_deref(), "order clause")?;
                 }
                 u.table.relation = self.base.clone();
             }
@@ -178,9 +179,9 @@ impl Updatable {
                     ast::FromTable::WithFromKeyword(f) | ast::FromTable::WithoutKeyword(f) => f,
                 };
                 let alias = table_alias(&from[0].relation);
-                d.selection = self.filtered(d.selection.take(), view, alias.as_deref());
+                d.selection = self.filtered(d.selection.take(), view, alias.as_deref())?;
                 for o in &mut d.order_by {
-                    self.substitute(&mut o.expr, view, alias.as_deref());
+                    self.substitute(&mut o.expr, view, alias.as_deref(), "order clause")?;
                 }
                 from[0].relation = self.base.clone();
             }
@@ -198,12 +199,12 @@ impl Updatable {
                 }
                 for a in &mut i.assignments {
                     self.retarget(&mut a.target, view, "INSERT")?;
-                    self.substitute(&mut a.value, view, None);
+                    self.substitute(&mut a.value, view, None, "field list")?;
                 }
                 if let Some(ast::OnInsert::DuplicateKeyUpdate(assignments)) = &mut i.on {
                     for a in assignments {
                         self.retarget(&mut a.target, view, "INSERT")?;
-                        self.substitute(&mut a.value, view, None);
+                        self.substitute(&mut a.value, view, None, "field list")?;
                     }
                 }
                 let TableFactor::Table { name, .. } = &self.base else { unreachable!("an updatable view reads a table") };
@@ -241,52 +242,111 @@ impl Updatable {
     }
 
     /// `user`'s condition with the view's names replaced, ANDed with the view's WHERE.
-    fn filtered(&self, user: Option<Expr>, view: &ViewMeta, alias: Option<&str>) -> Option<Expr> {
-        let user = user.map(|mut e| {
-            self.substitute(&mut e, view, alias);
-            e
-        });
-        match (self.filter.clone(), user) {
+    fn filtered(&self, user: Option<Expr>, view: &ViewMeta, alias: Option<&str>) -> Result<Option<Expr>> {
+        let user = match user {
+            Some(mut e) => {
+                self.substitute(&mut e, view, alias, "where clause")?;
+                Some(e)
+            }
+            None => None,
+        };
+        Ok(match (self.filter.clone(), user) {
             (Some(v), Some(u)) => {
                 Some(Expr::BinaryOp { left: Box::new(Expr::Nested(Box::new(v))), op: ast::BinaryOperator::And, right: Box::new(Expr::Nested(Box::new(u))) })
             }
             (v, u) => v.or(u),
-        }
+        })
     }
 
     /// Each name of a view column in `e` (bare, or qualified by the view's name or the
-    /// statement's alias for it) replaced by what the view selects.
-    fn substitute(&self, e: &mut Expr, view: &ViewMeta, alias: Option<&str>) {
+    /// statement's alias for it) replaced by what the view selects. Inside a subquery only a
+    /// name qualified by the view is the view's (a bare one is the subquery's own).
+    ///
+    /// # Errors
+    /// 1054 (in `clause`) for any other column the statement names outside subqueries: the
+    /// view shows no other, though its table may have it.
+    fn substitute(&self, e: &mut Expr, view: &ViewMeta, alias: Option<&str>, clause: &str) -> Result<()> {
         struct Names<'a> {
             shape: &'a Updatable,
             view: &'a ViewMeta,
             alias: Option<&'a str>,
+            /// Subqueries entered.
+            depth: usize,
+            unknown: Option<String>,
+        }
+        impl Names<'_> {
+            fn names_view(&self, qualifier: &[Ident]) -> bool {
+                match qualifier {
+                    [q] => q.value.eq_ignore_ascii_case(&self.view.name) || self.alias.is_some_and(|a| q.value.eq_ignore_ascii_case(a)),
+                    [db, q] => db.value == self.view.db && q.value.eq_ignore_ascii_case(&self.view.name),
+                    _ => false,
+                }
+            }
         }
         impl VisitorMut for Names<'_> {
             type Break = ();
+            fn pre_visit_query(&mut self, _: &mut ast::Query) -> std::ops::ControlFlow<()> {
+                self.depth += 1;
+                std::ops::ControlFlow::Continue(())
+            }
+            fn post_visit_query(&mut self, _: &mut ast::Query) -> std::ops::ControlFlow<()> {
+                self.depth -= 1;
+                std::ops::ControlFlow::Continue(())
+            }
             fn post_visit_expr(&mut self, e: &mut Expr) -> std::ops::ControlFlow<()> {
-                let name = match e {
-                    Expr::Identifier(id) => Some(id.value.clone()),
-                    Expr::CompoundIdentifier(parts) => {
-                        let qualifier_is_view = match parts.as_slice() {
-                            [q, _] => q.value.eq_ignore_ascii_case(&self.view.name) || self.alias.is_some_and(|a| q.value.eq_ignore_ascii_case(a)),
-                            [db, q, _] => db.value == self.view.db && q.value.eq_ignore_ascii_case(&self.view.name),
-                            _ => false,
-                        };
-                        qualifier_is_view.then(|| parts.last().map(|p| p.value.clone())).flatten()
+                // (the name, whether the statement itself names it: outside subqueries, or
+                // qualified by the view inside one).
+                let (name, written) = match e {
+                    Expr::Identifier(id) if self.depth == 0 && id.quote_style != Some('"') && !id.value.starts_with('@') && !is_keyword_value(&id.value) => {
+                        (id.value.clone(), true)
                     }
-                    _ => None,
+                    Expr::CompoundIdentifier(parts) if parts.len() >= 2 => {
+                        let (column, qualifier) = parts.split_last().expect("two parts");
+                        let of_view = self.names_view(qualifier);
+                        if !of_view && self.depth > 0 {
+                            return std::ops::ControlFlow::Continue(());
+                        }
+                        (if of_view { column.value.clone() } else { parts.iter().map(|p| p.value.as_str()).collect::<Vec<_>>().join(".") }, of_view)
+                    }
+                    _ => return std::ops::ControlFlow::Continue(()),
                 };
-                if let Some(name) = name
-                    && let Some((_, selected, column)) = self.shape.columns.iter().find(|(n, _, _)| n.eq_ignore_ascii_case(&name))
-                {
-                    *e = if column.is_some() { selected.clone() } else { Expr::Nested(Box::new(selected.clone())) };
+                match self.shape.columns.iter().find(|(n, _, _)| written && n.eq_ignore_ascii_case(&name)) {
+                    Some((_, selected, column)) => *e = if column.is_some() { selected.clone() } else { Expr::Nested(Box::new(selected.clone())) },
+                    None => {
+                        self.unknown.get_or_insert(name);
+                    }
                 }
                 std::ops::ControlFlow::Continue(())
             }
         }
-        let _ = e.visit(&mut Names { shape: self, view, alias });
+        let mut names = Names { shape: self, view, alias, depth: 0, unknown: None };
+        let _ = e.visit(&mut names);
+        match names.unknown {
+            Some(name) => Err(SqlError::bad_field(&name, clause)),
+            None => Ok(()),
+        }
     }
+}
+
+/// Words the parser reads as names that are values (`SET d = CURRENT_TIMESTAMP`).
+fn is_keyword_value(word: &str) -> bool {
+    [
+        "CURRENT_TIMESTAMP",
+        "CURRENT_DATE",
+        "CURRENT_TIME",
+        "CURRENT_USER",
+        "LOCALTIME",
+        "LOCALTIMESTAMP",
+        "UTC_DATE",
+        "UTC_TIME",
+        "UTC_TIMESTAMP",
+        "DEFAULT",
+        "NULL",
+        "TRUE",
+        "FALSE",
+    ]
+    .iter()
+    .any(|k| word.eq_ignore_ascii_case(k))
 }
 
 /// The table column an expression is, when it is one.

@@ -184,9 +184,7 @@ impl Connection {
                 }
                 AuthReply::MoreData(pem) if awaiting_key => {
                     // Without TLS the password goes RSA-encrypted, as the source's rsa_keys reads it.
-                    let ciphertext = encrypt_password(&pem, options.password.as_bytes(), &scramble).ok_or_else(|| {
-                        ConnError::new(2061, "Authentication plugin 'caching_sha2_password' reported error: the source's public key cannot be read.")
-                    })?;
+                    let ciphertext = encrypt_password(&pem, options.password.as_bytes(), &scramble)?;
                     w.write_packet(&ciphertext);
                     awaiting_key = false;
                 }
@@ -362,15 +360,27 @@ fn scrambled(plugin: &str, password: &str, scramble: &[u8]) -> Result<Vec<u8>, C
 
 /// caching_sha2_password's answer without TLS: the password and a NUL, XORed with the
 /// scramble (repeated), encrypted with RSA-OAEP (SHA-1) under the source's public key (PEM
-/// SubjectPublicKeyInfo, as the source sent it). `None` when the key cannot be read.
-fn encrypt_password(public_key_pem: &[u8], password: &[u8], scramble: &[u8]) -> Option<Vec<u8>> {
+/// SubjectPublicKeyInfo, as the source sent it).
+///
+/// # Errors
+/// 2061 when the key cannot be read, or the password is too long for it (214 bytes for a
+/// 2048-bit key).
+fn encrypt_password(public_key_pem: &[u8], password: &[u8], scramble: &[u8]) -> Result<Vec<u8>, ConnError> {
     use aws_lc_rs::rsa::{OAEP_SHA1_MGF1SHA1, OaepPublicEncryptingKey, PublicEncryptingKey};
-    let der = pem::parse(public_key_pem).ok()?.into_contents();
-    let key = OaepPublicEncryptingKey::new(PublicEncryptingKey::from_der(&der).ok()?).ok()?;
+    let refused = |why: &str| ConnError::new(2061, format!("Authentication plugin 'caching_sha2_password' reported error: {why}"));
+    let der = pem::parse(public_key_pem).map_err(|_| refused("the source's public key cannot be read."))?.into_contents();
+    let key = PublicEncryptingKey::from_der(&der)
+        .ok()
+        .and_then(|k| OaepPublicEncryptingKey::new(k).ok())
+        .ok_or_else(|| refused("the source's public key cannot be read."))?;
+    if password.len() + 1 > key.max_plaintext_size(&OAEP_SHA1_MGF1SHA1) {
+        return Err(refused("the password is too long to encrypt with the source's public key; use SOURCE_SSL = 1."));
+    }
     let scramble = &scramble[..scramble.len().min(quill_protocol::auth::SCRAMBLE_LEN)];
     let plain: Vec<u8> = password.iter().chain(&[0]).zip(scramble.iter().cycle()).map(|(b, s)| b ^ s).collect();
     let mut out = vec![0; key.ciphertext_size()];
-    Some(key.encrypt(&OAEP_SHA1_MGF1SHA1, &plain, &mut out, None).ok()?.to_vec())
+    let ciphertext = key.encrypt(&OAEP_SHA1_MGF1SHA1, &plain, &mut out, None).map_err(|_| refused("encrypting the password failed."))?;
+    Ok(ciphertext.to_vec())
 }
 
 /// Accepts the source's certificate without checking who issued it (`SOURCE_SSL = 1` without

@@ -337,8 +337,11 @@ impl Parser<'_> {
         if let Some(Token::Word(w)) = self.tokens.get(self.at)
             && let Some(hex) = w.strip_prefix("0x").or_else(|| w.strip_prefix("0X"))
         {
-            let bytes: Option<Vec<u8>> =
-                (hex.len() % 2 == 0).then(|| (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).ok()).collect()).flatten();
+            // Bytes, not `str` slices: a non-ASCII character must not split (it is no hex digit).
+            let digits = hex.as_bytes();
+            let bytes: Option<Vec<u8>> = (digits.len() % 2 == 0)
+                .then(|| digits.chunks(2).map(|pair| std::str::from_utf8(pair).ok().and_then(|p| u8::from_str_radix(p, 16).ok())).collect())
+                .flatten();
             let text = bytes.and_then(|b| String::from_utf8(b).ok()).ok_or_else(|| self.error())?;
             self.at += 1;
             return Ok(text);
@@ -570,6 +573,13 @@ mod tests {
 
     fn named(user: &str, host: &str) -> UserName {
         UserName::Named { user: user.into(), host: host.into() }
+    }
+
+    #[test]
+    fn a_hex_hash_with_a_multibyte_character_is_a_syntax_error_not_a_panic() {
+        // Regression: the hex digits were sliced as `str`, and `é` (two bytes) split.
+        let parsed = parse("CREATE USER u IDENTIFIED WITH caching_sha2_password AS 0xa\u{e9}b");
+        assert!(matches!(parsed, Some(Err(_))), "{parsed:?}");
     }
 
     #[test]
