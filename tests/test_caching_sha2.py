@@ -112,7 +112,15 @@ def login_go(server):
 
 
 def login_node(server):
-    return run_client([tool("node"), "login.js"], TESTS / "node-client", server)
+    client = TESTS / "node-client"
+    if not (client / "node_modules" / "mysql2").exists():
+        # As tests/test_node_client.py installs it (pinned in package-lock.json).
+        install = subprocess.run(
+            [tool("npm"), "ci", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"],
+            cwd=client, capture_output=True, text=True, timeout=600,
+        )
+        assert install.returncode == 0, install.stdout + install.stderr
+    return run_client([tool("node"), "login.js"], client, server)
 
 
 def java_login(driver):
