@@ -509,6 +509,16 @@ def _error_parts(error: Exception) -> tuple[int | None, str]:
     return None, f"{type(error).__name__}: {error}"
 
 
+def _admin(target: Target, sql: str) -> None:
+    """Runs one statement on a connection of its own (the file's database comes and goes)."""
+    admin = target.connect()
+    try:
+        with admin.cursor() as cur:
+            cur.execute(sql)
+    finally:
+        admin.close()
+
+
 def run_file(target: Target, name: str, text: str, keep: int = DEFAULT_FAILURES_KEPT,
              engine: str = ENGINE, on_record=None, budget_s: float | None = None) -> FileResult:
     """Runs one script in a fresh database and counts its records. `on_record(record, failure,
@@ -519,12 +529,7 @@ def run_file(target: Target, name: str, text: str, keep: int = DEFAULT_FAILURES_
     records = parse(text)
     started = time.monotonic()
     database = "slt_" + uuid.uuid4().hex[:12]
-    admin = target.connect()
-    try:
-        with admin.cursor() as cur:
-            cur.execute(f"CREATE DATABASE `{database}`")
-    finally:
-        admin.close()
+    _admin(target, f"CREATE DATABASE `{database}`")
     session = None
     try:
         session = _Session(target, database)
@@ -534,12 +539,7 @@ def run_file(target: Target, name: str, text: str, keep: int = DEFAULT_FAILURES_
         if session is not None:
             session.close()
         try:
-            admin = target.connect()
-            try:
-                with admin.cursor() as cur:
-                    cur.execute(f"DROP DATABASE IF EXISTS `{database}`")
-            finally:
-                admin.close()
+            _admin(target, f"DROP DATABASE IF EXISTS `{database}`")
         except pymysql.err.MySQLError:
             pass
         result.seconds = time.monotonic() - started

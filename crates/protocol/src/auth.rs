@@ -202,6 +202,35 @@ pub fn verify_caching_sha2_fast(secret: Option<&CachingSha2Secret>, scramble: &[
     constant_time_eq(&sha256(&[&candidate_stage1]), stage2)
 }
 
+/// caching_sha2 without TLS: what the client encrypts with the server's RSA public key, the
+/// password and a NUL XORed with the scramble (its first `SCRAMBLE_LEN` bytes, repeated).
+#[must_use]
+pub fn caching_sha2_rsa_plaintext(password: &[u8], scramble: &[u8]) -> Vec<u8> {
+    let mut data = password.to_vec();
+    data.push(0);
+    xor_with_scramble(&mut data, scramble);
+    data
+}
+
+/// The password in what the server decrypted ([`caching_sha2_rsa_plaintext`] undone), or
+/// `None` when it does not end with the NUL.
+#[must_use]
+pub fn caching_sha2_password_from_rsa_plaintext(plaintext: &[u8], scramble: &[u8]) -> Option<Vec<u8>> {
+    let mut data = plaintext.to_vec();
+    xor_with_scramble(&mut data, scramble);
+    (data.pop() == Some(0)).then_some(data)
+}
+
+fn xor_with_scramble(data: &mut [u8], scramble: &[u8]) {
+    let scramble = &scramble[..scramble.len().min(SCRAMBLE_LEN)];
+    if scramble.is_empty() {
+        return;
+    }
+    for (b, s) in data.iter_mut().zip(scramble.iter().cycle()) {
+        *b ^= s;
+    }
+}
+
 /// AuthSwitchRequest: 0xFE, plugin name, NUL, plugin data (the scramble), NUL.
 pub fn write_auth_switch_request(writer: &mut PacketWriter, plugin_name: &str, scramble: &[u8]) {
     writer.write_packet_with(|out| {
@@ -287,6 +316,19 @@ mod tests {
         let wrong = caching_sha2_scramble(b"secreT", FIXED_SCRAMBLE);
         assert!(!verify_caching_sha2_fast(Some(&secret), FIXED_SCRAMBLE, &wrong));
         assert!(!verify_caching_sha2_fast(Some(&secret), b"zzzzzzzzzzzzzzzzzzzz", &response));
+    }
+
+    #[test]
+    fn the_rsa_plaintext_is_the_password_and_a_nul_xor_the_scramble() {
+        let plain = caching_sha2_rsa_plaintext(b"secret", FIXED_SCRAMBLE);
+        assert_eq!(plain.len(), 7);
+        assert_eq!(plain[0], b's' ^ b'a');
+        assert_eq!(plain[6], FIXED_SCRAMBLE[6]);
+        let long = vec![b'p'; 45];
+        let plain = caching_sha2_rsa_plaintext(&long, FIXED_SCRAMBLE);
+        assert_eq!(plain[SCRAMBLE_LEN], b'p' ^ FIXED_SCRAMBLE[0], "the scramble repeats");
+        assert_eq!(caching_sha2_password_from_rsa_plaintext(&plain, FIXED_SCRAMBLE), Some(long));
+        assert_eq!(caching_sha2_password_from_rsa_plaintext(b"secret", FIXED_SCRAMBLE), None, "no closing NUL");
     }
 
     #[test]

@@ -91,11 +91,7 @@ impl RsaKeys {
         }
         let mut plaintext = vec![0; self.private.min_output_size()];
         let decrypted = self.private.decrypt(&OAEP_SHA1_MGF1SHA1, ciphertext, &mut plaintext, None).ok()?;
-        let mut password: Vec<u8> = decrypted.iter().zip(scramble.iter().cycle()).map(|(b, s)| b ^ s).collect();
-        if password.pop() != Some(0) {
-            return None;
-        }
-        Some(password)
+        quill_protocol::auth::caching_sha2_password_from_rsa_plaintext(decrypted, scramble)
     }
 }
 
@@ -109,11 +105,11 @@ mod tests {
     use super::*;
     use aws_lc_rs::rsa::{OaepPublicEncryptingKey, PublicEncryptingKey};
 
-    /// What a client does: password + NUL, XOR the scramble, RSA-OAEP with the public key.
+    /// What a client does: the protocol's plaintext, RSA-OAEP with the public key.
     fn client_encrypts(public_pem: &str, password: &[u8], scramble: &[u8]) -> Vec<u8> {
         let der = pem::parse(public_pem).unwrap().into_contents();
         let key = OaepPublicEncryptingKey::new(PublicEncryptingKey::from_der(&der).unwrap()).unwrap();
-        let plain: Vec<u8> = password.iter().chain(&[0]).zip(scramble.iter().cycle()).map(|(b, s)| b ^ s).collect();
+        let plain = quill_protocol::auth::caching_sha2_rsa_plaintext(password, scramble);
         let mut out = vec![0; key.ciphertext_size()];
         key.encrypt(&OAEP_SHA1_MGF1SHA1, &plain, &mut out, None).unwrap().to_vec()
     }

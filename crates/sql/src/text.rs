@@ -547,13 +547,37 @@ pub fn unescape(raw: &[u8], quote: u8, backslash_escapes: bool) -> Vec<u8> {
     out
 }
 
+/// `bytes` as uppercase hex digits, two a byte (HEX(), hashes, MySQL's messages).
+#[must_use]
+pub fn hex_upper(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0xF)]));
+    }
+    out
+}
+
+/// The bytes `hex` writes, two digits a byte (either case); `None` for an odd length or
+/// anything not a hex digit.
+#[must_use]
+pub fn hex_decode(hex: &str) -> Option<Vec<u8>> {
+    let digits = hex.as_bytes();
+    if !digits.len().is_multiple_of(2) {
+        return None;
+    }
+    let value = |d: u8| char::from(d).to_digit(16).and_then(|v| u8::try_from(v).ok());
+    digits.chunks(2).map(|pair| Some(value(pair[0])? << 4 | value(pair[1])?)).collect()
+}
+
 /// MySQL's 1300 for bytes not valid in `charset`.
 fn invalid_string(charset: Charset, bytes: &[u8]) -> SqlError {
     let first_bad = match charset {
         Charset::Latin1 => 0,
         _ => std::str::from_utf8(bytes).map_or_else(|e| e.valid_up_to(), |_| 0),
     };
-    let shown: String = bytes[first_bad..].iter().take(INVALID_STRING_QUOTE_BYTES).map(|b| format!("{b:02X}")).collect();
+    let shown = hex_upper(&bytes[first_bad..bytes.len().min(first_bad + INVALID_STRING_QUOTE_BYTES)]);
     SqlError::new(codes::ER_INVALID_CHARACTER_STRING, format!("Invalid {} character string: '{shown}'", charset.name()))
 }
 
@@ -587,6 +611,15 @@ mod tests {
         assert_eq!(utf8(b"SELECT 1\0"), ["SELECT 1"]);
         assert_eq!(utf8(b"SELECT 1 ;; \n\0"), ["SELECT 1"]);
         assert!(utf8(b" ;\0 ").is_empty());
+    }
+
+    #[test]
+    fn hex_round_trips_and_refuses_what_is_not_hex() {
+        assert_eq!(super::hex_upper(&[0x00, 0xAB, 0x7f]), "00AB7F");
+        assert_eq!(super::hex_decode("00ab7F"), Some(vec![0x00, 0xAB, 0x7F]));
+        assert_eq!(super::hex_decode("abc"), None);
+        assert_eq!(super::hex_decode("zz"), None);
+        assert_eq!(super::hex_decode("a\u{e9}b"), None, "a multibyte character is no digit (and must not split)");
     }
 
     #[test]

@@ -376,8 +376,7 @@ fn encrypt_password(public_key_pem: &[u8], password: &[u8], scramble: &[u8]) -> 
     if password.len() + 1 > key.max_plaintext_size(&OAEP_SHA1_MGF1SHA1) {
         return Err(refused("the password is too long to encrypt with the source's public key; use SOURCE_SSL = 1."));
     }
-    let scramble = &scramble[..scramble.len().min(quill_protocol::auth::SCRAMBLE_LEN)];
-    let plain: Vec<u8> = password.iter().chain(&[0]).zip(scramble.iter().cycle()).map(|(b, s)| b ^ s).collect();
+    let plain = quill_protocol::auth::caching_sha2_rsa_plaintext(password, scramble);
     let mut out = vec![0; key.ciphertext_size()];
     let ciphertext = key.encrypt(&OAEP_SHA1_MGF1SHA1, &plain, &mut out, None).map_err(|_| refused("encrypting the password failed."))?;
     Ok(ciphertext.to_vec())

@@ -30,7 +30,6 @@ pub mod sha256_crypt;
 pub mod statements;
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 
 use parking_lot::Mutex;
 
@@ -145,11 +144,7 @@ pub fn hash_password(plugin: &str, password: &str) -> String {
     }
     if plugin == MYSQL_NATIVE_PASSWORD {
         let stage2 = sha1::Sha1::digest(sha1::Sha1::digest(password.as_bytes()));
-        let hex = stage2.iter().fold(String::new(), |mut s, b| {
-            let _ = write!(s, "{b:02X}");
-            s
-        });
-        format!("*{hex}")
+        format!("*{}", crate::text::hex_upper(&stage2))
     } else {
         sha256_crypt::hash(password.as_bytes())
     }
@@ -174,14 +169,7 @@ pub fn legacy_sha2_secret(hash: &str) -> Option<Sha2Secret> {
 
 /// `N` bytes written as `2 * N` hex digits.
 fn hex_bytes<const N: usize>(hex: &str) -> Option<[u8; N]> {
-    if hex.len() != 2 * N {
-        return None;
-    }
-    let mut out = [0; N];
-    for (i, byte) in out.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
-    }
-    Some(out)
+    crate::text::hex_decode(hex)?.try_into().ok()
 }
 
 /// Whether `password`, sent in clear in a `caching_sha2_password` full authentication, is

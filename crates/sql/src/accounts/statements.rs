@@ -337,12 +337,7 @@ impl Parser<'_> {
         if let Some(Token::Word(w)) = self.tokens.get(self.at)
             && let Some(hex) = w.strip_prefix("0x").or_else(|| w.strip_prefix("0X"))
         {
-            // Bytes, not `str` slices: a non-ASCII character must not split (it is no hex digit).
-            let digits = hex.as_bytes();
-            let bytes: Option<Vec<u8>> = (digits.len() % 2 == 0)
-                .then(|| digits.chunks(2).map(|pair| std::str::from_utf8(pair).ok().and_then(|p| u8::from_str_radix(p, 16).ok())).collect())
-                .flatten();
-            let text = bytes.and_then(|b| String::from_utf8(b).ok()).ok_or_else(|| self.error())?;
+            let text = crate::text::hex_decode(hex).and_then(|b| String::from_utf8(b).ok()).ok_or_else(|| self.error())?;
             self.at += 1;
             return Ok(text);
         }

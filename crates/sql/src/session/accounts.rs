@@ -5,7 +5,6 @@
 //! writes: until then the ACL is that one account, so a fresh server's binary log holds only
 //! what its users did.
 
-use std::fmt::Write as _;
 use std::sync::Arc;
 
 use quill_storage::Value;
@@ -506,10 +505,7 @@ fn create_user_text(a: &Account) -> String {
         // A hash with unprintable bytes (a salt made by a MySQL server) is written in hex,
         // as MySQL's print_identified_with_as_hex writes it, so the statement runs again.
         let hash = if a.auth_string.bytes().any(|b| b.is_ascii_control()) {
-            a.auth_string.bytes().fold("0x".to_owned(), |mut s, b| {
-                let _ = write!(s, "{b:02X}");
-                s
-            })
+            format!("0x{}", crate::text::hex_upper(a.auth_string.as_bytes()))
         } else {
             literal(&a.auth_string)
         };
