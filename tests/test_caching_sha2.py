@@ -28,6 +28,7 @@ import pymysql
 import pytest
 
 from conftest import PrivateQuill
+from wire import AUTH_MORE_DATA, ERR_HEADER, RawConnection, parse_err
 
 TESTS = Path(__file__).parent
 PASSWORD = "Rsa-Exchange-Password-5e1"
@@ -299,3 +300,34 @@ def test_a_quill_replica_fetches_the_source_key_when_told_to(quill, tmp_path):
         state = caught_up(quill, replica)
         assert state["Get_Source_public_key"] == 1 and state["Replica_IO_Running"] == "Yes"
         assert one(replica, "SELECT id FROM rsa_repl.t") == (7,)
+
+
+@pytest.mark.parametrize("user", ["app", "no_such_user"])
+def test_bad_ciphertext_is_1045_and_unknown_users_get_the_same_exchange(quill, user):
+    """Over a raw socket: a fast answer that does not check asks for the full exchange, the
+    key comes on request, and bytes that are no ciphertext of it are refused with 1045, all
+    alike for a user that exists and one that does not (the decoy); the server goes on."""
+    forget(quill)
+    for ciphertext in (os.urandom(256), b"\x00" * 256, os.urandom(7), PASSWORD.encode() + b"\0"):
+        with RawConnection(quill.host, quill.port) as raw:
+            raw.send_login(user, os.urandom(32))
+            assert raw.read_packet() == bytes([AUTH_MORE_DATA, 4]), "perform full authentication"
+            raw.write_packet(b"\x02")
+            key = raw.read_packet()
+            assert key[0] == AUTH_MORE_DATA and key[1:].startswith(b"-----BEGIN PUBLIC KEY-----"), key[:40]
+            raw.write_packet(ciphertext)
+            refusal = raw.read_packet()
+            assert refusal[0] == ERR_HEADER and parse_err(refusal).errno == 1045
+    assert pymysql_login(quill) == "app@%"
+
+
+def test_a_malformed_hex_hash_is_a_syntax_error_and_the_connection_goes_on(quill):
+    """Regression: a multibyte character in `AS 0x...` split a `str` slice and panicked."""
+    conn = quill.connect()
+    with conn.cursor() as c:
+        with pytest.raises(pymysql.err.ProgrammingError) as e:
+            c.execute("CREATE USER 'hexy'@'%' IDENTIFIED WITH caching_sha2_password AS 0xa\u00e9b")
+        assert e.value.args[0] == 1064
+        c.execute("SELECT 1")
+        assert c.fetchone() == (1,)
+    conn.close()

@@ -2,8 +2,9 @@
 
 Packets are a 3-byte little-endian payload length, a 1-byte sequence id, then the payload.
 Only what the bad-input tests need is here: the v10 greeting, a login with an empty password
-(answering an auth switch or caching_sha2's fast path), COM_QUERY with text result sets
-(without CLIENT_DEPRECATE_EOF, so result sets end with EOF packets), and ERR parsing.
+(answering an auth switch or caching_sha2's fast path) or with any answer the caller builds,
+COM_QUERY with text result sets (without CLIENT_DEPRECATE_EOF, so result sets end with EOF
+packets), and ERR parsing.
 """
 
 from __future__ import annotations
@@ -150,17 +151,24 @@ class RawConnection:
         return {"version": version, "connection_id": connection_id, "capabilities": capabilities,
                 "scramble": scramble, "plugin": plugin}
 
-    def login(self, user: str = "root") -> dict:
-        """Log in with an empty password; returns the greeting."""
+    def send_login(self, user: str, auth_response: bytes) -> dict:
+        """Reads the greeting and answers it as `user` with `auth_response` for the plugin it
+        offers; returns the greeting (the server's reply is left to read)."""
         greeting = self.read_greeting()
+        assert len(auth_response) < 251
         response = (
             struct.pack("<IIB", LOGIN_CAPABILITIES, MAX_PACKET_PAYLOAD, 45)  # utf8mb4
             + b"\0" * 23
             + user.encode() + b"\0"
-            + b"\0"  # empty auth response (length 0)
+            + bytes([len(auth_response)]) + auth_response
             + greeting["plugin"].encode() + b"\0"
         )
         self.write_packet(response)
+        return greeting
+
+    def login(self, user: str = "root") -> dict:
+        """Log in with an empty password; returns the greeting."""
+        greeting = self.send_login(user, b"")
         while True:
             payload = self.read_packet()
             if payload[0] == OK_HEADER:
