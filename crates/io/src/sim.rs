@@ -13,6 +13,9 @@
 //! a failing seed replays. Directories are created durable at once (Quill creates its few
 //! directories before writing anything that must survive).
 //!
+//! [`SimFs::crash_process`] is a kill -9 instead: the machine stays up, so every write the
+//! process handed to the operating system is kept, synced or not.
+//!
 //! `fail_syncs_after(n)` makes every `sync_data` after the next `n` fail, to test fail-stop.
 //! `set_capacity(Some(n))` makes a write or size change that would take the files with a
 //! name past `n` bytes fail with `StorageFull` (ENOSPC), to test a full disk; removing a file
@@ -189,6 +192,33 @@ impl SimFs {
             capacity: state.capacity,
         };
         (SimFs { state: Arc::new(Mutex::new(after)) }, report)
+    }
+
+    /// The disk after the process was killed now (kill -9), with the machine still up: the
+    /// operating system has every write and name change handed to it, synced or not, so
+    /// all of them are kept. Handles opened on this disk keep working on the old one.
+    #[must_use]
+    pub fn crash_process(&self) -> SimFs {
+        let state = self.state.lock();
+        let contents = state
+            .names
+            .values()
+            .map(|&inode| {
+                let live = state.contents[&inode].live.clone();
+                (inode, Content { durable: live.clone(), live, unsynced: Vec::new() })
+            })
+            .collect();
+        let after = State {
+            contents,
+            durable_names: state.names.clone(),
+            names: state.names.clone(),
+            unsynced_names: Vec::new(),
+            dirs: state.dirs.clone(),
+            next_inode: state.next_inode,
+            syncs_before_failure: None,
+            capacity: state.capacity,
+        };
+        SimFs { state: Arc::new(Mutex::new(after)) }
     }
 
     /// Bytes of `path` as they are now (live, not necessarily durable).

@@ -29,8 +29,8 @@ pub use reader::{CutReason, LogEnd};
 pub use tail::{LogTail, Retention, Transaction, TransactionCursor};
 pub use version::{LOG_FORMAT_VERSION, VERSION_FILE};
 pub use writer::{
-    Appended, BUFFER_BYTES_MAX, BUSY_HOLD, DDL_RESERVE_BYTES, FailureHook, FlushMode, GROUP_BYTES_MAX, LEAD_GRACE, Log, LogConfig, LogStats, Recovered,
-    SPACE_RETRY_INTERVAL, SYNC_INTERVAL, Start,
+    Appended, BUFFER_BYTES_MAX, BUSY_HOLD, DDL_RESERVE_BYTES, FailureHook, FlushMode, GROUP_BYTES_MAX, LEAD_GRACE, Log, LogConfig, LogStats, LostHistory,
+    Recovered, SPACE_RETRY_INTERVAL, SYNC_INTERVAL, Start, WriterMode,
 };
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::io;
 
-use crate::format::{HEADER_BYTES, Lsn, MAX_BODY_BYTES, Record, RecordKind, checksum_ok, decode_body, decode_header};
+use crate::format::{HEADER_BYTES, LSN_OFFSET, Lsn, MAX_BODY_BYTES, Record, RecordKind, checksum_ok, decode_body, decode_header};
 use crate::segments::{SegmentFiles, Segments};
 
 /// Why reading stopped.
@@ -61,8 +61,9 @@ fn read_records<E: From<io::Error>>(segments: &Segments, start: Lsn, mut apply: 
 /// its parts (read back from the log one at a time, so memory holds one part, never the
 /// transaction) followed by the commit record, each without its stream marker and carrying
 /// the commit's sequence number and time. Records before `start` are read only to find the
-/// parts of streams that commit at or after it. Returns where the log ends, why, and how many
-/// streams it holds that never ended (their changes were not applied).
+/// parts of streams that commit at or after it. Every stream commit read goes into
+/// `stream_commits` (commit record LSN, first part LSN). Returns where the log ends, why, and
+/// how many streams it holds that never ended (their changes were not applied).
 ///
 /// # Errors
 /// I/O errors, a part or commit whose stream was not found (its first part is before
@@ -71,6 +72,7 @@ pub fn read_transactions<E: From<io::Error>>(
     segments: &Segments,
     read_from: Lsn,
     start: Lsn,
+    stream_commits: &mut std::collections::BTreeMap<Lsn, Lsn>,
     mut apply: impl FnMut(Record) -> Result<(), E>,
 ) -> Result<(Lsn, LogEnd, usize), E> {
     // Open streams: the LSNs of their parts so far, by the LSN of their first part.
@@ -97,6 +99,7 @@ pub fn read_transactions<E: From<io::Error>>(
             }
             RecordKind::StreamCommit(first) => {
                 let parts = streams.remove(&first).ok_or_else(|| missing(record.lsn, first))?;
+                stream_commits.insert(record.lsn, first);
                 if record.lsn >= start {
                     for lsn in parts {
                         let Ok(mut part) = read_one(segments.map(), lsn).map_err(E::from)? else {
@@ -143,4 +146,53 @@ pub(crate) fn read_one(segments: &SegmentFiles, lsn: Lsn) -> io::Result<Result<R
     }
     let Some(changes) = decode_body(&body) else { return Ok(Err(LogEnd::Cut(CutReason::BadBody))) };
     Ok(Ok(Record { lsn, seq: header.seq, commit_us: header.commit_us, changes }))
+}
+
+/// Bytes read at a time while looking for a record boundary.
+const SCAN_CHUNK_BYTES: usize = 1 << 16;
+
+/// The LSN of the first record that starts at or after `from` and before `until`, found
+/// without a known boundary before it: at each position whose header names that very
+/// position as its LSN, a record whose checksum holds starts.
+///
+/// # Errors
+/// I/O errors.
+pub(crate) fn first_record_from(files: &SegmentFiles, from: Lsn, until: Lsn) -> io::Result<Option<Lsn>> {
+    let mut chunk = vec![0_u8; SCAN_CHUNK_BYTES + LSN_OFFSET + 8];
+    let mut at = from;
+    while at < until {
+        let n = usize::try_from(until - at).unwrap_or(usize::MAX).min(SCAN_CHUNK_BYTES);
+        // The chunk's last candidates need the 8 bytes of LSN after them.
+        let want = n + LSN_OFFSET + 8;
+        let have = usize::try_from(files.end().unwrap_or(at).saturating_sub(at)).unwrap_or(usize::MAX).min(want);
+        if have < LSN_OFFSET + 8 || !files.read_at(at, &mut chunk[..have])? {
+            return Ok(None);
+        }
+        for i in 0..n.min(have - LSN_OFFSET - 8 + 1) {
+            let named = u64::from_le_bytes(chunk[i + LSN_OFFSET..i + LSN_OFFSET + 8].try_into().expect("8 bytes"));
+            let lsn = at + i as u64;
+            if named == lsn && read_one(files, lsn)?.is_ok() {
+                return Ok(Some(lsn));
+            }
+        }
+        at += n as u64;
+    }
+    Ok(None)
+}
+
+/// Whether the log reads back record after record from its first record at or after `from`
+/// to exactly `to`: no hole (zeros a lost write left) and no damage on the way. True when no
+/// record starts between them.
+///
+/// # Errors
+/// I/O errors.
+pub(crate) fn intact_between(files: &SegmentFiles, from: Lsn, to: Lsn) -> io::Result<bool> {
+    let Some(mut lsn) = first_record_from(files, from, to)? else { return Ok(from >= to) };
+    while lsn < to {
+        match read_one(files, lsn)? {
+            Ok(record) => lsn += record.encoded_len() as u64,
+            Err(_) => return Ok(false),
+        }
+    }
+    Ok(lsn == to)
 }

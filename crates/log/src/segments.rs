@@ -20,6 +20,8 @@ use quill_io::{File, Fs};
 
 use crate::format::{Lsn, SEGMENT_BYTES_MIN, parse_segment_name, segment_name};
 
+/// The name prefix of a segment set aside by [`Segments::set_aside`].
+pub const LOST_PREFIX: &str = "lost-";
 /// Zeros are written in chunks of this size when a segment is created.
 const ZERO_CHUNK_BYTES: usize = 1 << 20;
 
@@ -320,6 +322,32 @@ impl Segments {
             self.fs.sync_dir(&self.dir)?;
         }
         Ok(())
+    }
+
+    /// Renames every segment to `lost-<resumed_at>-<name>` (synced in the directory), so the stream is
+    /// empty and the next segment may start anywhere; returns the new paths. [`Log::open`]
+    /// does this when the log ends before the checkpoint it starts from: the records those
+    /// segments hold cannot join the stream resumed at the checkpoint's position without a
+    /// gap, and are kept for an operator rather than destroyed.
+    ///
+    /// [`Log::open`]: crate::Log::open
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn set_aside(&mut self, resumed_at: Lsn) -> io::Result<Vec<PathBuf>> {
+        let mut moved = Vec::new();
+        for &start in self.files.0.keys() {
+            let from = self.dir.join(segment_name(start));
+            let to = self.dir.join(format!("{LOST_PREFIX}{resumed_at:020}-{}", segment_name(start)));
+            self.fs.rename(&from, &to)?;
+            moved.push(to);
+        }
+        if !moved.is_empty() {
+            self.fs.sync_dir(&self.dir)?;
+        }
+        self.files.0.clear();
+        self.unsynced.clear();
+        Ok(moved)
     }
 
     /// Removes the segments that end at or before `lsn` (a checkpoint covers them) and, with

@@ -22,8 +22,8 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use crate::format::{Change, LSN_OFFSET, Lsn, Record, RecordKind};
-use crate::reader::{LogEnd, read_one};
+use crate::format::{Change, HEADER_BYTES, Lsn, Record, RecordKind};
+use crate::reader::{LogEnd, first_record_from, read_one};
 use crate::segments::SegmentFiles;
 use crate::writer::{Log, Shared};
 
@@ -125,42 +125,20 @@ impl LogTail {
     }
 }
 
-/// Bytes read at a time while looking for a record boundary.
-const SCAN_CHUNK_BYTES: usize = 1 << 16;
-
 impl LogTail {
     /// The LSN of the first record that starts at or after `from` and before `until` (at most
-    /// the durable LSN), found without a known boundary before it: at each position whose
-    /// header names that very position as its LSN, a record whose checksum holds starts.
-    /// Records run across segment boundaries, so a segment's first record is found this way
-    /// when the segment before it is gone.
+    /// the durable LSN), found without a known boundary before it
+    /// ([`crate::reader::first_record_from`]). Records run across segment boundaries, so a
+    /// segment's first record is found this way when the segment before it is gone.
     ///
     /// # Errors
     /// I/O errors.
     pub fn first_record_from(&mut self, from: Lsn, until: Lsn) -> io::Result<Option<Lsn>> {
-        let mut chunk = vec![0_u8; SCAN_CHUNK_BYTES + LSN_OFFSET + 8];
-        let mut at = from;
-        while at < until {
-            let n = usize::try_from(until - at).unwrap_or(usize::MAX).min(SCAN_CHUNK_BYTES);
-            // The chunk's last candidates need the 8 bytes of LSN after them.
-            let want = n + LSN_OFFSET + 8;
-            if self.files.end().is_none_or(|end| at + want as u64 > end) {
-                self.files = self.shared.segments.lock().files();
-            }
-            let have = usize::try_from(self.files.end().unwrap_or(at).saturating_sub(at)).unwrap_or(usize::MAX).min(want);
-            if have < LSN_OFFSET + 8 || !self.files.read_at(at, &mut chunk[..have])? {
-                return Ok(None);
-            }
-            for i in 0..n.min(have - LSN_OFFSET - 8 + 1) {
-                let named = u64::from_le_bytes(chunk[i + LSN_OFFSET..i + LSN_OFFSET + 8].try_into().expect("8 bytes"));
-                let lsn = at + i as u64;
-                if named == lsn && read_one(&self.files, lsn)?.is_ok() {
-                    return Ok(Some(lsn));
-                }
-            }
-            at += n as u64;
+        // The last candidates need the bytes of their header after them.
+        if self.files.end().is_none_or(|end| end < until + HEADER_BYTES as u64) {
+            self.files = self.shared.segments.lock().files();
         }
-        Ok(None)
+        first_record_from(&self.files, from, until)
     }
 }
 

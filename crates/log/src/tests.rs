@@ -451,7 +451,14 @@ fn recovery_starts_at_a_checkpoint_position() {
         Arc::new(fs.clone()),
         &dir(),
         config(1 << 16),
-        Some(Start { lsn: appended[5].lsn, next_seq: 6, read_from: appended[5].lsn, definitions_from: appended[5].lsn }),
+        Some(Start {
+            lsn: appended[5].lsn,
+            next_seq: 6,
+            read_from: appended[5].lsn,
+            definitions_from: appended[5].lsn,
+            stream_commits: Vec::new(),
+            check_history: false,
+        }),
         |r| {
             seen.push(r.seq);
             Ok(())
@@ -511,10 +518,16 @@ fn a_streamed_transaction_replays_whole_at_its_commit_and_not_at_all_without_one
 
     // From a checkpoint taken after the plain commit while A was streaming: A's first part is
     // before the checkpoint, so reading starts there, and the plain commit is not applied again.
-    let (seen, _) = replay_from(&fs, Some(Start { lsn: plain.end, next_seq: 2, read_from: a1.lsn, definitions_from: plain.end }));
+    let (seen, _) = replay_from(
+        &fs,
+        Some(Start { lsn: plain.end, next_seq: 2, read_from: a1.lsn, definitions_from: plain.end, stream_commits: Vec::new(), check_history: false }),
+    );
     assert_eq!(seen, vec![(2, vec![1]), (2, vec![3, 4]), (2, vec![9])]);
     // From a checkpoint after A's commit: A is in the checkpoint, nothing of it is applied.
-    let (seen, _) = replay_from(&fs, Some(Start { lsn: commit.end, next_seq: 3, read_from: commit.end, definitions_from: commit.end }));
+    let (seen, _) = replay_from(
+        &fs,
+        Some(Start { lsn: commit.end, next_seq: 3, read_from: commit.end, definitions_from: commit.end, stream_commits: Vec::new(), check_history: false }),
+    );
     assert!(seen.is_empty(), "{seen:?}");
 }
 
@@ -531,7 +544,7 @@ fn a_stream_whose_first_part_was_not_read_stops_recovery() {
         Arc::new(fs.clone()),
         &dir(),
         config(1 << 12),
-        Some(Start { lsn: second.lsn, next_seq: 1, read_from: second.lsn, definitions_from: second.lsn }),
+        Some(Start { lsn: second.lsn, next_seq: 1, read_from: second.lsn, definitions_from: second.lsn, stream_commits: Vec::new(), check_history: false }),
         |_| Ok(()),
     );
     let error = opened.err().expect("a stream cut in half must not replay");
@@ -687,7 +700,7 @@ fn a_restart_keeps_the_covered_segments_its_definitions_still_describe() {
     let checkpoint = appended[350].lsn;
     let reopen = |definitions_from: u64| {
         let fs = fs.clone();
-        let start = Start { lsn: checkpoint, next_seq: 351, read_from: checkpoint, definitions_from };
+        let start = Start { lsn: checkpoint, next_seq: 351, read_from: checkpoint, definitions_from, stream_commits: Vec::new(), check_history: false };
         let (log, _) = Log::open::<std::io::Error>(Arc::new(fs.clone()), &dir(), config(1 << 12), Some(start), |_| Ok(())).unwrap();
         drop(log);
         segment_files(&fs)
@@ -704,4 +717,109 @@ fn a_restart_keeps_the_covered_segments_its_definitions_still_describe() {
     // Definitions from the checkpoint itself: as before, everything it covers goes.
     let last = reopen(checkpoint);
     assert!(last.iter().all(|name| name.trim_end_matches(crate::format::SEGMENT_SUFFIX).parse::<u64>().unwrap() + (1 << 12) > checkpoint), "{last:?}");
+}
+
+/// A checkpoint at `lsn` covering the records before it (`next_seq` the sequence number of
+/// the record at `lsn`), with no stream open.
+fn checkpoint_at(lsn: u64, next_seq: u64) -> Start {
+    Start { lsn, next_seq, read_from: lsn, definitions_from: 0, stream_commits: Vec::new(), check_history: false }
+}
+
+/// Regression test for the data loss of a checkpoint ahead of the log: a checkpoint of an
+/// older build could hold a position the log never reached on disk (flush mode 0, a kill
+/// -9). Start-up then resumed appending at the log's end, below the checkpoint's position:
+/// new commits got LSNs and sequence numbers the checkpoint already covered, recovery
+/// skipped them (acknowledged commits lost), and GTIDs were handed out twice. The log now
+/// resumes at the checkpoint's position, in a new segment, sets the old segments aside, and
+/// numbers on from the checkpoint.
+#[test]
+fn a_log_that_ends_before_the_checkpoint_resumes_at_its_position() {
+    let fs = SimFs::new();
+    let appended = write_records(&fs, 1 << 12, 10);
+    let beyond = appended.last().unwrap().end + 700;
+    // A stream was open from the sixth record on when the checkpoint was taken: recovery
+    // reads from there, and finds the log ending below the checkpoint.
+    let start = Start { read_from: appended[5].lsn, ..checkpoint_at(beyond, 40) };
+    let (log, recovered) = Log::open::<std::io::Error>(Arc::new(fs.clone()), &dir(), config(1 << 12), Some(start.clone()), |_| Ok(())).unwrap();
+    let lost = recovered.lost.clone().expect("the log ended below the checkpoint");
+    assert_eq!((lost.log_end, lost.resumed_at, recovered.end_lsn), (appended.last().unwrap().end, beyond, beyond));
+    assert!(lost.files.iter().all(|f| f.file_name().unwrap().to_string_lossy().starts_with("lost-")), "{lost:?}");
+    assert_eq!(log.next_position(), (beyond, 40), "LSNs and sequence numbers go on from the checkpoint");
+    let next = log.append(1, &change(1)).unwrap();
+    log.wait_durable_blocking(next.end);
+    drop(log);
+    let lost_name = format!("lost-{beyond:020}-{}", segment_name(0));
+    assert_eq!(segment_files(&fs), vec![segment_name(beyond), lost_name], "the old segment is set aside, out of the stream");
+    let mut seen = Vec::new();
+    let (log, _) = Log::open::<std::io::Error>(Arc::new(fs.clone()), &dir(), config(1 << 12), Some(start), |r| {
+        seen.push(r.seq);
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(seen, vec![40], "the commit after the repair is recovered");
+    assert_eq!(log.next_position().1, 41);
+    drop(log);
+
+    // With no stream open, recovery reads from the checkpoint's position and finds nothing
+    // there: the log goes on from it, and the hole below is found when the checkpoint is
+    // one of a build that could run ahead of the log. The binary log begins at it.
+    let fs = SimFs::new();
+    let appended = write_records(&fs, 1 << 12, 10);
+    let beyond = appended.last().unwrap().end + 700;
+    let start = Start { check_history: true, ..checkpoint_at(beyond, 40) };
+    let (log, recovered) = Log::open::<std::io::Error>(Arc::new(fs.clone()), &dir(), config(1 << 12), Some(start), |_| Ok(())).unwrap();
+    assert_eq!((recovered.lost, log.next_position(), log.binlog_from()), (None, (beyond, 40), beyond));
+}
+
+/// The binary log reads a streamed transaction's parts back at its commit record, so no
+/// segment holding a part may go while the commit record stays: a checkpoint once removed
+/// them, and the binary log could no longer be read past the transaction.
+#[test]
+fn segments_with_the_parts_of_a_committed_stream_stay_with_its_commit_record() {
+    let fs = SimFs::new();
+    let segment_bytes = 1 << 12;
+    let (log, _, _) = open(&fs, config(segment_bytes));
+    let first = log.append_part(None, &change(1)).unwrap();
+    let mut last = first;
+    while last.end < 3 * segment_bytes {
+        last = log.append(2, &change(2)).unwrap();
+    }
+    let commit = log.append_stream_commit(3, first.lsn, &change(3)).unwrap();
+    while log.next_position().0 < 5 * segment_bytes + 100 {
+        log.append(4, &change(4)).unwrap();
+    }
+    log.wait_durable_blocking(log.next_position().0);
+    assert!(commit.lsn / segment_bytes < 4, "the commit record lies in a segment the removal keeps");
+    // Segments before the commit record's go, but not those of its parts.
+    let bound = commit.lsn + 1;
+    log.remove_segments_before(bound).unwrap();
+    assert_eq!(log.segment_bounds().first().map(|&(s, _)| s), Some(0), "the first part's segment stays");
+    assert_eq!(log.stream_commits_before(bound), vec![(commit.lsn, first.lsn)]);
+    // With no stream commit to keep, the same removal takes the covered segments.
+    let fs = SimFs::new();
+    let (log, _, _) = open(&fs, config(segment_bytes));
+    while log.next_position().0 < 5 * segment_bytes + 100 {
+        log.append(4, &change(4)).unwrap();
+    }
+    log.wait_durable_blocking(log.next_position().0);
+    log.remove_segments_before(bound).unwrap();
+    assert_eq!(log.segment_bounds().first().map(|&(s, _)| s), Some(bound - bound % segment_bytes));
+}
+
+/// A checkpoint of an older build may sit above a hole (writes lost below its position): the
+/// binary log then begins at the checkpoint instead of stopping at the hole for good.
+#[test]
+fn a_hole_below_an_old_checkpoint_moves_the_start_of_the_binary_log() {
+    let fs = SimFs::new();
+    let appended = write_records(&fs, 1 << 16, 10);
+    let position = appended[8].lsn;
+    let check = |check_history: bool| {
+        let start = Start { check_history, ..checkpoint_at(position, 9) };
+        let (log, _) = Log::open::<std::io::Error>(Arc::new(fs.clone()), &dir(), config(1 << 16), Some(start), |_| Ok(())).unwrap();
+        log.binlog_from()
+    };
+    assert_eq!(check(true), 0, "an intact log keeps its history");
+    corrupt(&fs, 1 << 16, appended[6].lsn, &vec![0; usize::try_from(appended[7].end - appended[6].lsn).unwrap()]);
+    assert_eq!(check(false), 0, "a checkpoint of this build is trusted");
+    assert_eq!(check(true), position, "the binary log begins at the old checkpoint");
 }

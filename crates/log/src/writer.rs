@@ -40,6 +40,19 @@
 //! in the space left, where DML leaves [`DDL_RESERVE_BYTES`] for DDL. The writer tries again
 //! every [`SPACE_RETRY_INTERVAL`], so commits resume by themselves when space returns.
 //!
+//! Inline writing ([`WriterMode::Inline`]): with no writer thread, whoever needs the log
+//! further along does the writer's work on its own thread: a commit's [`Log::wait`] writes
+//! (and in mode 1 syncs) what is pending, an append creates the segment it needs,
+//! [`Log::make_durable`] syncs, and [`Log::tick`] is the writer's once-a-second write and
+//! sync of modes 0 and 2. Nothing happens between those calls, so what is written and what is
+//! durable at any moment is a function of the caller's program: the crash simulator relies
+//! on it.
+//!
+//! Checkpoints: a checkpoint of position L may be published only once the log is durable up
+//! to L ([`Log::make_durable`] forces the sync in modes 0 and 2), and [`Log::open`] never
+//! resumes appending below the checkpoint it starts from (see its doc): so no record a
+//! checkpoint covers can be lost, and no LSN or sequence number is handed out twice.
+//!
 //! Failure: any other I/O error in the writer (a failed write or `fdatasync`) calls
 //! [`LogConfig::on_failure`], which aborts the process by default (fail-stop). The durable
 //! LSN never moves again, so nothing further is acknowledged as durable.
@@ -118,6 +131,21 @@ pub struct LogConfig {
     /// segment the checkpoint covers goes.)
     pub segment_expiry: Option<Duration>,
     pub on_failure: FailureHook,
+    /// Who writes groups and syncs them: the log's writer thread (the server), or the
+    /// callers themselves, inline (the crash simulator; see [`WriterMode::Inline`]).
+    pub writer: WriterMode,
+}
+
+/// Who writes and syncs the log (see "Inline writing" in the module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriterMode {
+    /// A writer thread of the log's own, as the module doc describes.
+    Thread,
+    /// No thread: a caller that needs the log written or durable does it on its own thread,
+    /// and [`Log::tick`] stands for the writer's clock. Every write, sync and segment
+    /// creation then happens at a point of the caller's program, so a seeded simulation
+    /// of the whole server replays exactly.
+    Inline,
 }
 
 /// In mode 1, how long the writer thread leaves a pending record to the session that appended
@@ -160,6 +188,7 @@ impl Default for LogConfig {
                 eprintln!("quill: commit log I/O failed, stopping: {message}");
                 std::process::abort();
             }),
+            writer: WriterMode::Thread,
         }
     }
 }
@@ -213,13 +242,27 @@ pub struct Recovered {
     /// Streamed transactions whose parts the log holds but which never committed or rolled
     /// back (the server stopped first): none of their changes were applied.
     pub streams_discarded: usize,
+    /// The log ended before the checkpoint's position, and appending resumed there: see
+    /// [`LostHistory`].
+    pub lost: Option<LostHistory>,
+}
+
+/// What [`Log::open`] did when the log ended (at `log_end`) before the checkpoint's position
+/// (`resumed_at`): the checkpoint holds every row, the stream resumes at its position, and
+/// the old segments, whose records before `log_end` were the binary log's history, were
+/// renamed to `files` (kept for an operator, never read again).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LostHistory {
+    pub log_end: Lsn,
+    pub resumed_at: Lsn,
+    pub files: Vec<std::path::PathBuf>,
 }
 
 /// Where recovery starts, from a checkpoint: the position `lsn` it covers (records from there
 /// on are applied) and the sequence number of the record there. `read_from` is at most `lsn`:
 /// the first part of any transaction that was streaming when the checkpoint was taken, whose
 /// parts must be read back if it committed after `lsn`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Start {
     pub lsn: Lsn,
     pub next_seq: u64,
@@ -228,6 +271,15 @@ pub struct Start {
     /// before a DDL record after it): covered segments from here on can still be read as the
     /// binary log, and are kept.
     pub definitions_from: Lsn,
+    /// Streamed transactions committed before `read_from` whose commit records the log still
+    /// holds: (commit record LSN, first part LSN), from the checkpoint (see
+    /// [`Log::stream_commits_before`]).
+    pub stream_commits: Vec<(Lsn, Lsn)>,
+    /// The checkpoint was written by a build whose checkpoints could run ahead of the
+    /// durable log (format version 5 and before): the log below its position may have a
+    /// hole where writes were lost, so it is read through before the binary log is served
+    /// from there (see [`Log::open`]).
+    pub check_history: bool,
 }
 
 /// What leads a record: a commit has a sequence number and a commit time; a part or an
@@ -301,6 +353,15 @@ pub(crate) struct Shared {
     /// Where recovery starts reading (the newest checkpoint's `read_from`): no segment at or
     /// after it is ever removed.
     recovery_start: AtomicU64,
+    /// Records before this LSN are not in the binary log: after a restart, their table
+    /// definitions may be older than the checkpoint's, which is all the server knows then
+    /// (see [`Log::binlog_from`]).
+    binlog_from: AtomicU64,
+    /// Streamed transactions whose commit record a segment still holds: (commit record LSN,
+    /// first part LSN). Segments holding their parts stay as long as the commit record does
+    /// ([`keeping_stream_parts`]). Bounded by the retained log: an entry goes with the
+    /// segment of its commit record.
+    stream_commits: Mutex<std::collections::BTreeMap<Lsn, Lsn>>,
     /// What readers still need (`tail::Retention`): no segment at or after the lowest LSN is
     /// removed. One entry per reader that holds a retention.
     pub(crate) retained: Mutex<std::collections::BTreeMap<u64, Lsn>>,
@@ -348,24 +409,77 @@ impl Log {
     ) -> Result<(Log, Recovered), E> {
         let mut segments = Segments::open(fs, dir, config.segment_bytes)?;
         if start.is_none() && segments.first_lsn().is_some_and(|first| first > 0) {
-            return Err(io::Error::other("the commit log does not start at LSN 0 and there is no checkpoint before it").into());
+            return Err(io::Error::other(format!(
+                "the commit log in {} starts at segment {}, not at LSN 0, and there is no intact checkpoint to start from: \
+                 restore the checkpoint (checkpoint-*.qckpt in the data directory) or the missing segments from a copy",
+                dir.display(),
+                segments.first_lsn().map(crate::format::segment_name).unwrap_or_default()
+            ))
+            .into());
         }
-        let start = start.unwrap_or(Start { lsn: 0, next_seq: 1, read_from: 0, definitions_from: 0 });
+        let start = start.unwrap_or(Start { lsn: 0, next_seq: 1, read_from: 0, definitions_from: 0, stream_commits: Vec::new(), check_history: false });
         let (start_lsn, mut next_seq) = (start.lsn, start.next_seq);
-        if segments.first_lsn().is_some_and(|first| first > start.read_from) {
-            return Err(io::Error::other(format!("the commit log starts after LSN {}, where recovery must begin", start.read_from)).into());
+        // A log resumed at the checkpoint's position (see the ending below it, further on)
+        // starts there: nothing after it needs a part before it, as the streams open at the
+        // checkpoint died with the server that had them.
+        let read_from = if segments.first_lsn() == Some(start_lsn) { start_lsn } else { start.read_from };
+        if let Some(first) = segments.first_lsn().filter(|&first| first > read_from) {
+            return Err(io::Error::other(format!(
+                "the commit log in {} starts at LSN {first} (segment {}), after LSN {} where recovery from the checkpoint must begin reading: \
+                 the segments before it are missing; restore them from a copy of the data directory",
+                dir.display(),
+                crate::format::segment_name(first),
+                start.read_from
+            ))
+            .into());
         }
         let mut records = 0;
-        let read = read_transactions(&segments, start.read_from, start_lsn, |record: Record| {
+        let mut stream_commits: std::collections::BTreeMap<Lsn, Lsn> = start.stream_commits.iter().copied().collect();
+        let read = read_transactions(&segments, read_from, start_lsn, &mut stream_commits, |record: Record| {
             if record.seq > 0 {
                 next_seq = record.seq + 1;
             }
             records += 1;
             apply(record)
         })?;
-        let (end_lsn, end, streams_discarded) = read;
+        let (mut end_lsn, end, streams_discarded) = read;
         let preserved = if matches!(end, LogEnd::Cut(_)) { segments.preserve_from(end_lsn)? } else { None };
-        segments.cut_at(end_lsn)?;
+        let mut lost = None;
+        if end_lsn < start_lsn {
+            // The log ends before the checkpoint's position: records the checkpoint covers
+            // never reached the disk (a checkpoint published ahead of the log, as Quill
+            // before 0.1 could in modes 0 and 2, or synced bytes the disk lost). The
+            // checkpoint holds their rows; appending from the log's end would hand out LSNs
+            // and sequence numbers it already covers, and recovery would skip those commits.
+            // So the stream resumes at the checkpoint's position, in a new segment, and
+            // the old segments, which cannot join it without a gap, are set aside.
+            let files = segments.set_aside(start_lsn)?;
+            tracing::error!(
+                log_end = end_lsn,
+                checkpoint_lsn = start_lsn,
+                set_aside = ?files,
+                "commit log: the log ends before the checkpoint's position; resuming at the checkpoint, the binary log before it is lost"
+            );
+            lost = Some(LostHistory { log_end: end_lsn, resumed_at: start_lsn, files });
+            end_lsn = start_lsn;
+        } else {
+            segments.cut_at(end_lsn)?;
+        }
+        let mut binlog_from = start.definitions_from.min(start.lsn);
+        if start.check_history && lost.is_none() {
+            // A checkpoint of an older build may have been published before the records
+            // below it were written, leaving zeros there that a reader of the binary log
+            // would stop at. If so, the binary log begins at the checkpoint.
+            let from = binlog_from.max(segments.first_lsn().unwrap_or(0));
+            if !crate::reader::intact_between(segments.map(), from, read_from)? {
+                tracing::error!(
+                    from,
+                    to = read_from,
+                    "commit log: a hole below the checkpoint's position (written by an older build); the binary log begins at the checkpoint"
+                );
+                binlog_from = read_from;
+            }
+        }
         // Segments wholly before the checkpoint are covered by it. Those that hold a record
         // from before `definitions_from` go: their records need table definitions the
         // checkpoint does not have (`docs/binlog.md`), so they could not be read as the
@@ -376,8 +490,12 @@ impl Log {
             .into_iter()
             .find(|&(s, len)| s + len > start.definitions_from)
             .map_or(start.definitions_from, |(s, len)| if s >= start.definitions_from { s } else { s + len });
-        segments.remove_before(start.read_from.min(readable_from), None)?;
-        let recovered = Recovered { start_lsn, end_lsn, records, next_seq, end, preserved, streams_discarded };
+        // Never the parts of a stream whose commit record stays: the binary log reads them
+        // back at the commit.
+        let bound = keeping_stream_parts(&stream_commits, &segments, read_from.min(readable_from));
+        segments.remove_before(bound, None)?;
+        prune_stream_commits(&mut stream_commits, segments.first_lsn());
+        let recovered = Recovered { start_lsn, end_lsn, records, next_seq, end, preserved, streams_discarded, lost };
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 pending: Vec::new(),
@@ -406,7 +524,9 @@ impl Log {
             group_delay_us: AtomicU64::new(u64::try_from(config.group_delay.as_micros()).unwrap_or(u64::MAX)),
             group_no_delay_count: AtomicU64::new(config.group_no_delay_count),
             segment_expiry_ms: AtomicU64::new(expiry_ms(config.segment_expiry)),
-            recovery_start: AtomicU64::new(start.read_from),
+            recovery_start: AtomicU64::new(read_from),
+            stream_commits: Mutex::new(stream_commits),
+            binlog_from: AtomicU64::new(binlog_from),
             segments: Mutex::new(segments),
             retained: Mutex::new(std::collections::BTreeMap::new()),
             next_retention: AtomicU64::new(0),
@@ -414,6 +534,14 @@ impl Log {
             stats: LogStats::default(),
             config,
         });
+        if shared.config.writer == WriterMode::Inline {
+            // The first segment exists before anything is appended, as the writer thread
+            // would make it at once.
+            if !ensure_space(&shared) {
+                return Err(io::Error::other("the commit log cannot create its first segment").into());
+            }
+            return Ok((Log { shared, writer: Mutex::new(None) }, recovered));
+        }
         let writer = std::thread::Builder::new().name("quill-log-writer".into()).spawn({
             let shared = Arc::clone(&shared);
             move || {
@@ -517,6 +645,12 @@ impl Log {
                 return false;
             }
             state.space_wanted = state.space_wanted.max(state.next_lsn + bytes);
+            if self.inline() {
+                if !parking_lot::MutexGuard::unlocked(&mut state, || ensure_space(shared)) {
+                    return false;
+                }
+                continue;
+            }
             shared.writer_wake.notify_one();
             shared.space.wait(&mut state);
         }
@@ -535,6 +669,10 @@ impl Log {
         let mut state = shared.state.lock();
         let (lsn, seq, before) = loop {
             while state.pending.len() >= shared.config.buffer_bytes_max && !state.failed {
+                if self.inline() {
+                    parking_lot::MutexGuard::unlocked(&mut state, || write_inline(shared, false));
+                    continue;
+                }
                 shared.space.wait(&mut state);
             }
             if state.shutdown || state.failed {
@@ -569,10 +707,19 @@ impl Log {
             }
             // The writer has not created that segment yet: ask for it and wait.
             state.space_wanted = state.space_wanted.max(end);
+            if self.inline() {
+                if !parking_lot::MutexGuard::unlocked(&mut state, || ensure_space(shared)) {
+                    return Err(EncodeError::ShuttingDown);
+                }
+                continue;
+            }
             shared.writer_wake.notify_one();
             shared.space.wait(&mut state);
         };
         let end = lsn + (state.pending.len() - before) as u64;
+        if let Head::StreamCommit(_, first) = head {
+            shared.stream_commits.lock().insert(lsn, first);
+        }
         state.next_lsn = end;
         if seq > 0 {
             state.next_seq += 1;
@@ -619,6 +766,14 @@ impl Log {
     /// mode 1 while the log runs in mode 0 or 2 makes the writer sync now (DDL is durable
     /// at commit in every mode).
     pub async fn wait(&self, end: Lsn, mode: FlushMode) {
+        if self.inline() {
+            match mode {
+                FlushMode::EverySecond => {}
+                FlushMode::WriteAtCommit => write_inline(&self.shared, self.flush_mode() == FlushMode::AtCommit),
+                FlushMode::AtCommit => write_inline(&self.shared, true),
+            }
+            return;
+        }
         if mode == FlushMode::AtCommit && self.flush_mode() == FlushMode::AtCommit {
             self.lead(end);
         }
@@ -668,9 +823,60 @@ impl Log {
         }
     }
 
+    /// Makes the log durable up to `end` whatever the flush mode, forcing a write and a sync
+    /// in modes 0 and 2, and blocks the calling thread until it is: a checkpoint of position
+    /// `end` is published only after this returns `Ok` (see "Checkpoints" in the module doc).
+    ///
+    /// # Errors
+    /// The log stopped (an I/O error, or shutdown) before it was durable up to `end`.
+    pub fn make_durable(&self, end: Lsn) -> io::Result<()> {
+        let shared = &*self.shared;
+        {
+            let mut state = shared.state.lock();
+            assert!(end <= state.next_lsn, "make_durable({end}) past the log's end {}", state.next_lsn);
+            if state.durable_lsn >= end {
+                return Ok(());
+            }
+            state.sync_requested_lsn = state.sync_requested_lsn.max(end);
+        }
+        if self.inline() {
+            write_inline(shared, true);
+        } else if self.flush_mode() == FlushMode::AtCommit {
+            self.lead(end);
+        }
+        let mut receiver = shared.durable.subscribe();
+        while *receiver.borrow_and_update() < end {
+            let state = shared.state.lock();
+            if state.failed || (state.shutdown && self.writer.lock().is_none()) {
+                return Err(io::Error::other(format!("the commit log stopped before LSN {end} was durable")));
+            }
+            drop(state);
+            shared.writer_wake.notify_one();
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        Ok(())
+    }
+
+    /// The writer's clock, in [`WriterMode::Inline`]: what the writer thread does once per
+    /// [`LogConfig::sync_interval`] (write what is pending and sync, in modes 0 and 2; in
+    /// mode 1, write and sync a stream's parts no commit has waited for yet). Does nothing
+    /// with a writer thread, which keeps its own clock.
+    pub fn tick(&self) {
+        if self.inline() {
+            write_inline(&self.shared, true);
+        }
+    }
+
+    fn inline(&self) -> bool {
+        self.shared.config.writer == WriterMode::Inline
+    }
+
     /// Blocks the calling thread until the record ending at `end` is durable (tests and
     /// shutdown; sessions use [`Log::wait`]).
     pub fn wait_durable_blocking(&self, end: Lsn) {
+        if self.inline() {
+            write_inline(&self.shared, true);
+        }
         if self.flush_mode() == FlushMode::AtCommit {
             self.lead(end);
         }
@@ -708,6 +914,24 @@ impl Log {
         *self.shared.durable.borrow()
     }
 
+    /// Where the binary log begins: the first record at or after this LSN. Records before
+    /// it that the oldest segment still holds (a segment is removed whole, and the one being
+    /// written never) were logged before the newest DDL statement the checkpoint recovery
+    /// started from covers; the server no longer knows their tables' definitions, so they
+    /// cannot be read as binary log events (`docs/binlog.md`).
+    #[must_use]
+    pub fn binlog_from(&self) -> Lsn {
+        self.shared.binlog_from.load(Ordering::Relaxed)
+    }
+
+    /// The streamed transactions committed before `lsn` whose commit records the log still
+    /// holds, as (commit record LSN, first part LSN): a checkpoint keeps those before its
+    /// `read_from` (recovery reads the rest), so a restart keeps their parts' segments too.
+    #[must_use]
+    pub fn stream_commits_before(&self, lsn: Lsn) -> Vec<(Lsn, Lsn)> {
+        self.shared.stream_commits.lock().range(..lsn).map(|(&commit, &first)| (commit, first)).collect()
+    }
+
     /// The LSN the next record gets, and its sequence number.
     #[must_use]
     pub fn next_position(&self) -> (Lsn, u64) {
@@ -743,7 +967,13 @@ impl Log {
         let retained = self.shared.retained.lock();
         let floor = retained.values().copied().min().unwrap_or(Lsn::MAX);
         let bound = lsn.min(self.durable_lsn()).min(floor).min(self.shared.recovery_start.load(Ordering::Acquire));
-        let removed = self.shared.segments.lock().remove_before(bound, written_before);
+        let mut stream_commits = self.shared.stream_commits.lock();
+        let mut segments = self.shared.segments.lock();
+        let bound = keeping_stream_parts(&stream_commits, &segments, bound);
+        let removed = segments.remove_before(bound, written_before);
+        prune_stream_commits(&mut stream_commits, segments.first_lsn());
+        drop(segments);
+        drop(stream_commits);
         drop(retained);
         removed
     }
@@ -756,6 +986,9 @@ impl Log {
 
     /// Writes and syncs everything pending, then stops the writer.
     pub fn shutdown(&self) {
+        if self.inline() && !self.shared.state.lock().shutdown {
+            write_inline(&self.shared, true);
+        }
         self.shared.state.lock().shutdown = true;
         self.shared.writer_wake.notify_one();
         if let Some(writer) = self.writer.lock().take() {
@@ -812,6 +1045,51 @@ fn writer_loop(shared: &Shared) {
         }
         if group.sync {
             last_sync = Instant::now();
+        }
+        publish_group(shared, group);
+    }
+}
+
+/// How far segments may be removed when `bound` is asked (segments ending at or before it
+/// go): below the first part of every stream whose commit record stays (it lies in a
+/// segment ending after the bound), until no such stream reaches lower.
+fn keeping_stream_parts(stream_commits: &std::collections::BTreeMap<Lsn, Lsn>, segments: &Segments, mut bound: Lsn) -> Lsn {
+    loop {
+        let kept_from = segments.map().bounds().into_iter().find(|&(start, len)| start + len > bound).map_or(bound, |(start, _)| start.min(bound));
+        match stream_commits.range(kept_from..).map(|(_, &first)| first).min() {
+            Some(first) if first < bound => bound = first,
+            _ => return bound,
+        }
+    }
+}
+
+/// Forgets the streams whose commit record went with the removed segments.
+fn prune_stream_commits(stream_commits: &mut std::collections::BTreeMap<Lsn, Lsn>, oldest_segment: Option<Lsn>) {
+    match oldest_segment {
+        Some(oldest) => stream_commits.retain(|&commit, _| commit >= oldest),
+        None => stream_commits.clear(),
+    }
+}
+
+/// The writer's work done by the caller, in [`WriterMode::Inline`]: creates the segments
+/// due, then writes everything pending, group by group, syncing each when `sync` (and
+/// syncing what earlier calls wrote). A failure is fail-stop, as in the writer thread.
+fn write_inline(shared: &Shared, sync: bool) {
+    if !ensure_space(shared) {
+        return;
+    }
+    loop {
+        let group = {
+            let mut state = shared.state.lock();
+            let unsynced = state.written_lsn > state.durable_lsn;
+            if state.failed || state.writing || (state.pending.is_empty() && !(sync && unsynced)) {
+                return;
+            }
+            take_group(shared, &mut state, sync)
+        };
+        if let Err(e) = write_group(shared, &group) {
+            fail(shared, &format!("{e}"));
+            return;
         }
         publish_group(shared, group);
     }

@@ -106,6 +106,21 @@ pub struct Origin {
 }
 
 impl Origin {
+    /// The server's identity as its binary log names it (`server_id`, `server_uuid`, its
+    /// version and collations); `None` without a commit log.
+    #[must_use]
+    pub fn of(engine: &Arc<Engine>) -> Option<Origin> {
+        let engine = Arc::clone(engine);
+        engine.log.get()?;
+        let server_id = engine.global("server_id").and_then(|v| v.parse().ok()).unwrap_or(1);
+        let uuid = quill_sql::server_uuid::uuid_bytes(&engine.global("server_uuid").unwrap_or_default()).unwrap_or_default();
+        let version = quill_sql::SERVER_VERSION.to_owned();
+        let server_version = version_number(&version);
+        let collation = |name: &str| engine.global(name).and_then(|c| quill_storage::Collation::from_name(&c)).map_or(255, |c| c.id());
+        let charsets = [collation("collation_connection"), collation("collation_connection"), collation("collation_server")];
+        Some(Origin { engine, source: Source { server_id, uuid, server_version, charsets }, version })
+    }
+
     fn log(&self) -> &Log {
         self.engine.log.get().expect("a server that streams its binary log has a commit log")
     }
@@ -168,6 +183,13 @@ impl Origin {
             _ => None,
         }
     }
+}
+
+/// `major * 10000 + minor * 100 + patch` of a version string.
+fn version_number(version: &str) -> u32 {
+    let mut parts = version.split(|c: char| !c.is_ascii_digit()).filter(|p| !p.is_empty()).map(|p| p.parse::<u32>().unwrap_or(0));
+    let (major, minor, patch) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    major * 10000 + minor * 100 + patch
 }
 
 /// One source UUID's intervals `start..end` (end excluded) in a `COM_BINLOG_DUMP_GTID`.
@@ -241,7 +263,9 @@ fn file_begin(origin: &Origin, tail: &mut LogTail, start: Lsn) -> io::Result<Fil
     let durable = tail.durable_lsn();
     // No record starting in the segment (one runs across it whole) leaves the file empty: its
     // cursor starts at the first record after it, or where the next will be written.
-    let boundary = tail.first_record_from(start, durable)?.unwrap_or(durable.max(start));
+    // The oldest file may hold records from before where the binary log begins.
+    let from = start.max(origin.log().binlog_from());
+    let boundary = tail.first_record_from(from, durable)?.unwrap_or(durable.max(from));
     let mut cursor = TransactionCursor::new(boundary);
     let previous = loop {
         match cursor.next(tail, durable)? {
@@ -287,6 +311,7 @@ pub fn replicated_in_log(origin: &Origin) -> io::Result<gtid::GtidSet> {
 fn retained_origins(origin: &Origin, tail: &mut LogTail, mut each: impl FnMut(&quill_log::Origin, Lsn)) -> io::Result<()> {
     let Some(&(oldest, _)) = origin.log().segment_bounds().first() else { return Ok(()) };
     let durable = tail.durable_lsn();
+    let oldest = oldest.max(origin.log().binlog_from());
     let boundary = tail.first_record_from(oldest, durable)?.unwrap_or(durable.max(oldest));
     let mut cursor = TransactionCursor::new(boundary);
     while let Some(tx) = cursor.next(tail, durable)? {

@@ -18,7 +18,10 @@
 //! 4. Each table definition (`SHOW CREATE TABLE`) is loaded into a scratch engine and must
 //!    come back identical, or the checkpoint fails: a definition that would not load must
 //!    never be found at start-up.
-//! 5. The file becomes a checkpoint only once complete and synced ([`CheckpointWriter::finish`]).
+//! 5. The log is made durable up to L first (`Log::make_durable`, a forced sync in modes 0
+//!    and 2): a checkpoint never runs ahead of the durable log, so a crash can never leave a
+//!    checkpoint that covers commits the log lost.
+//! 6. The file becomes a checkpoint only once complete and synced ([`CheckpointWriter::finish`]).
 //!    Older checkpoints and the segments before `read_from` are removed after that.
 //!
 //! When: every `quill_checkpoint_interval_seconds`, or as soon as the log has grown by
@@ -85,8 +88,16 @@ pub fn checkpoint(engine: &Engine, fs: &Arc<dyn Fs>, datadir: &Path) -> std::io:
         ((CheckpointPosition { lsn, next_seq, read_from }, definitions_from), view, databases, tables)
     };
     let (position, definitions_from) = position;
-    let verified = tables.iter().try_for_each(|(db, name, definition, _)| verify_definition(engine, db, name, definition));
-    let result = verified.and_then(|()| write_file(&catalog, fs, datadir, (position, definitions_from), view, &databases, &tables));
+    // The invariant of `docs/checkpoint-format.md`: a checkpoint's position is never ahead of
+    // the durable log. In modes 0 and 2 the records before it may still be pending or
+    // unsynced; a checkpoint published before them would outlive them in a crash, and
+    // recovery would skip their commits (or start-up resume the log below it).
+    let durable = log.make_durable(position.lsn);
+    let verified = durable.and_then(|()| tables.iter().try_for_each(|(db, name, definition, _)| verify_definition(engine, db, name, definition)));
+    // Streams committed before `read_from` (recovery reads the rest): a restart keeps their
+    // parts' segments as long as it keeps their commit records.
+    let head = FileHead { position, definitions_from, stream_commits: log.stream_commits_before(position.read_from) };
+    let result = verified.and_then(|()| write_file(&catalog, fs, datadir, &head, view, &databases, &tables));
     engine.txns.release_view(&view);
     engine.txns.end(view_txn);
     let (path, bytes, rows) = result?;
@@ -117,17 +128,27 @@ fn verify_definition(engine: &Engine, db: &str, name: &str, definition: &str) ->
     }
 }
 
+/// What a checkpoint file says before its databases: where it stands in the log.
+struct FileHead {
+    position: CheckpointPosition,
+    definitions_from: u64,
+    stream_commits: Vec<(u64, u64)>,
+}
+
 fn write_file(
     catalog: &Catalog,
     fs: &Arc<dyn Fs>,
     datadir: &Path,
-    (position, definitions_from): (CheckpointPosition, u64),
+    head: &FileHead,
     view: ReadView,
     databases: &[String],
     tables: &[(String, String, String, u64)],
 ) -> std::io::Result<(PathBuf, u64, u64)> {
-    let mut writer = CheckpointWriter::create(Arc::clone(fs), datadir, position)?;
-    writer.definitions_from(definitions_from)?;
+    let mut writer = CheckpointWriter::create(Arc::clone(fs), datadir, head.position)?;
+    writer.definitions_from(head.definitions_from)?;
+    for &(commit, first) in &head.stream_commits {
+        writer.stream_commit(commit, first)?;
+    }
     for db in databases {
         writer.database(db)?;
     }

@@ -74,8 +74,23 @@ impl Engine {
     ///
     /// # Errors
     /// I/O errors, a damaged checkpoint, or a record that cannot be replayed.
-    pub fn open(mut globals: VarSet, fs: Arc<dyn Fs>, datadir: &Path) -> std::result::Result<(Arc<Engine>, OpenReport), OpenError> {
-        let config = log_config(&globals);
+    pub fn open(globals: VarSet, fs: Arc<dyn Fs>, datadir: &Path) -> std::result::Result<(Arc<Engine>, OpenReport), OpenError> {
+        Engine::open_with(globals, fs, datadir, |_| {})
+    }
+
+    /// [`Engine::open`] with the log's configuration, as the variables make it, changed by
+    /// `adjust` first (the crash simulator writes the log inline, `quill_log::WriterMode`).
+    ///
+    /// # Errors
+    /// As [`Engine::open`].
+    pub fn open_with(
+        mut globals: VarSet,
+        fs: Arc<dyn Fs>,
+        datadir: &Path,
+        adjust: impl FnOnce(&mut LogConfig),
+    ) -> std::result::Result<(Arc<Engine>, OpenReport), OpenError> {
+        let mut config = log_config(&globals);
+        adjust(&mut config);
         fs.create_dir_all(datadir)?;
         globals.values.insert("server_uuid", crate::server_uuid::load_or_create(fs.as_ref(), datadir)?);
         let engine = Engine::new(globals);
@@ -88,15 +103,30 @@ impl Engine {
         }
         let checkpoint = replayer.load_checkpoint(fs.as_ref(), datadir)?;
         engine.schemas.lock().record(0, &engine.catalog());
-        let start = checkpoint.map(|c| quill_log::Start {
+        let start = checkpoint.as_ref().map(|c| quill_log::Start {
             lsn: c.position.lsn,
             next_seq: c.position.next_seq,
             read_from: c.position.read_from,
             definitions_from: c.definitions_from,
+            stream_commits: c.stream_commits.clone(),
+            check_history: c.version < quill_storage::checkpoint::VERSION_BEHIND_DURABLE_LOG,
         });
-        let (log, recovered) = Log::open(fs, &datadir.join(LOG_DIR), config, start, |record| replayer.apply(record))?;
+        let opened = Log::open(fs, &datadir.join(LOG_DIR), config, start, |record| replayer.apply(record));
+        let (log, recovered) = opened.map_err(|e| match (e, &checkpoint) {
+            (OpenError::Io(e), Some(c)) => OpenError::Io(std::io::Error::other(format!("{e} (starting from checkpoint {})", c.path.display()))),
+            (e, _) => e,
+        })?;
         drop(replayer);
-        if let Some(c) = checkpoint {
+        if let Some(lost) = &recovered.lost {
+            tracing::error!(
+                log_end = lost.log_end,
+                resumed_at = lost.resumed_at,
+                files = ?lost.files,
+                "the commit log ended before the newest checkpoint's position: the tables are the checkpoint's, the log resumes at its position, \
+                 and the binary log before it is gone (its segments were renamed as listed)"
+            );
+        }
+        if let Some(c) = &checkpoint {
             engine.status.checkpoint_lsn.store(c.position.lsn, std::sync::atomic::Ordering::Relaxed);
         }
         engine.commit_notify.set_floor(log.next_position().0);
@@ -105,12 +135,17 @@ impl Engine {
     }
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct LoadedCheckpoint {
+    path: std::path::PathBuf,
     position: CheckpointPosition,
     rows: u64,
     /// Every record from here on is described by the loaded definitions.
     definitions_from: u64,
+    /// Streams committed before its `read_from` whose commit records the log still holds.
+    stream_commits: Vec<(u64, u64)>,
+    /// Its format version.
+    version: u32,
 }
 
 fn log_config(globals: &VarSet) -> LogConfig {
@@ -269,14 +304,34 @@ impl Replayer {
         Replayer { engine, session }
     }
 
-    /// Loads the newest checkpoint in `datadir`, if there is one.
+    /// Loads the newest checkpoint in `datadir` that is intact, if there is one. A damaged
+    /// one (its checksum or layout wrong: nothing of it was applied) is renamed to
+    /// `<name>.damaged`, kept for an operator, and the next older one is tried; the log must
+    /// then reach back to where that one starts, or [`Log::open`] refuses to start.
     fn load_checkpoint(&mut self, fs: &dyn Fs, datadir: &Path) -> std::result::Result<Option<LoadedCheckpoint>, OpenError> {
-        let Some((_, path)) = find_checkpoints(fs, datadir)?.into_iter().next() else { return Ok(None) };
+        for (_, path) in find_checkpoints(fs, datadir)? {
+            match self.load_checkpoint_file(fs, &path) {
+                Err(OpenError::Checkpoint(CheckpointError::Damaged { path: damaged, what })) => {
+                    let mut aside = path.as_os_str().to_owned();
+                    aside.push(".damaged");
+                    fs.rename(&path, Path::new(&aside))?;
+                    fs.sync_dir(datadir)?;
+                    tracing::error!(checkpoint = damaged, what, renamed_to = ?aside, "checkpoint damaged; trying the next older one");
+                }
+                other => return other.map(Some),
+            }
+        }
+        Ok(None)
+    }
+
+    fn load_checkpoint_file(&mut self, fs: &dyn Fs, path: &Path) -> std::result::Result<LoadedCheckpoint, OpenError> {
+        let path = path.to_path_buf();
         let fail = |message: String| OpenError::Load { path: path.display().to_string(), message };
         let ts = self.engine.txns.next_commit_ts();
         let mut table: Option<(String, String)> = None;
         let mut rows = 0;
         let mut definitions_from = None;
+        let mut stream_commits = Vec::new();
         let position = read_checkpoint(fs, &path, |entry| {
             match entry {
                 CheckpointEntry::Database(name) => {
@@ -289,6 +344,7 @@ impl Replayer {
                     table = Some((db, name));
                 }
                 CheckpointEntry::DefinitionsFrom(lsn) => definitions_from = Some(lsn),
+                CheckpointEntry::StreamCommit { commit, first } => stream_commits.push((commit, first)),
                 CheckpointEntry::View { db, name, definition } => {
                     self.session.replay_ddl(Some(db.clone()), &definition).map_err(|e| fail(format!("{definition}: {e}")))?;
                     if self.engine.catalog().view(&db, &name).is_none() {
@@ -307,7 +363,8 @@ impl Replayer {
         // own position only.
         let definitions_from = definitions_from.unwrap_or(position.lsn).min(position.lsn);
         self.engine.definitions_from.store(definitions_from, std::sync::atomic::Ordering::Release);
-        Ok(Some(LoadedCheckpoint { position, rows, definitions_from }))
+        let version = quill_storage::checkpoint::checkpoint_version(fs, &path)?;
+        Ok(LoadedCheckpoint { path, position, rows, definitions_from, stream_commits, version })
     }
 
     /// Replays a PUT of `row` (`None`: its bytes did not decode) at `key` of `db`.`table`,

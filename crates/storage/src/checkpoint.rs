@@ -28,9 +28,9 @@ use crate::value::Row;
 
 pub const MAGIC: &[u8; 8] = b"QUILLCKP";
 /// The version written. Versions 1 (no `read_from`, a 32-byte header), 2 (rows in the
-/// first row encoding, `crate::row`), 3 (no DEFINITIONS_FROM entry) and 4 (no VIEW entry)
-/// are still read.
-pub const VERSION: u32 = 5;
+/// first row encoding, `crate::row`), 3 (no DEFINITIONS_FROM entry), 4 (no VIEW entry) and
+/// 5 (no STREAM_COMMIT entry) are still read.
+pub const VERSION: u32 = 6;
 pub const MAGIC_OFFSET: usize = 0;
 pub const VERSION_OFFSET: usize = MAGIC_OFFSET + 8;
 pub const LSN_OFFSET: usize = VERSION_OFFSET + 8; // 4 bytes of version, 4 reserved
@@ -51,6 +51,11 @@ pub const ENTRY_END: u8 = 4;
 pub const ENTRY_DEFINITIONS_FROM: u8 = 5;
 /// A view: its database, name and defining statement (version 5 on).
 pub const ENTRY_VIEW: u8 = 6;
+/// A streamed transaction committed before the checkpoint's `read_from` whose commit record
+/// the log still holds: the LSN of its commit record and of its first part (version 6 on).
+/// The log keeps the segments of its parts while it keeps the commit record, or the binary
+/// log could not read the transaction back (`quill_log::Log::stream_commits_before`).
+pub const ENTRY_STREAM_COMMIT: u8 = 7;
 
 pub const FILE_PREFIX: &str = "checkpoint-";
 pub const FILE_SUFFIX: &str = ".qckpt";
@@ -139,6 +144,11 @@ pub enum CheckpointEntry {
         name: String,
         definition: String,
     },
+    /// A streamed transaction committed before `read_from` (see [`ENTRY_STREAM_COMMIT`]).
+    StreamCommit {
+        commit: u64,
+        first: u64,
+    },
 }
 
 /// Streams a checkpoint to disk; see the module doc.
@@ -196,6 +206,18 @@ impl CheckpointWriter {
     pub fn definitions_from(&mut self, lsn: u64) -> io::Result<()> {
         self.buffer.push(ENTRY_DEFINITIONS_FROM);
         self.buffer.extend_from_slice(&lsn.to_le_bytes());
+        self.entry_done()
+    }
+
+    /// A [`CheckpointEntry::StreamCommit`] entry, written after DEFINITIONS_FROM.
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn stream_commit(&mut self, commit: u64, first: u64) -> io::Result<()> {
+        assert!(first < commit, "a stream's parts come before its commit record");
+        self.buffer.push(ENTRY_STREAM_COMMIT);
+        self.buffer.extend_from_slice(&commit.to_le_bytes());
+        self.buffer.extend_from_slice(&first.to_le_bytes());
         self.entry_done()
     }
 
@@ -292,6 +314,22 @@ fn put32(out: &mut Vec<u8>, bytes: &[u8]) {
     out.extend_from_slice(bytes);
 }
 
+/// The format version of the checkpoint at `path`, from its header (not verified: read it
+/// with [`read_checkpoint`]).
+///
+/// # Errors
+/// I/O errors, and a file too short for a header.
+pub fn checkpoint_version(fs: &dyn Fs, path: &Path) -> io::Result<u32> {
+    let file = fs.open(path, false)?;
+    let mut head = [0_u8; VERSION_OFFSET + 4];
+    read_exact_at(file.as_ref(), &mut head, 0)?;
+    Ok(u32::from_le_bytes(head[VERSION_OFFSET..].try_into().expect("4 bytes")))
+}
+
+/// The first version whose checkpoints never run ahead of the durable log (published only
+/// once the log is durable up to their position).
+pub const VERSION_BEHIND_DURABLE_LOG: u32 = 6;
+
 /// Why a checkpoint file cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum CheckpointError {
@@ -368,6 +406,13 @@ pub fn read_checkpoint<E: From<CheckpointError>>(
                 let lsn = take(&mut rest, 8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
                 CheckpointEntry::DefinitionsFrom(lsn.ok_or_else(|| damaged("bad definitions entry"))?)
             }
+            ENTRY_STREAM_COMMIT if version >= 6 => {
+                let mut lsn = || take(&mut rest, 8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
+                match (lsn(), lsn()) {
+                    (Some(commit), Some(first)) if first < commit => CheckpointEntry::StreamCommit { commit, first },
+                    _ => return Err(damaged("bad stream commit entry").into()),
+                }
+            }
             ENTRY_END => {
                 let count = take(&mut rest, 8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
                 if count != Some(entries) || !body.is_at_end() {
@@ -416,7 +461,7 @@ fn verify(file: &dyn File, damaged: impl Fn(&'static str) -> CheckpointError) ->
     match version {
         1 => {}
         2..=VERSION if body_end >= (HEADER_BYTES + 9) as u64 => {}
-        _ => return Err(damaged("not a checkpoint of a version this build reads (1 to 5)")),
+        _ => return Err(damaged("not a checkpoint of a version this build reads (1 to 6)")),
     }
     let u64_at = |o: usize| u64::from_le_bytes(head[o..o + 8].try_into().expect("8 bytes"));
     let (lsn, next_seq) = (u64_at(LSN_OFFSET), u64_at(NEXT_SEQ_OFFSET));
@@ -513,6 +558,7 @@ fn entry_len(bytes: &[u8]) -> Option<usize> {
             field(4)?;
         }
         ENTRY_END | ENTRY_DEFINITIONS_FROM => at += 8,
+        ENTRY_STREAM_COMMIT => at += 16,
         ENTRY_VIEW => {
             field(2)?;
             field(2)?;

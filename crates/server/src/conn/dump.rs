@@ -28,7 +28,6 @@ use quill_protocol::command::BinlogDump;
 use quill_protocol::response;
 use quill_protocol::{PacketDecoder, PacketWriter};
 use quill_replication::binlog::{Dump, Head, Origin, events, file_name, file_start};
-use quill_replication::events::Source;
 use quill_replication::semisync::{AckSlot, FLAG_ACK, HEADER_MAGIC, SemiSync, parse_ack};
 use quill_sql::error::SqlError;
 use quill_sql::session::BinaryLog;
@@ -45,22 +44,7 @@ const DUMP_WRITE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The server's identity as its binary log names it; `None` without a commit log.
 pub fn origin(engine: &Arc<Engine>) -> Option<Origin> {
-    let engine = Arc::clone(engine);
-    engine.log.get()?;
-    let server_id = engine.global("server_id").and_then(|v| v.parse().ok()).unwrap_or(1);
-    let uuid = quill_sql::server_uuid::uuid_bytes(&engine.global("server_uuid").unwrap_or_default()).unwrap_or_default();
-    let version = quill_sql::SERVER_VERSION.to_owned();
-    let server_version = version_number(&version);
-    let collation = |name: &str| engine.global(name).and_then(|c| quill_storage::Collation::from_name(&c)).map_or(255, |c| c.id());
-    let charsets = [collation("collation_connection"), collation("collation_connection"), collation("collation_server")];
-    Some(Origin { engine, source: Source { server_id, uuid, server_version, charsets }, version })
-}
-
-/// `major * 10000 + minor * 100 + patch` of a version string.
-fn version_number(version: &str) -> u32 {
-    let mut parts = version.split(|c: char| !c.is_ascii_digit()).filter(|p| !p.is_empty()).map(|p| p.parse::<u32>().unwrap_or(0));
-    let (major, minor, patch) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0), parts.next().unwrap_or(0));
-    major * 10000 + minor * 100 + patch
+    Origin::of(engine)
 }
 
 fn user_var_text(session: &Session, names: &[&str]) -> Option<String> {
