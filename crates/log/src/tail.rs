@@ -239,7 +239,10 @@ fn fold_repeats(changes: Vec<Change>) -> Vec<Change> {
             last.insert(key, i);
         }
     }
-    if last.len() == changes.len() {
+    let imageless_delete = |change: &Change| matches!(change, Change::Delete { before: None, .. });
+    // The DELETE of a row the transaction inserted and deleted again goes even when the
+    // insert was in no part (both were in the commit record's remainder).
+    if last.len() == changes.len() && !changes.iter().any(imageless_delete) {
         return changes;
     }
     let keep: Vec<bool> = changes
@@ -247,7 +250,7 @@ fn fold_repeats(changes: Vec<Change>) -> Vec<Change> {
         .enumerate()
         .map(|(i, change)| {
             let is_last = row_key(change).is_none_or(|key| last[&key] == i);
-            is_last && !matches!(change, Change::Delete { before: None, .. })
+            is_last && !imageless_delete(change)
         })
         .collect();
     changes.into_iter().zip(keep).filter_map(|(change, keep)| keep.then_some(change)).collect()

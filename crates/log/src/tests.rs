@@ -652,6 +652,16 @@ fn a_streamed_transaction_hands_over_each_row_once_as_its_last_change() {
     let mut tail = log.tail();
     let tx = crate::TransactionCursor::new(0).next(&mut tail, commit.end).unwrap().unwrap();
     assert_eq!(tx.changes, [row(1, 11), update(2, 20, 22), delete(4, Some(vec![40]))].concat());
+
+    // Regression (found by the crash simulator): a row inserted and deleted again after the
+    // last part, both in the commit record's remainder, is logged as a DELETE without image
+    // and nothing before it. With no row repeated, the stream was handed over as it was, and
+    // the binary log stopped at that DELETE (no image to send) for good.
+    let first = log.append_part(None, &row(5, 50)).unwrap();
+    let commit = log.append(9, &[vec![Change::StreamCommit { first: first.lsn }], delete(6, None)].concat()).unwrap();
+    log.wait_durable_blocking(commit.end);
+    let tx = crate::TransactionCursor::new(first.lsn).next(&mut tail, commit.end).unwrap().unwrap();
+    assert_eq!(tx.changes, row(5, 50));
 }
 
 #[test]

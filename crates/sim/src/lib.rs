@@ -161,7 +161,7 @@ fn simulate(seed: u64, trail: &Trail) -> Result<Report, String> {
     let mut fs = SimFs::new();
     fs.create_dir_all(&datadir()).map_err(|e| e.to_string())?;
     let (engine, _) = open(&fs, segment_bytes)?;
-    let mut world = workload::World::new(&mut rng, engine, fs.clone(), segment_bytes);
+    let mut world = workload::World::new(&mut rng, engine, fs.clone());
     let mut report = Report::default();
     runtime.block_on(world.setup(trail))?;
     let crashes = rng.random_range(1..=CRASHES_MAX);

@@ -73,7 +73,7 @@ pub struct World {
 type Answer = Result<Outcome, u16>;
 
 impl World {
-    pub fn new(rng: &mut StdRng, engine: Arc<Engine>, fs: SimFs, _segment_bytes: u64) -> World {
+    pub fn new(rng: &mut StdRng, engine: Arc<Engine>, fs: SimFs) -> World {
         let count = rng.random_range(1..=3_usize);
         let fs: Arc<dyn Fs> = Arc::new(fs);
         let sessions = (0..count).map(|i| SimSession { session: new_session(&engine, i), txn: None }).collect();
