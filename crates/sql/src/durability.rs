@@ -393,9 +393,10 @@ impl Replayer {
             match change {
                 Change::Ddl { db, sql, context } => {
                     self.session.replay_ddl_in((!db.is_empty()).then_some(db), &sql, context.as_ref()).map_err(|e| fail(format!("{sql}: {e}")))?;
-                    self.engine.schemas.lock().record(lsn, &self.engine.catalog());
                     // Records after this one are described by the catalog it made.
-                    self.engine.definitions_from.fetch_max(lsn + 1, std::sync::atomic::Ordering::AcqRel);
+                    if self.engine.schemas.lock().record(lsn, &self.engine.catalog()) {
+                        self.engine.definitions_from.fetch_max(lsn + 1, std::sync::atomic::Ordering::AcqRel);
+                    }
                 }
                 Change::Insert { db, table, key, row } | Change::Update { db, table, key, row, .. } | Change::Put { db, table, key, row } => {
                     self.put(&db, &table, key, decode_log_row(&row), ts).map_err(fail)?;

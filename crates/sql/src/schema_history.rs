@@ -55,8 +55,13 @@ pub struct SchemaHistory {
 
 impl SchemaHistory {
     /// Records that from `lsn` on the tables are `catalog`'s. REQUIRES: `lsn` at or after
-    /// every LSN recorded before.
-    pub fn record(&mut self, lsn: u64, catalog: &Catalog) {
+    /// every LSN recorded before. True when a table's definition changed or went (a table
+    /// dropped, renamed away or of another shape): records before `lsn` may then not be
+    /// readable with the definitions from `lsn` on (`Engine::definitions_from`). A new table
+    /// has no records before it, and a statement that changes no table (an account
+    /// statement, CREATE DATABASE, a view) none that read otherwise: both return false.
+    pub fn record(&mut self, lsn: u64, catalog: &Catalog) -> bool {
+        let mut changed = false;
         let mut seen = std::collections::HashSet::new();
         for db in catalog.databases.values() {
             for meta in db.tables.values() {
@@ -64,6 +69,7 @@ impl SchemaHistory {
                 let versions = self.tables.entry(key.clone()).or_default();
                 let current = versions.last().and_then(|(_, def)| def.as_ref());
                 if current.is_none_or(|def| !def.same_shape(meta)) {
+                    changed |= current.is_some();
                     push(versions, lsn, Some(Arc::new(TableDef::of(meta))));
                 }
                 seen.insert(key);
@@ -72,8 +78,10 @@ impl SchemaHistory {
         for (key, versions) in &mut self.tables {
             if !seen.contains(key) && versions.last().is_some_and(|(_, def)| def.is_some()) {
                 push(versions, lsn, None);
+                changed = true;
             }
         }
+        changed
     }
 
     /// The definition `db`.`name` had at the record at `lsn`.

@@ -315,8 +315,9 @@ pub struct Engine {
     /// The log position just past the newest commit record: a statement that read waits
     /// until the log is durable to here, so it never answers with data a crash could lose.
     pub last_commit_end: AtomicU64,
-    /// Where the newest DDL record ends: every record from here on is described by the
-    /// current catalog's definitions. Set under `commit_order` with the record; checkpoints
+    /// Where the newest DDL record that changed or removed an existing table's definition
+    /// ends (new tables, account statements, databases and views leave it): every record
+    /// from here on is described by the current catalog's definitions. Set under `commit_order` with the record; checkpoints
     /// keep it, so a restart knows which binary log files it can still read
     /// (`docs/binlog.md`, "Files and positions").
     pub definitions_from: AtomicU64,
@@ -2343,8 +2344,11 @@ impl Session {
                     return Err(crate::durability::log_error(&e, &table));
                 }
                 Some(Ok(at)) => {
-                    engine.schemas.lock().record(at.lsn, &catalog);
-                    engine.definitions_from.fetch_max(at.end, Ordering::AcqRel);
+                    // Records before a statement that changed a table's definition may not
+                    // read with the definitions after it (the binary log after a restart).
+                    if engine.schemas.lock().record(at.lsn, &catalog) {
+                        engine.definitions_from.fetch_max(at.end, Ordering::AcqRel);
+                    }
                     if let Some((key, row)) = gtid_row
                         && let Ok(table) = catalog.table(crate::replica_control::GTID_TABLE.0, crate::replica_control::GTID_TABLE.1)
                     {
