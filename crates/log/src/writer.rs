@@ -447,8 +447,9 @@ impl Log {
         let mut lost = None;
         if end_lsn < start_lsn {
             // The log ends before the checkpoint's position: records the checkpoint covers
-            // never reached the disk (a checkpoint published ahead of the log, as Quill
-            // before 0.1 could in modes 0 and 2, or synced bytes the disk lost). The
+            // never reached the disk (a checkpoint published ahead of the log, as builds
+            // writing checkpoint format 5 and before could in modes 0 and 2, or synced
+            // bytes the disk lost). The
             // checkpoint holds their rows; appending from the log's end would hand out LSNs
             // and sequence numbers it already covers, and recovery would skip those commits.
             // So the stream resumes at the checkpoint's position, in a new segment, and
