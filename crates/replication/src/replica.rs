@@ -71,6 +71,9 @@ pub const TABLE_MAPS_MAX: usize = 65_536;
 /// zero dates allowed, which a source may have stored.
 const APPLIER_SQL_MODE: &str = "STRICT_TRANS_TABLES,NO_ENGINE_SUBSTITUTION";
 const APPLIER_TIME_ZONE: &str = "+00:00";
+/// `mysql.gtid_executed`, made when the applier first starts.
+const GTID_TABLE_DEFINITION: &str = "CREATE TABLE IF NOT EXISTS mysql.gtid_executed (source_uuid CHAR(36) NOT NULL, interval_start BIGINT NOT NULL, \
+     interval_end BIGINT NOT NULL, PRIMARY KEY (source_uuid, interval_start))";
 /// The connection id the applier's session reports.
 const APPLIER_CONNECTION_ID: u32 = u32::MAX - 1;
 
@@ -233,6 +236,50 @@ impl Replica {
         }
         let _ = engine.replica.set(replica as Arc<dyn ReplicaControl>);
         Ok(())
+    }
+}
+
+/// Applies `events`, a source's binary log as a dump sends it (decoded, from a
+/// FORMAT_DESCRIPTION on), to `engine` as the replica's applier does, with no connection:
+/// the crash simulator's seam (`crates/sim`). The GTIDs `mysql.gtid_executed` already holds
+/// are skipped, as a dump by GTID would not send them. Returns once every transaction is
+/// applied, or with the error that stopped the applier.
+///
+/// # Errors
+/// The applier stopped: the error number and message `SHOW REPLICA STATUS` would show.
+pub async fn apply_events(engine: &Arc<Engine>, fs: Arc<dyn Fs>, datadir: PathBuf, events: Vec<Event>) -> Result<(), (u32, String)> {
+    let inner = Arc::new(Inner {
+        engine: Arc::clone(engine),
+        fs,
+        datadir,
+        config: Mutex::new(None),
+        status: Mutex::new(Status { io_running: "No", ..Status::default() }),
+        running: Mutex::new(None),
+        runtime: tokio::runtime::Handle::current(),
+    });
+    let mut session = Session::new(Arc::clone(engine), APPLIER_CONNECTION_ID, "system user", "localhost");
+    session.replica_applier = true;
+    let set = async {
+        exec(&mut session, GTID_TABLE_DEFINITION).await?;
+        executed_set(&mut session).await
+    };
+    let executed = set.await.map_err(|e| (u32::from(e.code), e.message));
+    session.close();
+    let executed = executed?;
+    let executed = Arc::new(Mutex::new(executed));
+    let (sender, relayed) = mpsc::channel(RELAY_EVENTS_MAX);
+    let relay = Relay { events: sender, bytes: Arc::new(Semaphore::new(RELAY_BYTES_MAX)) };
+    let send = async move {
+        for event in events {
+            if relay.send(event).await.is_err() {
+                break;
+            }
+        }
+    };
+    let ((), stop) = tokio::join!(send, apply::apply(&inner, relayed, &executed));
+    match stop {
+        Some(Stop::Sql(code, message) | Stop::Io(code, message)) => Err((code, message)),
+        Some(Stop::Asked) | None => Ok(()),
     }
 }
 
@@ -453,11 +500,7 @@ async fn run(inner: Arc<Inner>, config: Config, mut stopped: watch::Receiver<boo
     let setup = async {
         exec(&mut session, &format!("SET SESSION time_zone = '{APPLIER_TIME_ZONE}', sql_mode = '{APPLIER_SQL_MODE}'")).await?;
         exec(&mut session, "SET SESSION foreign_key_checks = 0").await?;
-        exec(
-            &mut session,
-            "CREATE TABLE IF NOT EXISTS mysql.gtid_executed (source_uuid CHAR(36) NOT NULL, interval_start BIGINT NOT NULL, interval_end BIGINT NOT NULL, PRIMARY KEY (source_uuid, interval_start))",
-        )
-        .await?;
+        exec(&mut session, GTID_TABLE_DEFINITION).await?;
         executed_set(&mut session).await
     };
     let executed = match setup.await {

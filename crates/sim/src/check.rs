@@ -59,7 +59,7 @@ async fn query(session: &mut Session, sql: &str) -> Result<Vec<Vec<Value>>, Stri
     }
 }
 
-async fn tables(session: &mut Session, expected: &Tables) -> Result<(), String> {
+pub(crate) async fn tables(session: &mut Session, expected: &Tables) -> Result<(), String> {
     let listed = query(session, &format!("SHOW TABLES FROM {DATABASE}")).await?;
     let names: BTreeSet<String> = listed.iter().map(|r| text(&r[0])).collect();
     let wanted: BTreeSet<String> = expected.keys().cloned().collect();

@@ -19,6 +19,12 @@
 //!    binary log reads from its first file to its end with exactly the tables' changes and
 //!    GTIDs unique and gap-free, and `@@gtid_executed` names the prefix.
 //! 4. The workload goes on from the recovered state, and crashes again, a few times.
+//! 5. A quarter of the seeds have a replica ([`replica`]): a second engine on a disk of its own that
+//!    now and then pulls the source's durable binary log by GTID and applies it through the
+//!    replica's applier, and crashes and recovers on its own. After each of its recoveries, and
+//!    once it has caught up with a recovered source, the source's GTIDs it holds are a prefix
+//!    `1..=j` and its tables are the model's after `j` transactions (`j` all the source
+//!    recovered, once caught up).
 //!
 //! Determinism: the engine runs on one thread (a current-thread runtime, sessions driven one
 //! statement at a time), the log writes inline (`quill_log::WriterMode::Inline`: no writer
@@ -33,6 +39,7 @@
 
 pub mod check;
 pub mod model;
+pub mod replica;
 pub mod workload;
 
 use std::fmt;
@@ -64,6 +71,9 @@ pub struct Report {
     pub checkpoints: u64,
     /// Transactions the crashes took away (never promised durable).
     pub commits_lost: u64,
+    /// Crashes of a replica, and its pulls of the source's binary log.
+    pub replica_crashes: usize,
+    pub replica_pulls: usize,
     /// A hash of every step taken and every recovery's outcome: a seed that replays
     /// exactly gives the same.
     pub fingerprint: u64,
@@ -77,6 +87,8 @@ impl std::ops::AddAssign for Report {
         self.commits += other.commits;
         self.checkpoints += other.checkpoints;
         self.commits_lost += other.commits_lost;
+        self.replica_crashes += other.replica_crashes;
+        self.replica_pulls += other.replica_pulls;
         self.fingerprint = self.fingerprint.rotate_left(5) ^ other.fingerprint;
     }
 }
@@ -113,14 +125,20 @@ pub fn settings(segment_bytes: u64) -> VarSet {
 }
 
 /// Opens the engine on `fs` as the simulator runs it: the log written inline, and a log
-/// failure a panic (caught by [`run_seed`]) rather than an abort.
+/// failure a panic (caught by [`run_seed`]) rather than an abort. With `keep_binlog`,
+/// checkpoints remove no segment (`binlog_expire_logs_seconds = 0`, as a source keeps its
+/// files for a replica that is away): the simulated disk's files are all as old as the
+/// epoch, so otherwise every checkpoint removes what it covers.
 ///
 /// # Errors
 /// What `Engine::open` returns: recovery failed.
-pub fn open(fs: &SimFs, segment_bytes: u64) -> Result<(Arc<Engine>, quill_sql::durability::OpenReport), String> {
+pub fn open(fs: &SimFs, segment_bytes: u64, keep_binlog: bool) -> Result<(Arc<Engine>, quill_sql::durability::OpenReport), String> {
     let fs: Arc<dyn Fs> = Arc::new(fs.clone());
     Engine::open_with(settings(segment_bytes), fs, Path::new(DATADIR), |config| {
         config.writer = quill_log::WriterMode::Inline;
+        if keep_binlog {
+            config.segment_expiry = None;
+        }
         config.on_failure = Arc::new(|message| panic!("commit log failure: {message}"));
     })
     .map_err(|e| e.to_string())
@@ -158,17 +176,29 @@ fn simulate(seed: u64, trail: &Trail) -> Result<Report, String> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
     // Segments from 4 KiB (a file per few transactions) to 64 KiB.
     let segment_bytes = 4096 << rng.random_range(0..5_u32);
+    // A quarter of the seeds have a replica, which pulls the binary log now and then and
+    // crashes too.
+    let with_replica = rng.random_bool(0.25);
     let mut fs = SimFs::new();
     fs.create_dir_all(&datadir()).map_err(|e| e.to_string())?;
-    let (engine, _) = open(&fs, segment_bytes)?;
+    let (engine, _) = open(&fs, segment_bytes, with_replica)?;
     let mut world = workload::World::new(&mut rng, engine, fs.clone());
     let mut report = Report::default();
     runtime.block_on(world.setup(trail))?;
+    let mut replica = if with_replica { Some(replica::Replica::new(segment_bytes)?) } else { None };
     let crashes = rng.random_range(1..=CRASHES_MAX);
     for round in 0..crashes {
         let steps = rng.random_range(10..=STEPS_MAX);
         for _ in 0..steps {
             runtime.block_on(world.step(&mut rng, trail))?;
+            if let Some(replica) = replica.as_mut() {
+                replica_step(&runtime, &mut rng, replica, &world, trail, &mut report)?;
+            }
+        }
+        if let Some(replica) = replica.as_mut() {
+            // A connected replica has what is durable when the source goes down; a restart
+            // keeps only the files after the newest DDL that changed a table (docs/binlog.md).
+            runtime.block_on(replica.pull(world.engine()))?;
         }
         let power_loss = rng.random_bool(0.6);
         let crash_seed = rng.random::<u64>();
@@ -177,17 +207,57 @@ fn simulate(seed: u64, trail: &Trail) -> Result<Report, String> {
         let after = if power_loss { fs.crash(crash_seed).0 } else { fs.crash_process() };
         report += world.crash();
         fs = after;
-        let (engine, _) = open(&fs, segment_bytes).map_err(|e| format!("recovery failed: {e}"))?;
+        let (engine, _) = open(&fs, segment_bytes, with_replica).map_err(|e| format!("recovery failed: {e}"))?;
         let recovered = runtime.block_on(check::recovery(&engine, &mut world.model, promised, world.handed_out_seq))?;
         report.commits_lost += world.handed_out_seq - recovered;
         trail.push(format!("round {round}: recovered {recovered} of {} transactions (at least {promised} promised)", world.handed_out_seq));
         world.resume(engine, fs.clone(), recovered);
         runtime.block_on(world.prepare_sessions(trail))?;
+        if let Some(replica) = replica.as_mut() {
+            // Caught up with the recovered source, the replica holds exactly what it holds.
+            let source_uuid = world.engine().global("server_uuid").unwrap_or_default();
+            let j = runtime.block_on(replica.pull(world.engine()))?;
+            if j != recovered {
+                return Err(format!("the replica caught up to the source's GTID {j}, the source recovered {recovered}"));
+            }
+            runtime.block_on(replica.check(&world.model, &source_uuid))?;
+            trail.push(format!("round {round}: the replica caught up to {j}"));
+        }
         report.crashes += 1;
         report.power_losses += usize::from(power_loss);
     }
     report += world.finish();
     Ok(report)
+}
+
+/// One step of the replica: now and then it pulls the source's binary log, or crashes and
+/// recovers, and is checked against the model.
+fn replica_step(
+    runtime: &tokio::runtime::Runtime,
+    rng: &mut StdRng,
+    replica: &mut replica::Replica,
+    world: &workload::World,
+    trail: &Trail,
+    report: &mut Report,
+) -> Result<(), String> {
+    let source_uuid = world.engine().global("server_uuid").unwrap_or_default();
+    match rng.random_range(0..100) {
+        0..4 => {
+            let j = runtime.block_on(replica.pull(world.engine()))?;
+            report.replica_pulls += 1;
+            trail.push(format!("the replica pulled to {j}"));
+        }
+        4..5 => {
+            let power_loss = rng.random_bool(0.5);
+            let after = if power_loss { replica.fs.crash(rng.random::<u64>()).0 } else { replica.fs.crash_process() };
+            replica.recover(after)?;
+            let j = runtime.block_on(replica.check(&world.model, &source_uuid))?;
+            report.replica_crashes += 1;
+            trail.push(format!("the replica crashed ({}) and recovered {j}", if power_loss { "power loss" } else { "kill -9" }));
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 /// The trail of recent steps a failure prints.

@@ -83,11 +83,13 @@ fn main() -> ExitCode {
         seed += 1;
     }
     println!(
-        "quill-sim: seeds {}..{seed}, {} crashes ({} power losses, {} kill -9), {} statements, {} commits ({} lost, none promised), {} checkpoints in {:.1} s",
+        "quill-sim: seeds {}..{seed}, {} crashes ({} power losses, {} kill -9) and {} of replicas ({} pulls), {} statements, {} commits ({} lost, none promised), {} checkpoints in {:.1} s",
         args.from,
         total.crashes,
         total.power_losses,
         total.crashes - total.power_losses,
+        total.replica_crashes,
+        total.replica_pulls,
         total.statements,
         total.commits,
         total.commits_lost,

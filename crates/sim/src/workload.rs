@@ -130,6 +130,12 @@ impl World {
         self.model.tables.keys().filter(|t| *t != DIGITS).cloned().collect()
     }
 
+    /// The source's engine now.
+    #[must_use]
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
     fn log(&self) -> &quill_log::Log {
         self.engine.log.get().expect("the simulated engine has a log")
     }
