@@ -106,6 +106,21 @@ struct State {
 }
 
 impl State {
+    /// The disk a crash leaves: `names` and `contents` as they survived, all of it durable,
+    /// nothing unsynced; the directories and limits as they were, syncs working again.
+    fn after_crash(&self, names: BTreeMap<PathBuf, Inode>, contents: HashMap<Inode, Content>) -> State {
+        State {
+            contents,
+            durable_names: names.clone(),
+            names,
+            unsynced_names: Vec::new(),
+            dirs: self.dirs.clone(),
+            next_inode: self.next_inode,
+            syncs_before_failure: None,
+            capacity: self.capacity,
+        }
+    }
+
     /// Bytes held by files that have a name.
     fn used_bytes(&self) -> u64 {
         let inodes: BTreeSet<Inode> = self.names.values().copied().collect();
@@ -181,16 +196,7 @@ impl SimFs {
             }
             contents.insert(inode, Content { live: bytes.clone(), durable: bytes, unsynced: Vec::new() });
         }
-        let after = State {
-            contents,
-            durable_names: names.clone(),
-            names,
-            unsynced_names: Vec::new(),
-            dirs: state.dirs.clone(),
-            next_inode: state.next_inode,
-            syncs_before_failure: None,
-            capacity: state.capacity,
-        };
+        let after = state.after_crash(names, contents);
         (SimFs { state: Arc::new(Mutex::new(after)) }, report)
     }
 
@@ -208,16 +214,7 @@ impl SimFs {
                 (inode, Content { durable: live.clone(), live, unsynced: Vec::new() })
             })
             .collect();
-        let after = State {
-            contents,
-            durable_names: state.names.clone(),
-            names: state.names.clone(),
-            unsynced_names: Vec::new(),
-            dirs: state.dirs.clone(),
-            next_inode: state.next_inode,
-            syncs_before_failure: None,
-            capacity: state.capacity,
-        };
+        let after = state.after_crash(state.names.clone(), contents);
         SimFs { state: Arc::new(Mutex::new(after)) }
     }
 

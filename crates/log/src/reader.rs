@@ -181,8 +181,9 @@ pub(crate) fn first_record_from(files: &SegmentFiles, from: Lsn, until: Lsn) -> 
 }
 
 /// Whether the log reads back record after record from its first record at or after `from`
-/// to exactly `to`: no hole (zeros a lost write left) and no damage on the way. True when no
-/// record starts between them.
+/// to exactly `to`: no hole (zeros a lost write left) and no damage on the way. False too
+/// when no record starts between them: a hole, or one record running across the whole
+/// range, which the caller cannot tell apart and so takes for a hole.
 ///
 /// # Errors
 /// I/O errors.

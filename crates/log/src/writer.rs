@@ -454,13 +454,8 @@ impl Log {
             // and sequence numbers it already covers, and recovery would skip those commits.
             // So the stream resumes at the checkpoint's position, in a new segment, and
             // the old segments, which cannot join it without a gap, are set aside.
+            // The caller reports it (`Recovered::lost`).
             let files = segments.set_aside(start_lsn)?;
-            tracing::error!(
-                log_end = end_lsn,
-                checkpoint_lsn = start_lsn,
-                set_aside = ?files,
-                "commit log: the log ends before the checkpoint's position; resuming at the checkpoint, the binary log before it is lost"
-            );
             lost = Some(LostHistory { log_end: end_lsn, resumed_at: start_lsn, files });
             end_lsn = start_lsn;
         } else {

@@ -366,13 +366,18 @@ impl World {
         Ok(())
     }
 
-    async fn rollback_to(&mut self, s: usize, rng: &mut StdRng, trail: &Trail) -> Result<(), String> {
-        let count = self.sessions[s].txn.as_ref().expect("in a transaction").savepoints.len();
-        if count == 0 {
-            return Ok(());
+    /// One of session `s`'s savepoints, as the seed picks it: its index and name.
+    fn pick_savepoint(&self, s: usize, rng: &mut StdRng) -> Option<(usize, String)> {
+        let savepoints = &self.sessions[s].txn.as_ref().expect("in a transaction").savepoints;
+        if savepoints.is_empty() {
+            return None;
         }
-        let i = rng.random_range(0..count);
-        let name = self.sessions[s].txn.as_ref().expect("in a transaction").savepoints[i].0.clone();
+        let i = rng.random_range(0..savepoints.len());
+        Some((i, savepoints[i].0.clone()))
+    }
+
+    async fn rollback_to(&mut self, s: usize, rng: &mut StdRng, trail: &Trail) -> Result<(), String> {
+        let Some((i, name)) = self.pick_savepoint(s, rng) else { return Ok(()) };
         self.run(s, &format!("ROLLBACK TO SAVEPOINT {name}"), trail).await.map_err(|c| format!("ROLLBACK TO: {c}"))?;
         let txn = self.sessions[s].txn.as_mut().expect("in a transaction");
         // The savepoint stays; the later ones go (MySQL's semantics).
@@ -384,12 +389,7 @@ impl World {
     }
 
     async fn release(&mut self, s: usize, rng: &mut StdRng, trail: &Trail) -> Result<(), String> {
-        let count = self.sessions[s].txn.as_ref().expect("in a transaction").savepoints.len();
-        if count == 0 {
-            return Ok(());
-        }
-        let i = rng.random_range(0..count);
-        let name = self.sessions[s].txn.as_ref().expect("in a transaction").savepoints[i].0.clone();
+        let Some((i, name)) = self.pick_savepoint(s, rng) else { return Ok(()) };
         self.run(s, &format!("RELEASE SAVEPOINT {name}"), trail).await.map_err(|c| format!("RELEASE: {c}"))?;
         // The savepoint and the later ones go.
         self.sessions[s].txn.as_mut().expect("in a transaction").savepoints.truncate(i);

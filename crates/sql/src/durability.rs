@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use quill_io::Fs;
 use quill_log::{Body, Change, DdlContext, FlushMode, Log, LogConfig, Record, Recovered};
-use quill_storage::checkpoint::{CheckpointEntry, CheckpointError, CheckpointPosition, find_checkpoints, read_checkpoint};
+use quill_storage::checkpoint::{CheckpointEntry, CheckpointError, CheckpointPosition, find_checkpoints, read_checkpoint_versioned};
 use quill_storage::{ReadView, RowChange, ScanOrder, Value, WrittenRows, decode_log_row, decode_row, log_row};
 
 use crate::catalog::Catalog;
@@ -332,7 +332,7 @@ impl Replayer {
         let mut rows = 0;
         let mut definitions_from = None;
         let mut stream_commits = Vec::new();
-        let position = read_checkpoint(fs, &path, |entry| {
+        let (position, version) = read_checkpoint_versioned(fs, &path, |entry| {
             match entry {
                 CheckpointEntry::Database(name) => {
                     let sql = format!("CREATE DATABASE IF NOT EXISTS `{}`", name.replace('`', "``"));
@@ -363,7 +363,6 @@ impl Replayer {
         // own position only.
         let definitions_from = definitions_from.unwrap_or(position.lsn).min(position.lsn);
         self.engine.definitions_from.store(definitions_from, std::sync::atomic::Ordering::Release);
-        let version = quill_storage::checkpoint::checkpoint_version(fs, &path)?;
         Ok(LoadedCheckpoint { path, position, rows, definitions_from, stream_commits, version })
     }
 

@@ -314,18 +314,6 @@ fn put32(out: &mut Vec<u8>, bytes: &[u8]) {
     out.extend_from_slice(bytes);
 }
 
-/// The format version of the checkpoint at `path`, from its header (not verified: read it
-/// with [`read_checkpoint`]).
-///
-/// # Errors
-/// I/O errors, and a file too short for a header.
-pub fn checkpoint_version(fs: &dyn Fs, path: &Path) -> io::Result<u32> {
-    let file = fs.open(path, false)?;
-    let mut head = [0_u8; VERSION_OFFSET + 4];
-    read_exact_at(file.as_ref(), &mut head, 0)?;
-    Ok(u32::from_le_bytes(head[VERSION_OFFSET..].try_into().expect("4 bytes")))
-}
-
 /// The first version whose checkpoints never run ahead of the durable log (published only
 /// once the log is durable up to their position).
 pub const VERSION_BEHIND_DURABLE_LOG: u32 = 6;
@@ -362,8 +350,21 @@ pub struct CheckpointPosition {
 pub fn read_checkpoint<E: From<CheckpointError>>(
     fs: &dyn Fs,
     path: &Path,
-    mut apply: impl FnMut(CheckpointEntry) -> Result<(), E>,
+    apply: impl FnMut(CheckpointEntry) -> Result<(), E>,
 ) -> Result<CheckpointPosition, E> {
+    read_checkpoint_versioned(fs, path, apply).map(|(position, _)| position)
+}
+
+/// [`read_checkpoint`], also returning the file's format version (what it found in the
+/// header it verified).
+///
+/// # Errors
+/// As [`read_checkpoint`].
+pub fn read_checkpoint_versioned<E: From<CheckpointError>>(
+    fs: &dyn Fs,
+    path: &Path,
+    mut apply: impl FnMut(CheckpointEntry) -> Result<(), E>,
+) -> Result<(CheckpointPosition, u32), E> {
     let damaged = |what| CheckpointError::Damaged { path: path.display().to_string(), what };
     let file = fs.open(path, false).map_err(CheckpointError::from)?;
     let (position, version, body_end) = verify(file.as_ref(), damaged)?;
@@ -418,7 +419,7 @@ pub fn read_checkpoint<E: From<CheckpointError>>(
                 if count != Some(entries) || !body.is_at_end() {
                     return Err(damaged("END does not match the entries").into());
                 }
-                return Ok(position);
+                return Ok((position, version));
             }
             _ => return Err(damaged("unknown entry kind").into()),
         };
