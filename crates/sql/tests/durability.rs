@@ -355,3 +355,74 @@ fn the_log_records_each_rows_kind_and_the_image_it_replaced() {
         ]
     );
 }
+
+/// A damaged newest checkpoint (its checksum fails) is renamed `.damaged` and start-up goes
+/// on from the next older one and the log after it, losing nothing; with neither, a log that
+/// no longer starts at LSN 0 is refused with an error that names the files to restore.
+#[test]
+fn a_damaged_checkpoint_falls_back_to_the_older_one_or_is_refused_by_name() {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let fs = SimFs::new();
+    let fs_dyn: Arc<dyn Fs> = Arc::new(fs.clone());
+    // Segments stay after a checkpoint (none expires), so the log reaches back to the older one.
+    let mut vars = settings();
+    vars.values.insert("binlog_expire_logs_seconds", "0".into());
+    let engine = Engine::open(vars.clone(), Arc::clone(&fs_dyn), &datadir()).expect("open").0;
+    let mut s = Session::new(Arc::clone(&engine), 1, "root", "127.0.0.1");
+    runtime.block_on(async {
+        for sql in ["CREATE DATABASE d", "CREATE TABLE d.t (id INT PRIMARY KEY)", "INSERT INTO d.t VALUES (1)"] {
+            run(&mut s, sql).await;
+        }
+    });
+    let older = quill_sql::checkpoint::checkpoint(&engine, &fs_dyn, &datadir()).expect("checkpoint");
+    let older_bytes = fs.contents(&older.path).unwrap();
+    runtime.block_on(run(&mut s, "INSERT INTO d.t VALUES (2)"));
+    let newer = quill_sql::checkpoint::checkpoint(&engine, &fs_dyn, &datadir()).expect("checkpoint");
+    runtime.block_on(run(&mut s, "INSERT INTO d.t VALUES (3)"));
+    drop(s);
+    drop(engine);
+    // The older file back (a checkpoint removes older ones), and the newer one damaged.
+    restore_into(&fs, &older.path, &older_bytes);
+    let mut damaged = fs.contents(&newer.path).unwrap();
+    damaged[60] ^= 0xff;
+    restore_into(&fs, &newer.path, &damaged);
+    let (reopened, report) = Engine::open(vars.clone(), Arc::new(fs.clone()), &datadir()).expect("opens from the older checkpoint");
+    assert_eq!(report.checkpoint.map(|c| c.0), Some(older.lsn));
+    let mut damaged_name = newer.path.clone().into_os_string();
+    damaged_name.push(".damaged");
+    assert!(fs.exists(std::path::Path::new(&damaged_name)), "the damaged checkpoint is kept, renamed");
+    let mut s = Session::new(reopened, 1, "root", "127.0.0.1");
+    let ids: Vec<i64> = runtime.block_on(run(&mut s, "SELECT id FROM d.t ORDER BY id")).iter().map(|r| int(&r[0])).collect();
+    assert_eq!(ids, vec![1, 2, 3], "the log after the older checkpoint holds the rest");
+    drop(s);
+
+    // Without an intact checkpoint, a log whose first segments went cannot be replayed.
+    let fs = SimFs::new();
+    let fs_dyn: Arc<dyn Fs> = Arc::new(fs.clone());
+    let engine = open(&fs);
+    runtime.block_on(setup(&engine));
+    // More than a segment of log, so the checkpoint removes the first one.
+    let mut s = Session::new(Arc::clone(&engine), 1, "root", "127.0.0.1");
+    runtime.block_on(async {
+        for seq in 0..100 {
+            run(&mut s, &format!("INSERT INTO app.ledger VALUES (0, {seq}, 't', REPEAT('x', 1000))")).await;
+        }
+    });
+    drop(s);
+    let only = quill_sql::checkpoint::checkpoint(&engine, &fs_dyn, &datadir()).expect("checkpoint");
+    drop(engine);
+    let mut bytes = fs.contents(&only.path).unwrap();
+    bytes[60] ^= 0xff;
+    restore_into(&fs, &only.path, &bytes);
+    assert!(!fs.exists(&datadir().join("log").join("00000000000000000000.qlog")), "the checkpoint removed the first segment");
+    let refused = Engine::open(settings(), Arc::new(fs.clone()), &datadir()).err().expect("refused").to_string();
+    assert!(refused.contains("/quill/log") && refused.contains(".qlog") && refused.contains("checkpoint"), "{refused}");
+}
+
+fn restore_into(fs: &SimFs, path: &std::path::Path, bytes: &[u8]) {
+    let file = fs.open(path, true).unwrap();
+    file.set_len(0).unwrap();
+    file.write_at(bytes, 0).unwrap();
+    file.sync_data().unwrap();
+    fs.sync_dir(&datadir()).unwrap();
+}
