@@ -11,7 +11,7 @@
 //! starts like an option and goes on with something else is left alone, for the parser's
 //! 1064. Where it sits: in `sql`, below `parse`.
 
-use sqlparser::dialect::MySqlDialect;
+use crate::dialect::QuillDialect;
 use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 
 /// The option names, as `ddl::alter_table` reads them back.
@@ -36,7 +36,7 @@ pub fn rewrite(sql: &str) -> Option<String> {
     if !head.get(..5).is_some_and(|w| w.eq_ignore_ascii_case("ALTER")) {
         return None;
     }
-    let tokens = Tokenizer::new(&MySqlDialect {}, sql).tokenize_with_location().ok()?;
+    let tokens = Tokenizer::new(&QuillDialect::default(), sql).tokenize_with_location().ok()?;
     let significant: Vec<usize> = (0..tokens.len()).filter(|&i| !matches!(tokens[i].token, Token::Whitespace(_))).collect();
     let word = |i: usize| match &tokens[*significant.get(i)?].token {
         Token::Word(w) if w.quote_style.is_none() => Some(w.value.to_ascii_uppercase()),

@@ -298,22 +298,6 @@ impl<'a, 'e> Binder<'a, 'e> {
                 let value = self.to_json(self.bind(&m.value)?, false);
                 Expr::Func(Func::Json(crate::json::JsonFunc::MemberOf), vec![value, self.bind(&m.array)?])
             }
-            A::Cast { expr, data_type: ast::DataType::Binary(None), .. }
-                if matches!(
-                    expr.as_ref(),
-                    A::BinaryOp {
-                        op: BinaryOperator::Eq | BinaryOperator::NotEq | BinaryOperator::Lt | BinaryOperator::LtEq | BinaryOperator::Gt | BinaryOperator::GtEq,
-                        ..
-                    }
-                ) =>
-            {
-                // `BINARY a = b`: the parser puts the cast around the comparison, but
-                // MySQL's BINARY operator binds tighter than `=`; nobody writes
-                // CAST(a = b AS BINARY) on purpose.
-                let A::BinaryOp { left, op, right } = expr.as_ref() else { unreachable!("matched above") };
-                let cast_left = A::Cast { kind: ast::CastKind::Cast, expr: left.clone(), data_type: ast::DataType::Binary(None), format: None };
-                self.binary(&cast_left, op, right)?
-            }
             A::Cast { expr, data_type, .. } => self.cast(expr, data_type)?,
             A::Convert { expr, data_type: Some(dt), .. } => self.cast(expr, dt)?,
             A::Convert { expr, data_type: None, .. } => self.bind(expr)?,
@@ -918,7 +902,7 @@ impl<'a, 'e> Binder<'a, 'e> {
             Expr::Column(i) => self.scope.columns.get(*i).map_or(Collation::default(), |c| c.ty.collation()),
             Expr::Outer(l, i) => self.outer.get(*l).and_then(|s| s.columns.get(*i)).map_or(Collation::default(), |c| c.ty.collation()),
             Expr::Case { collation, .. } => *collation,
-            Expr::Const(Value::Bytes(_)) => Collation::Binary,
+            Expr::Const(Value::Bytes(_)) | Expr::Cast(_, SqlType::Binary(_) | SqlType::VarBinary(_) | SqlType::Blob(_)) => Collation::Binary,
             _ => self.env.info.connection_collation,
         }
     }

@@ -52,8 +52,21 @@ pub struct DmlCx<'a> {
 #[derive(Debug, Default)]
 pub struct DmlResult {
     pub affected: u64,
+    /// The first AUTO_INCREMENT value the statement generated: LAST_INSERT_ID() after it.
     pub last_insert_id: Option<u64>,
+    /// The AUTO_INCREMENT column's value in the last row the statement wrote, generated or
+    /// given: the OK packet's insert id when nothing was generated.
+    pub last_auto_value: Option<u64>,
     pub info: String,
+}
+
+/// The AUTO_INCREMENT values one INSERT met, row by row (`finish_row`).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct AutoIds {
+    /// The first value generated (for NULL or 0 in the column).
+    pub first_generated: Option<u64>,
+    /// The column's value in the last row finished, generated or given.
+    pub last_value: Option<u64>,
 }
 
 fn env<'a>(catalog: &'a Catalog, cx: &DmlCx<'a>) -> Env<'a> {
@@ -147,7 +160,7 @@ fn default_value(t: &TableMeta, col: usize, now_us: i64) -> Result<Value> {
 }
 
 /// Coerce and check every column of a full row before it is written.
-fn finish_row(t: &TableMeta, mut row: Row, row_no: u64, cx: &mut DmlCx<'_>, data: &dyn Handler, generated: &mut Option<u64>) -> Result<Row> {
+fn finish_row(t: &TableMeta, mut row: Row, row_no: u64, cx: &mut DmlCx<'_>, data: &dyn Handler, ids: &mut AutoIds) -> Result<Row> {
     for (i, c) in t.columns.iter().enumerate() {
         if c.generated.is_some() {
             continue;
@@ -161,14 +174,14 @@ fn finish_row(t: &TableMeta, mut row: Row, row_no: u64, cx: &mut DmlCx<'_>, data
                 let id = data.take_auto_increment();
                 let mut wcx = WriteContext { column: &c.name, row: row_no, strict: cx.strict, warnings: cx.warnings };
                 v = coerce_to_column(Value::UInt(id), &c.ty, &mut wcx)?;
-                if generated.is_none() {
-                    *generated = Some(id);
-                }
+                ids.first_generated.get_or_insert(id);
+                ids.last_value = Some(id);
             } else {
                 let n = ops::to_i128(&v);
                 if n >= 0 {
                     data.raise_auto_increment(u64::try_from(n + 1).unwrap_or(u64::MAX));
                 }
+                ids.last_value = u64::try_from(n).ok();
             }
         }
         if v.is_null() && !c.nullable {
@@ -333,7 +346,7 @@ pub fn insert(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Insert) -> Resu
     let select = stmt.source.as_deref().filter(|q| !matches!(q.body.as_ref(), ast::SetExpr::Values(_)));
     with_table(catalog, &db, &tname, |catalog, t, data| {
         let mut res = DmlResult::default();
-        let mut generated: Option<u64> = None;
+        let mut ids = AutoIds::default();
         let mut duplicates = 0u64;
         let mut count = 0u64;
         // Many rows, and no REPLACE or ON DUPLICATE KEY UPDATE: the bulk path (`dml::bulk`).
@@ -348,12 +361,12 @@ pub fn insert(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Insert) -> Resu
             count += 1;
             let mode = Duplicate { replace, ignore, on_dup: on_dup.as_deref() };
             match (bulk.as_mut(), incoming) {
-                (Some(b), Incoming::Proposed(vals)) => match prepare_row(cx, t, data, vals, count, ignore, &mut generated)? {
+                (Some(b), Incoming::Proposed(vals)) => match prepare_row(cx, t, data, vals, count, ignore, &mut ids)? {
                     Some(row) => b.push(cx, t, data, Finished::Row(row), &mut res, &mut duplicates),
                     None => Ok(()),
                 },
                 (Some(b), Incoming::Finished(row)) => b.push(cx, t, data, row, &mut res, &mut duplicates),
-                (None, Incoming::Proposed(vals)) => insert_proposed(catalog, cx, t, data, vals, count, mode, &mut res, &mut duplicates, &mut generated),
+                (None, Incoming::Proposed(vals)) => insert_proposed(catalog, cx, t, data, vals, count, mode, &mut res, &mut duplicates, &mut ids),
                 (None, Incoming::Finished(_)) => unreachable!("finished rows come on the bulk path only"),
             }
         };
@@ -396,7 +409,8 @@ pub fn insert(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Insert) -> Resu
             None => {}
         }
         inserted?;
-        res.last_insert_id = generated;
+        res.last_insert_id = ids.first_generated;
+        res.last_auto_value = ids.last_value;
         if count > 1 || select.is_some() {
             res.info = format!("Records: {count}  Duplicates: {duplicates}  Warnings: {}", cx.warnings.len());
         }
@@ -427,23 +441,15 @@ fn insert_proposed(
     mode: Duplicate<'_>,
     res: &mut DmlResult,
     duplicates: &mut u64,
-    generated: &mut Option<u64>,
+    ids: &mut AutoIds,
 ) -> Result<()> {
-    let Some(row) = prepare_row(cx, t, data, vals, row_no, mode.ignore, generated)? else { return Ok(()) };
+    let Some(row) = prepare_row(cx, t, data, vals, row_no, mode.ignore, ids)? else { return Ok(()) };
     insert_row(catalog, cx, t, data, row, row_no, mode.replace, mode.ignore, mode.on_dup, res, duplicates)
 }
 
 /// A proposed row made whole: defaults for the columns it leaves out, then the column checks
 /// and conversions (`finish_row`). `None` when IGNORE skips it for a data error (a warning).
-fn prepare_row(
-    cx: &mut DmlCx<'_>,
-    t: &TableMeta,
-    data: &dyn Handler,
-    vals: ProposedRow,
-    row_no: u64,
-    ignore: bool,
-    generated: &mut Option<u64>,
-) -> Result<Option<Row>> {
+fn prepare_row(cx: &mut DmlCx<'_>, t: &TableMeta, data: &dyn Handler, vals: ProposedRow, row_no: u64, ignore: bool, ids: &mut AutoIds) -> Result<Option<Row>> {
     let mut row: Row = Vec::with_capacity(vals.len());
     for (i, v) in vals.into_iter().enumerate() {
         row.push(match v {
@@ -453,7 +459,7 @@ fn prepare_row(
             None => default_value(t, i, cx.now_us)?,
         });
     }
-    match finish_row(t, row, row_no, cx, data, generated) {
+    match finish_row(t, row, row_no, cx, data, ids) {
         Ok(r) => Ok(Some(r)),
         Err(e) if ignore && !e.lock_wait && !e.rolls_back_transaction => {
             cx.warnings.push(Warning { level: "Warning", code: e.code, message: e.message });
@@ -530,7 +536,7 @@ fn insert_row(
                     new[*col] = v.clone();
                     combined[*col] = v;
                 }
-                let mut none = None;
+                let mut none = AutoIds::default();
                 let new = finish_row(t, new, row_no, cx, data, &mut none)?;
                 if rows_equal(&new, &old) {
                     if cx.found_rows {
@@ -724,7 +730,7 @@ pub fn update(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Update) -> Resu
                     new[*col] = ex.eval(&e, &RowCtx::new(&new))?;
                 }
             }
-            let mut none = None;
+            let mut none = AutoIds::default();
             let mut new = finish_row(t, new, n as u64 + 1, cx, data, &mut none)?;
             if rows_equal(&new, &current) {
                 continue;
@@ -750,6 +756,7 @@ pub fn update(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Update) -> Resu
         Ok(DmlResult {
             affected: if cx.found_rows { matched } else { changed },
             last_insert_id: None,
+            last_auto_value: None,
             info: format!("Rows matched: {matched}  Changed: {changed}  Warnings: {}", cx.warnings.len()),
         })
     })
@@ -787,6 +794,6 @@ pub fn delete(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Delete) -> Resu
             cx.undo.push(t.id, &pk);
             affected += 1;
         }
-        Ok(DmlResult { affected, last_insert_id: None, info: String::new() })
+        Ok(DmlResult { affected, last_insert_id: None, last_auto_value: None, info: String::new() })
     })
 }

@@ -765,6 +765,7 @@ pub fn call(f: Func, args: &[Expr], env: &Env<'_>, cx: &RowCtx<'_>) -> Result<Va
         LastInsertId => match vals.first() {
             Some(v) => {
                 info.last_insert_id.set(ops::to_i128(v).clamp(0, i128::from(u64::MAX)) as u64);
+                info.last_insert_id_assigned.set(true);
                 v.clone()
             }
             None => Value::UInt(info.last_insert_id.get()),

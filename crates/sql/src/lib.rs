@@ -21,6 +21,7 @@ pub mod commit_notify;
 pub mod cost;
 pub mod cte;
 pub mod ddl;
+pub mod dialect;
 pub mod dml;
 pub mod durability;
 pub mod error;

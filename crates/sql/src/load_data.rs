@@ -30,8 +30,8 @@
 //! the same [`charset_and_format`]. Where it sits: in `sql`, below the session, which runs
 //! the statement; no I/O happens here.
 
+use crate::dialect::QuillDialect;
 use sqlparser::ast;
-use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::Token;
 
@@ -133,7 +133,7 @@ pub fn is_load_data(sql: &str) -> bool {
 /// 1064 for a syntax error, 1083 for an `ENCLOSED BY` or `ESCAPED BY` of more than one
 /// character, 1235 for what Quill does not read yet (`PARTITION`).
 pub fn parse(sql: &str) -> Result<LoadSpec> {
-    let dialect = MySqlDialect {};
+    let dialect = QuillDialect::default();
     let mut p = Parser::new(&dialect).try_with_sql(sql).map_err(|e| SqlError::parse(&e.to_string()))?;
     let syntax = |near: &str| SqlError::parse(near);
     let mut r = Reader { p: &mut p };

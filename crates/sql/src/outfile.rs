@@ -23,9 +23,9 @@
 
 use std::io::Write;
 
+use crate::dialect::QuillDialect;
 use quill_log::{FlushMode, Lsn};
 use quill_storage::Value;
-use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Token, Tokenizer};
 
@@ -73,7 +73,7 @@ pub fn may_write_file(sql: &str) -> bool {
 /// # Errors
 /// 1064 for a malformed clause, and the clause errors of `load_data::charset_and_format`.
 pub fn find(sql: &str) -> Result<Option<IntoFile>> {
-    let dialect = MySqlDialect {};
+    let dialect = QuillDialect::default();
     let Ok(tokens) = Tokenizer::new(&dialect, sql).tokenize_with_location() else { return Ok(None) };
     let word = |t: &Token, w: &str| matches!(t, Token::Word(word) if word.quote_style.is_none() && word.value.eq_ignore_ascii_case(w));
     let mut depth = 0usize;
@@ -247,7 +247,7 @@ pub fn find_into_variables(sql: &str) -> Option<(String, Vec<String>)> {
     if !upper.windows(4).any(|w| w.eq_ignore_ascii_case(b"INTO")) || !sql.contains('@') {
         return None;
     }
-    let dialect = MySqlDialect {};
+    let dialect = QuillDialect::default();
     let tokens = Tokenizer::new(&dialect, sql).tokenize_with_location().ok()?;
     let significant = |from: usize| tokens[from..].iter().position(|t| !matches!(t.token, Token::Whitespace(_))).map(|p| p + from);
     let mut depth = 0usize;

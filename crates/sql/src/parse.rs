@@ -28,8 +28,8 @@
 
 use std::ops::ControlFlow;
 
+use crate::dialect::QuillDialect;
 use sqlparser::ast::{BinaryOperator, Expr, Query, SetExpr, Statement, Value, VisitMut, VisitorMut};
-use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::{Parser, ParserError};
 
 use crate::error::{Result, SqlError, codes};
@@ -140,7 +140,7 @@ pub fn parse(sql: &str, operators: usize, div_operators: usize) -> Result<Vec<St
 /// Parse and shape on the current stack. A tree that fails the shape checks is dropped
 /// here, on the stack that was sized for it.
 fn parse_and_shape(sql: &str) -> Result<Vec<Statement>> {
-    let parsed = Parser::new(&MySqlDialect {}).with_recursion_limit(PARSER_RECURSION_LIMIT).try_with_sql(sql).and_then(|mut p| p.parse_statements());
+    let parsed = Parser::new(&QuillDialect::default()).with_recursion_limit(PARSER_RECURSION_LIMIT).try_with_sql(sql).and_then(|mut p| p.parse_statements());
     let mut statements = match parsed {
         Ok(s) => s,
         Err(ParserError::RecursionLimitExceeded) => return Err(too_deep()),

@@ -403,6 +403,9 @@ pub struct SessionInfo {
     pub account_host: String,
     pub connection_id: u32,
     pub last_insert_id: std::cell::Cell<u64>,
+    /// Set when LAST_INSERT_ID(expr) runs; `run_dml` clears it first, and a write statement
+    /// that called it sends that value as the OK packet's insert id, as MySQL does.
+    pub last_insert_id_assigned: std::cell::Cell<bool>,
     /// Collation of string literals (`collation_connection`).
     pub connection_collation: quill_storage::Collation,
     pub row_count: i64,
@@ -723,6 +726,7 @@ impl Session {
                 account_host: if host == "127.0.0.1" || host == "::1" { "localhost".into() } else { host.to_owned() },
                 connection_id,
                 last_insert_id: std::cell::Cell::new(0),
+                last_insert_id_assigned: std::cell::Cell::new(false),
                 connection_collation: quill_storage::Collation::default(),
                 row_count: -1,
                 found_rows: 0,
@@ -1867,6 +1871,7 @@ impl Session {
         let mut undo = crate::write_log::WriteLog::new();
         let mut warnings = Vec::new();
         let strict = strict.unwrap_or_else(|| self.info.strict());
+        self.info.last_insert_id_assigned.set(false);
         let result = {
             let catalog = engine.catalog();
             let mut cx = DmlCx {
@@ -1903,10 +1908,18 @@ impl Session {
                 if let Some(id) = r.last_insert_id {
                     self.info.last_insert_id.set(id);
                 }
+                // The OK packet's insert id, by MySQL's rule: the first value generated; else
+                // the argument of LAST_INSERT_ID(expr) if the statement called it; else the
+                // AUTO_INCREMENT column's value in the last row written (given explicitly).
+                let insert_id = match r.last_insert_id {
+                    Some(id) => id,
+                    None if self.info.last_insert_id_assigned.get() => self.info.last_insert_id.get(),
+                    None => r.last_auto_value.unwrap_or(0),
+                };
                 self.after_read();
                 self.info.row_count = r.affected as i64;
                 self.statement_end()?;
-                Ok(Outcome::Done { affected: r.affected, last_insert_id: r.last_insert_id.unwrap_or(0), info: r.info })
+                Ok(Outcome::Done { affected: r.affected, last_insert_id: insert_id, info: r.info })
             }
             Err(e) if e.lock_wait || e.rolls_back_transaction => Err(e),
             // The statement's own error wins over a commit error (there is nothing left to commit).

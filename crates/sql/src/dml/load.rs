@@ -94,7 +94,7 @@ pub fn load(
         let width = t.columns.len();
         let mut res = DmlResult::default();
         let mut out = LoadResult { variables: vec![Value::Null; targets.variables.len()], ..LoadResult::default() };
-        let mut generated = None;
+        let mut ids = super::AutoIds::default();
         // Foreign keys are checked row by row, off the bulk path.
         let mut bulk = if replace || super::foreign_keys::checks_inserts(cx, t) { None } else { BulkBuffer::start(cx, data, ignore, None) };
         // The bulk path's count of skipped duplicates; `out.skipped` is derived below instead.
@@ -147,14 +147,14 @@ pub fn load(
                 apply_set(catalog, cx, &set, &defaults, &mut vals, &out.variables)?;
             }
             match bulk.as_mut() {
-                Some(b) => match prepare_row(cx, t, data, vals, row_no, ignore, &mut generated)? {
+                Some(b) => match prepare_row(cx, t, data, vals, row_no, ignore, &mut ids)? {
                     Some(row) => b.push(cx, t, data, super::Finished::Row(row), &mut res, &mut duplicates),
                     None => Ok(()),
                 },
                 None => {
                     // Rows REPLACE removed to make room (insert_row's count of duplicates).
                     let mut replaced = 0;
-                    insert_proposed(catalog, cx, t, data, vals, row_no, Duplicate { replace, ignore, on_dup: None }, &mut res, &mut replaced, &mut generated)?;
+                    insert_proposed(catalog, cx, t, data, vals, row_no, Duplicate { replace, ignore, on_dup: None }, &mut res, &mut replaced, &mut ids)?;
                     out.deleted += replaced;
                     Ok(())
                 }
@@ -172,7 +172,7 @@ pub fn load(
             out.skipped = out.records - res.affected;
         }
         out.affected = res.affected;
-        out.last_insert_id = generated;
+        out.last_insert_id = ids.first_generated;
         Ok(out)
     })
 }

@@ -12,7 +12,7 @@
 //! alike. A table that does not exist gets NULL and a 1146 error in `SHOW WARNINGS`, as in
 //! MySQL, and so does one `LOCK TABLES` did not lock (1100). Where it sits: inside `session`, above `query` (it runs `SELECT *`).
 
-use sqlparser::dialect::MySqlDialect;
+use crate::dialect::QuillDialect;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::Token;
 
@@ -30,7 +30,7 @@ pub(super) fn is_checksum_table(words: &[String]) -> bool {
 }
 
 fn parse(sql: &str) -> Result<Vec<sqlparser::ast::ObjectName>> {
-    let dialect = MySqlDialect {};
+    let dialect = QuillDialect::default();
     let syntax = |e: &dyn std::fmt::Display| SqlError::parse(&e.to_string());
     let mut p = Parser::new(&dialect).try_with_sql(sql).map_err(|e| syntax(&e))?;
     let word = |p: &mut Parser, w: &str| matches!(p.peek_token().token, Token::Word(ref x) if x.value.eq_ignore_ascii_case(w));

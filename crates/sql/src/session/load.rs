@@ -106,7 +106,7 @@ impl Session {
             let r = dml::load(catalog, cx, &db, &name, &targets, rows, duplicates)?;
             variables = r.variables;
             let info = format!("Records: {}  Deleted: {}  Skipped: {}  Warnings: {}", r.records, r.deleted, r.skipped, cx.warnings.len());
-            Ok(dml::DmlResult { affected: r.affected, last_insert_id: r.last_insert_id, info })
+            Ok(dml::DmlResult { affected: r.affected, last_insert_id: r.last_insert_id, last_auto_value: None, info })
         });
         // As MySQL's, the variables keep the last row's values.
         for (name, value) in targets.variables.into_iter().zip(variables) {

@@ -18,8 +18,8 @@
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 
+use crate::dialect::QuillDialect;
 use sqlparser::ast::{self, Statement, TableFactor, Visit, Visitor};
-use sqlparser::dialect::MySqlDialect;
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::Token;
@@ -88,7 +88,7 @@ struct LockItem {
 }
 
 fn parse_lock_tables(sql: &str) -> Result<Vec<LockItem>> {
-    let dialect = MySqlDialect {};
+    let dialect = QuillDialect::default();
     let syntax = |e: &dyn std::fmt::Display| SqlError::parse(&e.to_string());
     let mut p = Parser::new(&dialect).try_with_sql(sql).map_err(|e| syntax(&e))?;
     p.expect_keyword(Keyword::LOCK).map_err(|e| syntax(&e))?;
