@@ -288,8 +288,9 @@ impl<'a, 'e> Binder<'a, 'e> {
             }
             A::Case { operand, conditions, else_result, .. } => {
                 let operand = operand.as_deref().map(|o| self.bind(o)).transpose()?;
-                let whens = conditions.iter().map(|w| Ok((self.bind(&w.condition)?, self.bind(&w.result)?))).collect::<Result<Vec<_>>>()?;
-                let otherwise = else_result.as_deref().map(|o| self.bind(o)).transpose()?;
+                let mut whens = conditions.iter().map(|w| Ok((self.bind(&w.condition)?, self.bind(&w.result)?))).collect::<Result<Vec<_>>>()?;
+                let mut otherwise = else_result.as_deref().map(|o| self.bind(o)).transpose()?;
+                self.conform_values(whens.iter_mut().map(|(_, result)| result).chain(otherwise.as_mut()).collect());
                 let collation = operand.as_ref().map_or(Collation::default(), |o| self.collation_of(o));
                 Expr::Case { operand: operand.map(Box::new), whens, otherwise: otherwise.map(Box::new), collation }
             }
@@ -698,6 +699,16 @@ impl<'a, 'e> Binder<'a, 'e> {
                 let args = bound.into_iter().enumerate().map(|(i, a)| if j.takes_value_at(i) { self.to_json(a, literal_truth(i)) } else { a }).collect();
                 Expr::Func(Func::Json(j), args)
             }
+            Func::If => {
+                let mut args = bound;
+                self.conform_values(args.iter_mut().skip(1).collect());
+                Expr::Func(Func::If, args)
+            }
+            Func::IfNull | Func::Coalesce | Func::Greatest | Func::Least => {
+                let mut args = bound;
+                self.conform_values(args.iter_mut().collect());
+                Expr::Func(func, args)
+            }
             other if other.takes_strings() => {
                 // String functions see temporal arguments as text with the argument's own precision.
                 let args = bound
@@ -735,6 +746,25 @@ impl<'a, 'e> Binder<'a, 'e> {
             }
             _ => args.remove(0),
         })
+    }
+
+    /// The values one of which an IF, IFNULL, COALESCE or CASE returns, converted to the
+    /// type of its result (`type_aggregation`) where that is a number or a temporal type, so
+    /// a value sent matches the column type announced. Values of a string result are left
+    /// as they are: their text is the same, and the binder cannot know the type of a
+    /// parameter or user variable that would make a number a string.
+    fn conform_values(&self, values: Vec<&mut Expr>) {
+        let types: Vec<SqlType> = values.iter().map(|v| self.type_of(v)).collect();
+        let result = crate::type_aggregation::aggregate(&types);
+        if !(result.is_numeric() || result.is_temporal()) {
+            return;
+        }
+        for (value, ty) in values.into_iter().zip(&types) {
+            if crate::type_aggregation::needs_conversion(ty, &result) {
+                let taken = std::mem::replace(value, Expr::Const(Value::Null));
+                *value = Expr::Cast(Box::new(taken), result.clone());
+            }
+        }
     }
 
     fn to_json(&self, e: Expr, literal_truth: bool) -> Expr {
@@ -998,12 +1028,20 @@ fn agg_type(f: AggFunc, arg: &SqlType) -> SqlType {
 }
 
 fn cast_type(dt: &ast::DataType) -> Result<SqlType> {
+    use crate::functions::CAST_LENGTH_UNSIZED;
     use ast::DataType as D;
     Ok(match dt {
         D::Signed | D::SignedInteger => SqlType::bigint(),
         D::Unsigned | D::UnsignedInteger => SqlType::Int { kind: IntKind::Big, unsigned: true, display: None },
-        D::Char(_) | D::Character(_) | D::Varchar(_) | D::Nvarchar(_) => SqlType::VarChar { len: 65_535, collation: Collation::default() },
-        D::Binary(_) => SqlType::VarBinary(65_535),
+        D::Char(n) | D::Character(n) | D::Varchar(n) | D::Nvarchar(n) => {
+            let len = match n {
+                Some(ast::CharacterLength::IntegerLength { length, .. }) => u32::try_from(*length).unwrap_or(u32::MAX).min(CAST_LENGTH_UNSIZED),
+                _ => CAST_LENGTH_UNSIZED,
+            };
+            SqlType::VarChar { len, collation: Collation::default() }
+        }
+        D::Binary(Some(n)) => SqlType::Binary(u32::try_from(*n).unwrap_or(u32::MAX).min(CAST_LENGTH_UNSIZED)),
+        D::Binary(None) => SqlType::VarBinary(CAST_LENGTH_UNSIZED),
         other => SqlType::from_ast(other, Collation::default())?,
     })
 }
@@ -1089,8 +1127,8 @@ pub fn type_of(e: &Expr, scope: &Scope, outer: &[&Scope], aggs: &[SqlType], para
         Expr::Subquery(..) => SqlType::Int { kind: IntKind::Int, unsigned: false, display: Some(1) },
         Expr::BitNot(_) | Expr::Bit(..) => SqlType::Int { kind: IntKind::Big, unsigned: true, display: None },
         Expr::Case { whens, otherwise, collation, .. } => {
-            let first = whens.iter().map(|(_, r)| t(r)).chain(otherwise.iter().map(|o| t(o))).find(|x| *x != SqlType::Null).unwrap_or(SqlType::Null);
-            first.with_collation(*collation)
+            let values: Vec<SqlType> = whens.iter().map(|(_, r)| t(r)).chain(otherwise.iter().map(|o| t(o))).collect();
+            crate::type_aggregation::aggregate(&values).with_collation(*collation)
         }
         Expr::Func(f, args) => f.result_type(&args.iter().map(t).collect::<Vec<_>>()),
         Expr::Cast(_, ty) => ty.clone(),

@@ -510,7 +510,7 @@ impl Expr {
             Expr::Agg(slot) => cx.aggs.get(*slot).cloned().unwrap_or(Value::Null),
             Expr::Window(slot, _) => cx.windows.get(*slot).cloned().unwrap_or(Value::Null),
             Expr::Subquery(sq, usage, negated) => eval_subquery(sq, usage, *negated, env, cx)?,
-            Expr::Cast(a, ty) => functions::cast(a.eval(env, cx)?, ty)?,
+            Expr::Cast(a, ty) => functions::cast_in(a.eval(env, cx)?, ty, env.info)?,
         })
     }
 }

@@ -389,8 +389,8 @@ impl Func {
                 _ => SqlType::Double,
             },
             Power | Sqrt | Rand => SqlType::Double,
-            Greatest | Least | Coalesce | IfNull => args.iter().find(|t| **t != SqlType::Null).cloned().unwrap_or(SqlType::Null),
-            If => args.get(1).filter(|t| **t != SqlType::Null).or(args.get(2)).cloned().unwrap_or(SqlType::Null),
+            Greatest | Least | Coalesce | IfNull => crate::type_aggregation::aggregate(args),
+            If => crate::type_aggregation::aggregate(args.get(1..).unwrap_or_default()),
             NullIf => args.first().cloned().unwrap_or(SqlType::Null),
             Elt => text,
             ToJson(..) => SqlType::Json,
@@ -401,6 +401,54 @@ impl Func {
             Json(_) => SqlType::Text { kind: LobKind::Long, collation: Collation::Utf8mb4Bin },
         }
     }
+}
+
+/// MySQL's warning for a function result larger than `max_allowed_packet` (the result is NULL).
+const ER_WARN_ALLOWED_PACKET_OVERFLOWED: u16 = 1301;
+
+/// For a function that builds a value larger than its arguments (REPEAT, SPACE, LPAD,
+/// RPAD, CONCAT, CONCAT_WS, REPLACE), its name and the size in bytes of the value it would
+/// build, reckoned before building it: a result larger than `max_allowed_packet` is NULL
+/// with warning 1301, as in MySQL, and never takes the memory.
+fn built_bytes(f: Func, vals: &[Value]) -> Option<(&'static str, u128)> {
+    use Func::*;
+    let bytes = |v: &Value| -> u128 {
+        match v {
+            Value::Str(s) => s.len() as u128,
+            Value::Bytes(b) => b.len() as u128,
+            Value::Null => 0,
+            other => str_arg(other).len() as u128,
+        }
+    };
+    let count = |v: &Value| u128::try_from(int_arg(v)).unwrap_or(0);
+    Some(match f {
+        Repeat => ("repeat", bytes(&vals[0]) * count(&vals[1])),
+        Space => ("space", count(&vals[0])),
+        Lpad | Rpad => {
+            let wanted = count(&vals[1]);
+            let subject = str_arg(&vals[0]);
+            let have = subject.chars().count() as u128;
+            let pad = str_arg(&vals[2]);
+            let pad_chars = pad.chars().count().max(1) as u128;
+            let fill = wanted.saturating_sub(have) * pad.len() as u128 / pad_chars;
+            (if f == Lpad { "lpad" } else { "rpad" }, subject.len() as u128 + fill)
+        }
+        Concat => ("concat", vals.iter().map(bytes).sum()),
+        ConcatWs => {
+            let parts = vals[1..].iter().filter(|v| !v.is_null());
+            let separators = (parts.clone().count().saturating_sub(1)) as u128;
+            ("concat_ws", parts.map(bytes).sum::<u128>() + separators * bytes(&vals[0]))
+        }
+        Replace => {
+            let (subject, from, to) = (str_arg(&vals[0]), str_arg(&vals[1]), str_arg(&vals[2]));
+            let grows = to.len().saturating_sub(from.len()) as u128;
+            if from.is_empty() || grows == 0 {
+                return None;
+            }
+            ("replace", subject.len() as u128 + subject.matches(from.as_str()).count() as u128 * grows)
+        }
+        _ => return None,
+    })
 }
 
 fn str_arg(v: &Value) -> String {
@@ -464,6 +512,13 @@ pub fn call(f: Func, args: &[Expr], env: &Env<'_>, cx: &RowCtx<'_>) -> Result<Va
         return Ok(Value::Null);
     }
     let info = env.info;
+    if let Some((name, bytes)) = built_bytes(f, &vals) {
+        let limit = info.max_allowed_packet();
+        if bytes > u128::from(limit) {
+            info.warn(ER_WARN_ALLOWED_PACKET_OVERFLOWED, format!("Result of {name}() was larger than max_allowed_packet ({limit}) - truncated"));
+            return Ok(Value::Null);
+        }
+    }
     Ok(match f {
         Concat => {
             if vals.iter().any(|v| matches!(v, Value::Bytes(_))) {
@@ -572,9 +627,9 @@ pub fn call(f: Func, args: &[Expr], env: &Env<'_>, cx: &RowCtx<'_>) -> Result<Va
             let s: String = s.iter().collect();
             Value::Str(if f == Lpad { fill + &s } else { s + &fill })
         }
-        Repeat => Value::Str(str_arg(&vals[0]).repeat(int_arg(&vals[1]).clamp(0, 1 << 24) as usize)),
+        Repeat => Value::Str(str_arg(&vals[0]).repeat(usize::try_from(int_arg(&vals[1])).unwrap_or(0))),
         Reverse => Value::Str(str_arg(&vals[0]).chars().rev().collect()),
-        Space => Value::Str(" ".repeat(int_arg(&vals[0]).clamp(0, 1 << 24) as usize)),
+        Space => Value::Str(" ".repeat(usize::try_from(int_arg(&vals[0])).unwrap_or(0))),
         FindInSet => {
             let coll = Collation::default();
             let needle = str_arg(&vals[0]);
@@ -1170,6 +1225,76 @@ pub fn cast(v: Value, ty: &SqlType) -> Result<Value> {
         SqlType::Json => crate::json::call(crate::json::JsonFunc::Cast, &[v], &[])?,
         SqlType::Year | SqlType::Null => v,
     })
+}
+
+/// The length CAST(x AS CHAR) and CAST(x AS BINARY) are typed with when none is given: a
+/// CHAR(N) or BINARY(N) shorter than this cuts its value to N (`cast_in`).
+pub const CAST_LENGTH_UNSIZED: u32 = 65_535;
+
+/// CAST(v AS ty) as a statement evaluates it: [`cast`], then what CAST itself adds, with
+/// MySQL's warnings (recorded on `info`): CHAR(N) keeps N characters and BINARY(N) N bytes
+/// (warning 1292 when that cuts), BINARY(N) pads with zero bytes to N, and YEAR maps two
+/// digits to 1970–2069 and answers NULL (1292) outside 1901–2155.
+///
+/// # Errors
+/// Those of [`cast`].
+pub fn cast_in(v: Value, ty: &SqlType, info: &crate::session::SessionInfo) -> Result<Value> {
+    if v.is_null() {
+        return Ok(v);
+    }
+    let truncated = |kind: &str, len: u32, v: &Value| {
+        info.warn(codes::ER_TRUNCATED_WRONG_VALUE.0, format!("Truncated incorrect {kind}({len}) value: '{}'", ops::to_string_lossy(v)));
+    };
+    match ty {
+        SqlType::VarChar { len, .. } if *len < CAST_LENGTH_UNSIZED => {
+            let text = ops::to_string_lossy(&v);
+            match text.char_indices().nth(*len as usize) {
+                Some((cut, _)) => {
+                    truncated("CHAR", *len, &v);
+                    Ok(Value::Str(text[..cut].to_owned()))
+                }
+                None => Ok(Value::Str(text)),
+            }
+        }
+        SqlType::Binary(declared) => {
+            let mut bytes = ops::to_bytes(&v);
+            let len = *declared as usize;
+            if bytes.len() > len {
+                truncated("BINARY", *declared, &v);
+                bytes.truncate(len);
+            }
+            bytes.resize(len, 0);
+            Ok(Value::Bytes(bytes))
+        }
+        SqlType::Year => Ok(cast_year(&v).map_or_else(
+            || {
+                info.warn(codes::ER_TRUNCATED_WRONG_VALUE.0, format!("Truncated incorrect YEAR value: '{}'", ops::to_string_lossy(&v)));
+                Value::Null
+            },
+            Value::Int,
+        )),
+        _ => cast(v, ty),
+    }
+}
+
+/// CAST(v AS YEAR): a date's year; a number rounded, 1–69 as 2001–2069 and 70–99 as
+/// 1970–1999 (a string '0' or '00' is 2000, the number 0 is 0); `None` outside 1901–2155.
+fn cast_year(v: &Value) -> Option<i64> {
+    let year = match v {
+        Value::Date(_) | Value::DateTime(_) => {
+            return ops::to_datetime(v).and_then(types::datetime_from_micros).map(|dt| i64::from(dt.year())).filter(|y| (1901..=2155).contains(y));
+        }
+        Value::Str(s) if matches!(s.trim(), "0" | "00") => return Some(2000),
+        Value::Str(s) => types::parse_number_prefix(s.trim()).0.round() as i64,
+        other => ops::to_f64(other).round() as i64,
+    };
+    match year {
+        0 => Some(0),
+        1..=69 => Some(year + 2000),
+        70..=99 => Some(year + 1900),
+        1901..=2155 => Some(year),
+        _ => None,
+    }
 }
 
 /// CONVERT_TZ(dt, from, to): NULL for a zone it does not know or a value that is not a

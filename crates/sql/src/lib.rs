@@ -55,6 +55,7 @@ pub mod statement_waits;
 pub mod text;
 pub mod time_zone;
 pub mod tmp_memory;
+pub mod type_aggregation;
 pub mod types;
 pub mod vars;
 pub mod view_writes;

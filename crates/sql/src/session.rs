@@ -428,9 +428,31 @@ pub struct SessionInfo {
     /// The warnings and errors the previous statement left (`@@warning_count`,
     /// `@@error_count`, SHOW COUNT(*) WARNINGS / ERRORS): noted before a statement clears them.
     pub previous_diagnostics: (u16, u16),
+    /// Warnings raised while expressions are evaluated (a result larger than
+    /// `max_allowed_packet`, a value a CAST cut short): moved to the statement's warnings
+    /// when it finishes (`finish_statement`). At most [`EXPRESSION_WARNINGS_MAX`] are kept.
+    pub expression_warnings: std::cell::RefCell<Vec<Warning>>,
 }
 
+/// The most warnings one statement's expressions record (MySQL's `max_error_count`
+/// default); later ones are counted by no one, as MySQL drops them too.
+pub const EXPRESSION_WARNINGS_MAX: usize = 1024;
+
 impl SessionInfo {
+    /// Records a warning raised by an expression (see `expression_warnings`).
+    pub fn warn(&self, code: u16, message: String) {
+        let mut warnings = self.expression_warnings.borrow_mut();
+        if warnings.len() < EXPRESSION_WARNINGS_MAX {
+            warnings.push(Warning { level: "Warning", code, message });
+        }
+    }
+
+    /// `max_allowed_packet`: the largest value, in bytes, a function may build.
+    #[must_use]
+    pub fn max_allowed_packet(&self) -> u64 {
+        self.var("max_allowed_packet").parse().unwrap_or(64 << 20)
+    }
+
     /// `@@name`, `@@session.name` or `@@global.name`.
     ///
     /// # Errors
@@ -738,6 +760,7 @@ impl Session {
                 function_calls: std::cell::RefCell::default(),
                 checked: false,
                 previous_diagnostics: (0, 0),
+                expression_warnings: std::cell::RefCell::default(),
             },
             txn: None,
             warnings: Vec::new(),
@@ -933,6 +956,8 @@ impl Session {
 
     /// A statement ended with `r`: what the slow log needs of it.
     fn finish_statement(&mut self, r: &Result<Outcome>) -> FinishedStatement {
+        let raised = self.info.expression_warnings.take();
+        self.warnings.extend(raised);
         let (rows_sent, rows_affected) = match r {
             Ok(o @ (Outcome::Rows(_) | Outcome::Streamed { .. })) => (o.result_rows(), 0),
             Ok(Outcome::Done { affected, .. }) => (0, *affected),
