@@ -7,7 +7,8 @@ need what a driver sees (lastrowid, the column's wire type, warnings after a val
 runs against MariaDB too (tests/run-against-mariadb.sh) unless it says why not.
 """
 
-import pymysql
+from decimal import Decimal
+
 import pytest
 
 from conftest import test_target
@@ -56,3 +57,65 @@ def test_insert_id_of_an_explicit_auto_increment_value(conn):
             assert (sql, cur.lastrowid) == (sql, insert_id)
             cur.execute("SELECT LAST_INSERT_ID()")
             assert (sql, cur.fetchone()[0]) == (sql, last_insert_id)
+
+
+def test_if_and_case_are_typed_by_all_their_values(conn):
+    """Regression: IF and CASE took the type of their first value, so `IF(0, 1, 1.5e0)` was
+    sent as a LONGLONG column carrying `1.5` and PyMySQL raised ValueError. MySQL types the
+    result by every value it may return; the values sent match the type, in the text and
+    the binary protocol alike."""
+    sql = ("SELECT IF(0, 1, 1.5e0), CASE 1 WHEN 2 THEN 1 ELSE 1.5e0 END, IF(1, 1, 2.5), "
+           "IFNULL(NULL, 2.5e0), IF(1, 1, NULL), IF(1, 'a', 2)")
+    with conn.cursor() as cur:
+        cur.execute(sql)
+        assert cur.fetchone() == (1.5, 1.5, Decimal("1.0"), 2.5, 1, "a")
+        types = [d[1] for d in cur.description]
+        assert types[:4] == [TYPE_DOUBLE, TYPE_DOUBLE, TYPE_NEWDECIMAL, TYPE_DOUBLE]
+        assert types[5] == TYPE_VAR_STRING
+
+
+@pytest.mark.skipif(test_target() != "quill", reason="MariaDB types these columns alike; this checks Quill's binary protocol")
+def test_if_typed_double_reads_back_in_the_binary_protocol(server, fresh_db):
+    """The binary protocol sends a DOUBLE column's values as 8-byte doubles: a value of
+    another type there would be garbage. mysql-connector-python with prepared statements
+    reads each column by its announced type."""
+    import mysql.connector
+
+    conn = mysql.connector.connect(host=server.host, port=server.port, user=server.user, password=server.password, database=fresh_db)
+    try:
+        cur = conn.cursor(prepared=True)
+        cur.execute("SELECT IF(?, 1, 1.5e0), COALESCE(NULL, 2, 2.5e0), GREATEST(1, 2.5e0)", (1,))
+        assert cur.fetchone() == (1.0, 2.0, 2.5)
+    finally:
+        conn.close()
+
+
+def test_show_create_table_escapes_newlines_in_comments(conn):
+    """Regression: a COMMENT holding a newline or carriage return was written raw, so
+    SQLAlchemy's reflection (which reads SHOW CREATE TABLE line by line) could not parse it.
+    MySQL writes `\\n` and `\\r`; the statement reads back to the same comments."""
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE c1 (id INT PRIMARY KEY, v INT COMMENT 'col\\nnote') COMMENT 'line1\\nline2\\rend''s'")
+        cur.execute("SHOW CREATE TABLE c1")
+        ddl = cur.fetchone()[1]
+        assert "COMMENT='line1\\nline2\\rend''s'" in ddl
+        assert "COMMENT 'col\\nnote'" in ddl
+        cur.execute("DROP TABLE c1")
+        cur.execute(ddl)
+        cur.execute("SELECT TABLE_COMMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'c1'")
+        assert cur.fetchone()[0] == "line1\nline2\rend's"
+
+
+def test_quoted_names_with_spaces_reach_show_and_describe(conn):
+    """Regression: SHOW CREATE TABLE and DESCRIBE split a backquoted name at its space and
+    answered 1146 for `quote " two` and `per % cent`, tables that exist."""
+    with conn.cursor() as cur:
+        for name in ('quote " two', "per % cent", "dot.ted", "back`tick"):
+            quoted = "`" + name.replace("`", "``") + "`"
+            cur.execute(f"CREATE TABLE {quoted} (id INT)")
+            cur.execute(f"SHOW CREATE TABLE {quoted}")
+            assert cur.fetchone()[0] == name
+            cur.execute(f"DESCRIBE {quoted}")
+            assert [r[0] for r in cur.fetchall()] == ["id"]
+            cur.execute(f"SHOW COLUMNS FROM {quoted}")
+            assert [r[0] for r in cur.fetchall()] == ["id"]

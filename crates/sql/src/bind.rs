@@ -288,7 +288,17 @@ impl<'a, 'e> Binder<'a, 'e> {
             }
             A::Case { operand, conditions, else_result, .. } => {
                 let operand = operand.as_deref().map(|o| self.bind(o)).transpose()?;
-                let mut whens = conditions.iter().map(|w| Ok((self.bind(&w.condition)?, self.bind(&w.result)?))).collect::<Result<Vec<_>>>()?;
+                let mut whens = conditions
+                    .iter()
+                    .map(|w| {
+                        let condition = self.bind(&w.condition)?;
+                        let condition = match &operand {
+                            Some(o) => self.truth_as_json(o, &w.condition, condition),
+                            None => condition,
+                        };
+                        Ok((condition, self.bind(&w.result)?))
+                    })
+                    .collect::<Result<Vec<_>>>()?;
                 let mut otherwise = else_result.as_deref().map(|o| self.bind(o)).transpose()?;
                 self.conform_values(whens.iter_mut().map(|(_, result)| result).chain(otherwise.as_mut()).collect());
                 let collation = operand.as_ref().map_or(Collation::default(), |o| self.collation_of(o));
@@ -453,6 +463,10 @@ impl<'a, 'e> Binder<'a, 'e> {
         }
         if arithmetic || self.type_of(&a).is_numeric() {
             b = self.enum_as_number(b);
+        }
+        if !arithmetic {
+            b = self.truth_as_json(&a, right, b);
+            a = self.truth_as_json(&b, left, a);
         }
         let cmp = |o: CmpOp| {
             // A JSON string compared with an SQL string compares its text, unquoted.
@@ -764,6 +778,18 @@ impl<'a, 'e> Binder<'a, 'e> {
                 let taken = std::mem::replace(value, Expr::Const(Value::Null));
                 *value = Expr::Cast(Box::new(taken), result.clone());
             }
+        }
+    }
+
+    /// A truth value compared with JSON: MySQL makes TRUE, FALSE and every comparison's
+    /// result the JSON boolean, so `CASE JSON_EXTRACT('{"k": true}', '$.k') WHEN true` hits;
+    /// `other` is returned unchanged unless `json` is JSON and it is such a value.
+    fn truth_as_json(&self, json: &Expr, other_ast: &ast::Expr, other: Expr) -> Expr {
+        let literal = matches!(other_ast, ast::Expr::Value(v) if matches!(v.value, ast::Value::Boolean(_)));
+        if (literal || other.is_truth_value()) && self.type_of(json) == SqlType::Json && self.type_of(&other) != SqlType::Json {
+            self.to_json(other, literal)
+        } else {
+            other
         }
     }
 

@@ -750,7 +750,8 @@ pub fn call(f: Func, args: &[Expr], env: &Env<'_>, cx: &RowCtx<'_>) -> Result<Va
                 _ => i64::from(dt.weekday().number_from_sunday()),
             })
         }
-        DateFormat => match ops::to_datetime(&vals[0]).and_then(types::datetime_from_micros) {
+        // A TIME is a time of today, as MySQL reads it as a date (Django's Trunc on a time field).
+        DateFormat => match time_as_datetime(&vals[0], env.now_us).or_else(|| ops::to_datetime(&vals[0])).and_then(types::datetime_from_micros) {
             Some(dt) => Value::Str(date_format(&dt, &str_arg(&vals[1]))),
             None => Value::Null,
         },
@@ -1225,6 +1226,15 @@ pub fn cast(v: Value, ty: &SqlType) -> Result<Value> {
         SqlType::Json => crate::json::call(crate::json::JsonFunc::Cast, &[v], &[])?,
         SqlType::Year | SqlType::Null => v,
     })
+}
+
+/// A TIME value as the DATETIME it is today (`now_us`'s date plus the time).
+fn time_as_datetime(v: &Value, now_us: i64) -> Option<i64> {
+    const DAY_US: i64 = 86_400_000_000;
+    match v {
+        Value::Time(us) => Some(now_us - now_us.rem_euclid(DAY_US) + us),
+        _ => None,
+    }
 }
 
 /// The length CAST(x AS CHAR) and CAST(x AS BINARY) are typed with when none is given: a

@@ -61,6 +61,7 @@ pub mod vars;
 pub mod view_writes;
 pub mod views;
 pub mod window;
+pub mod words;
 pub mod write_log;
 
 pub use error::{SqlError, Warning};

@@ -146,6 +146,9 @@ fn parse_and_shape(sql: &str) -> Result<Vec<Statement>> {
         Err(ParserError::RecursionLimitExceeded) => return Err(too_deep()),
         Err(e) => return Err(parse_error(sql, &e.to_string())),
     };
+    if statements.iter().any(has_returning) {
+        return Err(returning_refused(sql));
+    }
     let mut shaper = Shaper { depth: 0, nesting: 0 };
     for statement in &mut statements {
         if let ControlFlow::Break(e) = statement.visit(&mut shaper) {
@@ -162,6 +165,23 @@ pub fn parse_error(sql: &str, detail: &str) -> SqlError {
     let col = detail.rsplit("Column: ").next().and_then(|c| c.trim().parse::<usize>().ok()).unwrap_or(1);
     let near: String = sql.chars().skip(col.saturating_sub(1)).take(80).collect();
     SqlError::parse(near.trim())
+}
+
+/// Whether a statement has a RETURNING clause, which sqlparser reads for every dialect and
+/// MySQL has none of: it is refused rather than accepted and ignored.
+fn has_returning(statement: &Statement) -> bool {
+    match statement {
+        Statement::Insert(i) => i.returning.is_some(),
+        Statement::Update(u) => u.returning.is_some(),
+        Statement::Delete(d) => d.returning.is_some(),
+        _ => false,
+    }
+}
+
+/// MySQL's 1064 for `… RETURNING …`, quoting the text from the keyword on.
+fn returning_refused(sql: &str) -> SqlError {
+    let at = sql.to_ascii_uppercase().rfind("RETURNING").unwrap_or(0);
+    SqlError::parse(sql[at..].chars().take(80).collect::<String>().trim())
 }
 
 fn too_deep() -> SqlError {

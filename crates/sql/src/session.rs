@@ -2416,7 +2416,7 @@ impl Session {
     /// Statements handled before the parser: SHOW, transaction control, KILL...
     async fn recognise(&mut self, statement: &StatementText) -> Option<Result<Outcome>> {
         let sql = statement.text.as_str();
-        let words: Vec<&str> = sql.split_whitespace().collect();
+        let words = crate::words::words(sql);
         let upper: Vec<String> = words.iter().take(6).map(|w| w.to_ascii_uppercase()).collect();
         let up = |i: usize| upper.get(i).map_or("", String::as_str);
         if matches!(up(0), "CREATE" | "ALTER" | "DROP" | "GRANT" | "REVOKE" | "SHOW" | "SET" | "FLUSH")
@@ -2732,10 +2732,13 @@ impl Session {
 
     fn split_name(&self, name: &str) -> (Result<String>, String) {
         let name = name.trim_end_matches(';');
-        let parts: Vec<&str> = name.split('.').map(|p| p.trim_matches('`')).collect();
-        match parts.as_slice() {
-            [d, t] => (Ok((*d).to_owned()), (*t).to_owned()),
-            [t] => (self.info.db.clone().ok_or_else(SqlError::no_db), (*t).to_owned()),
+        let mut parts = crate::words::name_parts(name).unwrap_or_default();
+        match parts.len() {
+            2 => {
+                let t = parts.pop().unwrap_or_default();
+                (Ok(parts.pop().unwrap_or_default()), t)
+            }
+            1 => (self.info.db.clone().ok_or_else(SqlError::no_db), parts.pop().unwrap_or_default()),
             _ => (Err(SqlError::parse(name)), String::new()),
         }
     }

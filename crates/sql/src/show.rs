@@ -153,10 +153,25 @@ impl Quoting {
     }
 }
 
-/// A string as a quoted SQL literal that reads back as the same string: `'` doubled and `\`
-/// escaped, as MySQL's SHOW CREATE TABLE writes them.
+/// A string as a quoted SQL literal that reads back as the same string, on one line, as
+/// MySQL's SHOW CREATE TABLE writes them (`append_unescaped`): `'` doubled; `\\`, NUL,
+/// newline and carriage return escaped (a raw newline in a COMMENT broke SQLAlchemy's
+/// reflection, which reads the statement line by line).
 fn string_literal(text: &str) -> String {
-    format!("'{}'", text.replace('\\', "\\\\").replace('\'', "''"))
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('\'');
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\'' => out.push_str("''"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\0' => out.push_str("\\0"),
+            other => out.push(other),
+        }
+    }
+    out.push('\'');
+    out
 }
 
 /// SHOW CREATE TABLE, in MySQL 8's layout.
