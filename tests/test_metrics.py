@@ -93,3 +93,21 @@ def test_other_requests_and_a_silent_client(tmp_path):
         assert scrape(port), "served beside the silent client"
         assert time.monotonic() - started < 2, "not held up by the silent client"
         silent.close()
+
+
+def test_a_scrape_is_served_beside_many_idle_sockets(tmp_path):
+    """Regression: 12 sockets opened and left idle took every connection slot for the whole
+    request timeout, and scrapes in that time were closed unanswered. Idle sockets are
+    closed after REQUEST_HEAD_TIMEOUT (1 s), and there are slots to spare."""
+    port = free_port()
+    with PrivateQuill(tmp_path / "q", f"--metrics-port={port}"):
+        idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(12)]
+        try:
+            assert scrape(port), "served beside 12 idle sockets"
+            time.sleep(1.5)
+            # The idle sockets were closed by the server: reading gives end of file.
+            idle[0].settimeout(5)
+            assert idle[0].recv(1) == b""
+        finally:
+            for s in idle:
+                s.close()

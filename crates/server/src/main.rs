@@ -11,6 +11,7 @@ mod rsa_keys;
 mod tls;
 
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
 
 use tokio::net::TcpListener;
 
@@ -27,7 +28,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const WORKER_STACK_BYTES: usize = 16 << 20;
 /// How long the listener waits after a failed accept (out of file descriptors, say) before
 /// it tries again, so that it does not spin.
-const ACCEPT_ERROR_BACKOFF: std::time::Duration = std::time::Duration::from_millis(100);
+const ACCEPT_ERROR_BACKOFF: Duration = Duration::from_millis(100);
 
 /// Lift the soft limit on open files to the hard limit, as mysqld does for
 /// `open_files_limit`: every connection is a file descriptor.
@@ -164,17 +165,39 @@ async fn run(cfg: config::Config) -> std::io::Result<()> {
                 tokio::spawn(conn::serve(stream, engine, id, tls.clone(), rsa.clone(), handshakes.clone()));
             }
             () = &mut shutdown => {
-                tracing::info!("shutting down");
-                // Let a checkpoint in progress finish, then write and sync whatever is pending
-                // (flush modes 0 and 2) before exiting.
-                drop(checkpointer);
-                if let Some(log) = engine.log.get() {
-                    log.shutdown();
-                }
-                return Ok(());
+                shut_down(&engine, checkpointer).await;
+                // A statement that never reached a point where it checks for KILL would keep
+                // the runtime from stopping; everything durable is written by now.
+                std::process::exit(0);
             }
         }
     }
+}
+
+/// How long shutdown waits for killed connections to close before it stops anyway.
+const SHUTDOWN_CONNECTIONS_WAIT: Duration = Duration::from_secs(10);
+/// How often shutdown looks whether the connections have closed.
+const SHUTDOWN_POLL: Duration = Duration::from_millis(20);
+
+/// SIGTERM or Ctrl-C: every connection is killed (running statements stop, transactions
+/// roll back) and given [`SHUTDOWN_CONNECTIONS_WAIT`] to close; then a checkpoint in
+/// progress finishes and the log writes and syncs whatever is pending (flush modes 0 and 2).
+async fn shut_down(engine: &quill_sql::Engine, checkpointer: quill_sql::checkpoint::Checkpointer) {
+    let connections = engine.kill_every_connection();
+    tracing::info!(connections, "shutting down: closing every connection");
+    let deadline = std::time::Instant::now() + SHUTDOWN_CONNECTIONS_WAIT;
+    while engine.connections_open() > 0 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(SHUTDOWN_POLL).await;
+    }
+    let still_open = engine.connections_open();
+    if still_open > 0 {
+        tracing::warn!(still_open, "shutting down with connections whose statements did not stop in time");
+    }
+    drop(checkpointer);
+    if let Some(log) = engine.log.get() {
+        log.shutdown();
+    }
+    tracing::info!("shut down");
 }
 
 async fn shutdown_signal() {

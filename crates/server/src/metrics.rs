@@ -9,7 +9,8 @@
 //!
 //! The HTTP side is the least that Prometheus's scraper needs, written here rather than taken
 //! from an HTTP library: one request per connection, a request head of at most
-//! [`REQUEST_HEAD_BYTES_MAX`] read within [`REQUEST_TIMEOUT`], `GET /metrics` (with or without a
+//! [`REQUEST_HEAD_BYTES_MAX`] read within [`REQUEST_HEAD_TIMEOUT`] (an idle socket is closed
+//! then), the answer written within [`REQUEST_TIMEOUT`], `GET /metrics` (with or without a
 //! query string) answered 200 with `Connection: close`, any other path 404, any other method
 //! 405. At most [`CONNECTIONS_MAX`] connections are served at once, each bounded by the
 //! timeout; one more is closed at once.
@@ -30,8 +31,11 @@ use tokio::net::{TcpListener, TcpStream};
 pub const REQUEST_HEAD_BYTES_MAX: usize = 8192;
 /// How long a connection may take to send its request and take the answer.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a connection may stay open without sending a whole request head: an idle
+/// socket gives its slot back this soon, so idle sockets cannot keep a scrape out.
+pub const REQUEST_HEAD_TIMEOUT: Duration = Duration::from_secs(1);
 /// Connections served at once, at most.
-pub const CONNECTIONS_MAX: usize = 8;
+pub const CONNECTIONS_MAX: usize = 32;
 
 /// Serves `listener` until the task is dropped (its connections' tasks end within
 /// [`REQUEST_TIMEOUT`]).
@@ -56,8 +60,13 @@ pub async fn serve(listener: TcpListener, engine: Arc<Engine>) {
 async fn answer(mut stream: TcpStream, engine: &Engine) -> std::io::Result<()> {
     let mut head = Vec::with_capacity(512);
     let mut buf = [0_u8; 1024];
+    let head_deadline = tokio::time::Instant::now() + REQUEST_HEAD_TIMEOUT;
     while !head.windows(4).any(|w| w == b"\r\n\r\n") && !head.windows(2).any(|w| w == b"\n\n") {
-        let n = stream.read(&mut buf).await?;
+        let Ok(read) = tokio::time::timeout_at(head_deadline, stream.read(&mut buf)).await else {
+            tracing::debug!("metrics: closed a connection that sent no request");
+            return Ok(());
+        };
+        let n = read?;
         if n == 0 {
             return Ok(());
         }

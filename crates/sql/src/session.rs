@@ -376,6 +376,25 @@ impl Engine {
         })
     }
 
+    /// Server shutdown: every connection is killed as by KILL CONNECTION (its statement
+    /// stops at its next row or wait, its transaction rolls back, the connection closes).
+    /// Returns how many there were.
+    pub fn kill_every_connection(&self) -> usize {
+        let mut procs = self.processes.lock();
+        for p in procs.values_mut() {
+            p.kill_connection = true;
+            p.interrupt.store(true, Ordering::Release);
+            p.kill.notify_one();
+        }
+        procs.len()
+    }
+
+    /// Connections open now (those in the process list).
+    #[must_use]
+    pub fn connections_open(&self) -> usize {
+        self.processes.lock().len()
+    }
+
     /// The current catalog: a snapshot to run one statement on.
     #[must_use]
     pub fn catalog(&self) -> Arc<Catalog> {
