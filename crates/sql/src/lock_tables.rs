@@ -17,7 +17,7 @@ use quill_storage::Value;
 use quill_txn::locks::{LockInfo, Wanted};
 
 use crate::catalog::TableMeta;
-use crate::error::Result;
+use crate::error::{Result, SqlError};
 use crate::ops;
 use crate::query::{Env, OutColumn};
 use crate::show::{cols, s, text};
@@ -135,14 +135,24 @@ pub fn innodb_trx(env: &Env<'_>) -> Result<Rows> {
 
 /// `performance_schema.data_locks`, `data_lock_waits`, `metadata_locks` or
 /// `replication_applier_status_by_worker` (`replica_control`); `None` for another name.
-pub fn performance_schema_table(env: &Env<'_>, name: &str) -> Option<Rows> {
-    match name.to_ascii_lowercase().as_str() {
-        "data_locks" => Some(data_locks(env)),
-        "data_lock_waits" => Some(data_lock_waits(env)),
-        "metadata_locks" => Some(metadata_locks(env)),
-        "replication_applier_status_by_worker" => Some(crate::replica_control::applier_status_by_worker(env.info)),
-        _ => None,
+pub fn performance_schema_table(env: &Env<'_>, name: &str) -> Option<Result<Rows>> {
+    let lower = name.to_ascii_lowercase();
+    // Lock tables name other sessions' rows and keys: SELECT on performance_schema (1142).
+    let needs_select = matches!(lower.as_str(), "data_locks" | "data_lock_waits" | "metadata_locks");
+    if needs_select && env.info.checked && env.info.privileges_on("performance_schema", Some(&lower)) & crate::accounts::SELECT == 0 {
+        let info = env.info;
+        return Some(Err(SqlError::new(
+            (1142, "42000"),
+            format!("SELECT command denied to user '{}'@'{}' for table '{lower}'", info.user, info.client_host()),
+        )));
     }
+    Some(Ok(match lower.as_str() {
+        "data_locks" => data_locks(env),
+        "data_lock_waits" => data_lock_waits(env),
+        "metadata_locks" => metadata_locks(env),
+        "replication_applier_status_by_worker" => crate::replica_control::applier_status_by_worker(env.info),
+        _ => return None,
+    }))
 }
 
 /// `performance_schema.metadata_locks`: the metadata locks of `sql::mdl` and the user-level

@@ -524,8 +524,9 @@ fn add_table_source(env: &Env<'_>, db: &str, name: &str, alias: &str, scope: &mu
         return Ok((SourceData::Rows(RefCell::new(Some(rows)), None), types));
     }
     if db.eq_ignore_ascii_case("performance_schema")
-        && let Some((cols, rows)) = crate::lock_tables::performance_schema_table(env, name)
+        && let Some(table) = crate::lock_tables::performance_schema_table(env, name)
     {
+        let (cols, rows) = table?;
         let types: Vec<SqlType> = cols.iter().map(|c| c.ty.clone()).collect();
         for c in cols {
             scope.columns.push(ScopeColumn { db: "performance_schema".into(), org_table: name.to_lowercase(), ..ScopeColumn::computed(alias, &c.name, c.ty) });

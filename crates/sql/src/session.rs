@@ -2805,7 +2805,10 @@ impl Session {
             }
             "TABLES" => {
                 let db = from(i + 1).or_else(|| self.info.db.clone()).ok_or_else(SqlError::no_db)?;
-                show::show_tables(&catalog, &db, full, like.as_deref())?
+                self.require_visible_database(&db)?;
+                let mut rs = show::show_tables(&catalog, &db, full, like.as_deref())?;
+                rs.rows.retain(|r| self.info.may_see_table(&db, &crate::ops::to_string_lossy(&r[0])));
+                rs
             }
             "COLUMNS" | "FIELDS" => {
                 let mut it = upper
@@ -2838,6 +2841,8 @@ impl Session {
                 // SHOW CREATE TABLE of a view shows the view, as MySQL's does; SHOW CREATE
                 // VIEW of a table is 1347.
                 if let Some(view) = catalog.view(&db, &t) {
+                    // SHOW CREATE VIEW (and TABLE, of a view) needs SHOW VIEW and SELECT on it.
+                    self.require_table(&db, &t, crate::accounts::SHOW_VIEW | crate::accounts::SELECT)?;
                     return Ok(Outcome::Rows(views::show_create(view, &self.info)));
                 }
                 if upper[i + 1] == "VIEW" {
@@ -2891,8 +2896,16 @@ impl Session {
                 }
             }
             "PROCESSLIST" => self.show_processlist(),
-            "MASTER" | "BINARY" | "BINLOG" => show_binary_log(&engine, &upper[i..])?,
+            "MASTER" | "BINARY" | "BINLOG" => {
+                if what == "BINLOG" {
+                    self.require_global(crate::accounts::REPLICATION_SLAVE, "REPLICATION SLAVE")?;
+                } else {
+                    self.require_global(crate::accounts::SUPER | crate::accounts::REPLICATION_CLIENT, "SUPER, REPLICATION CLIENT")?;
+                }
+                show_binary_log(&engine, &upper[i..])?
+            }
             "REPLICA" | "SLAVE" if upper.get(i + 1).is_some_and(|w| w == "STATUS") => {
+                self.require_global(crate::accounts::SUPER | crate::accounts::REPLICATION_CLIENT, "SUPER, REPLICATION CLIENT")?;
                 let rows = engine.replica.get().and_then(|r| r.status());
                 let int = crate::types::SqlType::Int { kind: crate::types::IntKind::Big, unsigned: true, display: None };
                 let columns: Vec<OutColumn> = rows
@@ -2906,6 +2919,7 @@ impl Session {
                 ResultSet { columns, rows: rows.map(|r| vec![r.into_iter().map(|(_, v)| v).collect()]).unwrap_or_default() }
             }
             "ENGINE" if upper.get(i + 1).is_some_and(|w| w == "INNODB") && upper.get(i + 2).is_some_and(|w| w == "STATUS") && upper.len() == i + 3 => {
+                self.require_global(crate::accounts::PROCESS, "PROCESS")?;
                 let text = SqlTypeHelper::text();
                 let engine = self.engine();
                 let catalog = engine.catalog();
@@ -3000,10 +3014,16 @@ impl Session {
             }
             "TABLE" if upper.get(i + 1).is_some_and(|w| w == "STATUS") => {
                 let db = from(i + 2).or_else(|| self.info.db.clone()).ok_or_else(SqlError::no_db)?;
+                self.require_visible_database(&db)?;
                 let d = catalog.database(&db)?;
                 ResultSet {
                     columns: show::table_status_columns(),
-                    rows: d.tables.values().filter(|t| show::like_filter(&t.name, like.as_deref())).map(|t| show::table_status(t)).collect(),
+                    rows: d
+                        .tables
+                        .values()
+                        .filter(|t| show::like_filter(&t.name, like.as_deref()) && self.info.may_see_table(&db, &t.name))
+                        .map(|t| show::table_status(t))
+                        .collect(),
                 }
             }
             _ => return Err(SqlError::parse(&words[1..].join(" "))),
@@ -3062,6 +3082,11 @@ impl Session {
             columns: vec![OutColumn::computed("Variable_name", text.clone()), OutColumn::computed("Value", text)],
             rows: items.into_iter().filter(|(n, _)| show::like_filter(n, like)).map(|(n, v)| vec![Value::Str(n.into()), Value::Str(v)]).collect(),
         }
+    }
+
+    /// 1044 for SHOW TABLES / SHOW TABLE STATUS of a database the account has nothing in.
+    fn require_visible_database(&self, db: &str) -> Result<()> {
+        if self.info.may_see_database(db) { Ok(()) } else { Err(self.database_denied(db)) }
     }
 
     fn show_processlist(&self) -> ResultSet {

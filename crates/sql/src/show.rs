@@ -356,11 +356,34 @@ pub fn show_index(catalog: &Catalog, db: &str, table: &str) -> Result<ResultSet>
     Ok(ResultSet { columns, rows })
 }
 
-/// Rows of an information_schema table.
+/// Rows of an information_schema table that the session's account may see: rows naming a
+/// database or table only where it has some privilege (`session::privileges`).
 ///
 /// # Errors
-/// 1109 for a table Quill does not provide.
+/// 1109 for a table Quill does not provide; 1227 for INNODB_TRX without PROCESS.
 pub fn information_schema_table(env: &Env<'_>, name: &str) -> Result<(Vec<OutColumn>, Vec<Vec<Value>>)> {
+    let info = env.info;
+    if name.eq_ignore_ascii_case("INNODB_TRX") {
+        info.require_global(crate::accounts::PROCESS, "PROCESS")?;
+    }
+    let (columns, mut rows) = information_schema_rows(env, name)?;
+    if info.checked {
+        let at = |names: &[&str]| names.iter().find_map(|n| columns.iter().position(|c| c.name.eq_ignore_ascii_case(n)));
+        let schema = at(&["TABLE_SCHEMA", "SCHEMA_NAME", "CONSTRAINT_SCHEMA", "EVENT_OBJECT_SCHEMA", "ROUTINE_SCHEMA"]);
+        let table = at(&["TABLE_NAME", "EVENT_OBJECT_TABLE"]);
+        let text = |row: &[Value], i: usize| crate::ops::to_string_lossy(&row[i]);
+        match (schema, table) {
+            (Some(d), Some(t)) => rows.retain(|r| info.may_see_table(&text(r, d), &text(r, t))),
+            (Some(d), None) => rows.retain(|r| info.may_see_database(&text(r, d))),
+            _ => {}
+        }
+    }
+    Ok((columns, rows))
+}
+
+/// Every row of an `information_schema` table, before [`information_schema_table`] keeps
+/// those the account may see.
+fn information_schema_rows(env: &Env<'_>, name: &str) -> Result<(Vec<OutColumn>, Vec<Vec<Value>>)> {
     let catalog = env.catalog;
     let tables = || catalog.databases.values().flat_map(|d| d.tables.values());
     Ok(match name.to_ascii_uppercase().as_str() {
@@ -598,7 +621,9 @@ pub fn information_schema_table(env: &Env<'_>, name: &str) -> Result<(Vec<OutCol
 #[must_use]
 pub fn processlist(info: &crate::session::SessionInfo, schema: bool) -> (Vec<OutColumn>, Vec<Vec<Value>>) {
     let procs = info.engine.processes.lock();
-    let mut ids: Vec<&u32> = procs.keys().collect();
+    // Without PROCESS an account sees only its own threads, as in MySQL.
+    let everyone = info.has_process();
+    let mut ids: Vec<&u32> = procs.iter().filter(|(_, p)| everyone || p.user == info.user).map(|(id, _)| id).collect();
     ids.sort();
     let progress_type = SqlType::Decimal { precision: 7, scale: 3, unsigned: false };
     let rows = ids

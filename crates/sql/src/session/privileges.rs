@@ -15,9 +15,20 @@
 //!   operation`: global operations (SET GLOBAL, FLUSH, account management, replication);
 //! - 1045 `Access denied for user ...`: the FILE privilege, as MySQL reports it.
 //!
-//! `information_schema` and `performance_schema` are readable by every account (their
-//! rows are not yet filtered by privilege). The checks read the engine's ACL snapshot: a
-//! grant or revoke applies from the session's next statement.
+//! What an account may *see* follows MySQL too:
+//!
+//! - `information_schema` rows name only databases and tables the account has some
+//!   privilege on ([`SessionInfo::may_see_table`], [`SessionInfo::may_see_database`]); SHOW
+//!   TABLES and SHOW TABLE STATUS of a database it has nothing in are 1044;
+//! - other connections' threads and statements (PROCESSLIST) need PROCESS, and so do
+//!   `INNODB_TRX` and SHOW ENGINE INNODB STATUS (1227);
+//! - `performance_schema`'s lock tables need SELECT on `performance_schema` (1142);
+//! - the binary log's and the replica's status need REPLICATION CLIENT or SUPER (1227);
+//! - SHOW CREATE VIEW needs SHOW VIEW and SELECT on the view (1142).
+//!
+//! `tests/test_privileges.py` holds the table of statements, grants and answers. The checks
+//! read the engine's ACL snapshot: a grant or revoke applies from the session's next
+//! statement.
 
 use sqlparser::ast::{self, Statement};
 
@@ -36,6 +47,38 @@ impl SessionInfo {
         self.engine.acl.read().privileges(&self.user, &self.account_host, db, table)
     }
 
+    /// Whether the account has some privilege on `db`.`table` (or anywhere globally), so
+    /// that `information_schema` shows the table: the schemas themselves are always shown.
+    pub fn may_see_table(&self, db: &str, table: &str) -> bool {
+        is_system_schema(db) || self.privileges_on(db, Some(table)) & (accounts::ALL_GLOBAL | accounts::GRANT_OPTION) != 0
+    }
+
+    /// Whether the account has some privilege in `db` (on it or on a table of it), or SHOW
+    /// DATABASES: what SHOW DATABASES and `information_schema.SCHEMATA` list.
+    pub fn may_see_database(&self, db: &str) -> bool {
+        if !self.checked || is_system_schema(db) || self.global_privileges() & accounts::SHOW_DATABASES != 0 {
+            return true;
+        }
+        self.engine.acl.read().any_in_database(&self.user, &self.account_host, db)
+    }
+
+    /// Whether the account has PROCESS: it sees every connection's thread and statement.
+    pub fn has_process(&self) -> bool {
+        self.global_privileges() & accounts::PROCESS != 0
+    }
+
+    /// 1227 unless the account has one of `any_of` globally; `names` says which.
+    ///
+    /// # Errors
+    /// 1227.
+    pub fn require_global(&self, any_of: Privs, names: &str) -> Result<()> {
+        if self.global_privileges() & any_of != 0 {
+            Ok(())
+        } else {
+            Err(SqlError::new((1227, "42000"), format!("Access denied; you need (at least one of) the {names} privilege(s) for this operation")))
+        }
+    }
+
     /// The client's host as MySQL's messages name it: `localhost` for a loopback address.
     pub fn client_host(&self) -> &str {
         let host = self.host.as_str();
@@ -52,7 +95,7 @@ impl SessionInfo {
 
     /// 1142 unless the account has every privilege of `needed` on `db`.`table`.
     pub fn require_table(&self, db: &str, table: &str, needed: Privs) -> Result<()> {
-        if ["information_schema", "performance_schema"].iter().any(|s| s.eq_ignore_ascii_case(db)) {
+        if is_system_schema(db) {
             return Ok(());
         }
         if !self.checked || self.global_privileges() & needed == needed {
@@ -76,6 +119,12 @@ impl SessionInfo {
             self.require_table(db, table, accounts::SELECT)
         }
     }
+}
+
+/// `information_schema` and `performance_schema`: every account reads them (their rows
+/// are filtered, or the table refused, by the rules of the module doc).
+fn is_system_schema(db: &str) -> bool {
+    ["information_schema", "performance_schema"].iter().any(|s| s.eq_ignore_ascii_case(db))
 }
 
 impl Session {
@@ -116,11 +165,7 @@ impl Session {
     /// # Errors
     /// 1227.
     pub fn require_global(&self, any_of: Privs, names: &str) -> Result<()> {
-        if self.global_privileges() & any_of != 0 {
-            Ok(())
-        } else {
-            Err(SqlError::new((1227, "42000"), format!("Access denied; you need (at least one of) the {names} privilege(s) for this operation")))
-        }
+        self.info.require_global(any_of, names)
     }
 
     /// 1045, as MySQL answers a statement that needs the FILE privilege without it.
