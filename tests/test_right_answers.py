@@ -119,3 +119,28 @@ def test_quoted_names_with_spaces_reach_show_and_describe(conn):
             assert [r[0] for r in cur.fetchall()] == ["id"]
             cur.execute(f"SHOW COLUMNS FROM {quoted}")
             assert [r[0] for r in cur.fetchall()] == ["id"]
+
+
+@pytest.mark.skipif(test_target() != "quill", reason="restarts its own server")
+def test_expression_defaults_survive_a_checkpoint_and_a_restart(tmp_path):
+    """A checkpoint writes each table as SHOW CREATE TABLE: `DEFAULT (uuid())` must read
+    back as an expression (one UUID per row after the restart too), not as a constant."""
+    from conftest import PrivateQuill
+
+    with PrivateQuill(tmp_path / "data", "--quill-checkpoint-interval-seconds=1") as quill:
+        conn = quill.connect()
+        with conn.cursor() as cur:
+            cur.execute("CREATE DATABASE e")
+            cur.execute("CREATE TABLE e.t (id INT AUTO_INCREMENT PRIMARY KEY, u VARCHAR(40) DEFAULT (uuid()), n INT DEFAULT (3 + 5))")
+            cur.execute("INSERT INTO e.t (id) VALUES (NULL), (NULL)")
+            cur.execute("SHOW CREATE TABLE e.t")
+            before = cur.fetchone()[1]
+        quill.wait_for_checkpoint()
+    with PrivateQuill(tmp_path / "data") as quill:
+        conn = quill.connect()
+        with conn.cursor() as cur:
+            cur.execute("SHOW CREATE TABLE e.t")
+            assert cur.fetchone()[1] == before
+            cur.execute("INSERT INTO e.t (id) VALUES (NULL), (NULL)")
+            cur.execute("SELECT COUNT(DISTINCT u), MIN(n), MAX(n) FROM e.t")
+            assert cur.fetchone() == (4, 8, 8)

@@ -27,6 +27,9 @@ pub enum ColumnDefault {
     Value(Value),
     /// `DEFAULT CURRENT_TIMESTAMP[(fsp)]`.
     CurrentTimestamp,
+    /// `DEFAULT (expr)` (MySQL 8.0.13's expression default): evaluated for each row written
+    /// (`dml::column_default`), shown as written.
+    Expression(sqlparser::ast::Expr),
 }
 
 #[derive(Debug, Clone, PartialEq)]

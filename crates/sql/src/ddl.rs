@@ -94,6 +94,15 @@ fn default_from_ast(env: &Env<'_>, e: &ast::Expr, col: &Column) -> Result<Column
         return Ok(ColumnDefault::CurrentTimestamp);
     }
     let scope = crate::bind::Scope::default();
+    if let ast::Expr::Nested(inner) = e {
+        // `DEFAULT (expr)`: kept as an expression and evaluated for each row; checked here
+        // by binding it (an unknown function or a column is refused now, not at INSERT).
+        crate::bind::Binder::new(env, &scope, "default").bind(inner)?;
+        if col.auto_increment || col.generated.is_some() {
+            return Err(SqlError::new(codes::ER_INVALID_DEFAULT, format!("Invalid default value for '{}'", col.name)));
+        }
+        return Ok(ColumnDefault::Expression(inner.as_ref().clone()));
+    }
     let v = crate::bind::Binder::new(env, &scope, "default").bind(e)?.eval(env, &RowCtx::new(&[]))?;
     if v.is_null() {
         if !col.nullable {
@@ -323,10 +332,11 @@ pub fn create_table(catalog: &mut Catalog, info: &SessionInfo, env_params: (&[Va
             let mut full: Vec<Value> = columns
                 .iter()
                 .map(|c| match &c.default {
-                    ColumnDefault::Value(v) => v.clone(),
-                    _ => Value::Null,
+                    ColumnDefault::Value(v) => Ok(v.clone()),
+                    ColumnDefault::Expression(_) => crate::dml::column_default(c, env.now_us, info),
+                    _ => Ok(Value::Null),
                 })
-                .collect();
+                .collect::<Result<_>>()?;
             for (v, &p) in r.into_iter().zip(&mapping) {
                 full[p] = v;
             }
@@ -532,7 +542,7 @@ fn rebuild(
     indexes: Vec<IndexMeta>,
     foreign_keys: Vec<ForeignKey>,
     options: TableOptions,
-    warnings: &mut Vec<Warning>,
+    (info, warnings): (&SessionInfo, &mut Vec<Warning>),
 ) -> Result<()> {
     validate(&columns, &primary, &indexes)?;
     let old = catalog.table(db, name)?;
@@ -551,6 +561,7 @@ fn rebuild(
                 Some(i) => r[*i].clone(),
                 None => match &c.default {
                     ColumnDefault::Value(v) => v.clone(),
+                    ColumnDefault::Expression(_) => crate::dml::column_default(c, info.now_us(), info)?,
                     _ => Value::Null,
                 },
             };
@@ -715,7 +726,7 @@ pub fn alter_table(
     }
     let keys = keys_after_alter(catalog, info, (&db, &tname), &map, &columns, &primary, &mut indexes, keys, &added_keys)?;
     let added: Vec<String> = keys.iter().rev().take(added_keys.len()).map(|k| k.name.clone()).collect();
-    rebuild(catalog, &db, &tname, columns, map, primary, indexes, keys, options, warnings)?;
+    rebuild(catalog, &db, &tname, columns, map, primary, indexes, keys, options, (info, warnings))?;
     catalog.repoint_children((&db, &tname), (&db, &tname), &renamed_columns);
     if let Some((new_db, new_name)) = rename_to {
         catalog.rename((&db, &tname), (&new_db, &new_name))?;
@@ -938,7 +949,7 @@ pub fn create_index(catalog: &mut Catalog, info: &SessionInfo, ci: &ast::CreateI
     let primary = t.primary.clone();
     let options = TableOptions::of(t);
     let keys = t.foreign_keys.clone();
-    rebuild(catalog, &db, &tname, columns, map, primary, indexes, keys, options, warnings)
+    rebuild(catalog, &db, &tname, columns, map, primary, indexes, keys, options, (info, warnings))
 }
 
 /// DROP INDEX name ON table.
@@ -963,5 +974,5 @@ pub fn drop_index(catalog: &mut Catalog, info: &SessionInfo, index: &str, table:
     }
     let options = TableOptions::of(t);
     let keys = t.foreign_keys.clone();
-    rebuild(catalog, &db, &tname, columns, map, primary, indexes, keys, options, warnings)
+    rebuild(catalog, &db, &tname, columns, map, primary, indexes, keys, options, (info, warnings))
 }

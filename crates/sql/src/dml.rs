@@ -149,11 +149,26 @@ fn with_table<T>(catalog: &Catalog, db: &str, name: &str, f: impl FnOnce(&Catalo
 }
 
 /// The value a column gets when an INSERT does not give one.
-fn default_value(t: &TableMeta, col: usize, now_us: i64) -> Result<Value> {
-    let c = &t.columns[col];
+fn default_value(t: &TableMeta, col: usize, now_us: i64, info: &SessionInfo) -> Result<Value> {
+    column_default(&t.columns[col], now_us, info)
+}
+
+/// The value column `c` takes in a row that does not name it: its constant default,
+/// `now_us` for CURRENT_TIMESTAMP, or its default expression evaluated now (each row gets
+/// its own `UUID()`).
+///
+/// # Errors
+/// 1364 for a NOT NULL column without a default; the expression's errors.
+pub fn column_default(c: &crate::catalog::Column, now_us: i64, info: &SessionInfo) -> Result<Value> {
     Ok(match &c.default {
         ColumnDefault::Value(v) => v.clone(),
         ColumnDefault::CurrentTimestamp => Value::DateTime(crate::types::round_micros(now_us, c.ty.decimals().min(6))),
+        ColumnDefault::Expression(e) => {
+            let catalog = info.engine.catalog();
+            let env = Env::new(&catalog, ReadView::current(0), &[], now_us, info);
+            let scope = crate::bind::Scope::default();
+            Binder::new(&env, &scope, "default").bind(e)?.eval(&env, &RowCtx::new(&[]))?
+        }
         ColumnDefault::None if c.nullable || c.auto_increment => Value::Null,
         ColumnDefault::None => return Err(SqlError::new(codes::ER_NO_DEFAULT_FOR_FIELD, format!("Field '{}' doesn't have a default value", c.name))),
     })
@@ -456,7 +471,7 @@ fn prepare_row(cx: &mut DmlCx<'_>, t: &TableMeta, data: &dyn Handler, vals: Prop
             Some(_) if t.columns[i].generated.is_some() => return Err(generated_given(t, i)),
             Some(v) => v,
             None if t.columns[i].generated.is_some() => Value::Null,
-            None => default_value(t, i, cx.now_us)?,
+            None => default_value(t, i, cx.now_us, cx.info)?,
         });
     }
     match finish_row(t, row, row_no, cx, data, ids) {

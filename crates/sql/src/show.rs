@@ -71,6 +71,7 @@ fn default_text(t: &TableMeta, i: usize) -> Value {
         ColumnDefault::CurrentTimestamp => {
             s(if c.ty.decimals() > 0 && c.ty.decimals() <= 6 { format!("CURRENT_TIMESTAMP({})", c.ty.decimals()) } else { "CURRENT_TIMESTAMP".into() })
         }
+        ColumnDefault::Expression(e) => s(e.to_string()),
         ColumnDefault::Value(Value::Null) => Value::Null,
         ColumnDefault::Value(v) => crate::types::to_text(v, &c.ty).map_or(Value::Null, |b| s(String::from_utf8_lossy(&b).into_owned())),
     }
@@ -82,7 +83,7 @@ fn extra(t: &TableMeta, i: usize) -> String {
     if c.auto_increment {
         e.push("auto_increment".to_owned());
     }
-    if matches!(c.default, ColumnDefault::CurrentTimestamp) {
+    if matches!(c.default, ColumnDefault::CurrentTimestamp | ColumnDefault::Expression(_)) {
         e.push("DEFAULT_GENERATED".to_owned());
     }
     if c.on_update_current_timestamp {
@@ -198,6 +199,7 @@ pub fn show_create_table(catalog: &Catalog, db: &str, table: &str, quoting: Quot
             _ if c.generated.is_some() => {}
             Value::Null if c.nullable && !c.ty.is_binary() && !matches!(c.ty, SqlType::Text { .. }) => l.push_str(" DEFAULT NULL"),
             Value::Str(d) if matches!(c.default, ColumnDefault::CurrentTimestamp) => l.push_str(&format!(" DEFAULT {d}")),
+            Value::Str(d) if matches!(c.default, ColumnDefault::Expression(_)) => l.push_str(&format!(" DEFAULT ({d})")),
             _ if c.ty.is_binary() && matches!(&c.default, ColumnDefault::Value(Value::Bytes(b)) if std::str::from_utf8(b).is_err()) => {
                 if let ColumnDefault::Value(Value::Bytes(b)) = &c.default {
                     l.push_str(&format!(" DEFAULT 0x{}", b.iter().map(|x| format!("{x:02x}")).collect::<String>()));

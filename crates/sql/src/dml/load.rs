@@ -89,8 +89,11 @@ pub fn load(
         let set = bind_set(catalog, cx, t, name, targets)?;
         // What SET reads for a column the row has not assigned: its default, the same for
         // every row of the statement (a column without one reads as NULL).
-        let defaults: Vec<Value> =
-            if set.is_empty() { Vec::new() } else { (0..t.columns.len()).map(|col| default_value(t, col, cx.now_us).unwrap_or(Value::Null)).collect() };
+        let defaults: Vec<Value> = if set.is_empty() {
+            Vec::new()
+        } else {
+            (0..t.columns.len()).map(|col| default_value(t, col, cx.now_us, cx.info).unwrap_or(Value::Null)).collect()
+        };
         let width = t.columns.len();
         let mut res = DmlResult::default();
         let mut out = LoadResult { variables: vec![Value::Null; targets.variables.len()], ..LoadResult::default() };
