@@ -29,7 +29,7 @@ pub enum ColumnDefault {
     CurrentTimestamp,
     /// `DEFAULT (expr)` (MySQL 8.0.13's expression default): evaluated for each row written
     /// (`dml::column_default`), shown as written.
-    Expression(sqlparser::ast::Expr),
+    Expression(Box<sqlparser::ast::Expr>),
 }
 
 #[derive(Debug, Clone, PartialEq)]

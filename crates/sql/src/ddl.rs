@@ -101,7 +101,7 @@ fn default_from_ast(env: &Env<'_>, e: &ast::Expr, col: &Column) -> Result<Column
         if col.auto_increment || col.generated.is_some() {
             return Err(SqlError::new(codes::ER_INVALID_DEFAULT, format!("Invalid default value for '{}'", col.name)));
         }
-        return Ok(ColumnDefault::Expression(inner.as_ref().clone()));
+        return Ok(ColumnDefault::Expression(inner.clone()));
     }
     let v = crate::bind::Binder::new(env, &scope, "default").bind(e)?.eval(env, &RowCtx::new(&[]))?;
     if v.is_null() {
