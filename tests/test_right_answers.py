@@ -9,6 +9,8 @@ runs against MariaDB too (tests/run-against-mariadb.sh) unless it says why not.
 
 from decimal import Decimal
 
+import pymysql
+
 import pytest
 
 from conftest import test_target
@@ -144,3 +146,30 @@ def test_expression_defaults_survive_a_checkpoint_and_a_restart(tmp_path):
             cur.execute("INSERT INTO e.t (id) VALUES (NULL), (NULL)")
             cur.execute("SELECT COUNT(DISTINCT u), MIN(n), MAX(n) FROM e.t")
             assert cur.fetchone() == (4, 8, 8)
+
+
+@pytest.mark.skipif(test_target() != "quill", reason="restarts its own server")
+def test_check_constraints_survive_a_checkpoint_and_a_restart(tmp_path):
+    """Regression: CHECK constraints were accepted and dropped. A checkpoint writes the table
+    as SHOW CREATE TABLE, so the constraints must read back from it and still refuse rows."""
+    from conftest import PrivateQuill
+
+    with PrivateQuill(tmp_path / "data", "--quill-checkpoint-interval-seconds=1") as quill:
+        conn = quill.connect()
+        with conn.cursor() as cur:
+            cur.execute("CREATE DATABASE k")
+            cur.execute("CREATE TABLE k.r3 (c INT CHECK (c < 100), CONSTRAINT ck1 CHECK (c = 1 OR c > 2 AND c < 5), "
+                        "CONSTRAINT loose CHECK (c <> 4) NOT ENFORCED)")
+            cur.execute("SHOW CREATE TABLE k.r3")
+            before = cur.fetchone()[1]
+        quill.wait_for_checkpoint()
+    assert "NOT ENFORCED" in before
+    with PrivateQuill(tmp_path / "data") as quill:
+        conn = quill.connect()
+        with conn.cursor() as cur:
+            cur.execute("SHOW CREATE TABLE k.r3")
+            assert cur.fetchone()[1] == before
+            cur.execute("INSERT INTO k.r3 VALUES (4)")
+            with pytest.raises(pymysql.err.OperationalError) as refused:
+                cur.execute("INSERT INTO k.r3 VALUES (0)")
+            assert refused.value.args == (3819, "Check constraint 'ck1' is violated.")

@@ -81,6 +81,8 @@ pub struct TableMeta {
     pub row_format: Option<&'static str>,
     /// The table's foreign keys, as a child (`foreign_keys`).
     pub foreign_keys: Vec<crate::foreign_keys::ForeignKey>,
+    /// The table's CHECK constraints (`check_constraints`).
+    pub checks: Vec<crate::check_constraints::CheckConstraint>,
     /// The table's rows, reached only through the handler API. Shared by the metadata of
     /// the same table under another name (RENAME TABLE keeps its rows where they are).
     pub data: Arc<dyn Handler>,
@@ -119,6 +121,7 @@ impl TableMeta {
             created_at: chrono::Utc::now().timestamp(),
             row_format: None,
             foreign_keys: Vec::new(),
+            checks: Vec::new(),
             data,
         }
     }
@@ -154,6 +157,7 @@ impl TableMeta {
             created_at: self.created_at,
             row_format: self.row_format,
             foreign_keys: self.foreign_keys.clone(),
+            checks: self.checks.clone(),
             data: Arc::clone(&self.data),
         }
     }
@@ -189,6 +193,7 @@ impl TableMeta {
         meta.comment.clone_from(&self.comment);
         meta.created_at = self.created_at;
         meta.foreign_keys.clone_from(&self.foreign_keys);
+        meta.checks.clone_from(&self.checks);
         meta
     }
 }

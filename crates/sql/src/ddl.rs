@@ -218,7 +218,9 @@ pub fn create_table(catalog: &mut Catalog, info: &SessionInfo, env_params: (&[Va
         catalog.table(&sdb, &sname)?;
         let id = catalog.allocate_table_id();
         let src = catalog.table(&sdb, &sname)?;
-        let meta = TableMeta::new(id, &db, &name, src.columns.clone(), src.primary.clone(), src.indexes.clone(), src.collation).with_row_format(src.row_format);
+        let mut meta =
+            TableMeta::new(id, &db, &name, src.columns.clone(), src.primary.clone(), src.indexes.clone(), src.collation).with_row_format(src.row_format);
+        meta.checks.clone_from(&src.checks);
         return catalog.add_table(meta);
     }
     let mut table_collation = Collation::default();
@@ -349,6 +351,8 @@ pub fn create_table(catalog: &mut Catalog, info: &SessionInfo, env_params: (&[Va
     row_format_warnings(&meta, warnings);
     meta.comment = comment;
     meta.foreign_keys = declared;
+    meta.checks = crate::check_constraints::declared(&name, &ct.columns, &ct.constraints)?;
+    crate::check_constraints::validate(&Env::new(catalog, ReadView::current(0), params, env_params.1, info), &meta)?;
     meta.data.set_auto_increment(auto_increment_start.max(1));
     // Rows of CREATE ... SELECT are written and committed with the DDL itself.
     fill_new_table(&meta, rows, warnings)?;
@@ -529,6 +533,14 @@ impl TableOptions {
     }
 }
 
+/// The name MySQL gives the next unnamed CHECK constraint of `table`: `<table>_chk_<n>`,
+/// one past the highest such number in use.
+fn next_check_name(table: &str, checks: &[crate::check_constraints::CheckConstraint]) -> String {
+    let prefix = format!("{table}_chk_");
+    let highest = checks.iter().filter_map(|c| c.name.strip_prefix(&prefix).and_then(|n| n.parse::<u32>().ok())).max().unwrap_or(0);
+    format!("{prefix}{}", highest + 1)
+}
+
 /// Rebuild a table with a changed definition, copying its committed rows (into the rows of
 /// its new row format, if `options` changes it).
 #[allow(clippy::too_many_arguments)]
@@ -543,6 +555,7 @@ fn rebuild(
     foreign_keys: Vec<ForeignKey>,
     options: TableOptions,
     (info, warnings): (&SessionInfo, &mut Vec<Warning>),
+    checks: Option<Vec<crate::check_constraints::CheckConstraint>>,
 ) -> Result<()> {
     validate(&columns, &primary, &indexes)?;
     let old = catalog.table(db, name)?;
@@ -552,6 +565,12 @@ fn rebuild(
     meta.comment = options.comment;
     meta.created_at = old.created_at;
     meta.foreign_keys = foreign_keys;
+    meta.checks = checks.unwrap_or_else(|| old.checks.clone());
+    let scratch = Catalog::default();
+    let env = Env::new(&scratch, ReadView::current(0), &[], info.now_us(), info);
+    if let Err(e) = crate::check_constraints::validate(&env, &meta) {
+        return Err(SqlError::new((3959, "HY000"), format!("A check constraint of '{name}' no longer reads: {}", e.message)));
+    }
     meta.data.set_auto_increment(old.data.auto_increment());
     let rows = old.data.snapshot_rows(ReadView::current(0));
     for (n, r) in rows.into_iter().enumerate() {
@@ -577,6 +596,7 @@ fn rebuild(
             }
             new_row.push(v);
         }
+        crate::check_constraints::enforce(&env, &meta, &new_row)?;
         let pk = meta.data.write_row(&meta.data.write_latch(), 0, &new_row).map_err(|e| match e {
             quill_storage::WriteError::Duplicate { .. } => SqlError::new(codes::ER_DUP_ENTRY, format!("Duplicate entry for key while altering '{name}'")),
             quill_storage::WriteError::Locked { .. } => SqlError::internal("row locked during ALTER"),
@@ -609,6 +629,7 @@ pub fn alter_table(
     let collation = t.collation;
     let mut options = TableOptions::of(t);
     let mut keys = t.foreign_keys.clone();
+    let mut checks = t.checks.clone();
     let mut added_keys = Vec::new();
     let mut renamed_columns: Vec<(String, String)> = Vec::new();
     let mut rename_to: Option<(String, String)> = None;
@@ -686,11 +707,23 @@ pub fn alter_table(
                 replace_column(&env, &mut columns, &mut primary, &old_name.value, &def, column_position.as_ref(), collation, &tname)?;
             }
             ast::AlterTableOperation::AddConstraint { constraint: TableConstraint::ForeignKey(fk), .. } => added_keys.push(fk),
+            ast::AlterTableOperation::AddConstraint { constraint: TableConstraint::Check(check), .. } => {
+                let name = match &check.name {
+                    Some(n) => n.value.clone(),
+                    None => next_check_name(&tname, &checks),
+                };
+                if checks.iter().any(|c| c.name.eq_ignore_ascii_case(&name)) {
+                    return Err(SqlError::new(crate::check_constraints::ER_CHECK_CONSTRAINT_DUP_NAME, format!("Duplicate check constraint name '{name}'.")));
+                }
+                checks.push(crate::check_constraints::CheckConstraint { name, expr: check.expr.as_ref().clone(), enforced: check.enforced.unwrap_or(true) });
+            }
             ast::AlterTableOperation::AddConstraint { constraint, .. } => add_constraint(constraint, &mut columns, &mut primary, &mut indexes)?,
             ast::AlterTableOperation::DropForeignKey { name, .. } => drop_key(&mut keys, &name.value)?,
             ast::AlterTableOperation::DropConstraint { name, if_exists, .. } => {
                 if keys.iter().any(|k| k.name.eq_ignore_ascii_case(&name.value)) {
                     drop_key(&mut keys, &name.value)?;
+                } else if checks.iter().any(|c| c.name.eq_ignore_ascii_case(&name.value)) {
+                    checks.retain(|c| !c.name.eq_ignore_ascii_case(&name.value));
                 } else if indexes.iter().any(|i| i.unique && i.name.eq_ignore_ascii_case(&name.value)) {
                     indexes.retain(|i| !i.name.eq_ignore_ascii_case(&name.value));
                 } else if !*if_exists {
@@ -726,7 +759,7 @@ pub fn alter_table(
     }
     let keys = keys_after_alter(catalog, info, (&db, &tname), &map, &columns, &primary, &mut indexes, keys, &added_keys)?;
     let added: Vec<String> = keys.iter().rev().take(added_keys.len()).map(|k| k.name.clone()).collect();
-    rebuild(catalog, &db, &tname, columns, map, primary, indexes, keys, options, (info, warnings))?;
+    rebuild(catalog, &db, &tname, columns, map, primary, indexes, keys, options, (info, warnings), Some(checks))?;
     catalog.repoint_children((&db, &tname), (&db, &tname), &renamed_columns);
     if let Some((new_db, new_name)) = rename_to {
         catalog.rename((&db, &tname), (&new_db, &new_name))?;
@@ -949,7 +982,7 @@ pub fn create_index(catalog: &mut Catalog, info: &SessionInfo, ci: &ast::CreateI
     let primary = t.primary.clone();
     let options = TableOptions::of(t);
     let keys = t.foreign_keys.clone();
-    rebuild(catalog, &db, &tname, columns, map, primary, indexes, keys, options, (info, warnings))
+    rebuild(catalog, &db, &tname, columns, map, primary, indexes, keys, options, (info, warnings), None)
 }
 
 /// DROP INDEX name ON table.
@@ -974,5 +1007,5 @@ pub fn drop_index(catalog: &mut Catalog, info: &SessionInfo, index: &str, table:
     }
     let options = TableOptions::of(t);
     let keys = t.foreign_keys.clone();
-    rebuild(catalog, &db, &tname, columns, map, primary, indexes, keys, options, (info, warnings))
+    rebuild(catalog, &db, &tname, columns, map, primary, indexes, keys, options, (info, warnings), None)
 }

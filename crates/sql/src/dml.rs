@@ -211,6 +211,11 @@ fn finish_row(t: &TableMeta, mut row: Row, row_no: u64, cx: &mut DmlCx<'_>, data
     if t.columns.iter().any(|c| c.generated.is_some()) {
         generate_columns(t, &mut row, row_no, cx)?;
     }
+    if !t.checks.is_empty() {
+        let catalog = cx.info.engine.catalog();
+        let env = Env::new(&catalog, ReadView::current(cx.txn), &[], cx.now_us, cx.info);
+        crate::check_constraints::enforce(&env, t, &row)?;
+    }
     Ok(row)
 }
 

@@ -15,6 +15,7 @@ pub mod aggregate;
 pub mod alter_options;
 pub mod bind;
 pub mod catalog;
+pub mod check_constraints;
 pub mod checkpoint;
 pub mod commit_acks;
 pub mod commit_notify;

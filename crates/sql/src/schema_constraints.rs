@@ -48,6 +48,11 @@ pub fn table_constraints(catalog: &Catalog) -> (Vec<OutColumn>, Rows) {
         for fk in &t.foreign_keys {
             rows.push(row(&fk.name, "FOREIGN KEY"));
         }
+        for check in &t.checks {
+            let mut r = row(&check.name, "CHECK");
+            r[6] = s(if check.enforced { "YES" } else { "NO" });
+            rows.push(r);
+        }
     }
     (c, rows)
 }

@@ -232,6 +232,7 @@ pub fn show_create_table(catalog: &Catalog, db: &str, table: &str, quoting: Quot
     for fk in &t.foreign_keys {
         lines.push(format!("  {}", fk.clause(t, &quote)));
     }
+    lines.extend(crate::check_constraints::show_lines(t, quote));
     let mut tail = String::from(") ENGINE=InnoDB");
     if t.data.auto_increment() > 1 && t.auto_increment_column().is_some() {
         tail.push_str(&format!(" AUTO_INCREMENT={}", t.data.auto_increment()));
@@ -606,7 +607,7 @@ fn information_schema_rows(env: &Env<'_>, name: &str) -> Result<(Vec<OutColumn>,
         // Quill does not keep CHECK constraints yet: the table is empty, with MySQL 8's columns.
         "CHECK_CONSTRAINTS" => (
             cols(&[("CONSTRAINT_CATALOG", text(64)), ("CONSTRAINT_SCHEMA", text(64)), ("CONSTRAINT_NAME", text(64)), ("CHECK_CLAUSE", text(1024))]),
-            Vec::new(),
+            tables().flat_map(|t| t.checks.iter().map(|c| vec![s("def"), s(t.db.clone()), s(c.name.clone()), s(format!("({})", c.expr))])).collect(),
         ),
         "INNODB_TRX" => crate::lock_tables::innodb_trx(env)?,
         "PROCESSLIST" => processlist(env.info, true),
