@@ -173,3 +173,55 @@ def test_check_constraints_survive_a_checkpoint_and_a_restart(tmp_path):
             with pytest.raises(pymysql.err.OperationalError) as refused:
                 cur.execute("INSERT INTO k.r3 VALUES (0)")
             assert refused.value.args == (3819, "Check constraint 'ck1' is violated.")
+
+
+def test_database_default_collation_is_kept_and_inherited(conn, fresh_db):
+    """Regression: a database's CHARACTER SET and COLLATE were ignored: SHOW CREATE DATABASE
+    said utf8mb4_0900_ai_ci and its tables took that, so a dump restored with the wrong
+    collation. A table takes its database's collation, a column its table's; ALTER
+    DATABASE changes it for tables created after; @@collation_database follows USE."""
+    name = f"{fresh_db}_bin"
+    with conn.cursor() as cur:
+        cur.execute(f"CREATE DATABASE {name} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
+        try:
+            cur.execute(f"SHOW CREATE DATABASE {name}")
+            assert "COLLATE utf8mb4_bin" in cur.fetchone()[1]
+            cur.execute(f"USE {name}")
+            cur.execute("SELECT @@character_set_database, @@collation_database")
+            assert cur.fetchone() == ("utf8mb4", "utf8mb4_bin")
+            cur.execute("CREATE TABLE t (a VARCHAR(10))")
+            cur.execute("INSERT INTO t VALUES ('a')")
+            cur.execute("SELECT COUNT(*) FROM t WHERE a = 'A'")
+            assert cur.fetchone()[0] == 0, "utf8mb4_bin tells 'a' from 'A'"
+            cur.execute("SELECT TABLE_COLLATION FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 't'")
+            assert cur.fetchone()[0] == "utf8mb4_bin"
+            cur.execute(f"ALTER DATABASE {name} COLLATE utf8mb4_general_ci")
+            cur.execute("CREATE TABLE u (a VARCHAR(10))")
+            cur.execute("SELECT TABLE_NAME, TABLE_COLLATION FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() ORDER BY TABLE_NAME")
+            assert cur.fetchall() == (("t", "utf8mb4_bin"), ("u", "utf8mb4_general_ci"))
+            cur.execute(f"SELECT DEFAULT_COLLATION_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = '{name}'")
+            assert cur.fetchone()[0] == "utf8mb4_general_ci"
+        finally:
+            cur.execute(f"DROP DATABASE {name}")
+
+
+@pytest.mark.skipif(test_target() != "quill", reason="restarts its own server")
+def test_database_collation_survives_the_log_and_a_checkpoint(tmp_path):
+    """The collation reaches recovery twice: from the log (CREATE/ALTER DATABASE replayed)
+    and from a checkpoint (its DATABASE_COLLATION entry)."""
+    from conftest import PrivateQuill
+
+    with PrivateQuill(tmp_path / "data", "--quill-checkpoint-interval-seconds=1") as quill:
+        conn = quill.connect()
+        with conn.cursor() as cur:
+            cur.execute("CREATE DATABASE from_ckpt COLLATE utf8mb4_bin")
+        quill.wait_for_checkpoint()
+        with conn.cursor() as cur:
+            cur.execute("CREATE DATABASE from_log COLLATE utf8mb4_bin")
+            cur.execute("ALTER DATABASE from_log COLLATE utf8mb4_general_ci")
+        quill.kill()
+    with PrivateQuill(tmp_path / "data") as quill:
+        conn = quill.connect()
+        with conn.cursor() as cur:
+            cur.execute("SELECT SCHEMA_NAME, DEFAULT_COLLATION_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME LIKE 'from%' ORDER BY 1")
+            assert cur.fetchall() == (("from_ckpt", "utf8mb4_bin"), ("from_log", "utf8mb4_general_ci"))

@@ -151,6 +151,9 @@ fn write_file(
     }
     for db in databases {
         writer.database(db)?;
+        if let Ok(d) = catalog.database(db) {
+            writer.database_collation(db, d.collation.name())?;
+        }
     }
     let mut rows_total = 0;
     for (db, name, definition, auto_increment) in tables {

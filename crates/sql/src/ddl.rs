@@ -24,7 +24,7 @@ fn ident_name(n: &ast::ObjectName) -> String {
 ///
 /// # Errors
 /// 1007 if it exists (without IF NOT EXISTS).
-pub fn create_database(catalog: &mut Catalog, name: &str, if_not_exists: bool, warnings: &mut Vec<Warning>) -> Result<()> {
+pub fn create_database(catalog: &mut Catalog, name: &str, if_not_exists: bool, collation: Collation, warnings: &mut Vec<Warning>) -> Result<()> {
     if catalog.databases.contains_key(name) || name.eq_ignore_ascii_case("information_schema") {
         let msg = format!("Can't create database '{name}'; database exists");
         if if_not_exists {
@@ -36,7 +36,45 @@ pub fn create_database(catalog: &mut Catalog, name: &str, if_not_exists: bool, w
     if name.is_empty() || name.len() > 64 || name.ends_with(' ') {
         return Err(SqlError::new(codes::ER_WRONG_DB_NAME, format!("Incorrect database name '{name}'")));
     }
-    catalog.databases.insert(name.to_owned(), Database { name: name.to_owned(), ..Database::default() });
+    catalog.databases.insert(name.to_owned(), Database { name: name.to_owned(), collation, ..Database::default() });
+    Ok(())
+}
+
+/// The default collation a `CHARACTER SET` and `COLLATE` pair names for a database (the
+/// character set's default collation when only it is given), or `otherwise`.
+///
+/// # Errors
+/// 1273 for a collation Quill does not have.
+pub fn database_collation(charset: Option<&str>, collation: Option<&str>, otherwise: Collation) -> Result<Collation> {
+    match (charset, collation) {
+        (_, Some(c)) => collation_named(c),
+        (Some(cs), None) => Ok(charset_collation(cs)),
+        (None, None) => Ok(otherwise),
+    }
+}
+
+/// ALTER DATABASE `name` with its CHARACTER SET / COLLATE options (as `dialect` reads
+/// them): the collation new tables in it take. ENCRYPTION 'N' is accepted (what Quill
+/// does); encryption and READ ONLY are 1235.
+///
+/// # Errors
+/// 1049 for an unknown database; 1273 for an unknown collation; 1235.
+pub fn alter_database(catalog: &mut Catalog, name: &str, options: &[ast::SqlOption]) -> Result<()> {
+    let (mut charset, mut collation) = (None, None);
+    for option in options {
+        let ast::SqlOption::KeyValue { key, value } = option else { continue };
+        let value = value.to_string().trim_matches('\'').to_owned();
+        match key.value.as_str() {
+            "CHARACTER SET" => charset = Some(value),
+            "COLLATE" => collation = Some(value),
+            "ENCRYPTION" if value.eq_ignore_ascii_case("N") => {}
+            other => return Err(SqlError::unsupported(format!("ALTER DATABASE ... {other}"))),
+        }
+    }
+    let current = catalog.database(name)?.collation;
+    let collation = database_collation(charset.as_deref(), collation.as_deref(), current)?;
+    let db = catalog.databases.get_mut(name).ok_or_else(|| SqlError::new(codes::ER_BAD_DB_ERROR, format!("Unknown database '{name}'")))?;
+    db.collation = collation;
     Ok(())
 }
 
@@ -223,7 +261,8 @@ pub fn create_table(catalog: &mut Catalog, info: &SessionInfo, env_params: (&[Va
         meta.checks.clone_from(&src.checks);
         return catalog.add_table(meta);
     }
-    let mut table_collation = Collation::default();
+    // A table takes its database's default collation unless it names its own.
+    let mut table_collation = catalog.database(&db)?.collation;
     let mut collate = None;
     let mut auto_increment_start = 1u64;
     let mut comment = String::new();

@@ -8,13 +8,18 @@
 //! operand is the next primary expression: `BINARY 'a' AND 1` is `(BINARY 'a') AND 1`, and
 //! `BINARY a * 2` is `(BINARY a) * 2`. [`QuillDialect::parse_prefix`] reads it so.
 //!
+//! It also reads MySQL's `ALTER {DATABASE | SCHEMA} [name] [DEFAULT] CHARACTER SET [=] cs
+//! [DEFAULT] COLLATE [=] c [DEFAULT] ENCRYPTION [=] 'N'`, which sqlparser does not, as an
+//! `AlterSchema` whose one operation is `SET (CHARACTER SET = cs, COLLATE = c, ...)`
+//! ([`parse_alter_database`]); a missing name is an empty name (the default database).
+//!
 //! Invariant: every other method delegates to [`MySqlDialect`], and [`Dialect::dialect`]
 //! answers MySqlDialect's type, so every `dialect_of!(… is MySqlDialect)` test in the parser
 //! behaves as for MySQL itself.
 
 use std::any::TypeId;
 
-use sqlparser::ast::{CastKind, DataType, Expr, Statement};
+use sqlparser::ast::{AlterSchema, AlterSchemaOperation, CastKind, DataType, Expr, Ident, ObjectName, SqlOption, Statement, Value};
 use sqlparser::dialect::{Dialect, MySqlDialect, Precedence};
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
@@ -89,6 +94,13 @@ impl Dialect for QuillDialect {
         self.mysql.parse_infix(parser, expr, precedence)
     }
     fn parse_statement(&self, parser: &mut Parser) -> Option<Result<Statement, ParserError>> {
+        let [first, second] = parser.peek_tokens();
+        let keyword = |t: &Token, k: Keyword| matches!(t, Token::Word(w) if w.keyword == k);
+        if keyword(&first, Keyword::ALTER) && (keyword(&second, Keyword::DATABASE) || keyword(&second, Keyword::SCHEMA)) {
+            parser.next_token();
+            parser.next_token();
+            return Some(parse_alter_database(parser));
+        }
         self.mysql.parse_statement(parser)
     }
     fn require_interval_qualifier(&self) -> bool {
@@ -159,6 +171,39 @@ impl Dialect for QuillDialect {
     }
 }
 
+/// The options of MySQL's ALTER DATABASE, after `ALTER DATABASE` (see the module doc).
+fn parse_alter_database(parser: &mut Parser) -> Result<Statement, ParserError> {
+    let is_option_word = |t: &Token| matches!(t, Token::Word(w) if matches!(w.keyword, Keyword::DEFAULT | Keyword::CHARACTER | Keyword::CHARSET | Keyword::COLLATE | Keyword::ENCRYPTION | Keyword::READ));
+    let name = if is_option_word(&parser.peek_token().token) { ObjectName(Vec::new()) } else { parser.parse_object_name(false)? };
+    let mut options = Vec::new();
+    loop {
+        // DEFAULT before an option says nothing more.
+        let _ = parser.parse_keyword(Keyword::DEFAULT);
+        let key = if parser.parse_keywords(&[Keyword::CHARACTER, Keyword::SET]) || parser.parse_keyword(Keyword::CHARSET) {
+            "CHARACTER SET"
+        } else if parser.parse_keyword(Keyword::COLLATE) {
+            "COLLATE"
+        } else if parser.parse_keyword(Keyword::ENCRYPTION) {
+            "ENCRYPTION"
+        } else if parser.parse_keywords(&[Keyword::READ, Keyword::ONLY]) {
+            "READ ONLY"
+        } else {
+            break;
+        };
+        let _ = parser.consume_token(&Token::Eq);
+        let value = match parser.next_token().token {
+            Token::Word(w) => w.value,
+            Token::SingleQuotedString(s) | Token::DoubleQuotedString(s) | Token::Number(s, _) => s,
+            other => return parser.expected("a character set, collation or option value", sqlparser::tokenizer::TokenWithSpan::wrap(other)),
+        };
+        options.push(SqlOption::KeyValue { key: Ident::new(key), value: Expr::Value(Value::SingleQuotedString(value).into()) });
+    }
+    if options.is_empty() {
+        return parser.expected("CHARACTER SET or COLLATE", parser.peek_token());
+    }
+    Ok(Statement::AlterSchema(AlterSchema { name, if_exists: false, operations: vec![AlterSchemaOperation::SetOptionsParens { options }] }))
+}
+
 #[cfg(test)]
 mod tests {
     use sqlparser::parser::Parser;
@@ -179,5 +224,15 @@ mod tests {
         assert_eq!(parsed("SELECT BINARY (a AND b)"), "SELECT CAST((a AND b) AS BINARY)");
         assert_eq!(parsed("SELECT BINARY -a"), "SELECT CAST(-a AS BINARY)");
         assert_eq!(parsed("SELECT CAST(a AS BINARY(4))"), "SELECT CAST(a AS BINARY(4))");
+    }
+
+    #[test]
+    fn alter_database_options_are_read() {
+        assert_eq!(
+            parsed("ALTER DATABASE d DEFAULT CHARACTER SET = utf8mb4 COLLATE utf8mb4_bin"),
+            "ALTER SCHEMA d SET OPTIONS (CHARACTER SET = 'utf8mb4', COLLATE = 'utf8mb4_bin')"
+        );
+        assert_eq!(parsed("ALTER SCHEMA CHARSET latin1"), "ALTER SCHEMA  SET OPTIONS (CHARACTER SET = 'latin1')");
+        assert!(Parser::parse_sql(&QuillDialect::default(), "ALTER DATABASE d UPGRADE").is_err());
     }
 }

@@ -338,6 +338,10 @@ impl Replayer {
                     let sql = format!("CREATE DATABASE IF NOT EXISTS `{}`", name.replace('`', "``"));
                     self.session.replay_ddl(None, &sql).map_err(|e| fail(format!("{sql}: {e}")))?;
                 }
+                CheckpointEntry::DatabaseCollation { name, collation } => {
+                    let sql = format!("ALTER DATABASE `{}` COLLATE '{}'", name.replace('`', "``"), collation.replace('\'', ""));
+                    self.session.replay_ddl(None, &sql).map_err(|e| fail(format!("{sql}: {e}")))?;
+                }
                 CheckpointEntry::Table { db, name, definition, auto_increment } => {
                     self.session.replay_ddl(Some(db.clone()), &definition).map_err(|e| fail(format!("{definition}: {e}")))?;
                     self.engine.catalog().table(&db, &name).map_err(|e| fail(e.to_string()))?.data.set_auto_increment(auto_increment);

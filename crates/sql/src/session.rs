@@ -491,6 +491,14 @@ impl SessionInfo {
         if def.name == "gtid_purged" {
             return Ok(Value::Str(gtid_purged(&self.engine)));
         }
+        // The default database's own character set and collation, as MySQL sets them on USE.
+        if !global
+            && matches!(def.name, "collation_database" | "character_set_database")
+            && let Some(collation) = self.db.as_deref().and_then(|db| self.engine.catalog().database(db).ok().map(|d| d.collation))
+        {
+            let name = if def.name == "collation_database" { collation.name() } else { crate::schema_server::charset_of(collation) };
+            return Ok(Value::Str(name.to_owned()));
+        }
         if global && def.scope == vars::Scope::Session {
             return Err(SqlError::new(codes::ER_INCORRECT_GLOBAL_LOCAL_VAR, format!("Variable '{}' is a SESSION variable", def.name)));
         }
@@ -2309,9 +2317,19 @@ impl Session {
         let info = &self.info;
         let mut affected = 0;
         let r = match stmt {
-            Statement::CreateDatabase { db_name, if_not_exists, .. } => ddl::create_database(&mut catalog, &ident_of(db_name), *if_not_exists, &mut warnings),
+            Statement::CreateDatabase { db_name, if_not_exists, default_charset, default_collation, .. } => {
+                ddl::database_collation(default_charset.as_deref(), default_collation.as_deref(), self.server_collation())
+                    .and_then(|collation| ddl::create_database(&mut catalog, &ident_of(db_name), *if_not_exists, collation, &mut warnings))
+            }
             Statement::CreateSchema { schema_name, if_not_exists, .. } => {
-                ddl::create_database(&mut catalog, schema_name.to_string().trim_matches('`'), *if_not_exists, &mut warnings)
+                ddl::create_database(&mut catalog, schema_name.to_string().trim_matches('`'), *if_not_exists, self.server_collation(), &mut warnings)
+            }
+            Statement::AlterSchema(alter) => {
+                let name = if alter.name.0.is_empty() { self.info.db.clone().ok_or_else(SqlError::no_db) } else { Ok(ident_of(&alter.name)) };
+                name.and_then(|name| match alter.operations.as_slice() {
+                    [ast::AlterSchemaOperation::SetOptionsParens { options }] => ddl::alter_database(&mut catalog, &name, options),
+                    _ => Err(SqlError::unsupported("ALTER DATABASE")),
+                })
             }
             Statement::Drop { object_type: ast::ObjectType::Database | ast::ObjectType::Schema, if_exists, names, .. } => {
                 // The default database is cleared below once the drop succeeded.
@@ -2865,7 +2883,9 @@ impl Session {
                     rows: vec![vec![
                         Value::Str(db.to_owned()),
                         Value::Str(format!(
-                            "CREATE DATABASE `{db}` /*!40100 DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_0900_ai_ci */ /*!80016 DEFAULT ENCRYPTION='N' */"
+                            "CREATE DATABASE `{db}` /*!40100 DEFAULT CHARACTER SET {} COLLATE {} */ /*!80016 DEFAULT ENCRYPTION='N' */",
+                            crate::schema_server::charset_of(catalog.database(db)?.collation),
+                            catalog.database(db)?.collation.name()
                         )),
                     ]],
                 }
@@ -3084,6 +3104,11 @@ impl Session {
         }
     }
 
+    /// `collation_server`: what a database created without a collation takes.
+    fn server_collation(&self) -> quill_storage::Collation {
+        quill_storage::Collation::from_name(self.info.var("collation_server")).unwrap_or_default()
+    }
+
     /// 1044 for SHOW TABLES / SHOW TABLE STATUS of a database the account has nothing in.
     fn require_visible_database(&self, db: &str) -> Result<()> {
         if self.info.may_see_database(db) { Ok(()) } else { Err(self.database_denied(db)) }
@@ -3205,6 +3230,7 @@ fn is_ddl(stmt: &Statement) -> bool {
         stmt,
         Statement::CreateDatabase { .. }
             | Statement::CreateSchema { .. }
+            | Statement::AlterSchema(_)
             | Statement::CreateTable(_)
             | Statement::Truncate(_)
             | Statement::CreateIndex(_)

@@ -398,10 +398,13 @@ fn information_schema_rows(env: &Env<'_>, name: &str) -> Result<(Vec<OutColumn>,
                 ("DEFAULT_COLLATION_NAME", text(64)),
                 ("SQL_PATH", text(64)),
             ]);
-            let mut names: Vec<String> = catalog.databases.keys().cloned().collect();
-            names.push("information_schema".into());
-            names.sort();
-            (c, names.into_iter().map(|n| vec![s("def"), s(n), s("utf8mb4"), s("utf8mb4_0900_ai_ci"), Value::Null]).collect())
+            let mut dbs: Vec<(String, quill_storage::Collation)> = catalog.databases.values().map(|d| (d.name.clone(), d.collation)).collect();
+            dbs.push(("information_schema".into(), quill_storage::Collation::default()));
+            dbs.sort_by(|a, b| a.0.cmp(&b.0));
+            let row = |(name, collation): (String, quill_storage::Collation)| {
+                vec![s("def"), s(name), s(crate::schema_server::charset_of(collation)), s(collation.name()), Value::Null]
+            };
+            (c, dbs.into_iter().map(row).collect())
         }
         "TABLES" => {
             let c = cols(&[

@@ -28,9 +28,9 @@ use crate::value::Row;
 
 pub const MAGIC: &[u8; 8] = b"QUILLCKP";
 /// The version written. Versions 1 (no `read_from`, a 32-byte header), 2 (rows in the
-/// first row encoding, `crate::row`), 3 (no DEFINITIONS_FROM entry), 4 (no VIEW entry) and
-/// 5 (no STREAM_COMMIT entry) are still read.
-pub const VERSION: u32 = 6;
+/// first row encoding, `crate::row`), 3 (no DEFINITIONS_FROM entry), 4 (no VIEW entry),
+/// 5 (no STREAM_COMMIT entry) and 6 (no DATABASE_COLLATION entry) are still read.
+pub const VERSION: u32 = 7;
 pub const MAGIC_OFFSET: usize = 0;
 pub const VERSION_OFFSET: usize = MAGIC_OFFSET + 8;
 pub const LSN_OFFSET: usize = VERSION_OFFSET + 8; // 4 bytes of version, 4 reserved
@@ -56,6 +56,9 @@ pub const ENTRY_VIEW: u8 = 6;
 /// The log keeps the segments of its parts while it keeps the commit record, or the binary
 /// log could not read the transaction back (`quill_log::Log::stream_commits_before`).
 pub const ENTRY_STREAM_COMMIT: u8 = 7;
+/// A database's default collation, after its DATABASE entry: its name, then the
+/// collation's name (version 7 on; before, every database had the server's default).
+pub const ENTRY_DATABASE_COLLATION: u8 = 8;
 
 pub const FILE_PREFIX: &str = "checkpoint-";
 pub const FILE_SUFFIX: &str = ".qckpt";
@@ -124,6 +127,11 @@ pub fn remove_old_checkpoints(fs: &dyn Fs, dir: &Path, keep_lsn: u64) -> io::Res
 #[derive(Debug, Clone, PartialEq)]
 pub enum CheckpointEntry {
     Database(String),
+    /// The default collation of the database named (see [`ENTRY_DATABASE_COLLATION`]).
+    DatabaseCollation {
+        name: String,
+        collation: String,
+    },
     Table {
         db: String,
         name: String,
@@ -226,6 +234,15 @@ impl CheckpointWriter {
     pub fn database(&mut self, name: &str) -> io::Result<()> {
         self.buffer.push(ENTRY_DATABASE);
         put16(&mut self.buffer, name.as_bytes());
+        self.entry_done()
+    }
+
+    /// # Errors
+    /// I/O errors.
+    pub fn database_collation(&mut self, name: &str, collation: &str) -> io::Result<()> {
+        self.buffer.push(ENTRY_DATABASE_COLLATION);
+        put16(&mut self.buffer, name.as_bytes());
+        put16(&mut self.buffer, collation.as_bytes());
         self.entry_done()
     }
 
@@ -380,6 +397,10 @@ pub fn read_checkpoint_versioned<E: From<CheckpointError>>(
         let (&kind, mut rest) = bytes.split_first().expect("an entry has its kind byte");
         let entry = match kind {
             ENTRY_DATABASE => CheckpointEntry::Database(take_str16(&mut rest).ok_or_else(|| damaged("bad database entry"))?),
+            ENTRY_DATABASE_COLLATION if version >= 7 => {
+                let parsed = (|| Some(CheckpointEntry::DatabaseCollation { name: take_str16(&mut rest)?, collation: take_str16(&mut rest)? }))();
+                parsed.ok_or_else(|| damaged("bad database collation entry"))?
+            }
             ENTRY_TABLE => {
                 let parsed = (|| {
                     let db = take_str16(&mut rest)?;
@@ -548,6 +569,10 @@ fn entry_len(bytes: &[u8]) -> Option<usize> {
     };
     match *bytes.first()? {
         ENTRY_DATABASE => field(2)?,
+        ENTRY_DATABASE_COLLATION => {
+            field(2)?;
+            field(2)?;
+        }
         ENTRY_TABLE => {
             field(2)?;
             field(2)?;

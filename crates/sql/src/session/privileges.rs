@@ -256,6 +256,10 @@ impl Session {
                 return Ok(());
             }
             Statement::CreateDatabase { db_name, .. } => return self.require_database(&super::ident_of(db_name), accounts::CREATE),
+            Statement::AlterSchema(alter) => {
+                let db = if alter.name.0.is_empty() { self.info.db.clone().unwrap_or_default() } else { super::ident_of(&alter.name) };
+                return self.require_database(&db, accounts::ALTER);
+            }
             Statement::CreateSchema { schema_name, .. } => return self.require_database(schema_name.to_string().trim_matches('`'), accounts::CREATE),
             Statement::Drop { object_type: ast::ObjectType::Database | ast::ObjectType::Schema, names, .. } => {
                 return names.iter().try_for_each(|n| self.require_database(&super::ident_of(n), accounts::DROP));
