@@ -225,3 +225,39 @@ def test_database_collation_survives_the_log_and_a_checkpoint(tmp_path):
         with conn.cursor() as cur:
             cur.execute("SELECT SCHEMA_NAME, DEFAULT_COLLATION_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME LIKE 'from%' ORDER BY 1")
             assert cur.fetchall() == (("from_ckpt", "utf8mb4_bin"), ("from_log", "utf8mb4_general_ci"))
+
+
+@pytest.mark.parametrize("key", ["PRIMARY KEY", "UNIQUE KEY"])
+@pytest.mark.parametrize("isolation", ["READ COMMITTED", "REPEATABLE READ"])
+def test_a_waiting_delete_deletes_the_row_reinserted_meanwhile(server, fresh_db, key, isolation):
+    """Issue 37, item 6: a `DELETE ... WHERE unique_col = x` that waits on a transaction
+    deleting and re-inserting that key deletes the new row once it runs, as InnoDB's does (a
+    locking read reads the newest committed row), so the next INSERT of the key succeeds."""
+    import threading
+
+    columns = "u INT PRIMARY KEY, v INT" if key == "PRIMARY KEY" else "id INT AUTO_INCREMENT PRIMARY KEY, u INT, v INT, UNIQUE KEY (u)"
+    with server.connect(fresh_db) as setup, setup.cursor() as cur:
+        cur.execute(f"CREATE TABLE t ({columns})")
+        cur.execute("INSERT INTO t (u, v) VALUES (5, 1)")
+    holder = server.connect(fresh_db, autocommit=False)
+    waiter = server.connect(fresh_db)
+    try:
+        with holder.cursor() as h, waiter.cursor() as w:
+            w.execute(f"SET SESSION TRANSACTION ISOLATION LEVEL {isolation}")
+            h.execute("BEGIN")
+            h.execute("DELETE FROM t WHERE u = 5")
+            h.execute("INSERT INTO t (u, v) VALUES (5, 2)")
+            deleted = {}
+            thread = threading.Thread(target=lambda: deleted.setdefault("rows", w.execute("DELETE FROM t WHERE u = 5")))
+            thread.start()
+            thread.join(timeout=0.5)
+            assert thread.is_alive(), "the DELETE waits for the row lock"
+            holder.commit()
+            thread.join(timeout=30)
+            assert deleted == {"rows": 1}
+            w.execute("SELECT COUNT(*) FROM t")
+            assert w.fetchone()[0] == 0
+            w.execute("INSERT INTO t (u, v) VALUES (5, 3)")
+    finally:
+        holder.close()
+        waiter.close()
