@@ -23,7 +23,14 @@ pub(crate) enum Accumulator {
     Count(i64),
     Sum(Option<Value>, i64),
     MinMax(Option<Value>),
-    Concat(Vec<String>),
+    /// GROUP_CONCAT's and the JSON aggregates' parts; `bytes` is GROUP_CONCAT's length so far
+    /// (parts and separators), `cut_at` set once it passed `group_concat_max_len`: later
+    /// rows are not kept and the result is cut there (warning 1260).
+    Concat {
+        parts: Vec<String>,
+        bytes: usize,
+        cut_at: Option<usize>,
+    },
     Bits(Option<u64>),
     Distinct(Vec<Value>, std::collections::HashSet<Vec<u8>>),
 }
@@ -37,7 +44,7 @@ impl Accumulator {
             AggFunc::Count | AggFunc::CountStar => Accumulator::Count(0),
             AggFunc::Sum | AggFunc::Avg => Accumulator::Sum(None, 0),
             AggFunc::Min | AggFunc::Max => Accumulator::MinMax(None),
-            AggFunc::GroupConcat | AggFunc::JsonArrayAgg | AggFunc::JsonObjectAgg => Accumulator::Concat(Vec::new()),
+            AggFunc::GroupConcat | AggFunc::JsonArrayAgg | AggFunc::JsonObjectAgg => Accumulator::Concat { parts: Vec::new(), bytes: 0, cut_at: None },
             AggFunc::BitAnd | AggFunc::BitOr => Accumulator::Bits(None),
         }
     }
@@ -45,11 +52,29 @@ impl Accumulator {
     /// Add one row's value; returns the bytes the accumulator keeps for it (a DISTINCT
     /// set's entry, a GROUP_CONCAT part), for `tmp_memory`.
     pub(crate) fn add(&mut self, spec: &AggSpec, env: &Env<'_>, cx: &RowCtx<'_>) -> Result<usize> {
+        if let Accumulator::Concat { cut_at: Some(_), .. } = self {
+            // GROUP_CONCAT already reached group_concat_max_len: nothing more is kept.
+            return Ok(0);
+        }
         let v = match &spec.arg {
             Some(a) => a.eval(env, cx)?,
             None => Value::Int(1),
         };
-        self.add_value(spec, v)
+        let kept = self.add_value(spec, v)?;
+        if spec.func == AggFunc::GroupConcat
+            && let Accumulator::Concat { bytes, cut_at, .. } = self
+        {
+            let limit = usize::try_from(env.info.group_concat_max_len()).unwrap_or(usize::MAX);
+            if *bytes > limit {
+                *cut_at = Some(limit);
+            }
+        }
+        Ok(kept)
+    }
+
+    /// Whether GROUP_CONCAT's result was cut at `group_concat_max_len`.
+    pub(crate) fn was_cut(&self) -> bool {
+        matches!(self, Accumulator::Concat { cut_at: Some(_), .. })
     }
 
     fn add_value(&mut self, spec: &AggSpec, v: Value) -> Result<usize> {
@@ -83,9 +108,10 @@ impl Accumulator {
                     *best = Some(v);
                 }
             }
-            Accumulator::Concat(parts) => {
+            Accumulator::Concat { parts, bytes, .. } => {
                 let part = ops::to_string_lossy(&v);
                 kept = part.len() + std::mem::size_of::<String>();
+                *bytes += part.len() + usize::from(!parts.is_empty());
                 parts.push(part);
             }
             Accumulator::Bits(acc) => {
@@ -123,8 +149,8 @@ impl Accumulator {
                 }
             }
             Accumulator::MinMax(Some(v)) => v,
-            Accumulator::Concat(parts) if parts.is_empty() => Value::Null,
-            Accumulator::Concat(parts) => match spec.func {
+            Accumulator::Concat { parts, .. } if parts.is_empty() => Value::Null,
+            Accumulator::Concat { parts, cut_at, .. } => match spec.func {
                 AggFunc::JsonArrayAgg => {
                     let items = parts.iter().map(|p| crate::json::parse(p).unwrap_or(serde_json::Value::Null)).collect();
                     Value::Str(crate::json::to_text(&serde_json::Value::Array(items)))
@@ -138,7 +164,17 @@ impl Accumulator {
                     }
                     Value::Str(crate::json::to_text(&serde_json::Value::Object(members)))
                 }
-                _ => Value::Str(parts.join(",")),
+                _ => {
+                    let mut text = parts.join(",");
+                    if let Some(limit) = cut_at {
+                        let mut end = limit.min(text.len());
+                        while !text.is_char_boundary(end) {
+                            end -= 1;
+                        }
+                        text.truncate(end);
+                    }
+                    Value::Str(text)
+                }
             },
             Accumulator::Bits(v) => Value::UInt(v.unwrap_or(if spec.func == AggFunc::BitAnd { u64::MAX } else { 0 })),
             Accumulator::Distinct(vals, _) => {

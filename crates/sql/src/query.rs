@@ -513,6 +513,9 @@ pub fn resolve_table_name(info: &SessionInfo, name: &ast::ObjectName) -> Result<
     }
 }
 
+/// MySQL's warning for a GROUP_CONCAT result cut at `group_concat_max_len`.
+const ER_CUT_VALUE_GROUP_CONCAT: u16 = 1260;
+
 /// Add the columns of a catalog table to `scope`.
 fn add_table_source(env: &Env<'_>, db: &str, name: &str, alias: &str, scope: &mut Scope) -> Result<(SourceData, Vec<SqlType>)> {
     if db.eq_ignore_ascii_case("information_schema") {
@@ -1422,7 +1425,10 @@ fn run_block(b: &Block, env: &Env<'_>, parent: Option<&RowCtx<'_>>, emit: &mut d
         if groups.is_empty() && b.group_by.is_empty() {
             groups.push((vec![Value::Null; b.width], b.aggs.iter().map(Accumulator::new).collect()));
         }
-        for (first, accs) in groups {
+        for (group, (first, accs)) in groups.into_iter().enumerate() {
+            if accs.iter().any(Accumulator::was_cut) {
+                env.info.warn(ER_CUT_VALUE_GROUP_CONCAT, format!("Row {} was cut by GROUP_CONCAT()", group + 1));
+            }
             let agg_vals: Vec<Value> = accs.into_iter().zip(&b.aggs).map(|(a, s)| a.finish(s)).collect();
             let cx = RowCtx { row: &first, aggs: &agg_vals, windows: &[], parent };
             if let Some(h) = &b.having

@@ -466,6 +466,12 @@ impl SessionInfo {
         }
     }
 
+    /// `group_concat_max_len`: the longest GROUP_CONCAT result, in bytes.
+    #[must_use]
+    pub fn group_concat_max_len(&self) -> u64 {
+        self.var("group_concat_max_len").parse().unwrap_or(1024)
+    }
+
     /// `max_allowed_packet`: the largest value, in bytes, a function may build.
     #[must_use]
     pub fn max_allowed_packet(&self) -> u64 {

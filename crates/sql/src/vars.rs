@@ -168,6 +168,8 @@ pub const VARIABLES: &[VarDef] = &[
     v("log_replica_updates", Global, Bool, ReadOnly, "ON"),
     v("log_slave_updates", Global, Bool, ReadOnly, "ON"),
     v("max_execution_time", Both, int(0, 4_294_967_295), Live, "0"),
+    // GROUP_CONCAT's result is cut at this many bytes, with warning 1260 (`aggregate`).
+    v("group_concat_max_len", Both, int(4, u64::MAX), Live, "1024"),
     v("lower_case_table_names", Global, int(0, 2), ReadOnly, "0"),
     v("max_allowed_packet", Both, int_blocks(MAX_ALLOWED_PACKET_MIN, MAX_ALLOWED_PACKET_MAX, 1024), Live, "67108864"),
     v("max_connections", Global, int(1, 100_000), Live, "151"),
