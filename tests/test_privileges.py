@@ -299,3 +299,59 @@ def test_an_unreadable_hash_refuses_every_login(quill):
         with pytest.raises(pymysql.err.OperationalError) as e:
             login(quill, user, password)
         assert e.value.args[0] == 1045
+
+
+CLIENT_CAN_HANDLE_EXPIRED_PASSWORDS = 1 << 22
+
+
+def test_an_expired_password_allows_only_setting_a_new_one(quill):
+    """Regression: `ALTER USER ... PASSWORD EXPIRE` was 1235. As in MySQL 8: a client that
+    handles expired passwords logs in to a session where every statement but ALTER USER, SET
+    PASSWORD and SET is 1820 until the password is changed; any other client is refused with
+    1862. The mysql command-line client (with --connect-expired-password) is the one users
+    meet; PyMySQL stands in for both kinds through its client flags."""
+    user = new_account(quill)
+    root_run(quill, f"ALTER USER '{user}'@'%' PASSWORD EXPIRE")
+    with pytest.raises(pymysql.err.OperationalError) as refused:
+        login(quill, user)
+    assert refused.value.args[0] == 1862
+    conn = login(quill, user, client_flag=CLIENT_CAN_HANDLE_EXPIRED_PASSWORDS)
+    with conn.cursor() as c:
+        with pytest.raises(pymysql.err.OperationalError) as sandboxed:
+            c.execute("SELECT 1")
+        assert sandboxed.value.args[0] == 1820
+        c.execute("SET @x = 1")
+        c.execute(f"ALTER USER '{user}'@'%' IDENTIFIED BY 'Fresh-Password-1'")
+        c.execute("SELECT 1")
+        assert c.fetchone() == (1,)
+    conn.close()
+    login(quill, user, password="Fresh-Password-1").close()
+    cli = subprocess.run(
+        ["mysql", "-h", quill.host, "-P", str(quill.port), "-u", user, "-pFresh-Password-1", "-N", "-e", "SELECT CURRENT_USER()"],
+        capture_output=True, text=True, timeout=30,
+    )
+    assert cli.returncode == 0, cli.stderr
+
+
+def test_password_lifetimes(quill):
+    """PASSWORD EXPIRE INTERVAL n DAY / NEVER / DEFAULT are kept and shown by SHOW CREATE
+    USER; default_password_lifetime expires a password older than that many days."""
+    user = new_account(quill)
+    for clause, shown in (("INTERVAL 30 DAY", "PASSWORD EXPIRE INTERVAL 30 DAY"), ("NEVER", "PASSWORD EXPIRE NEVER"), ("DEFAULT", "PASSWORD EXPIRE DEFAULT")):
+        root_run(quill, f"ALTER USER '{user}'@'%' PASSWORD EXPIRE {clause}")
+        conn = login(quill, "root", "")
+        with conn.cursor() as c:
+            c.execute(f"SHOW CREATE USER '{user}'@'%'")
+            assert shown in c.fetchone()[0]
+        conn.close()
+    # A password set 10 days ago, with a 5-day default lifetime, has expired.
+    root_run(quill, f"UPDATE mysql.user SET password_last_changed = NOW() - INTERVAL 10 DAY WHERE User = '{user}'", "FLUSH PRIVILEGES",
+             "SET GLOBAL default_password_lifetime = 5")
+    try:
+        with pytest.raises(pymysql.err.OperationalError) as refused:
+            login(quill, user)
+        assert refused.value.args[0] == 1862
+        root_run(quill, f"ALTER USER '{user}'@'%' PASSWORD EXPIRE NEVER")
+        login(quill, user).close()
+    finally:
+        root_run(quill, "SET GLOBAL default_password_lifetime = 0")

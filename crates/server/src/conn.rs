@@ -357,6 +357,7 @@ fn decoy_account(user: &str) -> Account {
         locked: false,
         require_ssl: false,
         global: 0,
+        password: quill_sql::accounts::PasswordExpiry::default(),
     }
 }
 
@@ -580,6 +581,22 @@ async fn handshake(conn: &mut Conn, engine: &Arc<Engine>, connection_id: u32, tl
     let mut session = Session::new(engine.clone(), connection_id, &response.username, peer);
     session.info.account_host.clone_from(&account.host);
     session.info.checked = true;
+    // An expired password: a client that handles it gets a session that may only set a new
+    // one (sandbox mode); any other is refused, as MySQL's disconnect_on_expired_password.
+    if session.account_password_expired() {
+        if caps & CLIENT_CAN_HANDLE_EXPIRED_PASSWORDS == 0 {
+            response::write_err(
+                &mut w,
+                caps,
+                1862,
+                "HY000",
+                "Your password has expired. To log in you must change it using a client that supports expired passwords.",
+            );
+            conn.send(&mut w).await;
+            return None;
+        }
+        session.password_expired = true;
+    }
     session.client_found_rows = caps & CLIENT_FOUND_ROWS != 0;
     session.set_client_collation_id(response.charset);
     if caps & CLIENT_INTERACTIVE != 0 {

@@ -702,6 +702,10 @@ pub struct Session {
     cache: HashMap<String, Arc<Vec<Statement>>>,
     /// Client asked for rows-matched counts (CLIENT_FOUND_ROWS).
     pub client_found_rows: bool,
+    /// The account logged in with an expired password (a client that handles them): until it
+    /// sets a new one, every statement but ALTER USER, SET PASSWORD and SET is 1820, as in
+    /// MySQL's sandbox mode.
+    pub password_expired: bool,
     /// The replica's applier: its commits are a source's transactions, logged without a
     /// sequence number of this server (`quill_log::Body::set_replicated`).
     pub replica_applier: bool,
@@ -802,6 +806,7 @@ impl Session {
             next_stmt_id: 1,
             cache: HashMap::new(),
             client_found_rows: false,
+            password_expired: false,
             replica_applier: false,
             replica_origin: None,
             replica_create_rows: None,
@@ -1132,6 +1137,20 @@ impl Session {
     }
 
     async fn run_recognised_or_parsed(&mut self, statement: &StatementText) -> Result<Outcome> {
+        let sandboxed = self.password_expired;
+        if sandboxed {
+            self.refuse_while_password_expired(&statement.text)?;
+            // The statement's own grant-table writes run as statements of this session.
+            self.password_expired = false;
+        }
+        let r = self.run_unsandboxed(statement).await;
+        if sandboxed {
+            self.password_expired = self.account_password_expired();
+        }
+        r
+    }
+
+    async fn run_unsandboxed(&mut self, statement: &StatementText) -> Result<Outcome> {
         if let Some(r) = self.recognise(statement).await {
             return r;
         }
@@ -1153,6 +1172,9 @@ impl Session {
             return Err(SqlError::new((1461, "42000"), "Can't create more than max_prepared_stmt_count statements"));
         }
         let statement = text::single(sql.as_ref(), self.lex_options())?;
+        if self.password_expired {
+            self.refuse_while_password_expired("")?;
+        }
         if recognised_in_prepare(&statement.text) {
             if statement.placeholders > 0 {
                 return Err(SqlError::new((1295, "HY000"), "This command is not supported in the prepared statement protocol yet"));
@@ -3108,6 +3130,26 @@ impl Session {
             columns: vec![OutColumn::computed("Variable_name", text.clone()), OutColumn::computed("Value", text)],
             rows: items.into_iter().filter(|(n, _)| show::like_filter(n, like)).map(|(n, v)| vec![Value::Str(n.into()), Value::Str(v)]).collect(),
         }
+    }
+
+    /// 1820 for a statement other than ALTER USER, SET PASSWORD or SET while the session's
+    /// password has expired.
+    fn refuse_while_password_expired(&self, sql: &str) -> Result<()> {
+        let words = crate::words::words(sql);
+        let first = words.first().map(|w| w.to_ascii_uppercase()).unwrap_or_default();
+        let second = words.get(1).map(|w| w.to_ascii_uppercase()).unwrap_or_default();
+        if (first == "ALTER" && second == "USER") || first == "SET" {
+            return Ok(());
+        }
+        Err(SqlError::new((1820, "HY000"), "You must reset your password using ALTER USER statement before executing this statement."))
+    }
+
+    /// Whether the session's account's password has expired now (`accounts::PasswordExpiry`).
+    #[must_use]
+    pub fn account_password_expired(&self) -> bool {
+        let lifetime: u64 = self.info.engine.global("default_password_lifetime").and_then(|v| v.parse().ok()).unwrap_or(0);
+        let now_secs = self.info.now_us().div_euclid(1_000_000);
+        self.info.engine.acl.read().account(&self.info.user, &self.info.account_host).is_some_and(|a| a.password.is_expired(now_secs, lifetime))
     }
 
     /// `collation_server`: what a database created without a collation takes.

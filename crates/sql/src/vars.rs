@@ -168,6 +168,9 @@ pub const VARIABLES: &[VarDef] = &[
     v("log_replica_updates", Global, Bool, ReadOnly, "ON"),
     v("log_slave_updates", Global, Bool, ReadOnly, "ON"),
     v("max_execution_time", Both, int(0, 4_294_967_295), Live, "0"),
+    // Days an account's password lasts when it follows the default (`PASSWORD EXPIRE
+    // DEFAULT`); 0 is never.
+    v("default_password_lifetime", Global, int(0, 65_535), Live, "0"),
     // GROUP_CONCAT's result is cut at this many bytes, with warning 1260 (`aggregate`).
     v("group_concat_max_len", Both, int(4, u64::MAX), Live, "1024"),
     v("lower_case_table_names", Global, int(0, 2), ReadOnly, "0"),

@@ -218,6 +218,13 @@ pub fn load(catalog: &Catalog) -> Acl {
                 locked: text(t, r, "account_locked") == "Y",
                 require_ssl: !text(t, r, "ssl_type").is_empty(),
                 global,
+                password: super::PasswordExpiry {
+                    expired: text(t, r, "password_expired") == "Y",
+                    lifetime_days: text(t, r, "password_lifetime").parse().ok(),
+                    last_changed_secs: chrono::NaiveDateTime::parse_from_str(&text(t, r, "password_last_changed"), "%Y-%m-%d %H:%M:%S")
+                        .ok()
+                        .map(|at| at.and_utc().timestamp()),
+                },
             });
         }
     }

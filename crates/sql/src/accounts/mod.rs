@@ -257,6 +257,38 @@ pub struct Account {
     /// `REQUIRE SSL` (or stronger): the account logs in over TLS only.
     pub require_ssl: bool,
     pub global: Privs,
+    /// When its password expires (`PASSWORD EXPIRE ...`).
+    pub password: PasswordExpiry,
+}
+
+/// An account's password expiry, as `mysql.user` keeps it (`password_expired`,
+/// `password_lifetime`, `password_last_changed`). An expired account logs in only to set a
+/// new password (`session::Session::password_expired`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PasswordExpiry {
+    /// Expired now (`ALTER USER ... PASSWORD EXPIRE`), until the password is changed.
+    pub expired: bool,
+    /// Days a password lasts: `None` follows `default_password_lifetime`, `Some(0)` is
+    /// never (`PASSWORD EXPIRE NEVER`).
+    pub lifetime_days: Option<u16>,
+    /// When the password was last set (zone-less local time, seconds), if known.
+    pub last_changed_secs: Option<i64>,
+}
+
+impl PasswordExpiry {
+    /// Whether the password has expired at `now_secs` (the basis of `last_changed_secs`),
+    /// with `default_lifetime_days` for an account that follows the server's default.
+    #[must_use]
+    pub fn is_expired(&self, now_secs: i64, default_lifetime_days: u64) -> bool {
+        if self.expired {
+            return true;
+        }
+        let days = self.lifetime_days.map_or(default_lifetime_days, u64::from);
+        match (days, self.last_changed_secs) {
+            (0, _) | (_, None) => false,
+            (days, Some(changed)) => now_secs.saturating_sub(changed) >= i64::try_from(days.saturating_mul(86_400)).unwrap_or(i64::MAX),
+        }
+    }
 }
 
 /// Privileges on one database or table, for one account.
@@ -376,6 +408,7 @@ mod tests {
             locked: false,
             require_ssl: false,
             global: 0,
+            password: PasswordExpiry::default(),
         }
     }
 

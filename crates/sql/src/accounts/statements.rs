@@ -1,12 +1,14 @@
 //! The account statements, parsed here because the SQL parser does not know MySQL's forms
 //! of them: `CREATE USER`, `ALTER USER`, `DROP USER`, `GRANT`, `REVOKE`, `SHOW GRANTS`,
-//! `SHOW CREATE USER`, `SET PASSWORD` and `FLUSH PRIVILEGES`.
+//! `SHOW CREATE USER`, `SET PASSWORD` and `FLUSH PRIVILEGES`. `PASSWORD EXPIRE [DEFAULT |
+//! NEVER | INTERVAL n DAY]` sets an account's password expiry.
 //!
 //! A small lexer (quoted strings with MySQL's escapes, words, punctuation) feeds a
 //! recursive-descent parser. Accounts are written `'user'@'host'`, `user@host`, `` `user`@`host` ``
 //! or `user` (host `%`); `CURRENT_USER[()]` names the session's own account. Clauses that
-//! would change what Quill does not keep (password expiry, history, resource limits) are
-//! accepted only in their DEFAULT form, as SHOW CREATE USER prints them; others are 1235.
+//! would change what Quill does not keep (password history and reuse, resource limits,
+//! failed-login locking) are accepted only in their DEFAULT form, as SHOW CREATE USER prints
+//! them; others are 1235.
 //!
 //! Where it sits: `accounts`, called by the session's recogniser.
 
@@ -67,6 +69,21 @@ pub struct AccountOptions {
     pub require_ssl: Option<bool>,
     /// `ACCOUNT LOCK` (true) or `ACCOUNT UNLOCK` (false).
     pub lock: Option<bool>,
+    /// `PASSWORD EXPIRE [DEFAULT | NEVER | INTERVAL n DAY]`.
+    pub expire: Option<PasswordExpire>,
+}
+
+/// A `PASSWORD EXPIRE` clause.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PasswordExpire {
+    /// `PASSWORD EXPIRE`: expired now, until the password is changed.
+    Now,
+    /// `PASSWORD EXPIRE DEFAULT`: after `default_password_lifetime` days.
+    Default,
+    /// `PASSWORD EXPIRE NEVER`.
+    Never,
+    /// `PASSWORD EXPIRE INTERVAL n DAY` (1 to 65535).
+    IntervalDays(u16),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -485,8 +502,20 @@ impl Parser<'_> {
                     self.expect_word("UNLOCK")?;
                     false
                 });
-            } else if self.if_words(&["PASSWORD", "EXPIRE", "DEFAULT"])
-                || self.if_words(&["PASSWORD", "HISTORY", "DEFAULT"])
+            } else if self.if_words(&["PASSWORD", "EXPIRE"]) {
+                options.expire = Some(if self.eat_word("DEFAULT") {
+                    PasswordExpire::Default
+                } else if self.eat_word("NEVER") {
+                    PasswordExpire::Never
+                } else if self.eat_word("INTERVAL") {
+                    let days = self.word_at(self.at).and_then(|w| w.parse::<u16>().ok()).filter(|d| *d > 0).ok_or_else(|| self.error())?;
+                    self.at += 1;
+                    self.expect_word("DAY")?;
+                    PasswordExpire::IntervalDays(days)
+                } else {
+                    PasswordExpire::Now
+                });
+            } else if self.if_words(&["PASSWORD", "HISTORY", "DEFAULT"])
                 || self.if_words(&["PASSWORD", "REUSE", "INTERVAL", "DEFAULT"])
                 || self.if_words(&["PASSWORD", "REQUIRE", "CURRENT", "DEFAULT"])
             {
@@ -587,14 +616,23 @@ mod tests {
                     UserSpec { name: named("app", "10.0.%"), auth: Some(Auth::Password { plugin: None, password: "it's".into() }) },
                     UserSpec { name: named("bob", "%"), auth: Some(Auth::Password { plugin: Some("mysql_native_password".into()), password: "x".into() }) },
                 ],
-                options: AccountOptions { require_ssl: None, lock: Some(true) },
+                options: AccountOptions { require_ssl: None, lock: Some(true), expire: None },
             }
         );
         assert!(matches!(
             statement("create user `u`@`localhost` REQUIRE SSL PASSWORD EXPIRE DEFAULT"),
             AccountStatement::CreateUser { options: AccountOptions { require_ssl: Some(true), .. }, .. }
         ));
-        assert!(parse("CREATE USER u PASSWORD EXPIRE INTERVAL 30 DAY").unwrap().is_err());
+        assert!(matches!(
+            statement("CREATE USER u PASSWORD EXPIRE INTERVAL 30 DAY"),
+            AccountStatement::CreateUser { options: AccountOptions { expire: Some(PasswordExpire::IntervalDays(30)), .. }, .. }
+        ));
+        assert!(matches!(
+            statement("ALTER USER u PASSWORD EXPIRE"),
+            AccountStatement::AlterUser { options: AccountOptions { expire: Some(PasswordExpire::Now), .. }, .. }
+        ));
+        assert!(parse("ALTER USER u PASSWORD EXPIRE INTERVAL 0 DAY").unwrap().is_err());
+        assert!(parse("CREATE USER u PASSWORD HISTORY 5").unwrap().is_err());
     }
 
     #[test]

@@ -12,7 +12,7 @@ use quill_storage::Value;
 use super::{Outcome, Session};
 
 use crate::accounts::grant_tables::{self, literal};
-use crate::accounts::statements::{AccountOptions, AccountStatement, Auth, Level, PrivilegeSet, UserName, UserSpec};
+use crate::accounts::statements::{AccountOptions, AccountStatement, Auth, Level, PasswordExpire, PrivilegeSet, UserName, UserSpec};
 use crate::accounts::{self, Account, Acl, Grant, Privs};
 use crate::error::{Result, SqlError, Warning};
 use crate::query::ResultSet;
@@ -35,6 +35,7 @@ fn first_account() -> Account {
         locked: false,
         require_ssl: false,
         global: accounts::ALL_GLOBAL | accounts::GRANT_OPTION,
+        password: accounts::PasswordExpiry::default(),
     }
 }
 
@@ -163,8 +164,12 @@ impl Session {
                         locked: options.lock.unwrap_or(false),
                         require_ssl: options.require_ssl.unwrap_or(false),
                         global: 0,
+                        password: accounts::PasswordExpiry::default(),
                     };
                     out.push(grant_tables::insert_account(&account));
+                    if let Some(set) = options.expire.map(expiry_set) {
+                        out.push(format!("UPDATE mysql.user SET {set} WHERE {}", grant_tables::account_key(&user, &host)));
+                    }
                     seen.push((user, host));
                 }
                 if !failed.is_empty() {
@@ -424,7 +429,15 @@ fn alter_account(existing: &Account, spec: &UserSpec, options: &AccountOptions) 
     let mut sets = Vec::new();
     if spec.auth.is_some() {
         let (plugin, auth_string) = credentials(spec.auth.as_ref(), Some(&existing.plugin))?;
-        sets.push(format!("plugin = {}, authentication_string = {}, password_last_changed = NOW()", literal(&plugin), literal(&auth_string)));
+        // A new password is not expired.
+        sets.push(format!(
+            "plugin = {}, authentication_string = {}, password_last_changed = NOW(), password_expired = 'N'",
+            literal(&plugin),
+            literal(&auth_string)
+        ));
+    }
+    if let Some(expire) = options.expire {
+        sets.push(expiry_set(expire));
     }
     if let Some(lock) = options.lock {
         sets.push(format!("account_locked = '{}'", if lock { 'Y' } else { 'N' }));
@@ -436,6 +449,16 @@ fn alter_account(existing: &Account, spec: &UserSpec, options: &AccountOptions) 
         return Ok(Vec::new());
     }
     Ok(vec![format!("UPDATE mysql.user SET {} WHERE {}", sets.join(", "), grant_tables::account_key(&existing.user, &existing.host))])
+}
+
+/// The `mysql.user` assignment a `PASSWORD EXPIRE` clause makes.
+fn expiry_set(expire: PasswordExpire) -> String {
+    match expire {
+        PasswordExpire::Now => "password_expired = 'Y'".to_owned(),
+        PasswordExpire::Default => "password_lifetime = NULL".to_owned(),
+        PasswordExpire::Never => "password_lifetime = 0".to_owned(),
+        PasswordExpire::IntervalDays(days) => format!("password_lifetime = {days}"),
+    }
 }
 
 /// The statements that change `account`'s privileges at one level with `change`.
@@ -511,8 +534,13 @@ fn create_user_text(a: &Account) -> String {
         };
         format!("IDENTIFIED WITH '{}' AS {hash}", a.plugin)
     };
+    let expire = match a.password.lifetime_days {
+        None => "DEFAULT".to_owned(),
+        Some(0) => "NEVER".to_owned(),
+        Some(days) => format!("INTERVAL {days} DAY"),
+    };
     format!(
-        "CREATE USER {} {identified} REQUIRE {} PASSWORD EXPIRE DEFAULT ACCOUNT {} PASSWORD HISTORY DEFAULT PASSWORD REUSE INTERVAL DEFAULT PASSWORD REQUIRE CURRENT DEFAULT",
+        "CREATE USER {} {identified} REQUIRE {} PASSWORD EXPIRE {expire} ACCOUNT {} PASSWORD HISTORY DEFAULT PASSWORD REUSE INTERVAL DEFAULT PASSWORD REQUIRE CURRENT DEFAULT",
         accounts::backquoted(&a.user, &a.host),
         if a.require_ssl { "SSL" } else { "NONE" },
         if a.locked { "LOCK" } else { "UNLOCK" },
