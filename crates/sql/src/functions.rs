@@ -60,6 +60,8 @@ pub enum Func {
     /// TRIM(BOTH|LEADING|TRAILING x FROM s): (which: 0 both, 1 leading, 2 trailing).
     TrimChars(u8),
     Replace,
+    /// INSERT(str, pos, len, newstr): `str` with `len` characters from `pos` replaced.
+    InsertStr,
     Lpad,
     Rpad,
     Repeat,
@@ -174,6 +176,7 @@ impl Func {
             "LTRIM" => Func::LTrim,
             "RTRIM" => Func::RTrim,
             "REPLACE" => Func::Replace,
+            "INSERT" => Func::InsertStr,
             "LPAD" => Func::Lpad,
             "RPAD" => Func::Rpad,
             "REPEAT" => Func::Repeat,
@@ -262,6 +265,7 @@ impl Func {
             Substring => (2, 3),
             Left | Right | Repeat | Instr | DateDiff | DateFormat | Mod | Power | IfNull | NullIf | TrimChars(_) | DateAdd(..) | Truncate => (2, 2),
             Replace | Lpad | Rpad | If | ConvertTz => (3, 3),
+            InsertStr => (4, 4),
             TimestampDiff(_) => (2, 2),
             Locate => (2, 3),
             Now(_) | SysDate(_) | CurTime(_) | UtcTimestamp(_) | LastInsertId | UnixTimestamp | Rand => (0, 1),
@@ -292,6 +296,7 @@ impl Func {
                 | LTrim
                 | RTrim
                 | Replace
+                | InsertStr
                 | Lpad
                 | Rpad
                 | Reverse
@@ -339,8 +344,8 @@ impl Func {
             Hex => text,
             Char => SqlType::VarBinary(255),
             UserVar | SetUserVar => args.get(1).cloned().unwrap_or(text),
-            Concat | ConcatWs | Substring | Left | Right | Lower | Upper | Trim | LTrim | RTrim | TrimChars(_) | Replace | Lpad | Rpad | Repeat | Reverse
-            | Space | DateFormat => {
+            Concat | ConcatWs | Substring | Left | Right | Lower | Upper | Trim | LTrim | RTrim | TrimChars(_) | Replace | InsertStr | Lpad | Rpad | Repeat
+            | Reverse | Space | DateFormat => {
                 if args.first().is_some_and(|t| t.is_binary()) {
                     SqlType::Blob(LobKind::Long)
                 } else {
@@ -407,7 +412,7 @@ impl Func {
 const ER_WARN_ALLOWED_PACKET_OVERFLOWED: u16 = 1301;
 
 /// For a function that builds a value larger than its arguments (REPEAT, SPACE, LPAD,
-/// RPAD, CONCAT, CONCAT_WS, REPLACE), its name and the size in bytes of the value it would
+/// RPAD, CONCAT, CONCAT_WS, REPLACE, INSERT), its name and the size in bytes of the value it would
 /// build, reckoned before building it: a result larger than `max_allowed_packet` is NULL
 /// with warning 1301, as in MySQL, and never takes the memory.
 fn built_bytes(f: Func, vals: &[Value]) -> Option<(&'static str, u128)> {
@@ -439,6 +444,7 @@ fn built_bytes(f: Func, vals: &[Value]) -> Option<(&'static str, u128)> {
             let separators = (parts.clone().count().saturating_sub(1)) as u128;
             ("concat_ws", parts.map(bytes).sum::<u128>() + separators * bytes(&vals[0]))
         }
+        InsertStr => ("insert", bytes(&vals[0]) + bytes(&vals[3])),
         Replace => {
             let (subject, from, to) = (str_arg(&vals[0]), str_arg(&vals[1]), str_arg(&vals[2]));
             let grows = to.len().saturating_sub(from.len()) as u128;
@@ -629,6 +635,21 @@ pub fn call(f: Func, args: &[Expr], env: &Env<'_>, cx: &RowCtx<'_>) -> Result<Va
         }
         Repeat => Value::Str(str_arg(&vals[0]).repeat(usize::try_from(int_arg(&vals[1])).unwrap_or(0))),
         Reverse => Value::Str(str_arg(&vals[0]).chars().rev().collect()),
+        InsertStr => {
+            let subject: Vec<char> = str_arg(&vals[0]).chars().collect();
+            let (pos, len) = (int_arg(&vals[1]), int_arg(&vals[2]));
+            // A position outside the string leaves it as it is; a length past its end
+            // replaces the rest.
+            if pos < 1 || pos > subject.len() as i64 {
+                return Ok(Value::Str(subject.into_iter().collect()));
+            }
+            let start = usize::try_from(pos - 1).unwrap_or(0);
+            let end = if len < 0 { subject.len() } else { start.saturating_add(usize::try_from(len).unwrap_or(usize::MAX)).min(subject.len()) };
+            let mut out: String = subject[..start].iter().collect();
+            out.push_str(&str_arg(&vals[3]));
+            out.extend(&subject[end..]);
+            Value::Str(out)
+        }
         Space => Value::Str(" ".repeat(usize::try_from(int_arg(&vals[0])).unwrap_or(0))),
         FindInSet => {
             let coll = Collation::default();
