@@ -26,7 +26,8 @@
 //! - the binary log's and the replica's status need REPLICATION CLIENT or SUPER (1227);
 //! - SHOW CREATE VIEW needs SHOW VIEW and SELECT on the view (1142).
 //!
-//! `tests/test_privileges.py` holds the table of statements, grants and answers. The checks
+//! `tests/test_privilege_visibility.py` holds the table of what is seen (run against MariaDB
+//! too), `tests/test_privileges.py` that of what each statement needs. The checks
 //! read the engine's ACL snapshot: a grant or revoke applies from the session's next
 //! statement.
 
