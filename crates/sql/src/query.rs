@@ -466,20 +466,21 @@ fn plan_set_expr(env: &Env<'_>, e: &SetExpr, outer: &[&Scope]) -> Result<(Select
     }
 }
 
+/// The type of a UNION's (or a recursive CTE's) column from its blocks' column types:
+/// MySQL's type aggregation (`type_aggregation`).
 fn union_type(a: &SqlType, b: &SqlType) -> SqlType {
-    if a == b || *b == SqlType::Null {
-        return a.clone();
+    crate::type_aggregation::aggregate(&[a.clone(), b.clone()])
+}
+
+/// A UNION's rows made to fit the types its columns are announced with (a block's INT in a
+/// DECIMAL column becomes a DECIMAL, a DATE in a DATETIME column a DATETIME), before they are
+/// compared for DISTINCT and sent.
+fn conform_rows(rows: &mut [Row], columns: &[OutColumn]) {
+    for row in rows {
+        for (value, column) in row.iter_mut().zip(columns) {
+            crate::type_aggregation::conform(value, &column.ty);
+        }
     }
-    if *a == SqlType::Null {
-        return b.clone();
-    }
-    if a.is_integer() && b.is_integer() {
-        return SqlType::bigint();
-    }
-    if a.is_string() || b.is_string() {
-        return SqlType::varchar(255);
-    }
-    SqlType::Double
 }
 
 fn limit_offset(q: &ast::Query) -> Result<(Option<ast::Expr>, Option<ast::Expr>)> {
@@ -1210,8 +1211,10 @@ pub fn run_select_into(plan: &SelectPlan, env: &Env<'_>, parent: Option<&RowCtx<
             let mut held = env.info.tmp_memory.hold();
             let mut rows = run_select(left, env, parent)?.rows;
             held.add_rows(&rows)?;
-            let right = run_select(right, env, parent)?.rows;
+            let mut right = run_select(right, env, parent)?.rows;
             held.add_rows(&right)?;
+            conform_rows(&mut rows, &plan.columns);
+            conform_rows(&mut right, &plan.columns);
             rows = combine(*op, *all, rows, right);
             if !order_by.is_empty() {
                 rows.sort_by(|a, b| {
@@ -1226,7 +1229,11 @@ pub fn run_select_into(plan: &SelectPlan, env: &Env<'_>, parent: Option<&RowCtx<
             }
             apply_limit(rows, limit.as_ref(), offset.as_ref(), env)?.into_iter().try_for_each(emit)
         }
-        PlanKind::Recursive { seeds, steps, distinct, work } => run_recursive(seeds, steps, *distinct, work, env, parent)?.into_iter().try_for_each(emit),
+        PlanKind::Recursive { seeds, steps, distinct, work } => {
+            let mut rows = run_recursive(seeds, steps, *distinct, work, env, parent)?;
+            conform_rows(&mut rows, &plan.columns);
+            rows.into_iter().try_for_each(emit)
+        }
     }
 }
 

@@ -71,6 +71,20 @@ pub fn needs_conversion(from: &SqlType, to: &SqlType) -> bool {
     }
 }
 
+/// Converts `value` in place to `ty`, an aggregate's type, when `ty` is a number or a
+/// temporal type and the value is of another kind (the rows of a UNION; the binder wraps
+/// IF and CASE values in a CAST instead). A value that does not convert stays as it is.
+pub fn conform(value: &mut quill_storage::Value, ty: &SqlType) {
+    if value.is_null() || !(ty.is_numeric() || ty.is_temporal()) {
+        return;
+    }
+    if needs_conversion(&crate::bind::type_of_value(value), ty)
+        && let Ok(converted) = crate::functions::cast(value.clone(), ty)
+    {
+        *value = converted;
+    }
+}
+
 fn integers(known: &[&SqlType]) -> SqlType {
     let kinds = known.iter().map(|t| match t {
         SqlType::Int { kind, .. } => *kind,
