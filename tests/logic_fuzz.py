@@ -256,16 +256,30 @@ class Fuzzer:
             return "t0 LEFT JOIN t1 ON t0.s = t1.s", ["t0", "t1"]
         return "t0, t1", ["t0", "t1"]
 
+    @staticmethod
+    def partitions(p: str) -> list[str]:
+        """The three conditions TLP splits a query by: p, NOT p and p IS NULL."""
+        return [p, f"NOT {p}", f"({p}) IS NULL"]
+
+    def whole_and_parts(self, whole_sql: str, parts_sql: list[str]):
+        """The results of a query and of its three parts (metadata checked), or None if the
+        server refused any of them."""
+        whole = self.checked(whole_sql)
+        parts = [self.checked(sql) for sql in parts_sql]
+        if whole is None or any(part is None for part in parts):
+            return None
+        return whole, parts
+
     def tlp_rows(self, generator: Generator) -> None:
         source, tables = self.from_clause()
         p = generator.predicate(tables)
         columns = ", ".join(f"{t}.id" for t in tables) + f", {generator.scalar(tables, 1)}"
         whole_sql = f"SELECT {columns} FROM {source}"
-        parts_sql = [f"{whole_sql} WHERE {p}", f"{whole_sql} WHERE NOT {p}", f"{whole_sql} WHERE ({p}) IS NULL"]
-        whole = self.checked(whole_sql)
-        parts = [self.checked(sql) for sql in parts_sql]
-        if whole is None or any(part is None for part in parts):
+        parts_sql = [f"{whole_sql} WHERE {c}" for c in self.partitions(p)]
+        results = self.whole_and_parts(whole_sql, parts_sql)
+        if results is None:
             return
+        whole, parts = results
         together = [row for part in parts for row in part[1]]
         if sorted_rows(together) != sorted_rows(whole[1]):
             self.fail("TLP rows", [whole_sql, *parts_sql], f"{len(whole[1])} rows in all, {[len(part[1]) for part in parts]} in the parts")
@@ -278,11 +292,11 @@ class Fuzzer:
             return
         func = self.rng.choice(["MIN", "MAX"])
         whole_sql = f"SELECT {func}({column}) FROM {source}"
-        parts_sql = [f"{whole_sql} WHERE {p}", f"{whole_sql} WHERE NOT {p}", f"{whole_sql} WHERE ({p}) IS NULL"]
-        whole = self.checked(whole_sql)
-        parts = [self.checked(sql) for sql in parts_sql]
-        if whole is None or any(part is None for part in parts):
+        parts_sql = [f"{whole_sql} WHERE {c}" for c in self.partitions(p)]
+        results = self.whole_and_parts(whole_sql, parts_sql)
+        if results is None:
             return
+        whole, parts = results
         values = [part[1][0][0] for part in parts if part[1][0][0] is not None]
         expected = whole[1][0][0]
 
@@ -305,11 +319,10 @@ class Fuzzer:
         value = generator.scalar(tables, 1)
         shape = self.rng.choice(["SELECT DISTINCT {v} FROM {s}", "SELECT {v} FROM {s} GROUP BY {v}"])
         whole_sql = shape.format(v=value, s=source)
-        where = " WHERE {}"
         if "GROUP BY" in whole_sql:
-            parts_sql = [f"SELECT {value} FROM {source} WHERE {c} GROUP BY {value}" for c in (p, f"NOT {p}", f"({p}) IS NULL")]
+            parts_sql = [f"SELECT {value} FROM {source} WHERE {c} GROUP BY {value}" for c in self.partitions(p)]
         else:
-            parts_sql = [whole_sql + where.format(c) for c in (p, f"NOT {p}", f"({p}) IS NULL")]
+            parts_sql = [f"{whole_sql} WHERE {c}" for c in self.partitions(p)]
         # Values equal under the column's collation ('a' and 'A' in a _ci one) are one value:
         # the server, not Python, dedups the parts' union.
         union_sql = f"SELECT COUNT(*) FROM ({' UNION '.join(parts_sql)}) AS parts"
@@ -326,11 +339,11 @@ class Fuzzer:
         p = generator.predicate(tables)
         column = f"{tables[-1]}.{self.rng.choice(['i', 'u', 'd'])}"
         whole_sql = f"SELECT SUM({column}), COUNT({column}) FROM {source}"
-        parts_sql = [f"{whole_sql} WHERE {c}" for c in (p, f"NOT {p}", f"({p}) IS NULL")]
-        whole = self.checked(whole_sql)
-        parts = [self.checked(sql) for sql in parts_sql]
-        if whole is None or any(part is None for part in parts):
+        parts_sql = [f"{whole_sql} WHERE {c}" for c in self.partitions(p)]
+        results = self.whole_and_parts(whole_sql, parts_sql)
+        if results is None:
             return
+        whole, parts = results
 
         def exact(raw):
             return decimal.Decimal(raw.decode() if isinstance(raw, bytes) else str(raw)) if raw is not None else decimal.Decimal(0)

@@ -7,13 +7,15 @@ need what a driver sees (lastrowid, the column's wire type, warnings after a val
 runs against MariaDB too (tests/run-against-mariadb.sh) unless it says why not.
 """
 
+import contextlib
+import threading
 from decimal import Decimal
 
+import mysql.connector
 import pymysql
-
 import pytest
 
-from conftest import test_target
+from conftest import PrivateQuill, test_target
 
 # Wire types (the protocol's MYSQL_TYPE_* codes) a result column may be sent as.
 TYPE_DOUBLE = 5
@@ -81,8 +83,6 @@ def test_if_typed_double_reads_back_in_the_binary_protocol(server, fresh_db):
     """The binary protocol sends a DOUBLE column's values as 8-byte doubles: a value of
     another type there would be garbage. mysql-connector-python with prepared statements
     reads each column by its announced type."""
-    import mysql.connector
-
     conn = mysql.connector.connect(host=server.host, port=server.port, user=server.user, password=server.password, database=fresh_db)
     try:
         cur = conn.cursor(prepared=True)
@@ -123,56 +123,56 @@ def test_quoted_names_with_spaces_reach_show_and_describe(conn):
             assert [r[0] for r in cur.fetchall()] == ["id"]
 
 
-@pytest.mark.skipif(test_target() != "quill", reason="restarts its own server")
-def test_expression_defaults_survive_a_checkpoint_and_a_restart(tmp_path):
-    """A checkpoint writes each table as SHOW CREATE TABLE: `DEFAULT (uuid())` must read
-    back as an expression (one UUID per row after the restart too), not as a constant."""
-    from conftest import PrivateQuill
-
+@contextlib.contextmanager
+def restarted_after_checkpoint(tmp_path, table, *statements):
+    """Runs `statements` on a server of its own, takes `table`'s SHOW CREATE TABLE, waits for
+    a checkpoint (which stores the table as that statement) and restarts the server from it:
+    yields a connection to the restarted server and the statement from before."""
     with PrivateQuill(tmp_path / "data", "--quill-checkpoint-interval-seconds=1") as quill:
         conn = quill.connect()
         with conn.cursor() as cur:
-            cur.execute("CREATE DATABASE e")
-            cur.execute("CREATE TABLE e.t (id INT AUTO_INCREMENT PRIMARY KEY, u VARCHAR(40) DEFAULT (uuid()), n INT DEFAULT (3 + 5))")
-            cur.execute("INSERT INTO e.t (id) VALUES (NULL), (NULL)")
-            cur.execute("SHOW CREATE TABLE e.t")
+            for sql in statements:
+                cur.execute(sql)
+            cur.execute(f"SHOW CREATE TABLE {table}")
             before = cur.fetchone()[1]
         quill.wait_for_checkpoint()
     with PrivateQuill(tmp_path / "data") as quill:
         conn = quill.connect()
         with conn.cursor() as cur:
-            cur.execute("SHOW CREATE TABLE e.t")
-            assert cur.fetchone()[1] == before
-            cur.execute("INSERT INTO e.t (id) VALUES (NULL), (NULL)")
-            cur.execute("SELECT COUNT(DISTINCT u), MIN(n), MAX(n) FROM e.t")
-            assert cur.fetchone() == (4, 8, 8)
+            cur.execute(f"SHOW CREATE TABLE {table}")
+            assert cur.fetchone()[1] == before, "the definition reads back the same"
+        yield conn, before
+
+
+@pytest.mark.skipif(test_target() != "quill", reason="restarts its own server")
+def test_expression_defaults_survive_a_checkpoint_and_a_restart(tmp_path):
+    """A checkpoint writes each table as SHOW CREATE TABLE: `DEFAULT (uuid())` must read
+    back as an expression (one UUID per row after the restart too), not as a constant."""
+    setup = (
+        "CREATE DATABASE e",
+        "CREATE TABLE e.t (id INT AUTO_INCREMENT PRIMARY KEY, u VARCHAR(40) DEFAULT (uuid()), n INT DEFAULT (3 + 5))",
+        "INSERT INTO e.t (id) VALUES (NULL), (NULL)",
+    )
+    with restarted_after_checkpoint(tmp_path, "e.t", *setup) as (conn, _), conn.cursor() as cur:
+        cur.execute("INSERT INTO e.t (id) VALUES (NULL), (NULL)")
+        cur.execute("SELECT COUNT(DISTINCT u), MIN(n), MAX(n) FROM e.t")
+        assert cur.fetchone() == (4, 8, 8)
 
 
 @pytest.mark.skipif(test_target() != "quill", reason="restarts its own server")
 def test_check_constraints_survive_a_checkpoint_and_a_restart(tmp_path):
     """Regression: CHECK constraints were accepted and dropped. A checkpoint writes the table
     as SHOW CREATE TABLE, so the constraints must read back from it and still refuse rows."""
-    from conftest import PrivateQuill
-
-    with PrivateQuill(tmp_path / "data", "--quill-checkpoint-interval-seconds=1") as quill:
-        conn = quill.connect()
-        with conn.cursor() as cur:
-            cur.execute("CREATE DATABASE k")
-            cur.execute("CREATE TABLE k.r3 (c INT CHECK (c < 100), CONSTRAINT ck1 CHECK (c = 1 OR c > 2 AND c < 5), "
-                        "CONSTRAINT loose CHECK (c <> 4) NOT ENFORCED)")
-            cur.execute("SHOW CREATE TABLE k.r3")
-            before = cur.fetchone()[1]
-        quill.wait_for_checkpoint()
-    assert "NOT ENFORCED" in before
-    with PrivateQuill(tmp_path / "data") as quill:
-        conn = quill.connect()
-        with conn.cursor() as cur:
-            cur.execute("SHOW CREATE TABLE k.r3")
-            assert cur.fetchone()[1] == before
-            cur.execute("INSERT INTO k.r3 VALUES (4)")
-            with pytest.raises(pymysql.err.OperationalError) as refused:
-                cur.execute("INSERT INTO k.r3 VALUES (0)")
-            assert refused.value.args == (3819, "Check constraint 'ck1' is violated.")
+    setup = (
+        "CREATE DATABASE k",
+        "CREATE TABLE k.r3 (c INT CHECK (c < 100), CONSTRAINT ck1 CHECK (c = 1 OR c > 2 AND c < 5), CONSTRAINT loose CHECK (c <> 4) NOT ENFORCED)",
+    )
+    with restarted_after_checkpoint(tmp_path, "k.r3", *setup) as (conn, before), conn.cursor() as cur:
+        assert "NOT ENFORCED" in before
+        cur.execute("INSERT INTO k.r3 VALUES (4)")
+        with pytest.raises(pymysql.err.OperationalError) as refused:
+            cur.execute("INSERT INTO k.r3 VALUES (0)")
+        assert refused.value.args == (3819, "Check constraint 'ck1' is violated.")
 
 
 def test_database_default_collation_is_kept_and_inherited(conn, fresh_db):
@@ -209,8 +209,6 @@ def test_database_default_collation_is_kept_and_inherited(conn, fresh_db):
 def test_database_collation_survives_the_log_and_a_checkpoint(tmp_path):
     """The collation reaches recovery twice: from the log (CREATE/ALTER DATABASE replayed)
     and from a checkpoint (its DATABASE_COLLATION entry)."""
-    from conftest import PrivateQuill
-
     with PrivateQuill(tmp_path / "data", "--quill-checkpoint-interval-seconds=1") as quill:
         conn = quill.connect()
         with conn.cursor() as cur:
@@ -233,8 +231,6 @@ def test_a_waiting_delete_deletes_the_row_reinserted_meanwhile(server, fresh_db,
     """Issue 37, item 6: a `DELETE ... WHERE unique_col = x` that waits on a transaction
     deleting and re-inserting that key deletes the new row once it runs, as InnoDB's does (a
     locking read reads the newest committed row), so the next INSERT of the key succeeds."""
-    import threading
-
     columns = "u INT PRIMARY KEY, v INT" if key == "PRIMARY KEY" else "id INT AUTO_INCREMENT PRIMARY KEY, u INT, v INT, UNIQUE KEY (u)"
     with server.connect(fresh_db) as setup, setup.cursor() as cur:
         cur.execute(f"CREATE TABLE t ({columns})")

@@ -13,8 +13,12 @@
 //!   checkpoint stores the table as that statement, so they survive restarts) and by
 //!   `information_schema.CHECK_CONSTRAINTS` and `TABLE_CONSTRAINTS`.
 //!
-//! Not done: ALTER TABLE ... ADD/DROP/ALTER CHECK (1235); checks are kept through other
-//! ALTERs unless a column they read is dropped (then 3959, as MySQL).
+//! - **ALTER TABLE** `ADD [CONSTRAINT name] CHECK (...)` checks every existing row as the
+//!   table is copied (`ddl::rebuild`); `DROP CONSTRAINT name` drops one. Other ALTERs keep
+//!   the constraints, unless one reads a column that is gone (3959, as MySQL).
+//!
+//! Not done: `ALTER CHECK name [NOT] ENFORCED`, and rewriting a constraint when a column it
+//! reads is renamed.
 //!
 //! Where it sits: `sql`, beside `foreign_keys`; DDL builds them, DML enforces them.
 
