@@ -17,7 +17,7 @@ use crate::expr::{AggFunc, AggSpec, CmpOp, Expr, Subquery, SubqueryUse};
 use crate::functions::{Func, Unit};
 use crate::ops::Arith;
 use crate::query::{self, Env};
-use crate::types::{IntKind, LobKind, SqlType};
+use crate::types::{IntKind, LobKind, SqlType, type_of_value};
 use crate::window::WindowSpec;
 
 /// One column a name can resolve to.
@@ -1093,23 +1093,6 @@ pub fn parse_number_literal(n: &str) -> Value {
     match n.parse::<Decimal>() {
         Ok(d) => Value::Decimal(d),
         Err(_) => Value::Double(n.parse().unwrap_or(0.0)),
-    }
-}
-
-/// The type of a constant value.
-#[must_use]
-pub fn type_of_value(v: &Value) -> SqlType {
-    match v {
-        Value::Null => SqlType::Null,
-        Value::Int(_) => SqlType::bigint(),
-        Value::UInt(_) => SqlType::Int { kind: IntKind::Big, unsigned: true, display: None },
-        Value::Double(_) => SqlType::Double,
-        Value::Decimal(d) => SqlType::Decimal { precision: 65.min(d.digits() as u8 + 1), scale: d.scale().min(30) as u8, unsigned: false },
-        Value::Str(s) => SqlType::VarChar { len: s.chars().count() as u32, collation: Collation::default() },
-        Value::Bytes(b) => SqlType::VarBinary(b.len() as u32),
-        Value::Date(_) => SqlType::Date,
-        Value::DateTime(us) => SqlType::DateTime(if us.rem_euclid(1_000_000) == 0 { 0 } else { 6 }),
-        Value::Time(us) => SqlType::Time(if us.rem_euclid(1_000_000) == 0 { 0 } else { 6 }),
     }
 }
 

@@ -484,7 +484,7 @@ impl Expr {
                 if x.is_null() || p.is_null() {
                     return Ok(Value::Null);
                 }
-                let m = functions::like(&ops::to_string_lossy(&x), &ops::to_string_lossy(&p), *escape, *collation);
+                let m = crate::like::like(&ops::to_string_lossy(&x), &ops::to_string_lossy(&p), *escape, *collation);
                 Value::Int(i64::from(m != *negated))
             }
             Expr::Case { operand, whens, otherwise, collation } => {

@@ -4,7 +4,6 @@ use quill_storage::{Collation, Value};
 
 use crate::catalog::{Catalog, ColumnDefault, TableMeta};
 use crate::error::{Result, SqlError};
-use crate::functions;
 use crate::query::{Env, OutColumn, ResultSet};
 use crate::session::SessionInfo;
 use crate::types::SqlType;
@@ -24,7 +23,7 @@ pub(crate) fn cols(names: &[(&str, SqlType)]) -> Vec<OutColumn> {
 /// SQL LIKE filter for SHOW ... LIKE 'pattern'.
 #[must_use]
 pub fn like_filter(value: &str, pattern: Option<&str>) -> bool {
-    pattern.is_none_or(|p| functions::like(value, p, '\\', Collation::Utf8mb4GeneralCi))
+    pattern.is_none_or(|p| crate::like::like(value, p, '\\', Collation::Utf8mb4GeneralCi))
 }
 
 #[must_use]

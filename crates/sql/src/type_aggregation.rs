@@ -78,7 +78,7 @@ pub fn conform(value: &mut quill_storage::Value, ty: &SqlType) {
     if value.is_null() || !(ty.is_numeric() || ty.is_temporal()) {
         return;
     }
-    if needs_conversion(&crate::bind::type_of_value(value), ty)
+    if needs_conversion(&crate::types::type_of_value(value), ty)
         && let Ok(converted) = crate::functions::cast(value.clone(), ty)
     {
         *value = converted;

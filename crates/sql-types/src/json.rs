@@ -619,7 +619,7 @@ fn search(v: &J, path: String, pattern: &str, escape: char, all: bool, found: &m
         return;
     }
     match v {
-        J::String(s) if crate::functions::like(s, pattern, escape, quill_storage::Collation::default()) => found.push(path),
+        J::String(s) if crate::like::like(s, pattern, escape, quill_storage::Collation::default()) => found.push(path),
         J::Array(items) => {
             for (i, item) in items.iter().enumerate() {
                 search(item, format!("{path}[{i}]"), pattern, escape, all, found);

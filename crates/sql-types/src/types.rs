@@ -1097,6 +1097,23 @@ fn plain_decimal_text(text: &str, precision: u8, scale: u8, unsigned: bool) -> O
     Some(if negative { -unscaled } else { unscaled })
 }
 
+/// The type of a constant value.
+#[must_use]
+pub fn type_of_value(v: &Value) -> SqlType {
+    match v {
+        Value::Null => SqlType::Null,
+        Value::Int(_) => SqlType::bigint(),
+        Value::UInt(_) => SqlType::Int { kind: IntKind::Big, unsigned: true, display: None },
+        Value::Double(_) => SqlType::Double,
+        Value::Decimal(d) => SqlType::Decimal { precision: 65.min(d.digits() as u8 + 1), scale: d.scale().min(30) as u8, unsigned: false },
+        Value::Str(s) => SqlType::VarChar { len: s.chars().count() as u32, collation: Collation::default() },
+        Value::Bytes(b) => SqlType::VarBinary(b.len() as u32),
+        Value::Date(_) => SqlType::Date,
+        Value::DateTime(us) => SqlType::DateTime(if us.rem_euclid(1_000_000) == 0 { 0 } else { 6 }),
+        Value::Time(us) => SqlType::Time(if us.rem_euclid(1_000_000) == 0 { 0 } else { 6 }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
