@@ -286,9 +286,9 @@ fn columns(table: &TableDef) -> Vec<Column<'_>> {
 /// Bytes a character of the column's character set takes at most.
 fn char_bytes(ty: &SqlType) -> u32 {
     let id = u8::try_from(ty.collation().id()).unwrap_or(255);
-    match quill_sql::text::Charset::from_collation_id(id) {
-        Some(quill_sql::text::Charset::Utf8mb3) => 3,
-        Some(quill_sql::text::Charset::Latin1 | quill_sql::text::Charset::Binary) => 1,
+    match quill_sql::charset::Charset::from_collation_id(id) {
+        Some(quill_sql::charset::Charset::Utf8mb3) => 3,
+        Some(quill_sql::charset::Charset::Latin1 | quill_sql::charset::Charset::Binary) => 1,
         _ => 4,
     }
 }
@@ -354,7 +354,7 @@ fn binlog_value(v: &Value, ty: &SqlType) -> BinaryValue {
         }
         Value::Str(s) => {
             let id = u8::try_from(ty.collation().id()).unwrap_or(255);
-            let charset = quill_sql::text::Charset::from_collation_id(id).unwrap_or(quill_sql::text::Charset::Utf8mb4);
+            let charset = quill_sql::charset::Charset::from_collation_id(id).unwrap_or(quill_sql::charset::Charset::Utf8mb4);
             BinaryValue::Bytes(charset.encode(s).into_owned())
         }
         Value::Bytes(b) => BinaryValue::Bytes(b.clone()),

@@ -24,8 +24,8 @@ use quill_protocol::handshake::{ClientHello, InitialHandshake, parse_client_hell
 use quill_protocol::response::{self, ColumnDefinition, OkPacket, StmtPrepareOk};
 use quill_protocol::{PacketDecoder, PacketWriter, ProtocolError, auth};
 use quill_sql::accounts::Account;
+use quill_sql::charset::Charset;
 use quill_sql::query::{OutColumn, ResultSet, flags};
-use quill_sql::text::Charset;
 use quill_sql::types::{IntKind, SqlType};
 use quill_sql::{Engine, Outcome, Session, SqlError};
 use quill_storage::Value;

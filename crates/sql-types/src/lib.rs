@@ -7,12 +7,12 @@
 //! `quill-sql`) build on it; it builds only on `quill-storage` (for `Value`, `Decimal` and
 //! `Collation`) and `sqlparser`'s type AST.
 
+pub mod charset;
 pub mod error;
 pub mod json;
 pub mod like;
 pub mod ops;
 pub mod regexp;
-pub mod text;
 pub mod time_zone;
 pub mod types;
 

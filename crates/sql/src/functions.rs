@@ -706,7 +706,7 @@ pub fn call(f: Func, args: &[Expr], env: &Env<'_>, cx: &RowCtx<'_>) -> Result<Va
         }
         Hex => match &vals[0] {
             Value::Int(_) | Value::UInt(_) => Value::Str(format!("{:X}", ops::to_i128(&vals[0]) as u64)),
-            v => Value::Str(crate::text::hex_upper(&ops::to_bytes(v))),
+            v => Value::Str(crate::charset::hex_upper(&ops::to_bytes(v))),
         },
         Now(fsp) => Value::DateTime(types::round_micros(env.now_us, fsp)),
         SysDate(fsp) => Value::DateTime(types::round_micros(info.now_us(), fsp)),

@@ -12,7 +12,6 @@
 
 pub mod accounts;
 pub mod aggregate;
-pub mod alter_options;
 pub mod bind;
 pub mod catalog;
 pub mod check_constraints;
@@ -22,7 +21,6 @@ pub mod commit_notify;
 pub mod cost;
 pub mod cte;
 pub mod ddl;
-pub mod dialect;
 pub mod dml;
 pub mod durability;
 pub mod explain;
@@ -32,12 +30,10 @@ pub mod functions;
 pub mod hash_join;
 pub mod innodb_status;
 pub mod join_order;
-pub mod load_data;
 pub mod lock_tables;
 pub mod locking;
 pub mod mdl;
 pub mod outfile;
-pub mod parse;
 pub mod query;
 pub mod replica_control;
 pub mod schema_constraints;
@@ -55,10 +51,10 @@ pub mod vars;
 pub mod view_writes;
 pub mod views;
 pub mod window;
-pub mod words;
 pub mod write_log;
 
-pub use quill_sql_types::{SqlError, Warning, error, json, like, ops, regexp, text, time_zone, types};
+pub use quill_sql_frontend::{alter_options, dialect, into_file, load_data, parse, text, words};
+pub use quill_sql_types::{SqlError, Warning, charset, error, json, like, ops, regexp, time_zone, types};
 pub use session::{CreateRows, Engine, Outcome, Session};
 
 /// The version string Quill presents (MySQL 8 compatible).

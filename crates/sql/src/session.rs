@@ -26,11 +26,12 @@ use quill_txn::{LockMode, TxnManager, WaitOutcome, WaitPolicy};
 use sqlparser::ast::{self, Statement};
 
 use crate::catalog::Catalog;
+use crate::charset::Charset;
 use crate::dml::{self, DmlCx};
 use crate::error::{Result, SqlError, Warning, codes};
 use crate::locking::LockSpec;
 use crate::query::{self, Env, OutColumn, ResultSet};
-use crate::text::{self, Charset, LexOptions, StatementText};
+use crate::text::{self, LexOptions, StatementText};
 use crate::vars::{self, VarSet};
 use crate::{cost, ddl, show, views};
 
@@ -2527,11 +2528,11 @@ impl Session {
             }
             "LOCK" | "UNLOCK" if table_locks::is_table_lock_statement(&upper) => Some(self.table_lock_statement(sql).await),
             w if (w == "SELECT" || w.starts_with('('))
-                && let Some((query, names)) = crate::outfile::find_into_variables(sql) =>
+                && let Some((query, names)) = crate::into_file::find_into_variables(sql) =>
             {
                 Some(self.select_into_text(statement, &query, names).await)
             }
-            w if (w == "SELECT" || w == "WITH" || w.starts_with('(')) && crate::outfile::may_write_file(sql) => match crate::outfile::find(sql) {
+            w if (w == "SELECT" || w == "WITH" || w.starts_with('(')) && crate::into_file::may_write_file(sql) => match crate::into_file::find(sql) {
                 Ok(Some(into)) => Some(self.select_into_file(statement, into).await),
                 Ok(None) => None,
                 Err(e) => Some(Err(e)),

@@ -452,7 +452,7 @@ pub fn normalise(def: &VarDef, v: &Value) -> Result<Normalised> {
                     if def.name == "character_set_results" && v.is_null() {
                         return plain(String::new());
                     }
-                    crate::text::Charset::from_name(&s).map(|c| c.name().to_owned()).ok_or_else(|| unknown_charset(&s)).and_then(plain)
+                    crate::charset::Charset::from_name(&s).map(|c| c.name().to_owned()).ok_or_else(|| unknown_charset(&s)).and_then(plain)
                 }
                 "collation_connection" | "collation_server" | "collation_database" => {
                     if quill_storage::Collation::from_name(&s).is_some() {

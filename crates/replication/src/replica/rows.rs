@@ -222,7 +222,7 @@ fn param(v: &mysql_common::Value, ty: &SqlType) -> Value {
             SqlType::Set { .. } => Value::UInt(b.iter().rev().fold(0, |bits, byte| (bits << 8) | u64::from(*byte))),
             t if t.is_string() => {
                 let id = u8::try_from(t.collation().id()).unwrap_or(255);
-                let charset = quill_sql::text::Charset::from_collation_id(id).unwrap_or(quill_sql::text::Charset::Utf8mb4);
+                let charset = quill_sql::charset::Charset::from_collation_id(id).unwrap_or(quill_sql::charset::Charset::Utf8mb4);
                 match charset.decode(b) {
                     Some(text) => Value::Str(text.into_owned()),
                     None => Value::Bytes(b.clone()),

@@ -354,7 +354,7 @@ impl Parser<'_> {
         if let Some(Token::Word(w)) = self.tokens.get(self.at)
             && let Some(hex) = w.strip_prefix("0x").or_else(|| w.strip_prefix("0X"))
         {
-            let text = crate::text::hex_decode(hex).and_then(|b| String::from_utf8(b).ok()).ok_or_else(|| self.error())?;
+            let text = crate::charset::hex_decode(hex).and_then(|b| String::from_utf8(b).ok()).ok_or_else(|| self.error())?;
             self.at += 1;
             return Ok(text);
         }

@@ -528,7 +528,7 @@ fn create_user_text(a: &Account) -> String {
         // A hash with unprintable bytes (a salt made by a MySQL server) is written in hex,
         // as MySQL's print_identified_with_as_hex writes it, so the statement runs again.
         let hash = if a.auth_string.bytes().any(|b| b.is_ascii_control()) {
-            format!("0x{}", crate::text::hex_upper(a.auth_string.as_bytes()))
+            format!("0x{}", crate::charset::hex_upper(a.auth_string.as_bytes()))
         } else {
             literal(&a.auth_string)
         };

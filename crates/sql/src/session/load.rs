@@ -16,11 +16,11 @@
 use std::sync::atomic::Ordering;
 
 use super::{Outcome, Session};
+use crate::charset::Charset;
 use crate::dml::{self, FieldTarget, LoadTargets};
 use crate::error::{Result, SqlError};
 use crate::load_data::{self, Duplicates, LoadSpec, Target};
 use crate::query;
-use crate::text::Charset;
 use crate::types::SqlType;
 use quill_storage::Value;
 

@@ -8,13 +8,15 @@
 use sqlparser::ast::Statement;
 
 use super::{Outcome, Session, server_files};
+use crate::charset::Charset;
 use crate::error::{Result, SqlError};
-use crate::outfile::{FileSink, IntoFile};
+use crate::into_file::IntoFile;
+use crate::outfile::FileSink;
 use crate::sink::RowSink;
-use crate::text::{Charset, StatementText};
+use crate::text::StatementText;
 
 impl Session {
-    /// Runs a query whose `INTO OUTFILE` / `DUMPFILE` clause `outfile::find` cut out.
+    /// Runs a query whose `INTO OUTFILE` / `DUMPFILE` clause `into_file::find` cut out.
     ///
     /// # Errors
     /// 1290, 1086 or 1 for the file (see `server_files`), 1115 for an unknown character set,

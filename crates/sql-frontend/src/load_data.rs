@@ -35,7 +35,7 @@ use sqlparser::ast;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::Token;
 
-use crate::error::{Result, SqlError};
+use quill_sql_types::error::{Result, SqlError};
 
 /// MySQL's error for the fixed-row format with a TEXT or BLOB column, which has no width.
 pub const ER_BLOBS_AND_NO_TERMINATED: (u16, &str) = (1084, "42000");

@@ -32,7 +32,7 @@ use crate::dialect::QuillDialect;
 use sqlparser::ast::{BinaryOperator, Expr, Query, SetExpr, Statement, Value, VisitMut, VisitorMut};
 use sqlparser::parser::{Parser, ParserError};
 
-use crate::error::{Result, SqlError, codes};
+use quill_sql_types::error::{Result, SqlError, codes};
 
 /// The deepest expression a statement may hold (operators, function calls, parentheses
 /// and subqueries nested in one another), after AND/OR/XOR chains are rebalanced.
