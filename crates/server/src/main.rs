@@ -106,7 +106,7 @@ async fn run(cfg: config::Config) -> std::io::Result<()> {
     let rsa = load_rsa_keys(&cfg);
     let started = std::time::Instant::now();
     let fs: std::sync::Arc<dyn quill_io::Fs> = std::sync::Arc::new(quill_io::RealFs);
-    let (engine, opened) = quill_sql::Engine::open(cfg.globals, std::sync::Arc::clone(&fs), &cfg.datadir).map_err(std::io::Error::other)?;
+    let (engine, opened) = quill_sql::durability::open(cfg.globals, std::sync::Arc::clone(&fs), &cfg.datadir).map_err(std::io::Error::other)?;
     // Accounts from the grant tables the log and checkpoint restored.
     engine.reload_acl();
     if let Some(keys) = &rsa {

@@ -134,7 +134,7 @@ pub fn settings(segment_bytes: u64) -> VarSet {
 /// What `Engine::open` returns: recovery failed.
 pub fn open(fs: &SimFs, segment_bytes: u64, keep_binlog: bool) -> Result<(Arc<Engine>, quill_sql::durability::OpenReport), String> {
     let fs: Arc<dyn Fs> = Arc::new(fs.clone());
-    Engine::open_with(settings(segment_bytes), fs, Path::new(DATADIR), |config| {
+    quill_sql::durability::open_with(settings(segment_bytes), fs, Path::new(DATADIR), |config| {
         config.writer = quill_log::WriterMode::Inline;
         if keep_binlog {
             config.segment_expiry = None;

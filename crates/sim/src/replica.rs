@@ -125,7 +125,7 @@ fn open(fs: &SimFs, segment_bytes: u64) -> Result<Arc<Engine>, String> {
     let mut vars = settings(segment_bytes);
     vars.values.insert("server_id", "2".into());
     let fs: Arc<dyn Fs> = Arc::new(fs.clone());
-    Engine::open_with(vars, fs, Path::new(DATADIR), |config| {
+    quill_sql::durability::open_with(vars, fs, Path::new(DATADIR), |config| {
         config.writer = quill_log::WriterMode::Inline;
         config.on_failure = Arc::new(|message| panic!("the replica's commit log failed: {message}"));
     })

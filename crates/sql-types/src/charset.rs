@@ -1,9 +1,11 @@
 //! The character sets a client may speak (`character_set_client`, `SET NAMES`,
 //! `character_set_results`): their names, how text in them becomes UTF-8 and back, and the
-//! hex spelling of bytes MySQL uses in messages and `HEX()`.
+//! hex spelling of bytes MySQL uses in messages and `HEX()`; which character set a
+//! collation belongs to.
 //!
 //! Invariant: a conversion never invents or drops a byte silently; bytes not valid in a
 //! character set are reported by the caller (the lexer's 1300, a column's 1366).
+use quill_storage::Collation;
 
 /// The character sets a client may speak (`character_set_client`, `SET NAMES`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -152,6 +154,18 @@ pub fn hex_decode(hex: &str) -> Option<Vec<u8>> {
     }
     let value = |d: u8| char::from(d).to_digit(16).and_then(|v| u8::try_from(v).ok());
     digits.chunks(2).map(|pair| Some(value(pair[0])? << 4 | value(pair[1])?)).collect()
+}
+
+/// The character set a collation belongs to.
+#[must_use]
+pub fn charset_of(c: Collation) -> &'static str {
+    if c == Collation::Binary { "binary" } else { "utf8mb4" }
+}
+
+/// Whether `c` is its character set's default.
+#[must_use]
+pub fn is_default_collation(c: Collation) -> bool {
+    matches!(c, Collation::Utf8mb4AiCi | Collation::Binary)
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@
 
 pub mod charset;
 pub mod error;
+pub mod ident;
 pub mod json;
 pub mod like;
 pub mod ops;
@@ -17,3 +18,6 @@ pub mod time_zone;
 pub mod types;
 
 pub use error::{Result, SqlError, Warning};
+
+/// The version string Quill presents (MySQL 8 compatible).
+pub const SERVER_VERSION: &str = concat!("8.0.40-quill-", env!("CARGO_PKG_VERSION"));

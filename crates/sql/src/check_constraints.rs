@@ -26,6 +26,7 @@ use quill_storage::Value;
 use sqlparser::ast;
 
 use crate::bind::Binder;
+use crate::catalog::CheckConstraint;
 use crate::catalog::TableMeta;
 use crate::error::{Result, SqlError};
 use crate::expr::RowCtx;
@@ -35,14 +36,6 @@ use crate::query::Env;
 pub const ER_CHECK_CONSTRAINT_VIOLATED: (u16, &str) = (3819, "HY000");
 /// MySQL's error for two CHECK constraints of one table with one name.
 pub const ER_CHECK_CONSTRAINT_DUP_NAME: (u16, &str) = (3822, "HY000");
-
-/// One CHECK constraint of a table.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CheckConstraint {
-    pub name: String,
-    pub expr: ast::Expr,
-    pub enforced: bool,
-}
 
 /// The CHECK constraints a CREATE TABLE declares, on its columns and on the table, in the
 /// order they appear, unnamed ones named `<table>_chk_<n>`.

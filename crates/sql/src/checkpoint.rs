@@ -40,7 +40,8 @@ use quill_storage::checkpoint::{CheckpointPosition, CheckpointWriter, remove_old
 use quill_storage::{ImageBatch, ReadView};
 
 use crate::catalog::{Catalog, SYSTEM_DATABASES};
-use crate::session::{Engine, Session};
+use crate::engine::Engine;
+use crate::session::Session;
 
 /// How often the checkpointer looks at its triggers.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(100);

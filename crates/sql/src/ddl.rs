@@ -13,7 +13,7 @@ use crate::error::{Result, SqlError, Warning, codes};
 use crate::expr::RowCtx;
 use crate::foreign_keys::{self, ForeignKey};
 use crate::query::{self, Env};
-use crate::session::SessionInfo;
+use crate::session_info::SessionInfo;
 use crate::types::{SqlType, WriteContext, coerce_to_column};
 
 fn ident_name(n: &ast::ObjectName) -> String {
@@ -574,7 +574,7 @@ impl TableOptions {
 
 /// The name MySQL gives the next unnamed CHECK constraint of `table`: `<table>_chk_<n>`,
 /// one past the highest such number in use.
-fn next_check_name(table: &str, checks: &[crate::check_constraints::CheckConstraint]) -> String {
+fn next_check_name(table: &str, checks: &[crate::catalog::CheckConstraint]) -> String {
     let prefix = format!("{table}_chk_");
     let highest = checks.iter().filter_map(|c| c.name.strip_prefix(&prefix).and_then(|n| n.parse::<u32>().ok())).max().unwrap_or(0);
     format!("{prefix}{}", highest + 1)
@@ -594,7 +594,7 @@ fn rebuild(
     foreign_keys: Vec<ForeignKey>,
     options: TableOptions,
     (info, warnings): (&SessionInfo, &mut Vec<Warning>),
-    checks: Option<Vec<crate::check_constraints::CheckConstraint>>,
+    checks: Option<Vec<crate::catalog::CheckConstraint>>,
 ) -> Result<()> {
     validate(&columns, &primary, &indexes)?;
     let old = catalog.table(db, name)?;
@@ -754,7 +754,7 @@ pub fn alter_table(
                 if checks.iter().any(|c| c.name.eq_ignore_ascii_case(&name)) {
                     return Err(SqlError::new(crate::check_constraints::ER_CHECK_CONSTRAINT_DUP_NAME, format!("Duplicate check constraint name '{name}'.")));
                 }
-                checks.push(crate::check_constraints::CheckConstraint { name, expr: check.expr.as_ref().clone(), enforced: check.enforced.unwrap_or(true) });
+                checks.push(crate::catalog::CheckConstraint { name, expr: check.expr.as_ref().clone(), enforced: check.enforced.unwrap_or(true) });
             }
             ast::AlterTableOperation::AddConstraint { constraint, .. } => add_constraint(constraint, &mut columns, &mut primary, &mut indexes)?,
             ast::AlterTableOperation::DropForeignKey { name, .. } => drop_key(&mut keys, &name.value)?,

@@ -19,7 +19,7 @@ use crate::expr::{Expr, RowCtx};
 use crate::locking::{self, LockSpec};
 use crate::ops;
 use crate::query::{self, Env, JoinKind, Source, SourceData};
-use crate::session::SessionInfo;
+use crate::session_info::SessionInfo;
 use crate::types::{WriteContext, coerce_to_column};
 use quill_txn::LockMode;
 

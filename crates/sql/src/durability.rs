@@ -32,16 +32,13 @@ use quill_storage::checkpoint::{CheckpointEntry, CheckpointError, CheckpointPosi
 use quill_storage::{ReadView, RowChange, ScanOrder, Value, WrittenRows, decode_log_row, decode_row, log_row};
 
 use crate::catalog::Catalog;
+use crate::engine::Engine;
 use crate::error::{Result, SqlError};
-use crate::session::{Engine, Session};
-use crate::vars::VarSet;
+use crate::session::Session;
+use crate::vars::{self, VarSet};
 
 /// The log's directory inside the data directory.
 pub const LOG_DIR: &str = "log";
-/// MySQL's bounds of `binlog_group_commit_sync_delay` (microseconds) and
-/// `binlog_group_commit_sync_no_delay_count`.
-pub const GROUP_DELAY_US_MAX: u64 = 1_000_000;
-pub const GROUP_NO_DELAY_COUNT_MAX: u64 = 100_000;
 /// MySQL's error when a transaction is too large for its binary log cache.
 pub const ER_TRANS_CACHE_FULL: (u16, &str) = (1197, "HY000");
 
@@ -67,72 +64,70 @@ pub struct OpenReport {
     pub log: Recovered,
 }
 
-impl Engine {
-    /// Opens the engine on `datadir`: loads the newest complete checkpoint, replays the
-    /// commit log after it (an empty data directory starts empty), and attaches the log, so
-    /// commits from now on are durable.
-    ///
-    /// # Errors
-    /// I/O errors, a damaged checkpoint, or a record that cannot be replayed.
-    pub fn open(globals: VarSet, fs: Arc<dyn Fs>, datadir: &Path) -> std::result::Result<(Arc<Engine>, OpenReport), OpenError> {
-        Engine::open_with(globals, fs, datadir, |_| {})
-    }
+/// Opens the engine on `datadir`: loads the newest complete checkpoint, replays the
+/// commit log after it (an empty data directory starts empty), and attaches the log, so
+/// commits from now on are durable.
+///
+/// # Errors
+/// I/O errors, a damaged checkpoint, or a record that cannot be replayed.
+pub fn open(globals: VarSet, fs: Arc<dyn Fs>, datadir: &Path) -> std::result::Result<(Arc<Engine>, OpenReport), OpenError> {
+    open_with(globals, fs, datadir, |_| {})
+}
 
-    /// [`Engine::open`] with the log's configuration, as the variables make it, changed by
-    /// `adjust` first (the crash simulator writes the log inline, `quill_log::WriterMode`).
-    ///
-    /// # Errors
-    /// As [`Engine::open`].
-    pub fn open_with(
-        mut globals: VarSet,
-        fs: Arc<dyn Fs>,
-        datadir: &Path,
-        adjust: impl FnOnce(&mut LogConfig),
-    ) -> std::result::Result<(Arc<Engine>, OpenReport), OpenError> {
-        let mut config = log_config(&globals);
-        adjust(&mut config);
-        fs.create_dir_all(datadir)?;
-        globals.values.insert("server_uuid", crate::server_uuid::load_or_create(fs.as_ref(), datadir)?);
-        let engine = Engine::new(globals);
-        let mut replayer = Replayer::new(Arc::clone(&engine));
-        // A checkpoint a crash interrupted is of no use, and may be holding the space a full
-        // disk needs back.
-        let unfinished = quill_storage::checkpoint::remove_unfinished_checkpoints(fs.as_ref(), datadir)?;
-        if unfinished > 0 {
-            tracing::info!(files = unfinished, "removed unfinished checkpoint files");
-        }
-        let checkpoint = replayer.load_checkpoint(fs.as_ref(), datadir)?;
-        engine.schemas.lock().record(0, &engine.catalog());
-        let start = checkpoint.as_ref().map(|c| quill_log::Start {
-            lsn: c.position.lsn,
-            next_seq: c.position.next_seq,
-            read_from: c.position.read_from,
-            definitions_from: c.definitions_from,
-            stream_commits: c.stream_commits.clone(),
-            check_history: c.version < quill_storage::checkpoint::VERSION_BEHIND_DURABLE_LOG,
-        });
-        let opened = Log::open(fs, &datadir.join(LOG_DIR), config, start, |record| replayer.apply(record));
-        let (log, recovered) = opened.map_err(|e| match (e, &checkpoint) {
-            (OpenError::Io(e), Some(c)) => OpenError::Io(std::io::Error::other(format!("{e} (starting from checkpoint {})", c.path.display()))),
-            (e, _) => e,
-        })?;
-        drop(replayer);
-        if let Some(lost) = &recovered.lost {
-            tracing::error!(
-                log_end = lost.log_end,
-                resumed_at = lost.resumed_at,
-                files = ?lost.files,
-                "the commit log ended before the newest checkpoint's position: the tables are the checkpoint's, the log resumes at its position, \
-                 and the binary log before it is gone (its segments were renamed as listed)"
-            );
-        }
-        if let Some(c) = &checkpoint {
-            engine.status.checkpoint_lsn.store(c.position.lsn, std::sync::atomic::Ordering::Relaxed);
-        }
-        engine.commit_notify.set_floor(log.next_position().0);
-        assert!(engine.log.set(log).is_ok(), "the log is attached once");
-        Ok((engine, OpenReport { checkpoint: checkpoint.map(|c| (c.position.lsn, c.rows)), log: recovered }))
+/// [`open`] with the log's configuration, as the variables make it, changed by
+/// `adjust` first (the crash simulator writes the log inline, `quill_log::WriterMode`).
+///
+/// # Errors
+/// As [`open`].
+pub fn open_with(
+    mut globals: VarSet,
+    fs: Arc<dyn Fs>,
+    datadir: &Path,
+    adjust: impl FnOnce(&mut LogConfig),
+) -> std::result::Result<(Arc<Engine>, OpenReport), OpenError> {
+    let mut config = log_config(&globals);
+    adjust(&mut config);
+    fs.create_dir_all(datadir)?;
+    globals.values.insert("server_uuid", crate::server_uuid::load_or_create(fs.as_ref(), datadir)?);
+    let engine = Engine::new(globals);
+    let mut replayer = Replayer::new(Arc::clone(&engine));
+    // A checkpoint a crash interrupted is of no use, and may be holding the space a full
+    // disk needs back.
+    let unfinished = quill_storage::checkpoint::remove_unfinished_checkpoints(fs.as_ref(), datadir)?;
+    if unfinished > 0 {
+        tracing::info!(files = unfinished, "removed unfinished checkpoint files");
     }
+    let checkpoint = replayer.load_checkpoint(fs.as_ref(), datadir)?;
+    engine.schemas.lock().record(0, &engine.catalog());
+    let start = checkpoint.as_ref().map(|c| quill_log::Start {
+        lsn: c.position.lsn,
+        next_seq: c.position.next_seq,
+        read_from: c.position.read_from,
+        definitions_from: c.definitions_from,
+        stream_commits: c.stream_commits.clone(),
+        check_history: c.version < quill_storage::checkpoint::VERSION_BEHIND_DURABLE_LOG,
+    });
+    let opened = Log::open(fs, &datadir.join(LOG_DIR), config, start, |record| replayer.apply(record));
+    let (log, recovered) = opened.map_err(|e| match (e, &checkpoint) {
+        (OpenError::Io(e), Some(c)) => OpenError::Io(std::io::Error::other(format!("{e} (starting from checkpoint {})", c.path.display()))),
+        (e, _) => e,
+    })?;
+    drop(replayer);
+    if let Some(lost) = &recovered.lost {
+        tracing::error!(
+            log_end = lost.log_end,
+            resumed_at = lost.resumed_at,
+            files = ?lost.files,
+            "the commit log ended before the newest checkpoint's position: the tables are the checkpoint's, the log resumes at its position, \
+             and the binary log before it is gone (its segments were renamed as listed)"
+        );
+    }
+    if let Some(c) = &checkpoint {
+        engine.status.checkpoint_lsn.store(c.position.lsn, std::sync::atomic::Ordering::Relaxed);
+    }
+    engine.commit_notify.set_floor(log.next_position().0);
+    assert!(engine.log.set(log).is_ok(), "the log is attached once");
+    Ok((engine, OpenReport { checkpoint: checkpoint.map(|c| (c.position.lsn, c.rows)), log: recovered }))
 }
 
 #[derive(Debug, Clone)]
@@ -152,8 +147,8 @@ fn log_config(globals: &VarSet) -> LogConfig {
     let int = |name: &str| globals.get(name).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
     LogConfig {
         flush_mode: FlushMode::from_value(u8::try_from(int("innodb_flush_log_at_trx_commit")).unwrap_or(1)).unwrap_or(FlushMode::AtCommit),
-        group_delay: Duration::from_micros(int("binlog_group_commit_sync_delay").min(GROUP_DELAY_US_MAX)),
-        group_no_delay_count: int("binlog_group_commit_sync_no_delay_count").min(GROUP_NO_DELAY_COUNT_MAX),
+        group_delay: Duration::from_micros(int("binlog_group_commit_sync_delay").min(vars::GROUP_DELAY_US_MAX)),
+        group_no_delay_count: int("binlog_group_commit_sync_no_delay_count").min(vars::GROUP_NO_DELAY_COUNT_MAX),
         segment_bytes: globals
             .get("quill_log_segment_bytes")
             .and_then(|v| v.parse().ok())

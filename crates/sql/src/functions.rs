@@ -1211,7 +1211,7 @@ pub const CAST_LENGTH_UNSIZED: u32 = 65_535;
 ///
 /// # Errors
 /// Those of [`cast`].
-pub fn cast_in(v: Value, ty: &SqlType, info: &crate::session::SessionInfo) -> Result<Value> {
+pub fn cast_in(v: Value, ty: &SqlType, info: &crate::session_info::SessionInfo) -> Result<Value> {
     if v.is_null() {
         return Ok(v);
     }

@@ -24,7 +24,7 @@ use std::time::{Instant, SystemTime};
 use quill_txn::locks::{DeadlockRecord, LockInfo};
 
 use crate::catalog::Catalog;
-use crate::session::Engine;
+use crate::engine::Engine;
 
 /// `SHOW ENGINE INNODB STATUS`'s text now; `deadlock` is the last one described.
 #[must_use]

@@ -7,6 +7,7 @@
 
 use quill_storage::{Collation, Value};
 
+use crate::charset::{charset_of, is_default_collation};
 use crate::query::OutColumn;
 use crate::show::{cols, s, text};
 use crate::types::SqlType;
@@ -15,18 +16,6 @@ type Rows = Vec<Vec<Value>>;
 
 /// The collations Quill compares strings with, in `SHOW COLLATION`'s order.
 pub const COLLATIONS: [Collation; 4] = [Collation::Utf8mb4AiCi, Collation::Utf8mb4GeneralCi, Collation::Utf8mb4Bin, Collation::Binary];
-
-/// The character set a collation belongs to.
-#[must_use]
-pub fn charset_of(c: Collation) -> &'static str {
-    if c == Collation::Binary { "binary" } else { "utf8mb4" }
-}
-
-/// Whether `c` is its character set's default.
-#[must_use]
-pub fn is_default(c: Collation) -> bool {
-    matches!(c, Collation::Utf8mb4AiCi | Collation::Binary)
-}
 
 /// `ENGINES`.
 #[must_use]
@@ -69,7 +58,15 @@ pub fn collations() -> (Vec<OutColumn>, Rows) {
         .iter()
         .map(|&c| {
             let pad = if c == Collation::Utf8mb4AiCi { "NO PAD" } else { "PAD SPACE" };
-            vec![s(c.name()), s(charset_of(c)), Value::Int(i64::from(c.id())), s(if is_default(c) { "Yes" } else { "" }), s("Yes"), Value::Int(1), s(pad)]
+            vec![
+                s(c.name()),
+                s(charset_of(c)),
+                Value::Int(i64::from(c.id())),
+                s(if is_default_collation(c) { "Yes" } else { "" }),
+                s("Yes"),
+                Value::Int(1),
+                s(pad),
+            ]
         })
         .collect();
     (c, rows)

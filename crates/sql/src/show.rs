@@ -4,8 +4,9 @@ use quill_storage::{Collation, Value};
 
 use crate::catalog::{Catalog, ColumnDefault, TableMeta};
 use crate::error::{Result, SqlError};
+use crate::ident::quote_identifier as quote;
 use crate::query::{Env, OutColumn, ResultSet};
-use crate::session::SessionInfo;
+use crate::session_info::SessionInfo;
 use crate::types::SqlType;
 
 pub(crate) fn text(len: u32) -> SqlType {
@@ -102,7 +103,7 @@ pub fn show_columns(catalog: &Catalog, info: &SessionInfo, db: &str, table: &str
     let view_columns;
     let t = match catalog.view(db, table) {
         Some(view) => {
-            view_columns = view.as_table(&Env::new(catalog, quill_storage::ReadView::current(0), &[], 0, info))?;
+            view_columns = crate::views::as_table(view, &Env::new(catalog, quill_storage::ReadView::current(0), &[], 0, info))?;
             &view_columns
         }
         None => catalog.table(db, table)?,
@@ -128,10 +129,6 @@ pub fn show_columns(catalog: &Catalog, info: &SessionInfo, db: &str, table: &str
         rows.push(r);
     }
     Ok(ResultSet { columns: cols(&names), rows })
-}
-
-fn quote(name: &str) -> String {
-    format!("`{}`", name.replace('`', "``"))
 }
 
 /// How SHOW CREATE TABLE writes identifiers: always in backquotes (`sql_quote_show_create=1`,
@@ -401,7 +398,7 @@ fn information_schema_rows(env: &Env<'_>, name: &str) -> Result<(Vec<OutColumn>,
             dbs.push(("information_schema".into(), quill_storage::Collation::default()));
             dbs.sort_by(|a, b| a.0.cmp(&b.0));
             let row = |(name, collation): (String, quill_storage::Collation)| {
-                vec![s("def"), s(name), s(crate::schema_server::charset_of(collation)), s(collation.name()), Value::Null]
+                vec![s("def"), s(name), s(crate::charset::charset_of(collation)), s(collation.name()), Value::Null]
             };
             (c, dbs.into_iter().map(row).collect())
         }
@@ -470,7 +467,8 @@ fn information_schema_rows(env: &Env<'_>, name: &str) -> Result<(Vec<OutColumn>,
             let mut rows = Vec::new();
             // A view's columns are those its query has now; a view whose tables are gone
             // has none (MySQL warns of it).
-            let view_tables: Vec<TableMeta> = catalog.databases.values().flat_map(|d| d.views.values()).filter_map(|v| v.as_table(env).ok()).collect();
+            let view_tables: Vec<TableMeta> =
+                catalog.databases.values().flat_map(|d| d.views.values()).filter_map(|v| crate::views::as_table(v, env).ok()).collect();
             for t in tables().map(|t| &**t).chain(&view_tables) {
                 for (i, col) in t.columns.iter().enumerate() {
                     // Characters and bytes: utf8mb4 takes up to four bytes a character; a TEXT
@@ -624,7 +622,7 @@ fn information_schema_rows(env: &Env<'_>, name: &str) -> Result<(Vec<OutColumn>,
 /// `TIME_MS` and `PROGRESS`). `Progress` is the running statement's, in percent with three
 /// decimals: a `LOAD DATA` reports the share of its file read, other statements 0.
 #[must_use]
-pub fn processlist(info: &crate::session::SessionInfo, schema: bool) -> (Vec<OutColumn>, Vec<Vec<Value>>) {
+pub fn processlist(info: &crate::session_info::SessionInfo, schema: bool) -> (Vec<OutColumn>, Vec<Vec<Value>>) {
     let procs = info.engine.processes.lock();
     // Without PROCESS an account sees only its own threads, as in MySQL.
     let everyone = info.has_process();

@@ -30,8 +30,9 @@ use sqlparser::ast::{self, Expr, Ident, ObjectName, ObjectNamePart, SelectItem, 
 
 use crate::catalog::Catalog;
 use crate::error::{Result, SqlError};
-use crate::session::SessionInfo;
-use crate::views::{VIEW_NESTING_MAX, ViewMeta};
+use crate::session_info::SessionInfo;
+use crate::view_meta::ViewMeta;
+use crate::views::VIEW_NESTING_MAX;
 
 /// Aggregate functions: a view selecting one is not updatable.
 const AGGREGATES: &[&str] =

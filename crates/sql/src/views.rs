@@ -28,97 +28,61 @@ use sqlparser::ast::{self, TableFactor, Visit, VisitMut, Visitor, VisitorMut};
 
 use crate::catalog::{Catalog, Column, ColumnDefault, TableMeta};
 use crate::error::{Result, SqlError, Warning, codes};
+use crate::ident::quote_identifier as quote;
 use crate::query::{self, Env};
-use crate::session::SessionInfo;
+use crate::session_info::SessionInfo;
+use crate::view_meta::ViewMeta;
 
 /// Views nested in views, at most: deeper is error 1462 (MySQL's limit is its stack).
 pub const VIEW_NESTING_MAX: usize = 64;
 
-/// A view: its name, what its query is, and how it was declared.
-#[derive(Debug, Clone)]
-pub struct ViewMeta {
-    pub db: String,
-    pub name: String,
-    /// The view's column list, when it was given one.
-    pub columns: Vec<String>,
-    /// The query, its table names qualified.
-    pub query: ast::Query,
-    /// `UNDEFINED`, `MERGE` or `TEMPTABLE` (kept and shown; Quill materializes each read).
-    pub algorithm: &'static str,
-    /// `user`@`host`, quoted as SHOW CREATE VIEW shows it.
-    pub definer: String,
-    /// `DEFINER` or `INVOKER` (kept and shown; see the module doc).
-    pub security: &'static str,
+/// The view's query, planned for `env`, with the view's column names: what a reader
+/// of the view gets.
+///
+/// # Errors
+/// The query's planning errors (a table dropped since, say: 1356 as MySQL words it).
+pub fn plan(view: &ViewMeta, env: &Env<'_>) -> Result<query::SelectPlan> {
+    if env.view_depth() >= VIEW_NESTING_MAX {
+        return Err(recursion(&view.db, &view.name));
+    }
+    let inner = env.inside_view();
+    let (mut plan, _) = query::plan_query(&inner, &view.query, &[]).map_err(|e| match e.code {
+        1146 | 1054 | 1356 => invalid(&view.db, &view.name),
+        _ => e,
+    })?;
+    if !view.columns.is_empty() {
+        if view.columns.len() != plan.columns.len() {
+            return Err(invalid(&view.db, &view.name));
+        }
+        for (c, name) in plan.columns.iter_mut().zip(&view.columns) {
+            c.name.clone_from(name);
+        }
+    }
+    Ok(plan)
 }
 
-impl ViewMeta {
-    /// The statement that makes the view again, as SHOW CREATE VIEW gives it.
-    #[must_use]
-    pub fn definition(&self) -> String {
-        let columns =
-            if self.columns.is_empty() { String::new() } else { format!(" ({})", self.columns.iter().map(|c| quote(c)).collect::<Vec<_>>().join(",")) };
-        format!(
-            "CREATE ALGORITHM={} DEFINER={} SQL SECURITY {} VIEW {}{columns} AS {}",
-            self.algorithm,
-            self.definer,
-            self.security,
-            quote(&self.name),
-            self.query
-        )
-    }
-
-    /// The view's query, planned for `env`, with the view's column names: what a reader
-    /// of the view gets.
-    ///
-    /// # Errors
-    /// The query's planning errors (a table dropped since, say: 1356 as MySQL words it).
-    pub fn plan(&self, env: &Env<'_>) -> Result<query::SelectPlan> {
-        if env.view_depth() >= VIEW_NESTING_MAX {
-            return Err(recursion(&self.db, &self.name));
-        }
-        let inner = env.inside_view();
-        let (mut plan, _) = query::plan_query(&inner, &self.query, &[]).map_err(|e| match e.code {
-            1146 | 1054 | 1356 => invalid(&self.db, &self.name),
-            _ => e,
-        })?;
-        if !self.columns.is_empty() {
-            if self.columns.len() != plan.columns.len() {
-                return Err(invalid(&self.db, &self.name));
-            }
-            for (c, name) in plan.columns.iter_mut().zip(&self.columns) {
-                c.name.clone_from(name);
-            }
-        }
-        Ok(plan)
-    }
-
-    /// The view's columns as a table's, for SHOW COLUMNS and information_schema.COLUMNS:
-    /// names and types from its planned query, nullable unless the query says otherwise.
-    ///
-    /// # Errors
-    /// As [`ViewMeta::plan`].
-    pub fn as_table(&self, env: &Env<'_>) -> Result<TableMeta> {
-        let plan = self.plan(env)?;
-        let columns = plan
-            .columns
-            .iter()
-            .map(|c| Column {
-                name: c.name.clone(),
-                ty: c.ty.clone(),
-                nullable: c.flags & query::flags::NOT_NULL == 0,
-                default: ColumnDefault::Value(quill_storage::Value::Null),
-                auto_increment: false,
-                on_update_current_timestamp: false,
-                comment: String::new(),
-                generated: None,
-            })
-            .collect();
-        Ok(TableMeta::new(0, &self.db, &self.name, columns, Vec::new(), Vec::new(), quill_storage::Collation::default()))
-    }
-}
-
-fn quote(name: &str) -> String {
-    format!("`{}`", name.replace('`', "``"))
+/// The view's columns as a table's, for SHOW COLUMNS and information_schema.COLUMNS:
+/// names and types from its planned query, nullable unless the query says otherwise.
+///
+/// # Errors
+/// As [`plan`].
+pub fn as_table(view: &ViewMeta, env: &Env<'_>) -> Result<TableMeta> {
+    let plan = plan(view, env)?;
+    let columns = plan
+        .columns
+        .iter()
+        .map(|c| Column {
+            name: c.name.clone(),
+            ty: c.ty.clone(),
+            nullable: c.flags & query::flags::NOT_NULL == 0,
+            default: ColumnDefault::Value(quill_storage::Value::Null),
+            auto_increment: false,
+            on_update_current_timestamp: false,
+            comment: String::new(),
+            generated: None,
+        })
+        .collect();
+    Ok(TableMeta::new(0, &view.db, &view.name, columns, Vec::new(), Vec::new(), quill_storage::Collation::default()))
 }
 
 /// 1356: a view whose tables or columns are gone.

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::Mutex;
 use quill_io::{Fs, SimFs};
+use quill_sql::durability;
 use quill_sql::session::Outcome;
 use quill_sql::vars::VarSet;
 use quill_sql::{Engine, Session};
@@ -29,7 +30,7 @@ fn settings() -> VarSet {
 }
 
 fn open(fs: &SimFs) -> Arc<Engine> {
-    Engine::open(settings(), Arc::new(fs.clone()), &datadir()).expect("open engine").0
+    durability::open(settings(), Arc::new(fs.clone()), &datadir()).expect("open engine").0
 }
 
 async fn run(session: &mut Session, sql: &str) -> Vec<Vec<Value>> {
@@ -150,7 +151,8 @@ fn crash_once(seed: u64) {
     for t in tasks {
         runtime.block_on(t).unwrap();
     }
-    let recovered = Engine::open(settings(), Arc::new(after.clone()), &datadir()).unwrap_or_else(|e| panic!("seed {seed}: reopen failed: {e} ({report:?})"));
+    let recovered =
+        durability::open(settings(), Arc::new(after.clone()), &datadir()).unwrap_or_else(|e| panic!("seed {seed}: reopen failed: {e} ({report:?})"));
     runtime.block_on(check(&recovered.0, &acknowledged_then, seed));
     if seed % 2 == 1 {
         assert!(recovered.1.checkpoint.is_some(), "seed {seed}: recovery started from the checkpoint");
@@ -200,7 +202,7 @@ fn a_checkpoint_round_trips_every_column_kind_and_definition() {
     assert_eq!(report.rows, 4);
     drop(s);
     // Everything before the checkpoint now comes from it; the log after it is empty.
-    let reopened = Engine::open(settings(), Arc::new(fs.crash(1).0), &datadir()).expect("reopen").0;
+    let reopened = durability::open(settings(), Arc::new(fs.crash(1).0), &datadir()).expect("reopen").0;
     let mut s = Session::new(reopened, 1, "root", "127.0.0.1");
     let after = runtime.block_on(async {
         run(&mut s, "USE kinds").await;
@@ -257,7 +259,7 @@ fn ddl_replays_as_it_ran() {
     let (id, _, _) = s.prepare("CREATE TABLE p AS SELECT ? AS a").unwrap();
     assert!(runtime.block_on(s.execute_prepared(id, vec![Value::Int(1)])).is_err());
     drop(s);
-    let reopened = Engine::open(settings(), Arc::new(fs.crash(3).0), &datadir()).expect("reopen").0;
+    let reopened = durability::open(settings(), Arc::new(fs.crash(3).0), &datadir()).expect("reopen").0;
     let mut s = Session::new(reopened, 1, "root", "127.0.0.1");
     let after = runtime.block_on(async {
         run(&mut s, "USE d").await;
@@ -342,7 +344,7 @@ fn the_log_records_each_rows_kind_and_the_image_it_replaced() {
         &("CREATE TABLE u (id INT PRIMARY KEY)".to_owned(), Some(quill_log::DdlContext { sql_mode: "STRICT_ALL_TABLES".into(), time_zone: "+05:00".into() }))
     );
     // And it replays in it.
-    let reopened = Engine::open(settings(), Arc::new(fs.clone()), &datadir()).expect("reopen").0;
+    let reopened = durability::open(settings(), Arc::new(fs.clone()), &datadir()).expect("reopen").0;
     let mut s = Session::new(reopened, 1, "root", "127.0.0.1");
     assert_eq!(runtime.block_on(run(&mut s, "SELECT COUNT(*) FROM d.u")), vec![vec![Value::Int(0)]]);
     assert_eq!(
@@ -367,7 +369,7 @@ fn a_damaged_checkpoint_falls_back_to_the_older_one_or_is_refused_by_name() {
     // Segments stay after a checkpoint (none expires), so the log reaches back to the older one.
     let mut vars = settings();
     vars.values.insert("binlog_expire_logs_seconds", "0".into());
-    let engine = Engine::open(vars.clone(), Arc::clone(&fs_dyn), &datadir()).expect("open").0;
+    let engine = durability::open(vars.clone(), Arc::clone(&fs_dyn), &datadir()).expect("open").0;
     let mut s = Session::new(Arc::clone(&engine), 1, "root", "127.0.0.1");
     runtime.block_on(async {
         for sql in ["CREATE DATABASE d", "CREATE TABLE d.t (id INT PRIMARY KEY)", "INSERT INTO d.t VALUES (1)"] {
@@ -386,7 +388,7 @@ fn a_damaged_checkpoint_falls_back_to_the_older_one_or_is_refused_by_name() {
     let mut damaged = fs.contents(&newer.path).unwrap();
     damaged[60] ^= 0xff;
     restore_into(&fs, &newer.path, &damaged);
-    let (reopened, report) = Engine::open(vars.clone(), Arc::new(fs.clone()), &datadir()).expect("opens from the older checkpoint");
+    let (reopened, report) = durability::open(vars.clone(), Arc::new(fs.clone()), &datadir()).expect("opens from the older checkpoint");
     assert_eq!(report.checkpoint.map(|c| c.0), Some(older.lsn));
     let mut damaged_name = newer.path.clone().into_os_string();
     damaged_name.push(".damaged");
@@ -415,7 +417,7 @@ fn a_damaged_checkpoint_falls_back_to_the_older_one_or_is_refused_by_name() {
     bytes[60] ^= 0xff;
     restore_into(&fs, &only.path, &bytes);
     assert!(!fs.exists(&datadir().join("log").join("00000000000000000000.qlog")), "the checkpoint removed the first segment");
-    let refused = Engine::open(settings(), Arc::new(fs.clone()), &datadir()).err().expect("refused").to_string();
+    let refused = durability::open(settings(), Arc::new(fs.clone()), &datadir()).err().expect("refused").to_string();
     assert!(refused.contains("/quill/log") && refused.contains(".qlog") && refused.contains("checkpoint"), "{refused}");
 }
 

@@ -12,6 +12,7 @@ use mysql_common::binlog::value::BinlogValue;
 use quill_io::SimFs;
 use quill_log::{Change, Record};
 use quill_protocol::binlog::{EventHeader, event_at, event_type, format_description_body};
+use quill_sql::durability;
 use quill_sql::session::Outcome;
 use quill_sql::{Engine, Session};
 
@@ -27,7 +28,7 @@ fn datadir() -> PathBuf {
 /// committed transactions of its log.
 fn run(statements: &[&str]) -> (Arc<Engine>, Vec<Record>) {
     let fs = SimFs::new();
-    let engine = Engine::open(quill_sql::vars::VarSet::defaults(), Arc::new(fs.clone()), &datadir()).expect("open").0;
+    let engine = durability::open(quill_sql::vars::VarSet::defaults(), Arc::new(fs.clone()), &datadir()).expect("open").0;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let mut s = Session::new(Arc::clone(&engine), 1, "root", "127.0.0.1");
     runtime.block_on(async {

@@ -29,8 +29,8 @@ use quill_protocol::response;
 use quill_protocol::{PacketDecoder, PacketWriter};
 use quill_replication::binlog::{Dump, Head, Origin, events, file_name, file_start};
 use quill_replication::semisync::{AckSlot, FLAG_ACK, HEADER_MAGIC, SemiSync, parse_ack};
+use quill_sql::engine::BinaryLog;
 use quill_sql::error::SqlError;
-use quill_sql::session::BinaryLog;
 use quill_sql::{Engine, Session};
 use quill_storage::Value;
 

@@ -32,7 +32,7 @@ use crate::error::Result;
 use crate::locking::LockSpec;
 use crate::ops;
 use crate::query::{self, Env};
-use crate::session::SessionInfo;
+use crate::session_info::SessionInfo;
 use crate::types::SqlType;
 
 /// A source row as it reaches the target table.

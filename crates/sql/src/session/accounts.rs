@@ -19,41 +19,6 @@ use crate::query::ResultSet;
 use crate::show::{cols, s, text};
 use crate::text::LexOptions;
 
-/// The ACL of a server whose grant tables do not exist yet: `root`@`localhost`, every
-/// privilege, no password (as `mysqld --initialize-insecure` leaves it).
-#[must_use]
-pub fn initial_acl() -> Acl {
-    Acl::new(vec![first_account()], Vec::new())
-}
-
-fn first_account() -> Account {
-    Account {
-        user: "root".into(),
-        host: "localhost".into(),
-        plugin: accounts::CACHING_SHA2_PASSWORD.into(),
-        auth_string: String::new(),
-        locked: false,
-        require_ssl: false,
-        global: accounts::ALL_GLOBAL | accounts::GRANT_OPTION,
-        password: accounts::PasswordExpiry::default(),
-    }
-}
-
-impl crate::session::Engine {
-    /// Reloads the ACL from the grant tables (the initial one while they do not exist): at
-    /// start-up, after an account statement and at FLUSH PRIVILEGES.
-    pub fn reload_acl(&self) {
-        let catalog = self.catalog();
-        // No account yet (the tables not made, or their first write failed): the first one.
-        let acl = match catalog.table(grant_tables::DB, grant_tables::USER) {
-            Ok(t) if t.data.statistics().rows > 0 => grant_tables::load(&catalog),
-            _ => initial_acl(),
-        };
-        self.sha2_cache.retain(&acl);
-        *self.acl.write() = Arc::new(acl);
-    }
-}
-
 impl Session {
     /// After COM_CHANGE_USER: the session is `user`@`host` (an account's host pattern) from now on.
     pub fn change_account(&mut self, user: &str, host: &str) {
@@ -371,7 +336,7 @@ impl Session {
         let mut all = Vec::with_capacity(statements.len() + 3);
         all.push("START TRANSACTION READ WRITE".to_owned());
         if empty {
-            all.push(grant_tables::insert_account(&first_account()));
+            all.push(grant_tables::insert_account(&grant_tables::first_account()));
         }
         all.extend(statements);
         all.push("COMMIT".to_owned());

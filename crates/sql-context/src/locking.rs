@@ -20,7 +20,7 @@ use std::ops::Bound;
 use quill_storage::{Handler, Timestamp, TxnId};
 use quill_txn::{Acquire, LockManager, LockMode, WaitPolicy};
 
-use crate::error::{Result, SqlError, codes};
+use quill_sql_types::error::{Result, SqlError, codes};
 
 /// A range a locking scan read, on index `index` (0: the primary key, `i + 1`: secondary
 /// index `i`), bounds as for the table's scans.

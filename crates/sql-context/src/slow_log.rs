@@ -90,7 +90,7 @@ fn push_literal(out: &mut String, v: Option<&quill_storage::Value>) {
     use quill_storage::Value;
     match v {
         Some(Value::Null) => out.push_str("NULL"),
-        Some(v @ (Value::Int(_) | Value::UInt(_) | Value::Double(_) | Value::Decimal(_))) => out.push_str(&crate::ops::to_string_lossy(v)),
+        Some(v @ (Value::Int(_) | Value::UInt(_) | Value::Double(_) | Value::Decimal(_))) => out.push_str(&quill_sql_types::ops::to_string_lossy(v)),
         Some(Value::Bytes(b)) => {
             out.push_str("X'");
             for byte in b {
@@ -100,7 +100,7 @@ fn push_literal(out: &mut String, v: Option<&quill_storage::Value>) {
         }
         Some(v) => {
             out.push('\'');
-            out.push_str(&crate::ops::to_string_lossy(v).replace('\\', "\\\\").replace('\'', "\\'"));
+            out.push_str(&quill_sql_types::ops::to_string_lossy(v).replace('\\', "\\\\").replace('\'', "\\'"));
             out.push('\'');
         }
         None => out.push('?'),

@@ -24,7 +24,7 @@ use std::mem::size_of_val;
 
 use quill_storage::Value;
 
-use crate::error::{Result, SqlError, codes};
+use quill_sql_types::error::{Result, SqlError, codes};
 
 /// The bytes a row kept by the executor takes, estimated: the values themselves plus the
 /// heap their strings, bytes and decimals own, plus the row's own allocation.

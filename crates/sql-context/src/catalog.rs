@@ -15,9 +15,17 @@ use std::sync::Arc;
 
 use quill_storage::{Collation, Handler, IndexDef, Value};
 
-use crate::error::{Result, SqlError, codes};
-use crate::types::SqlType;
-use crate::views::ViewMeta;
+use crate::view_meta::ViewMeta;
+use quill_sql_types::error::{Result, SqlError, codes};
+use quill_sql_types::types::SqlType;
+
+/// One CHECK constraint of a table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckConstraint {
+    pub name: String,
+    pub expr: sqlparser::ast::Expr,
+    pub enforced: bool,
+}
 
 /// What a column holds when an INSERT does not name it.
 #[derive(Debug, Clone, PartialEq)]
@@ -82,7 +90,7 @@ pub struct TableMeta {
     /// The table's foreign keys, as a child (`foreign_keys`).
     pub foreign_keys: Vec<crate::foreign_keys::ForeignKey>,
     /// The table's CHECK constraints (`check_constraints`).
-    pub checks: Vec<crate::check_constraints::CheckConstraint>,
+    pub checks: Vec<CheckConstraint>,
     /// The table's rows, reached only through the handler API. Shared by the metadata of
     /// the same table under another name (RENAME TABLE keeps its rows where they are).
     pub data: Arc<dyn Handler>,

@@ -103,6 +103,12 @@ impl SchemaHistory {
             !(versions.len() == 1 && versions[0].1.is_none())
         });
     }
+
+    /// How many definitions of `db`.`name` are kept (0 once a dropped table is forgotten).
+    #[must_use]
+    pub fn versions(&self, db: &str, name: &str) -> usize {
+        self.tables.get(&(db.to_owned(), name.to_owned())).map_or(0, Vec::len)
+    }
 }
 
 /// Adds a version, replacing one recorded at the same LSN (a record's DDL recorded twice).
@@ -111,49 +117,4 @@ fn push(versions: &mut Versions, lsn: u64, def: Option<Arc<TableDef>>) {
         versions.pop();
     }
     versions.push((lsn, def));
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::session::{Engine, Session};
-    use crate::vars::VarSet;
-
-    fn run(session: &mut Session, sql: &str) {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        let result = rt.block_on(session.run(sql)).pop().expect("one result");
-        if let Err(e) = result {
-            panic!("{sql}: {e}");
-        }
-    }
-
-    #[test]
-    fn each_table_reads_as_it_was_at_each_point_and_drops_end_it() {
-        let engine = Engine::new(VarSet::defaults());
-        let mut session = Session::new(std::sync::Arc::clone(&engine), 1, "root", "localhost");
-        let mut history = SchemaHistory::default();
-        run(&mut session, "CREATE DATABASE d");
-        run(&mut session, "CREATE TABLE d.t (id INT PRIMARY KEY, a INT)");
-        history.record(10, &engine.catalog());
-        run(&mut session, "CREATE TABLE d.u (id INT PRIMARY KEY)");
-        history.record(20, &engine.catalog());
-        run(&mut session, "ALTER TABLE d.t ADD COLUMN b VARCHAR(10)");
-        history.record(30, &engine.catalog());
-        run(&mut session, "DROP TABLE d.t");
-        history.record(40, &engine.catalog());
-
-        let columns = |history: &SchemaHistory, lsn| history.table_at("d", "t", lsn).map(|t| t.columns.iter().map(|c| c.name.clone()).collect::<Vec<_>>());
-        assert_eq!(columns(&history, 5), None, "before its CREATE");
-        assert_eq!(columns(&history, 10), Some(vec!["id".into(), "a".into()]));
-        assert_eq!(columns(&history, 25), Some(vec!["id".into(), "a".into()]), "u's CREATE does not touch t");
-        assert_eq!(columns(&history, 30), Some(vec!["id".into(), "a".into(), "b".into()]));
-        assert_eq!(columns(&history, 45), None, "dropped");
-        assert_eq!(history.tables[&("d".into(), "t".into())].len(), 3, "t: created, altered, dropped");
-
-        history.forget_before(35);
-        assert_eq!(columns(&history, 35), Some(vec!["id".into(), "a".into(), "b".into()]), "the version in force at 35 stays");
-        history.forget_before(45);
-        assert!(!history.tables.contains_key(&("d".into(), "t".into())), "a table dropped before the point is forgotten");
-        assert!(history.table_at("d", "u", 100).is_some());
-    }
 }

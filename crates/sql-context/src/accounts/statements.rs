@@ -13,7 +13,7 @@
 //! Where it sits: `accounts`, called by the session's recogniser.
 
 use super::{Privs, privilege_named};
-use crate::error::{Result, SqlError};
+use quill_sql_types::error::{Result, SqlError};
 
 /// An account as a statement names it.
 #[derive(Debug, Clone, PartialEq)]
@@ -354,7 +354,7 @@ impl Parser<'_> {
         if let Some(Token::Word(w)) = self.tokens.get(self.at)
             && let Some(hex) = w.strip_prefix("0x").or_else(|| w.strip_prefix("0X"))
         {
-            let text = crate::charset::hex_decode(hex).and_then(|b| String::from_utf8(b).ok()).ok_or_else(|| self.error())?;
+            let text = quill_sql_types::charset::hex_decode(hex).and_then(|b| String::from_utf8(b).ok()).ok_or_else(|| self.error())?;
             self.at += 1;
             return Ok(text);
         }

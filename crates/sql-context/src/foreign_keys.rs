@@ -23,8 +23,8 @@ use quill_storage::Value;
 use sqlparser::ast;
 
 use crate::catalog::{Catalog, Column, IndexMeta, TableMeta};
-use crate::error::{Result, SqlError};
-use crate::types::SqlType;
+use quill_sql_types::error::{Result, SqlError};
+use quill_sql_types::types::SqlType;
 
 /// What happens to child rows when their parent row is deleted or its key changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -144,7 +144,7 @@ pub fn hash_password(plugin: &str, password: &str) -> String {
     }
     if plugin == MYSQL_NATIVE_PASSWORD {
         let stage2 = sha1::Sha1::digest(sha1::Sha1::digest(password.as_bytes()));
-        format!("*{}", crate::charset::hex_upper(&stage2))
+        format!("*{}", quill_sql_types::charset::hex_upper(&stage2))
     } else {
         sha256_crypt::hash(password.as_bytes())
     }
@@ -169,7 +169,7 @@ pub fn legacy_sha2_secret(hash: &str) -> Option<Sha2Secret> {
 
 /// `N` bytes written as `2 * N` hex digits.
 fn hex_bytes<const N: usize>(hex: &str) -> Option<[u8; N]> {
-    crate::charset::hex_decode(hex)?.try_into().ok()
+    quill_sql_types::charset::hex_decode(hex)?.try_into().ok()
 }
 
 /// Whether `password`, sent in clear in a `caching_sha2_password` full authentication, is

@@ -13,7 +13,7 @@
 
 use quill_storage::Value;
 
-use crate::error::{Result, SqlError};
+use quill_sql_types::error::{Result, SqlError};
 
 /// The table where a replica keeps the GTIDs it applied (MySQL's): one row per GTID or
 /// interval, `(source_uuid, interval_start, interval_end)`, keyed by the first two.
@@ -107,82 +107,6 @@ pub struct WorkerStatus {
     pub last_error: Option<(u32, String, u64)>,
     pub last_applied: Option<AppliedTransaction>,
     pub applying: Option<AppliedTransaction>,
-}
-
-/// `performance_schema.replication_applier_status_by_worker`, with MySQL 8's columns: one
-/// row per worker of the (one, unnamed) channel; none on a server that is not a replica.
-/// Timestamps are shown in the session's time zone, as MySQL's TIMESTAMP(6) columns; one not
-/// yet reached is `0000-00-00 00:00:00.000000` in MySQL and NULL here.
-#[must_use]
-pub fn applier_status_by_worker(info: &crate::session::SessionInfo) -> (Vec<crate::query::OutColumn>, Vec<Vec<Value>>) {
-    use crate::show::{cols, s, text};
-    use crate::types::SqlType;
-    let ts = SqlType::Timestamp(6);
-    let names: [(&str, SqlType); 24] = [
-        ("CHANNEL_NAME", text(64)),
-        ("WORKER_ID", SqlType::bigint()),
-        ("THREAD_ID", SqlType::bigint()),
-        ("SERVICE_STATE", text(3)),
-        ("LAST_ERROR_NUMBER", SqlType::bigint()),
-        ("LAST_ERROR_MESSAGE", text(1024)),
-        ("LAST_ERROR_TIMESTAMP", ts.clone()),
-        ("LAST_APPLIED_TRANSACTION", text(57)),
-        ("LAST_APPLIED_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP", ts.clone()),
-        ("LAST_APPLIED_TRANSACTION_IMMEDIATE_COMMIT_TIMESTAMP", ts.clone()),
-        ("LAST_APPLIED_TRANSACTION_START_APPLY_TIMESTAMP", ts.clone()),
-        ("LAST_APPLIED_TRANSACTION_END_APPLY_TIMESTAMP", ts.clone()),
-        ("APPLYING_TRANSACTION", text(57)),
-        ("APPLYING_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP", ts.clone()),
-        ("APPLYING_TRANSACTION_IMMEDIATE_COMMIT_TIMESTAMP", ts.clone()),
-        ("APPLYING_TRANSACTION_START_APPLY_TIMESTAMP", ts.clone()),
-        ("LAST_APPLIED_TRANSACTION_RETRIES_COUNT", SqlType::bigint()),
-        ("LAST_APPLIED_TRANSACTION_LAST_TRANSIENT_ERROR_NUMBER", SqlType::bigint()),
-        ("LAST_APPLIED_TRANSACTION_LAST_TRANSIENT_ERROR_MESSAGE", text(1024)),
-        ("LAST_APPLIED_TRANSACTION_LAST_TRANSIENT_ERROR_TIMESTAMP", ts.clone()),
-        ("APPLYING_TRANSACTION_RETRIES_COUNT", SqlType::bigint()),
-        ("APPLYING_TRANSACTION_LAST_TRANSIENT_ERROR_NUMBER", SqlType::bigint()),
-        ("APPLYING_TRANSACTION_LAST_TRANSIENT_ERROR_MESSAGE", text(1024)),
-        ("APPLYING_TRANSACTION_LAST_TRANSIENT_ERROR_TIMESTAMP", ts),
-    ];
-    let columns = cols(&names);
-    let offset_us = info.utc_offset_secs() * 1_000_000;
-    let time = |us: u64| if us == 0 { Value::Null } else { Value::DateTime(i64::try_from(us).unwrap_or(i64::MAX) + offset_us) };
-    let workers = info.engine.replica.get().map(|r| r.workers()).unwrap_or_default();
-    let rows = workers
-        .into_iter()
-        .map(|w| {
-            let applied = w.last_applied.unwrap_or_default();
-            let applying = w.applying.unwrap_or_default();
-            let (errno, message, at) = w.last_error.unwrap_or_default();
-            vec![
-                s(""),
-                Value::UInt(w.worker_id),
-                Value::Null,
-                s(if w.running { "ON" } else { "OFF" }),
-                Value::UInt(u64::from(errno)),
-                s(&message),
-                time(at),
-                s(&applied.gtid),
-                time(applied.original_commit_us),
-                time(applied.immediate_commit_us),
-                time(applied.start_apply_us),
-                time(applied.end_apply_us),
-                s(&applying.gtid),
-                time(applying.original_commit_us),
-                time(applying.immediate_commit_us),
-                time(applying.start_apply_us),
-                Value::UInt(0),
-                Value::UInt(0),
-                s(""),
-                Value::Null,
-                Value::UInt(0),
-                Value::UInt(0),
-                s(""),
-                Value::Null,
-            ]
-        })
-        .collect();
-    (columns, rows)
 }
 
 /// What a replica statement asks, once parsed.

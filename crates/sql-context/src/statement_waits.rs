@@ -21,7 +21,7 @@ use std::time::Instant;
 
 use quill_storage::Value;
 
-use crate::error::{Result, SqlError};
+use quill_sql_types::error::{Result, SqlError};
 
 /// What a statement stopped to wait for.
 #[derive(Debug)]

@@ -7,11 +7,13 @@
 //! Where it sits: `accounts`, used at start-up (`Session::bootstrap_accounts`), after each
 //! account statement and at `FLUSH PRIVILEGES`.
 
+use std::sync::Arc;
+
 use quill_storage::{ReadView, Value};
 
 use super::{Account, Acl, GRANT_OPTION, Grant, PRIVILEGES, Privs};
 use crate::catalog::{Catalog, TableMeta};
-use crate::ops;
+use quill_sql_types::ops;
 
 pub const DB: &str = "mysql";
 pub const USER: &str = "user";
@@ -245,4 +247,41 @@ pub fn load(catalog: &Catalog) -> Acl {
         }
     }
     Acl::new(accounts, grants)
+}
+
+/// The ACL of a server whose grant tables do not exist yet: `root`@`localhost`, every
+/// privilege, no password (as `mysqld --initialize-insecure` leaves it).
+#[must_use]
+pub fn initial_acl() -> Acl {
+    Acl::new(vec![first_account()], Vec::new())
+}
+
+/// The one account of a server whose grant tables do not exist yet: `root`@`localhost`.
+#[must_use]
+pub fn first_account() -> Account {
+    Account {
+        user: "root".into(),
+        host: "localhost".into(),
+        plugin: super::CACHING_SHA2_PASSWORD.into(),
+        auth_string: String::new(),
+        locked: false,
+        require_ssl: false,
+        global: super::ALL_GLOBAL | super::GRANT_OPTION,
+        password: super::PasswordExpiry::default(),
+    }
+}
+
+impl crate::engine::Engine {
+    /// Reloads the ACL from the grant tables (the initial one while they do not exist): at
+    /// start-up, after an account statement and at FLUSH PRIVILEGES.
+    pub fn reload_acl(&self) {
+        let catalog = self.catalog();
+        // No account yet (the tables not made, or their first write failed): the first one.
+        let acl = match catalog.table(DB, USER) {
+            Ok(t) if t.data.statistics().rows > 0 => load(&catalog),
+            _ => initial_acl(),
+        };
+        self.sha2_cache.retain(&acl);
+        *self.acl.write() = Arc::new(acl);
+    }
 }

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 use quill_storage::Value;
 
-use crate::error::{Result, SqlError, Warning, codes};
+use quill_sql_types::error::{Result, SqlError, Warning, codes};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope {
@@ -33,6 +33,11 @@ pub enum Effect {
     /// Cannot be set at run time.
     ReadOnly,
 }
+
+/// MySQL's bounds of `binlog_group_commit_sync_delay` (microseconds) and
+/// `binlog_group_commit_sync_no_delay_count`.
+pub const GROUP_DELAY_US_MAX: u64 = 1_000_000;
+pub const GROUP_NO_DELAY_COUNT_MAX: u64 = 100_000;
 
 /// The range of a number variable: values are clamped to `min..=max` and rounded down to
 /// a multiple of `block`.
@@ -101,8 +106,8 @@ pub const VARIABLES: &[VarDef] = &[
     v("binlog_expire_logs_seconds", Global, int(0, 4_294_967_295), Live, "2592000"),
     // Replication is row-based only: the commit log holds row images.
     v("binlog_format", Both, Str, ReadOnly, "ROW"),
-    v("binlog_group_commit_sync_delay", Global, int(0, crate::durability::GROUP_DELAY_US_MAX), Live, "0"),
-    v("binlog_group_commit_sync_no_delay_count", Global, int(0, crate::durability::GROUP_NO_DELAY_COUNT_MAX), Live, "0"),
+    v("binlog_group_commit_sync_delay", Global, int(0, GROUP_DELAY_US_MAX), Live, "0"),
+    v("binlog_group_commit_sync_no_delay_count", Global, int(0, GROUP_NO_DELAY_COUNT_MAX), Live, "0"),
     // TABLE_MAP events always carry MySQL 8's full optional metadata (column names, the
     // primary key, signedness and collations).
     v("binlog_row_metadata", Global, Str, ReadOnly, "FULL"),
@@ -267,7 +272,7 @@ pub const VARIABLES: &[VarDef] = &[
     v("tx_isolation", Both, Str, Live, "REPEATABLE-READ"),
     v("tx_read_only", Both, Bool, Live, "OFF"),
     v("unique_checks", Both, Bool, Inert, "ON"),
-    v("version", Global, Str, ReadOnly, crate::SERVER_VERSION),
+    v("version", Global, Str, ReadOnly, quill_sql_types::SERVER_VERSION),
     v("version_comment", Global, Str, ReadOnly, "Quill (MySQL-compatible)"),
     v("version_compile_machine", Global, Str, ReadOnly, "x86_64"),
     v("version_compile_os", Global, Str, ReadOnly, "Linux"),
@@ -377,8 +382,12 @@ pub struct Normalised {
 /// 1231 for a value the variable does not take, 1232 for a wrong type, 1115 for an
 /// unknown character set, 1273 for an unknown collation.
 pub fn normalise(def: &VarDef, v: &Value) -> Result<Normalised> {
-    let wrong =
-        || SqlError::new(codes::ER_WRONG_VALUE_FOR_VAR, format!("Variable '{}' can't be set to the value of '{}'", def.name, crate::ops::to_string_lossy(v)));
+    let wrong = || {
+        SqlError::new(
+            codes::ER_WRONG_VALUE_FOR_VAR,
+            format!("Variable '{}' can't be set to the value of '{}'", def.name, quill_sql_types::ops::to_string_lossy(v)),
+        )
+    };
     let plain = |value: String| Ok(Normalised { value, warning: None });
     match def.kind {
         Kind::Bool => match v {
@@ -406,7 +415,7 @@ pub fn normalise(def: &VarDef, v: &Value) -> Result<Normalised> {
         }
         Kind::Seconds => {
             let seconds = match v {
-                Value::Int(_) | Value::UInt(_) | Value::Double(_) | Value::Decimal(_) => crate::ops::to_f64(v),
+                Value::Int(_) | Value::UInt(_) | Value::Double(_) | Value::Decimal(_) => quill_sql_types::ops::to_f64(v),
                 Value::Str(text) => text
                     .trim()
                     .parse::<f64>()
@@ -428,13 +437,13 @@ pub fn normalise(def: &VarDef, v: &Value) -> Result<Normalised> {
             _ => Err(SqlError::new(codes::ER_WRONG_TYPE_FOR_VAR, format!("Incorrect argument type to variable '{}'", def.name))),
         },
         Kind::Str => {
-            let s = crate::ops::to_string_lossy(v);
+            let s = quill_sql_types::ops::to_string_lossy(v);
             match def.name {
                 "transaction_isolation" | "tx_isolation" => {
                     let up = s.to_ascii_uppercase().replace(' ', "-");
                     if ["READ-UNCOMMITTED", "READ-COMMITTED", "REPEATABLE-READ", "SERIALIZABLE"].contains(&up.as_str()) { plain(up) } else { Err(wrong()) }
                 }
-                "time_zone" => crate::time_zone::TimeZone::parse(&s)
+                "time_zone" => quill_sql_types::time_zone::TimeZone::parse(&s)
                     .map(|_| s.clone())
                     .ok_or_else(|| SqlError::new((1298, "HY000"), format!("Unknown or incorrect time zone: '{s}'")))
                     .and_then(plain),
@@ -452,7 +461,7 @@ pub fn normalise(def: &VarDef, v: &Value) -> Result<Normalised> {
                     if def.name == "character_set_results" && v.is_null() {
                         return plain(String::new());
                     }
-                    crate::charset::Charset::from_name(&s).map(|c| c.name().to_owned()).ok_or_else(|| unknown_charset(&s)).and_then(plain)
+                    quill_sql_types::charset::Charset::from_name(&s).map(|c| c.name().to_owned()).ok_or_else(|| unknown_charset(&s)).and_then(plain)
                 }
                 "collation_connection" | "collation_server" | "collation_database" => {
                     if quill_storage::Collation::from_name(&s).is_some() {

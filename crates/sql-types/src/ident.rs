@@ -1,0 +1,16 @@
+//! Identifiers as MySQL prints them back: in backquotes, a backquote inside doubled.
+
+/// `name` quoted as SHOW CREATE TABLE / VIEW print an identifier.
+#[must_use]
+pub fn quote_identifier(name: &str) -> String {
+    format!("`{}`", name.replace('`', "``"))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_backquote_inside_is_doubled() {
+        assert_eq!(super::quote_identifier("a`b"), "`a``b`");
+        assert_eq!(super::quote_identifier("t"), "`t`");
+    }
+}
