@@ -20,6 +20,10 @@ use crate::query::{self, Env};
 use crate::types::{IntKind, LobKind, SqlType, type_of_value};
 use crate::window::WindowSpec;
 
+/// The table name a statement's row variables have in a binding scope: a name no SQL text
+/// can spell, so `@name` (and nothing else) reaches them (`Binder::bind`; `LOAD DATA ... SET` binds them so).
+pub const USER_VARIABLES: &str = "\u{0}user variables";
+
 /// One column a name can resolve to.
 #[derive(Debug, Clone)]
 pub struct ScopeColumn {
@@ -174,7 +178,7 @@ impl<'a, 'e> Binder<'a, 'e> {
                     }
                     if let Some(var) = v.strip_prefix('@') {
                         // A LOAD DATA row's own variables are columns of its scope (`dml::load`).
-                        if let Some(i) = self.scope.resolve(None, Some(crate::dml::USER_VARIABLES), &var.to_ascii_lowercase(), self.clause)? {
+                        if let Some(i) = self.scope.resolve(None, Some(USER_VARIABLES), &var.to_ascii_lowercase(), self.clause)? {
                             return Ok(Expr::Column(i));
                         }
                         let value = self.env.info.user_variable(var);

@@ -303,7 +303,7 @@ pub fn create_table(catalog: &mut Catalog, info: &SessionInfo, env_params: (&[Va
     }
     let params: &[Value] = env_params.0;
     let (columns, primary, indexes) = {
-        let env = Env::new(catalog, ReadView::current(0), params, env_params.1, info);
+        let env = Env::new(catalog, ReadView::current(0), params, env_params.1, info, &crate::show::SYSTEM_SCHEMAS);
         let mut columns = Vec::new();
         let mut primary: Vec<usize> = Vec::new();
         let mut indexes: Vec<IndexMeta> = Vec::new();
@@ -341,7 +341,7 @@ pub fn create_table(catalog: &mut Catalog, info: &SessionInfo, env_params: (&[Va
     let mut rows: Vec<Vec<Value>> = Vec::new();
     let mut columns = columns;
     if let Some(q) = &ct.query {
-        let env = Env::new(catalog, ReadView::current(0), params, env_params.1, info);
+        let env = Env::new(catalog, ReadView::current(0), params, env_params.1, info, &crate::show::SYSTEM_SCHEMAS);
         let (plan, _) = query::plan_query(&env, q, &[])?;
         let rs = query::run_select(&plan, &env, None)?;
         let mut mapping = Vec::new();
@@ -391,7 +391,7 @@ pub fn create_table(catalog: &mut Catalog, info: &SessionInfo, env_params: (&[Va
     meta.comment = comment;
     meta.foreign_keys = declared;
     meta.checks = crate::check_constraints::declared(&name, &ct.columns, &ct.constraints)?;
-    crate::check_constraints::validate(&Env::new(catalog, ReadView::current(0), params, env_params.1, info), &meta)?;
+    crate::check_constraints::validate(&Env::new(catalog, ReadView::current(0), params, env_params.1, info, &crate::show::SYSTEM_SCHEMAS), &meta)?;
     meta.data.set_auto_increment(auto_increment_start.max(1));
     // Rows of CREATE ... SELECT are written and committed with the DDL itself.
     fill_new_table(&meta, rows, warnings)?;
@@ -606,7 +606,7 @@ fn rebuild(
     meta.foreign_keys = foreign_keys;
     meta.checks = checks.unwrap_or_else(|| old.checks.clone());
     let scratch = Catalog::default();
-    let env = Env::new(&scratch, ReadView::current(0), &[], info.now_us(), info);
+    let env = Env::new(&scratch, ReadView::current(0), &[], info.now_us(), info, &crate::show::SYSTEM_SCHEMAS);
     if let Err(e) = crate::check_constraints::validate(&env, &meta) {
         return Err(SqlError::new((3959, "HY000"), format!("A check constraint of '{name}' no longer reads: {}", e.message)));
     }
@@ -672,7 +672,7 @@ pub fn alter_table(
     let mut added_keys = Vec::new();
     let mut renamed_columns: Vec<(String, String)> = Vec::new();
     let mut rename_to: Option<(String, String)> = None;
-    let env = Env::new(catalog, ReadView::current(0), &[], now_us, info);
+    let env = Env::new(catalog, ReadView::current(0), &[], now_us, info, &crate::show::SYSTEM_SCHEMAS);
     for op in ops {
         match op {
             ast::AlterTableOperation::RenameColumn { old_column_name, new_column_name } => {

@@ -29,7 +29,7 @@ pub mod foreign_keys;
 mod load;
 use bulk::{BulkBuffer, Finished};
 use copy::Incoming;
-pub use load::{FieldTarget, LoadResult, LoadTargets, USER_VARIABLES, load};
+pub use load::{FieldTarget, LoadResult, LoadTargets, load};
 
 /// What a DML statement runs with.
 pub struct DmlCx<'a> {
@@ -82,6 +82,7 @@ fn env<'a>(catalog: &'a Catalog, cx: &DmlCx<'a>) -> Env<'a> {
         div_zero_is_error: cx.strict && cx.info.vars.get("sql_mode").is_some_and(|m| m.contains("ERROR_FOR_DIVISION_BY_ZERO")),
         ctes: crate::cte::Ctes::default(),
         views_open: 0,
+        system_tables: &crate::show::SYSTEM_SCHEMAS,
     }
 }
 
@@ -165,7 +166,7 @@ pub fn column_default(c: &crate::catalog::Column, now_us: i64, info: &SessionInf
         ColumnDefault::CurrentTimestamp => Value::DateTime(crate::types::round_micros(now_us, c.ty.decimals().min(6))),
         ColumnDefault::Expression(e) => {
             let catalog = info.engine.catalog();
-            let env = Env::new(&catalog, ReadView::current(0), &[], now_us, info);
+            let env = Env::new(&catalog, ReadView::current(0), &[], now_us, info, &crate::show::SYSTEM_SCHEMAS);
             let scope = crate::bind::Scope::default();
             Binder::new(&env, &scope, "default").bind(e)?.eval(&env, &RowCtx::new(&[]))?
         }
@@ -213,7 +214,7 @@ fn finish_row(t: &TableMeta, mut row: Row, row_no: u64, cx: &mut DmlCx<'_>, data
     }
     if !t.checks.is_empty() {
         let catalog = cx.info.engine.catalog();
-        let env = Env::new(&catalog, ReadView::current(cx.txn), &[], cx.now_us, cx.info);
+        let env = Env::new(&catalog, ReadView::current(cx.txn), &[], cx.now_us, cx.info, &crate::show::SYSTEM_SCHEMAS);
         crate::check_constraints::enforce(&env, t, &row)?;
     }
     Ok(row)
@@ -230,7 +231,7 @@ fn generate_columns(t: &TableMeta, row: &mut Row, row_no: u64, cx: &mut DmlCx<'_
     for (i, c) in t.columns.iter().enumerate() {
         let Some(g) = &c.generated else { continue };
         let value = {
-            let e = Env::new(&catalog, ReadView::current(cx.txn), &[], cx.now_us, cx.info);
+            let e = Env::new(&catalog, ReadView::current(cx.txn), &[], cx.now_us, cx.info, &crate::show::SYSTEM_SCHEMAS);
             Binder::new(&e, &scope, "generated column function").bind(&g.expr)?.eval(&e, &RowCtx::new(row))?
         };
         let mut wcx = WriteContext { column: &c.name, row: row_no, strict: cx.strict, warnings: cx.warnings };

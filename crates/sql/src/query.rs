@@ -29,6 +29,7 @@ use crate::expr::{AggSpec, CmpOp, Expr, RowCtx};
 use crate::locking::{LockSpec, ScannedRange};
 use crate::ops;
 use crate::session_info::SessionInfo;
+use crate::system_tables::SystemTables;
 use crate::tmp_memory;
 use crate::types::{SqlType, WriteContext, coerce_to_column};
 
@@ -72,13 +73,15 @@ pub struct Env<'a> {
     pub ctes: Ctes<'a>,
     /// Views being planned around this point, outermost first (`views`).
     pub views_open: usize,
+    /// Where `information_schema` and `performance_schema` tables come from.
+    pub system_tables: &'a dyn SystemTables,
 }
 
 impl<'a> Env<'a> {
     /// An environment for a plain (non-locking, non-writing) evaluation.
     #[must_use]
-    pub fn new(catalog: &'a Catalog, view: ReadView, params: &'a [Value], now_us: i64, info: &'a SessionInfo) -> Env<'a> {
-        Env { catalog, view, params, now_us, info, lock: None, div_zero_is_error: false, ctes: Ctes::default(), views_open: 0 }
+    pub fn new(catalog: &'a Catalog, view: ReadView, params: &'a [Value], now_us: i64, info: &'a SessionInfo, system_tables: &'a dyn SystemTables) -> Env<'a> {
+        Env { catalog, view, params, now_us, info, lock: None, div_zero_is_error: false, ctes: Ctes::default(), views_open: 0, system_tables }
     }
 
     /// How many views enclose this point of the statement.
@@ -106,6 +109,7 @@ impl<'a> Env<'a> {
             div_zero_is_error: self.div_zero_is_error,
             ctes,
             views_open: self.views_open,
+            system_tables: self.system_tables,
         }
     }
 }
@@ -432,7 +436,7 @@ const ER_CUT_VALUE_GROUP_CONCAT: u16 = 1260;
 /// Add the columns of a catalog table to `scope`.
 fn add_table_source(env: &Env<'_>, db: &str, name: &str, alias: &str, scope: &mut Scope) -> Result<(SourceData, Vec<SqlType>)> {
     if db.eq_ignore_ascii_case("information_schema") {
-        let (cols, rows) = crate::show::information_schema_table(env, name)?;
+        let (cols, rows) = env.system_tables.information_schema(env, name)?;
         let types: Vec<SqlType> = cols.iter().map(|c| c.ty.clone()).collect();
         for c in cols {
             scope.columns.push(ScopeColumn { db: "information_schema".into(), org_table: name.to_uppercase(), ..ScopeColumn::computed(alias, &c.name, c.ty) });
@@ -440,7 +444,7 @@ fn add_table_source(env: &Env<'_>, db: &str, name: &str, alias: &str, scope: &mu
         return Ok((SourceData::Rows(RefCell::new(Some(rows)), None), types));
     }
     if db.eq_ignore_ascii_case("performance_schema")
-        && let Some(table) = crate::lock_tables::performance_schema_table(env, name)
+        && let Some(table) = env.system_tables.performance_schema(env, name)
     {
         let (cols, rows) = table?;
         let types: Vec<SqlType> = cols.iter().map(|c| c.ty.clone()).collect();

@@ -34,7 +34,7 @@ use crate::query::{self, Env, OutColumn, ResultSet};
 use crate::session_info::SessionInfo;
 use crate::text::{self, LexOptions, StatementText};
 use crate::vars;
-use crate::{cost, ddl, show, views};
+use crate::{cost, ddl, show, view_ddl};
 
 mod accounts;
 mod checksum;
@@ -734,7 +734,7 @@ impl Session {
         let Statement::Query(q) = stmt else { return Ok(vec![]) };
         let catalog = self.info.engine.catalog();
         let nulls = vec![Value::Null; params];
-        let env = Env::new(&catalog, ReadView::current(0), &nulls, 0, &self.info);
+        let env = Env::new(&catalog, ReadView::current(0), &nulls, 0, &self.info, &crate::show::SYSTEM_SCHEMAS);
         Ok(query::plan_query(&env, q, &[])?.0.columns)
     }
 
@@ -1307,7 +1307,7 @@ impl Session {
         let mut sink = if spec.is_none() { self.lend_sink(q) } else { None };
         let result = {
             let catalog = engine.catalog();
-            let env = Env { lock: spec, ..Env::new(&catalog, view, params, self.info.now_us(), &self.info) };
+            let env = Env { lock: spec, ..Env::new(&catalog, view, params, self.info.now_us(), &self.info, &crate::show::SYSTEM_SCHEMAS) };
             self.plan_and_run(&env, q, sink.as_deref_mut())
         };
         if sink.is_some() {
@@ -1397,7 +1397,7 @@ impl Session {
         let catalog = engine.catalog();
         let view = engine.txns.read_view(0, self.isolation() == "READ-UNCOMMITTED");
         let mut sink = self.lend_sink(q);
-        let env = Env::new(&catalog, view, params, self.info.now_us(), &self.info);
+        let env = Env::new(&catalog, view, params, self.info.now_us(), &self.info, &crate::show::SYSTEM_SCHEMAS);
         let outcome = self.plan_and_run(&env, q, sink.as_deref_mut());
         if sink.is_some() {
             self.row_sink = sink;
@@ -1831,7 +1831,7 @@ impl Session {
 
     fn eval_const(&self, e: &ast::Expr, params: &[Value]) -> Result<Value> {
         let catalog = self.info.engine.catalog();
-        let env = Env::new(&catalog, ReadView::current(0), params, self.info.now_us(), &self.info);
+        let env = Env::new(&catalog, ReadView::current(0), params, self.info.now_us(), &self.info, &crate::show::SYSTEM_SCHEMAS);
         let scope = crate::bind::Scope::default();
         crate::bind::Binder::new(&env, &scope, "field list").bind(e)?.eval(&env, &crate::expr::RowCtx::new(&[]))
     }
@@ -1916,7 +1916,7 @@ impl Session {
             Statement::CreateIndex(ci) => ddl::create_index(&mut catalog, info, ci, &mut warnings),
             Statement::AlterTable(at) => ddl::alter_table(&mut catalog, info, self.info.now_us(), &at.name, &at.operations, &mut warnings),
             Statement::CreateView(cv) => {
-                let v = views::ViewStatement {
+                let v = view_ddl::ViewStatement {
                     name: &cv.name,
                     columns: cv.columns.iter().map(|c| c.name.value.clone()).collect(),
                     query: &cv.query,
@@ -1924,10 +1924,10 @@ impl Session {
                     alter: false,
                     params: cv.params.as_ref(),
                 };
-                views::create_view(&mut catalog, info, self.info.now_us(), &v, !self.replaying)
+                view_ddl::create_view(&mut catalog, info, self.info.now_us(), &v, !self.replaying)
             }
             Statement::AlterView { name, columns, query, .. } => {
-                let v = views::ViewStatement {
+                let v = view_ddl::ViewStatement {
                     name,
                     columns: columns.iter().map(|c| c.value.clone()).collect(),
                     query,
@@ -1935,10 +1935,10 @@ impl Session {
                     alter: true,
                     params: None,
                 };
-                views::create_view(&mut catalog, info, self.info.now_us(), &v, !self.replaying)
+                view_ddl::create_view(&mut catalog, info, self.info.now_us(), &v, !self.replaying)
             }
             Statement::Drop { object_type: ast::ObjectType::View, if_exists, names, .. } => {
-                views::drop_views(&mut catalog, info, names, *if_exists, &mut warnings)
+                view_ddl::drop_views(&mut catalog, info, names, *if_exists, &mut warnings)
             }
             Statement::RenameTable(pairs) => ddl::rename_tables(&mut catalog, info, pairs),
             other => Err(SqlError::unsupported(first_words(&other.to_string()).to_string())),
@@ -1953,7 +1953,7 @@ impl Session {
                 let context = quill_log::DdlContext { sql_mode: self.info.var("sql_mode").to_owned(), time_zone: self.info.var("time_zone").to_owned() };
                 // A view's statement is logged with its definer and its tables qualified, as
                 // MySQL binlogs it: a replay, or a replica, makes the same view.
-                let text = views::logged_statement(stmt, &catalog, info).unwrap_or_else(|| text.to_owned());
+                let text = view_ddl::logged_statement(stmt, &catalog, info).unwrap_or_else(|| text.to_owned());
                 let mut changes = crate::durability::ddl_changes(&catalog, self.info.db.as_deref(), text, context, created_by_select.as_ref());
                 // A replicated statement's GTID goes in its own record: its row of the
                 // replica's GTID table, then where it came from.
@@ -2268,7 +2268,7 @@ impl Session {
         let stmts = self.parse(rest, statement.operators, statement.div_operators)?;
         let Some(Statement::Query(q)) = stmts.first() else { return Err(SqlError::parse(rest)) };
         let catalog = self.info.engine.catalog();
-        let env = Env::new(&catalog, ReadView::current(0), &[], 0, &self.info);
+        let env = Env::new(&catalog, ReadView::current(0), &[], 0, &self.info, &crate::show::SYSTEM_SCHEMAS);
         let (plan, _) = query::plan_query(&env, q, &[])?;
         Ok(Outcome::Rows(crate::explain::explain(&plan)))
     }
@@ -2416,7 +2416,7 @@ impl Session {
                 if let Some(view) = catalog.view(&db, &t) {
                     // SHOW CREATE VIEW (and TABLE, of a view) needs SHOW VIEW and SELECT on it.
                     self.require_table(&db, &t, crate::accounts::SHOW_VIEW | crate::accounts::SELECT)?;
-                    return Ok(Outcome::Rows(views::show_create(view, &self.info)));
+                    return Ok(Outcome::Rows(view_ddl::show_create(view, &self.info)));
                 }
                 if upper[i + 1] == "VIEW" {
                     catalog.table(&db, &t)?;
@@ -2620,7 +2620,7 @@ impl Session {
         let Some(selection) = &sel.selection else { return Ok(rs) };
         let scope = crate::bind::Scope { columns: rs.columns.iter().map(|c| crate::bind::ScopeColumn::computed("", &c.name, c.ty.clone())).collect() };
         let catalog = self.info.engine.catalog();
-        let env = Env::new(&catalog, ReadView::current(0), &[], 0, &self.info);
+        let env = Env::new(&catalog, ReadView::current(0), &[], 0, &self.info, &crate::show::SYSTEM_SCHEMAS);
         let cond = crate::bind::Binder::new(&env, &scope, "where clause").bind(selection)?;
         let mut rows = Vec::new();
         for r in rs.rows {

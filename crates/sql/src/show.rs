@@ -7,6 +7,7 @@ use crate::error::{Result, SqlError};
 use crate::ident::quote_identifier as quote;
 use crate::query::{Env, OutColumn, ResultSet};
 use crate::session_info::SessionInfo;
+use crate::system_tables::{SystemTable, SystemTables};
 use crate::types::SqlType;
 
 pub(crate) fn text(len: u32) -> SqlType {
@@ -103,7 +104,7 @@ pub fn show_columns(catalog: &Catalog, info: &SessionInfo, db: &str, table: &str
     let view_columns;
     let t = match catalog.view(db, table) {
         Some(view) => {
-            view_columns = crate::views::as_table(view, &Env::new(catalog, quill_storage::ReadView::current(0), &[], 0, info))?;
+            view_columns = crate::views::as_table(view, &Env::new(catalog, quill_storage::ReadView::current(0), &[], 0, info, &crate::show::SYSTEM_SCHEMAS))?;
             &view_columns
         }
         None => catalog.table(db, table)?,
@@ -355,6 +356,23 @@ pub fn show_index(catalog: &Catalog, db: &str, table: &str) -> Result<ResultSet>
     Ok(ResultSet { columns, rows })
 }
 
+/// The system schemas as the planner reads them (`system_tables`): `information_schema`
+/// from [`information_schema_table`], `performance_schema` from `lock_tables`.
+pub struct SystemSchemas;
+
+/// The one [`SystemSchemas`], which every statement's `Env` carries.
+pub static SYSTEM_SCHEMAS: SystemSchemas = SystemSchemas;
+
+impl SystemTables for SystemSchemas {
+    fn information_schema(&self, env: &Env<'_>, name: &str) -> Result<SystemTable> {
+        information_schema_table(env, name)
+    }
+
+    fn performance_schema(&self, env: &Env<'_>, name: &str) -> Option<Result<SystemTable>> {
+        crate::lock_tables::performance_schema_table(env, name)
+    }
+}
+
 /// Rows of an information_schema table that the session's account may see: rows naming a
 /// database or table only where it has some privilege (`session::privileges`).
 ///
@@ -600,7 +618,7 @@ fn information_schema_rows(env: &Env<'_>, name: &str) -> Result<(Vec<OutColumn>,
         "CHARACTER_SETS" => crate::schema_server::character_sets(),
         "COLLATIONS" => crate::schema_server::collations(),
         "ROUTINES" => crate::schema_server::routines(),
-        "VIEWS" => (crate::schema_server::views().0, crate::views::schema_rows(catalog, |v| crate::view_writes::is_updatable(catalog, v))),
+        "VIEWS" => (crate::schema_server::views().0, crate::view_ddl::schema_rows(catalog, |v| crate::view_writes::is_updatable(catalog, v))),
         "TABLE_CONSTRAINTS" => crate::schema_constraints::table_constraints(catalog),
         "KEY_COLUMN_USAGE" => crate::schema_constraints::key_column_usage(catalog),
         "REFERENTIAL_CONSTRAINTS" => crate::schema_constraints::referential_constraints(catalog),

@@ -6,7 +6,7 @@
 //! order, then each `SET` assignment runs in order, seeing the columns assigned so far (a
 //! column not yet assigned reads as its default) and the row's variables. A `SET` clause is
 //! bound once, with the row's variables as hidden columns after the table's (see
-//! [`USER_VARIABLES`]). The variables keep the last row's values after the statement, as
+//! `bind::USER_VARIABLES`). The variables keep the last row's values after the statement, as
 //! MySQL's user variables do. Where it sits: in `sql::dml`, called by the session's
 //! `LOAD DATA` (`session::load`), which has cut the file into fields (`load_data`).
 
@@ -16,15 +16,12 @@ use quill_storage::Value;
 use sqlparser::ast;
 
 use super::{BulkBuffer, DmlCx, DmlResult, Duplicate, ProposedRow, default_value, env, insert_proposed, prepare_row, table_scope, with_table, zero_value};
+use crate::bind::USER_VARIABLES;
 use crate::bind::{Binder, ScopeColumn};
 use crate::catalog::Catalog;
 use crate::error::{Result, SqlError, Warning};
 use crate::expr::{Expr, RowCtx};
 use crate::load_data::Duplicates;
-
-/// The table name a statement's row variables have in a binding scope: a name no SQL text
-/// can spell, so `@name` (and nothing else) reaches them (`Binder::bind`).
-pub const USER_VARIABLES: &str = "\u{0}user variables";
 
 /// MySQL's conditions for a LOAD DATA row with fewer or more fields than its targets.
 pub const ER_WARN_TOO_FEW_RECORDS: (u16, &str) = (1261, "01000");

@@ -112,7 +112,7 @@ impl Session {
         let view = if autocommit_read { engine.txns.read_view(0, self.isolation() == "READ-UNCOMMITTED") } else { self.read_view() };
         let result = {
             let catalog = engine.catalog();
-            let env = Env::new(&catalog, view, &[], self.info.now_us(), &self.info);
+            let env = Env::new(&catalog, view, &[], self.info.now_us(), &self.info, &crate::show::SYSTEM_SCHEMAS);
             query::plan_query(&env, &q, &[]).and_then(|(plan, _)| {
                 let types: Vec<SqlType> = plan.columns.iter().map(|c| c.ty.clone()).collect();
                 let mut sum = 0u32;
