@@ -10,35 +10,20 @@
 //! (`session::commit`) logs the transaction's changes, streaming a large one ahead,
 //! and stamps its versions with a commit timestamp from `quill_txn`.
 
-pub mod aggregate;
-pub mod bind;
 pub mod check_constraints;
 pub mod checkpoint;
-pub mod cost;
-pub mod cte;
 pub mod ddl;
 pub mod dml;
 pub mod durability;
-pub mod explain;
-pub mod expr;
-pub mod functions;
-pub mod hash_join;
 pub mod innodb_status;
-pub mod join_order;
 pub mod lock_tables;
 pub mod outfile;
-pub mod query;
 pub mod schema_constraints;
 pub mod schema_server;
 pub mod session;
 pub mod show;
-pub mod sink;
-pub mod system_tables;
-pub mod type_aggregation;
 pub mod view_ddl;
 pub mod view_writes;
-pub mod views;
-pub mod window;
 
 pub use engine::Engine;
 pub use quill_sql_context::{
@@ -46,5 +31,8 @@ pub use quill_sql_context::{
     session_info, slow_log, statement_waits, tmp_memory, vars, view_meta, write_log,
 };
 pub use quill_sql_frontend::{alter_options, dialect, into_file, load_data, parse, text, words};
+pub use quill_sql_query::{
+    aggregate, bind, cost, cte, explain, expr, functions, hash_join, join_order, query, sink, system_tables, type_aggregation, views, window,
+};
 pub use quill_sql_types::{SERVER_VERSION, SqlError, Warning, charset, error, ident, json, like, ops, regexp, time_zone, types};
 pub use session::{CreateRows, Outcome, Session};

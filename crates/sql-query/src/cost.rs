@@ -7,8 +7,8 @@
 //! range a third of it, an index equality or a hash-join probe [`INDEX_EQ_ROWS`], a point
 //! one row), plus what derived tables and hash-join builds examine. It only has to tell a point query from a long scan or join.
 
-use crate::catalog::Catalog;
 use crate::query::{Access, PlanKind, SelectPlan, SourceData};
+use quill_sql_context::catalog::Catalog;
 
 /// A statement estimated to examine more rows than this is heavy: it runs under
 /// `tokio::task::block_in_place` (see [`run_heavy`]).

@@ -24,8 +24,8 @@ use quill_storage::Row;
 use sqlparser::ast::{self, SetExpr, SetOperator, SetQuantifier, TableFactor};
 use sqlparser::ast::{Visit, Visitor};
 
-use crate::error::{Result, SqlError, codes};
-use crate::types::SqlType;
+use quill_sql_types::error::{Result, SqlError, codes};
+use quill_sql_types::types::SqlType;
 
 /// The rows the previous round of a recursive CTE added: what its recursive blocks read
 /// where they name the CTE. Shared between the plan that fills it and the sources that read

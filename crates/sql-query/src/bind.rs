@@ -12,13 +12,13 @@ use quill_storage::Decimal;
 use quill_storage::{Collation, Value};
 use sqlparser::ast::{self, BinaryOperator, DuplicateTreatment, FunctionArg, FunctionArgExpr, FunctionArguments, ObjectNamePart, UnaryOperator};
 
-use crate::error::{Result, SqlError, codes};
 use crate::expr::{AggFunc, AggSpec, CmpOp, Expr, Subquery, SubqueryUse};
 use crate::functions::{Func, Unit};
-use crate::ops::Arith;
 use crate::query::{self, Env};
-use crate::types::{IntKind, LobKind, SqlType, type_of_value};
 use crate::window::WindowSpec;
+use quill_sql_types::error::{Result, SqlError, codes};
+use quill_sql_types::ops::Arith;
+use quill_sql_types::types::{IntKind, LobKind, SqlType, type_of_value};
 
 /// The table name a statement's row variables have in a binding scope: a name no SQL text
 /// can spell, so `@name` (and nothing else) reaches them (`Binder::bind`; `LOAD DATA ... SET` binds them so).
@@ -311,7 +311,7 @@ impl<'a, 'e> Binder<'a, 'e> {
             A::Function(f) => self.function(f)?,
             A::MemberOf(m) => {
                 let value = self.to_json(self.bind(&m.value)?, false);
-                Expr::Func(Func::Json(crate::json::JsonFunc::MemberOf), vec![value, self.bind(&m.array)?])
+                Expr::Func(Func::Json(quill_sql_types::json::JsonFunc::MemberOf), vec![value, self.bind(&m.array)?])
             }
             A::Cast { expr, data_type, .. } => self.cast(expr, data_type)?,
             A::Convert { expr, data_type: Some(dt), .. } => self.cast(expr, dt)?,
@@ -375,7 +375,7 @@ impl<'a, 'e> Binder<'a, 'e> {
             A::RLike { negated, expr, pattern, .. } => {
                 let (subject, pattern) = (self.bind(expr)?, self.bind(pattern)?);
                 let insensitive = !matches!(self.collation_of2(&subject, &pattern), Collation::Utf8mb4Bin | Collation::Binary);
-                let like = Expr::Func(Func::Regexp(crate::regexp::RegexpFunc::Like, insensitive), vec![subject, pattern]);
+                let like = Expr::Func(Func::Regexp(quill_sql_types::regexp::RegexpFunc::Like, insensitive), vec![subject, pattern]);
                 if *negated { Expr::Not(Box::new(like)) } else { like }
             }
             A::Interval(_) => return Err(SqlError::parse(&e.to_string())),
@@ -476,7 +476,7 @@ impl<'a, 'e> Binder<'a, 'e> {
             // A JSON string compared with an SQL string compares its text, unquoted.
             let unquoted = |x: &Expr, other: &Expr| {
                 if self.type_of(x) == SqlType::Json && self.type_of(other).is_string() && self.type_of(other) != SqlType::Json {
-                    Expr::Func(Func::Json(crate::json::JsonFunc::Unquote), vec![x.clone()])
+                    Expr::Func(Func::Json(quill_sql_types::json::JsonFunc::Unquote), vec![x.clone()])
                 } else {
                     x.clone()
                 }
@@ -509,10 +509,11 @@ impl<'a, 'e> Binder<'a, 'e> {
             BinaryOperator::PGBitwiseShiftRight => Expr::Bit('>', Box::new(a), Box::new(b)),
             BinaryOperator::StringConcat => Expr::Or(Box::new(a), Box::new(b)),
             // `doc->'$.path'` is JSON_EXTRACT, `doc->>'$.path'` JSON_UNQUOTE of it.
-            BinaryOperator::Arrow => Expr::Func(Func::Json(crate::json::JsonFunc::Extract), vec![a, b]),
-            BinaryOperator::LongArrow => {
-                Expr::Func(Func::Json(crate::json::JsonFunc::Unquote), vec![Expr::Func(Func::Json(crate::json::JsonFunc::Extract), vec![a, b])])
-            }
+            BinaryOperator::Arrow => Expr::Func(Func::Json(quill_sql_types::json::JsonFunc::Extract), vec![a, b]),
+            BinaryOperator::LongArrow => Expr::Func(
+                Func::Json(quill_sql_types::json::JsonFunc::Unquote),
+                vec![Expr::Func(Func::Json(quill_sql_types::json::JsonFunc::Extract), vec![a, b])],
+            ),
             other => return Err(SqlError::unsupported(format!("operator {other}"))),
         })
     }
@@ -687,7 +688,7 @@ impl<'a, 'e> Binder<'a, 'e> {
             match b.first() {
                 None => Ok(0),
                 Some(Expr::Const(v)) => {
-                    let n = crate::ops::to_i128(v);
+                    let n = quill_sql_types::ops::to_i128(v);
                     if (0..=6).contains(&n) {
                         Ok(n as u8)
                     } else {
@@ -760,7 +761,7 @@ impl<'a, 'e> Binder<'a, 'e> {
             AggFunc::JsonArrayAgg => self.to_json(args.remove(0), false),
             AggFunc::JsonObjectAgg => {
                 let value = self.to_json(args.remove(1), false);
-                Expr::Func(Func::Json(crate::json::JsonFunc::Object), vec![args.remove(0), value])
+                Expr::Func(Func::Json(quill_sql_types::json::JsonFunc::Object), vec![args.remove(0), value])
             }
             _ => args.remove(0),
         })

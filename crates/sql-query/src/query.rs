@@ -22,16 +22,16 @@ use sqlparser::ast::{self, GroupByExpr, JoinConstraint, JoinOperator, SelectItem
 
 use crate::aggregate::Accumulator;
 use crate::bind::{Binder, Scope, ScopeColumn};
-use crate::catalog::Catalog;
 use crate::cte::{self, Ctes, WorkTable};
-use crate::error::{Result, SqlError, codes};
 use crate::expr::{AggSpec, CmpOp, Expr, RowCtx};
-use crate::locking::{LockSpec, ScannedRange};
-use crate::ops;
-use crate::session_info::SessionInfo;
 use crate::system_tables::SystemTables;
-use crate::tmp_memory;
-use crate::types::{SqlType, WriteContext, coerce_to_column};
+use quill_sql_context::catalog::Catalog;
+use quill_sql_context::locking::{LockSpec, ScannedRange};
+use quill_sql_context::session_info::SessionInfo;
+use quill_sql_context::tmp_memory;
+use quill_sql_types::error::{Result, SqlError, codes};
+use quill_sql_types::ops;
+use quill_sql_types::types::{SqlType, WriteContext, coerce_to_column};
 
 /// Column flags as the protocol sends them.
 pub mod flags {
@@ -456,7 +456,7 @@ fn add_table_source(env: &Env<'_>, db: &str, name: &str, alias: &str, scope: &mu
     let t = env.catalog.table(db, name)?;
     // Every table a query reads, wherever the query is (SELECT, a subquery of SET, SHOW ...
     // WHERE, INSERT ... SELECT, EXPLAIN), needs SELECT (1142).
-    env.info.require_table(db, name, crate::accounts::SELECT)?;
+    env.info.require_table(db, name, quill_sql_context::accounts::SELECT)?;
     for (i, c) in t.columns.iter().enumerate() {
         let mut f = 0;
         if !c.nullable {
@@ -544,8 +544,8 @@ fn add_cte_source(env: &Env<'_>, found: cte::Found<'_>, alias: &str, scope: &mut
 
 /// Add a view's columns to `scope`: its query planned in its place, like a derived table's
 /// (`views`). Reading a view needs SELECT on it.
-fn add_view_source(env: &Env<'_>, view: &crate::view_meta::ViewMeta, alias: &str, scope: &mut Scope) -> Result<(SourceData, Vec<SqlType>)> {
-    env.info.require_table(&view.db, &view.name, crate::accounts::SELECT)?;
+fn add_view_source(env: &Env<'_>, view: &quill_sql_context::view_meta::ViewMeta, alias: &str, scope: &mut Scope) -> Result<(SourceData, Vec<SqlType>)> {
+    env.info.require_table(&view.db, &view.name, quill_sql_context::accounts::SELECT)?;
     let plan = crate::views::plan(view, env)?;
     let types = plan.columns.iter().map(|c| c.ty.clone()).collect();
     for c in &plan.columns {
@@ -1004,7 +1004,7 @@ fn known_before(e: &Expr, offset: usize) -> bool {
 /// One side of a range: the bound's value and whether it is inclusive.
 type Bound1 = Option<(Expr, bool)>;
 
-pub(crate) fn choose_access(table: &crate::catalog::TableMeta, conds: &[Expr], offset: usize) -> Access {
+pub fn choose_access(table: &quill_sql_context::catalog::TableMeta, conds: &[Expr], offset: usize) -> Access {
     // column position within the table -> equality value
     let mut eq: HashMap<usize, Expr> = HashMap::new();
     let mut low: Option<(Expr, bool)> = None;
@@ -1163,7 +1163,7 @@ fn run_recursive(seeds: &[SelectPlan], steps: &[SelectPlan], distinct: bool, wor
         found.extend(keep(run_select(seed, env, parent)?.rows));
     }
     held.add_rows(&found)?;
-    let depth_max = crate::vars::int_value(&env.info.vars, "cte_max_recursion_depth");
+    let depth_max = quill_sql_context::vars::int_value(&env.info.vars, "cte_max_recursion_depth");
     let mut round_start = 0;
     let mut rounds = 0u64;
     while round_start < found.len() {
@@ -1419,7 +1419,7 @@ fn order_follows_scan(b: &Block, env: &Env<'_>) -> bool {
 
 /// The direction `access` must scan source `s` in for its rows to come in `order_by`'s
 /// order, if one does. Key lists (`PkIn`, `PkPoint`) are read ascending only.
-fn key_order(order_by: &[(Expr, bool, Collation)], s: &Source, access: &Access, meta: &crate::catalog::TableMeta) -> Option<ScanOrder> {
+fn key_order(order_by: &[(Expr, bool, Collation)], s: &Source, access: &Access, meta: &quill_sql_context::catalog::TableMeta) -> Option<ScanOrder> {
     let order = match access {
         Access::Full | Access::PkRange { .. } => order_matches(order_by, s, &meta.primary),
         Access::PkPoint(_) | Access::PkIn(_) => order_matches(order_by, s, &meta.primary).filter(|o| *o == ScanOrder::Ascending),
@@ -1608,7 +1608,7 @@ pub(crate) fn read_source<'a>(s: &Source, row: &Row, env: &Env<'a>, parent: Opti
         }
         SourceData::Table { db, name, .. } => (db, name),
     };
-    let catalog: &'a crate::catalog::Catalog = env.catalog;
+    let catalog: &'a quill_sql_context::catalog::Catalog = env.catalog;
     let t = catalog.table(db, name)?.data.as_ref();
     let found = access_keys(s, row, env, parent, false)?;
     let view = env.view;
@@ -1626,7 +1626,7 @@ pub(crate) fn read_source<'a>(s: &Source, row: &Row, env: &Env<'a>, parent: Opti
 ///
 /// # Errors
 /// Evaluation errors of the access path's values; lock errors of a next-key record.
-pub(crate) fn locking_candidates(s: &Source, row: &Row, env: &Env<'_>, parent: Option<&RowCtx<'_>>, spec: &LockSpec) -> Result<Vec<Vec<u8>>> {
+pub fn locking_candidates(s: &Source, row: &Row, env: &Env<'_>, parent: Option<&RowCtx<'_>>, spec: &LockSpec) -> Result<Vec<Vec<u8>>> {
     let SourceData::Table { db, name, id } = &s.data else { return Ok(Vec::new()) };
     let t = env.catalog.table(db, name)?.data.as_ref();
     let AccessKeys { keys, gaps, .. } = access_keys(s, row, env, parent, true)?;

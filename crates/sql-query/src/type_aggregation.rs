@@ -24,7 +24,7 @@
 
 use quill_storage::Collation;
 
-use crate::types::{IntKind, LobKind, SqlType};
+use quill_sql_types::types::{IntKind, LobKind, SqlType};
 
 /// The longest VARCHAR an aggregate of strings is typed as before it becomes a TEXT type.
 const VARCHAR_CHARS_MAX: u32 = 16_383;
@@ -78,7 +78,7 @@ pub fn conform(value: &mut quill_storage::Value, ty: &SqlType) {
     if value.is_null() || !(ty.is_numeric() || ty.is_temporal()) {
         return;
     }
-    if needs_conversion(&crate::types::type_of_value(value), ty)
+    if needs_conversion(&quill_sql_types::types::type_of_value(value), ty)
         && let Ok(converted) = crate::functions::cast(value.clone(), ty)
     {
         *value = converted;

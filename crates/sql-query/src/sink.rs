@@ -20,8 +20,8 @@
 use quill_log::{FlushMode, Lsn};
 use quill_storage::Value;
 
-use crate::error::Result;
 use crate::query::OutColumn;
+use quill_sql_types::error::Result;
 
 /// The largest file `LOAD DATA` reads, LOCAL or from the server's disk: the whole file is
 /// held while its rows are inserted.

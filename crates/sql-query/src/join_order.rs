@@ -25,9 +25,9 @@
 
 use sqlparser::ast::{self, JoinConstraint, JoinOperator, TableWithJoins};
 
-use crate::catalog::Catalog;
 use crate::expr::Expr;
 use crate::query::{Block, JoinKind, SourceData};
+use quill_sql_context::catalog::Catalog;
 
 /// Fewest tables a block has for its order to be chosen: two tables are joined well in
 /// either order (the inner one through its key, or a hash join).
@@ -45,7 +45,7 @@ const DERIVED_ROWS_GUESS: f64 = 1000.0;
 /// A RIGHT JOIN after another join of its FROM item (`a JOIN b RIGHT JOIN c`), whose left
 /// side is a join: that would need a parenthesized join as the inner side, which the
 /// executor's chain of joined tables cannot hold.
-pub fn right_joins_as_left(s: &ast::Select) -> crate::error::Result<Option<(ast::Select, Vec<usize>)>> {
+pub fn right_joins_as_left(s: &ast::Select) -> quill_sql_types::error::Result<Option<(ast::Select, Vec<usize>)>> {
     let is_right = |j: &ast::Join| matches!(j.join_operator, JoinOperator::RightOuter(_) | JoinOperator::Right(_));
     if !s.from.iter().any(|t| t.joins.iter().any(is_right)) {
         return Ok(None);
@@ -56,7 +56,7 @@ pub fn right_joins_as_left(s: &ast::Select) -> crate::error::Result<Option<(ast:
         let base = written.len();
         written.extend(base..=base + twj.joins.len());
         if twj.joins.iter().skip(1).any(is_right) {
-            return Err(crate::error::SqlError::unsupported("RIGHT JOIN after another join in one FROM item (write it as a LEFT JOIN)"));
+            return Err(quill_sql_types::error::SqlError::unsupported("RIGHT JOIN after another join in one FROM item (write it as a LEFT JOIN)"));
         }
         match twj.joins.first() {
             Some(first) if is_right(first) => {

@@ -12,11 +12,11 @@ use std::rc::Rc;
 
 use quill_storage::{Collation, Value};
 
-use crate::error::{Result, SqlError, codes};
 use crate::functions::{self, Func};
-use crate::ops::{self, Arith};
 use crate::query::{Env, SelectPlan};
-use crate::types::SqlType;
+use quill_sql_types::error::{Result, SqlError, codes};
+use quill_sql_types::ops::{self, Arith};
+use quill_sql_types::types::SqlType;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CmpOp {
@@ -484,7 +484,7 @@ impl Expr {
                 if x.is_null() || p.is_null() {
                     return Ok(Value::Null);
                 }
-                let m = crate::like::like(&ops::to_string_lossy(&x), &ops::to_string_lossy(&p), *escape, *collation);
+                let m = quill_sql_types::like::like(&ops::to_string_lossy(&x), &ops::to_string_lossy(&p), *escape, *collation);
                 Value::Int(i64::from(m != *negated))
             }
             Expr::Case { operand, whens, otherwise, collation } => {

@@ -8,11 +8,11 @@ use std::cmp::Ordering;
 
 use quill_storage::Value;
 
-use crate::error::Result;
 use crate::expr::{AggFunc, AggSpec, RowCtx};
-use crate::ops;
 use crate::query::Env;
-use crate::tmp_memory;
+use quill_sql_context::tmp_memory;
+use quill_sql_types::error::Result;
+use quill_sql_types::ops;
 
 /// What one value of an aggregate's DISTINCT set costs beyond the value and its key.
 const DISTINCT_ENTRY_OVERHEAD_BYTES: usize = 32;
@@ -152,17 +152,17 @@ impl Accumulator {
             Accumulator::Concat { parts, .. } if parts.is_empty() => Value::Null,
             Accumulator::Concat { parts, cut_at, .. } => match spec.func {
                 AggFunc::JsonArrayAgg => {
-                    let items = parts.iter().map(|p| crate::json::parse(p).unwrap_or(serde_json::Value::Null)).collect();
-                    Value::Str(crate::json::to_text(&serde_json::Value::Array(items)))
+                    let items = parts.iter().map(|p| quill_sql_types::json::parse(p).unwrap_or(serde_json::Value::Null)).collect();
+                    Value::Str(quill_sql_types::json::to_text(&serde_json::Value::Array(items)))
                 }
                 AggFunc::JsonObjectAgg => {
                     let mut members = serde_json::Map::new();
                     for part in &parts {
-                        if let Ok(serde_json::Value::Object(pair)) = crate::json::parse(part) {
+                        if let Ok(serde_json::Value::Object(pair)) = quill_sql_types::json::parse(part) {
                             members.extend(pair);
                         }
                     }
-                    Value::Str(crate::json::to_text(&serde_json::Value::Object(members)))
+                    Value::Str(quill_sql_types::json::to_text(&serde_json::Value::Object(members)))
                 }
                 _ => {
                     let mut text = parts.join(",");

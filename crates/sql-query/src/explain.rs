@@ -4,7 +4,7 @@
 use quill_storage::{Collation, Value};
 
 use crate::query::{Access, OutColumn, PlanKind, ResultSet, SelectPlan, SourceData};
-use crate::types::SqlType;
+use quill_sql_types::types::SqlType;
 
 /// Describe a plan.
 #[must_use]

@@ -9,8 +9,8 @@
 
 use quill_storage::Value;
 
-use crate::error::Result;
 use crate::query::{Env, OutColumn};
+use quill_sql_types::error::Result;
 
 /// A system table's columns and rows.
 pub type SystemTable = (Vec<OutColumn>, Vec<Vec<Value>>);

@@ -13,10 +13,10 @@ use std::ops::ControlFlow;
 
 use sqlparser::ast::{self, TableFactor, Visit, Visitor};
 
-use crate::catalog::{Catalog, Column, ColumnDefault, TableMeta};
-use crate::error::{Result, SqlError};
 use crate::query::{self, Env};
-use crate::view_meta::ViewMeta;
+use quill_sql_context::catalog::{Catalog, Column, ColumnDefault, TableMeta};
+use quill_sql_context::view_meta::ViewMeta;
+use quill_sql_types::error::{Result, SqlError};
 
 /// Views nested in views, at most: deeper is error 1462 (MySQL's limit is its stack).
 pub const VIEW_NESTING_MAX: usize = 64;

@@ -24,11 +24,11 @@ use std::cmp::Ordering;
 use quill_storage::{Collation, Row, Value};
 
 use crate::aggregate::Accumulator;
-use crate::error::{Result, SqlError};
 use crate::expr::{AggSpec, Expr, RowCtx};
-use crate::ops;
 use crate::query::Env;
-use crate::types::SqlType;
+use quill_sql_types::error::{Result, SqlError};
+use quill_sql_types::ops;
+use quill_sql_types::types::SqlType;
 
 /// One window function call of a block.
 #[derive(Debug, Clone)]
@@ -97,7 +97,7 @@ impl WindowFunc {
     pub fn result_type(&self, first: Option<&SqlType>) -> SqlType {
         match self {
             WindowFunc::RowNumber | WindowFunc::Rank | WindowFunc::DenseRank | WindowFunc::Ntile => {
-                SqlType::Int { kind: crate::types::IntKind::Big, unsigned: true, display: None }
+                SqlType::Int { kind: quill_sql_types::types::IntKind::Big, unsigned: true, display: None }
             }
             WindowFunc::PercentRank | WindowFunc::CumeDist => SqlType::Double,
             WindowFunc::Aggregate(spec) => spec.ty.clone(),

@@ -25,11 +25,11 @@ use quill_storage::key::encode_key;
 use quill_storage::table::SharedRow;
 use quill_storage::{Collation, Row, ScanOrder, Value};
 
-use crate::error::Result;
 use crate::expr::{CmpOp, Expr, RowCtx};
 use crate::query::{Env, Source, SourceData};
-use crate::tmp_memory;
-use crate::types::SqlType;
+use quill_sql_context::tmp_memory;
+use quill_sql_types::error::Result;
+use quill_sql_types::types::SqlType;
 
 /// What one built row costs beyond its values and key: its shared handle and its place in
 /// the map (estimated, for `tmp_memory`).

@@ -5,11 +5,11 @@ use quill_storage::{Collation, Value};
 
 use quill_storage::{Decimal, RoundingStrategy};
 
-use crate::error::{Result, SqlError, codes};
 use crate::expr::{Expr, RowCtx};
-use crate::ops;
 use crate::query::Env;
-use crate::types::{self, IntKind, LobKind, SqlType};
+use quill_sql_types::error::{Result, SqlError, codes};
+use quill_sql_types::ops;
+use quill_sql_types::types::{self, IntKind, LobKind, SqlType};
 
 /// Units of INTERVAL and TIMESTAMPDIFF.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,9 +69,9 @@ pub enum Func {
     Instr,
     /// A regular expression function (`regexp`); `true` when the subject's collation
     /// ignores case (the match type may say otherwise).
-    Regexp(crate::regexp::RegexpFunc, bool),
+    Regexp(quill_sql_types::regexp::RegexpFunc, bool),
     /// A JSON function (`json`).
-    Json(crate::json::JsonFunc),
+    Json(quill_sql_types::json::JsonFunc),
     /// An SQL value made JSON for a JSON function (`json::JsonFunc::FromSql`): whether it is
     /// JSON already, and whether it is a truth value.
     ToJson(bool, bool),
@@ -198,8 +198,8 @@ impl Func {
             "FROM_UNIXTIME" => Func::FromUnixtime,
             "CONVERT_TZ" => Func::ConvertTz,
             "UUID" => Func::Uuid,
-            json if json.starts_with("JSON_") => Func::Json(crate::json::JsonFunc::named(json)?),
-            regexp if regexp.starts_with("REGEXP_") => Func::Regexp(crate::regexp::RegexpFunc::named(regexp)?, true),
+            json if json.starts_with("JSON_") => Func::Json(quill_sql_types::json::JsonFunc::named(json)?),
+            regexp if regexp.starts_with("REGEXP_") => Func::Regexp(quill_sql_types::regexp::RegexpFunc::named(regexp)?, true),
             "DATEDIFF" => Func::DateDiff,
             "DATE" => Func::Date,
             "TIME" => Func::Time,
@@ -399,7 +399,7 @@ impl Func {
             NullIf => args.first().cloned().unwrap_or(SqlType::Null),
             Elt => text,
             ToJson(..) => SqlType::Json,
-            Regexp(crate::regexp::RegexpFunc::Like | crate::regexp::RegexpFunc::Instr, _) => int,
+            Regexp(quill_sql_types::regexp::RegexpFunc::Like | quill_sql_types::regexp::RegexpFunc::Instr, _) => int,
             Regexp(..) => text,
             Json(j) if j.returns_json() => SqlType::Json,
             Json(j) if j.returns_number() => int,
@@ -503,13 +503,13 @@ pub fn call(f: Func, args: &[Expr], env: &Env<'_>, cx: &RowCtx<'_>) -> Result<Va
         return user_lock(f, &vals, env);
     }
     if let Json(j) = f {
-        return crate::json::call(j, &vals, &[]);
+        return quill_sql_types::json::call(j, &vals, &[]);
     }
     if let Regexp(r, case_insensitive) = f {
-        return crate::regexp::call(r, &vals, if case_insensitive { Collation::Utf8mb4AiCi } else { Collation::Utf8mb4Bin });
+        return quill_sql_types::regexp::call(r, &vals, if case_insensitive { Collation::Utf8mb4AiCi } else { Collation::Utf8mb4Bin });
     }
     if let ToJson(json, boolean) = f {
-        return crate::json::call(crate::json::JsonFunc::FromSql, &vals, &[(json, boolean)]);
+        return quill_sql_types::json::call(quill_sql_types::json::JsonFunc::FromSql, &vals, &[(json, boolean)]);
     }
     let null_in = vals.iter().any(Value::is_null);
     let propagates_null =
@@ -706,7 +706,7 @@ pub fn call(f: Func, args: &[Expr], env: &Env<'_>, cx: &RowCtx<'_>) -> Result<Va
         }
         Hex => match &vals[0] {
             Value::Int(_) | Value::UInt(_) => Value::Str(format!("{:X}", ops::to_i128(&vals[0]) as u64)),
-            v => Value::Str(crate::charset::hex_upper(&ops::to_bytes(v))),
+            v => Value::Str(quill_sql_types::charset::hex_upper(&ops::to_bytes(v))),
         },
         Now(fsp) => Value::DateTime(types::round_micros(env.now_us, fsp)),
         SysDate(fsp) => Value::DateTime(types::round_micros(info.now_us(), fsp)),
@@ -850,7 +850,7 @@ pub fn call(f: Func, args: &[Expr], env: &Env<'_>, cx: &RowCtx<'_>) -> Result<Va
         RowCount => Value::Int(info.row_count),
         FoundRows => Value::UInt(info.found_rows),
         Database => info.db.clone().map_or(Value::Null, Value::Str),
-        Version => Value::Str(crate::SERVER_VERSION.to_owned()),
+        Version => Value::Str(quill_sql_types::SERVER_VERSION.to_owned()),
         ConnectionId => Value::UInt(u64::from(info.connection_id)),
         User => Value::Str(format!("{}@{}", info.user, info.host)),
         CurrentUser => Value::Str(format!("{}@{}", info.user, info.account_host)),
@@ -865,7 +865,7 @@ pub fn call(f: Func, args: &[Expr], env: &Env<'_>, cx: &RowCtx<'_>) -> Result<Va
 /// (`commit_notify`). Those that act or wait answer, when the statement runs again after a
 /// wait, what they answered the first time (`statement_waits`).
 fn user_lock(f: Func, vals: &[Value], env: &Env<'_>) -> Result<Value> {
-    use crate::statement_waits::Pending;
+    use quill_sql_context::statement_waits::Pending;
     use quill_txn::user_locks::Get;
     let info = env.info;
     let locks = &info.engine.user_locks;
@@ -1021,7 +1021,7 @@ fn round(v: &Value, places: i64, truncate: bool) -> Value {
         Value::Int(_) | Value::UInt(_) | Value::Decimal(_) => {
             let d = ops::to_decimal(v).unwrap_or_default();
             if places >= 0 {
-                let places = places.min(i64::from(crate::types::DECIMAL_SCALE_MAX)) as u32;
+                let places = places.min(i64::from(quill_sql_types::types::DECIMAL_SCALE_MAX)) as u32;
                 let mut r = d.round_dp_with_strategy(places, strategy);
                 if matches!(v, Value::Decimal(_)) {
                     r.rescale(places);
@@ -1186,7 +1186,7 @@ pub fn cast(v: Value, ty: &SqlType) -> Result<Value> {
         SqlType::Date => ops::to_date_days(&v).map_or(Value::Null, Value::Date),
         SqlType::DateTime(f) | SqlType::Timestamp(f) => ops::to_datetime(&v).map_or(Value::Null, |us| Value::DateTime(types::round_micros(us, *f))),
         SqlType::Time(f) => ops::to_time(&v).map_or(Value::Null, |us| Value::Time(types::round_micros(us, *f))),
-        SqlType::Json => crate::json::call(crate::json::JsonFunc::Cast, &[v], &[])?,
+        SqlType::Json => quill_sql_types::json::call(quill_sql_types::json::JsonFunc::Cast, &[v], &[])?,
         SqlType::Year | SqlType::Null => v,
     })
 }
@@ -1211,7 +1211,7 @@ pub const CAST_LENGTH_UNSIZED: u32 = 65_535;
 ///
 /// # Errors
 /// Those of [`cast`].
-pub fn cast_in(v: Value, ty: &SqlType, info: &crate::session_info::SessionInfo) -> Result<Value> {
+pub fn cast_in(v: Value, ty: &SqlType, info: &quill_sql_context::session_info::SessionInfo) -> Result<Value> {
     if v.is_null() {
         return Ok(v);
     }
@@ -1273,7 +1273,7 @@ fn cast_year(v: &Value) -> Option<i64> {
 /// CONVERT_TZ(dt, from, to): NULL for a zone it does not know or a value that is not a
 /// date and time; a value outside TIMESTAMP's range is returned as it is, as MySQL does.
 fn convert_tz(vals: &[Value]) -> Value {
-    use crate::time_zone::TimeZone;
+    use quill_sql_types::time_zone::TimeZone;
     let (Some(us), Some(from), Some(to)) = (ops::to_datetime(&vals[0]), TimeZone::parse(&str_arg(&vals[1])), TimeZone::parse(&str_arg(&vals[2]))) else {
         return Value::Null;
     };
