@@ -5,7 +5,7 @@
 //! and SERIALIZABLE reads take shared locks; writes and `FOR UPDATE` exclusive ones), the
 //! wait policy (`NOWAIT`, `SKIP LOCKED`), and whether it locks gaps (REPEATABLE READ and
 //! SERIALIZABLE). A request that must wait has been queued; the statement then fails with
-//! [`SqlError::lock_wait`], the session undoes what the statement did, awaits the grant
+//! `SqlError::must_wait(Wait::RowLock)`, the session undoes what the statement did, awaits the grant
 //! and re-runs it, and the re-run finds the lock already held. A deadlock makes this
 //! transaction the victim ([`SqlError::deadlock`]).
 //!
@@ -20,7 +20,7 @@ use std::ops::Bound;
 use quill_storage::{Handler, Timestamp, TxnId};
 use quill_txn::{Acquire, LockManager, LockMode, WaitPolicy};
 
-use quill_sql_types::error::{Result, SqlError, codes};
+use quill_sql_types::error::{Result, SqlError, Wait, codes};
 
 /// A range a locking scan read, on index `index` (0: the primary key, `i + 1`: secondary
 /// index `i`), bounds as for the table's scans.
@@ -66,7 +66,7 @@ impl LockSpec {
     /// whether the lock is new to the transaction.
     ///
     /// # Errors
-    /// [`SqlError::lock_wait`] (queued), 3572 (`NOWAIT`), 1213 (deadlock victim), 1020
+    /// `SqlError::must_wait(Wait::RowLock)` (queued), 3572 (`NOWAIT`), 1213 (deadlock victim), 1020
     /// (changed since the snapshot).
     pub fn lock_row(&self, locks: &LockManager, table_id: u64, table_name: &str, data: &dyn Handler, pk: &[u8]) -> Result<Option<bool>> {
         let fresh = match locks.lock_written_record(self.txn, table_id, pk, self.mode, self.policy, || data.holder(pk)) {
@@ -76,7 +76,7 @@ impl LockSpec {
             Acquire::Conflict => {
                 return Err(SqlError::new(codes::ER_LOCK_NOWAIT, "Statement aborted because lock(s) could not be acquired immediately and NOWAIT is set."));
             }
-            Acquire::Waiting => return Err(SqlError::lock_wait()),
+            Acquire::Waiting => return Err(SqlError::must_wait(Wait::RowLock)),
             Acquire::Deadlock => return Err(SqlError::deadlock()),
         };
         if let Some(read_ts) = self.snapshot
@@ -164,7 +164,7 @@ pub fn insert_locked<R>(locks: &LockManager, txn: TxnId, table_id: u64, data: &d
 /// ([`LockSpec::lock_gap`]), so none can appear between this look and the write.
 ///
 /// # Errors
-/// [`SqlError::lock_wait`] or 1213, as [`LockSpec::lock_row`].
+/// `SqlError::must_wait(Wait::RowLock)` or 1213, as [`LockSpec::lock_row`].
 pub fn check_insert(locks: &LockManager, txn: TxnId, table_id: u64, keys: impl FnOnce() -> Vec<(u32, Vec<u8>)>) -> Result<()> {
     if !locks.has_gaps(table_id) {
         return Ok(());
@@ -172,7 +172,7 @@ pub fn check_insert(locks: &LockManager, txn: TxnId, table_id: u64, keys: impl F
     for (index, key) in keys() {
         match locks.check_insert(txn, table_id, index, &key) {
             Acquire::Granted | Acquire::Held | Acquire::Conflict => {}
-            Acquire::Waiting => return Err(SqlError::lock_wait()),
+            Acquire::Waiting => return Err(SqlError::must_wait(Wait::RowLock)),
             Acquire::Deadlock => return Err(SqlError::deadlock()),
         }
     }
@@ -186,7 +186,7 @@ pub fn check_insert(locks: &LockManager, txn: TxnId, table_id: u64, keys: impl F
 pub fn lock_for_write(locks: &LockManager, txn: TxnId, table_id: u64, data: &dyn Handler, pk: &[u8]) -> Result<()> {
     match locks.lock_written_record(txn, table_id, pk, LockMode::Exclusive, WaitPolicy::Wait, || data.holder(pk)) {
         Acquire::Granted | Acquire::Held | Acquire::Conflict => Ok(()),
-        Acquire::Waiting => Err(SqlError::lock_wait()),
+        Acquire::Waiting => Err(SqlError::must_wait(Wait::RowLock)),
         Acquire::Deadlock => Err(SqlError::deadlock()),
     }
 }

@@ -2,7 +2,7 @@
 //! (`txn::user_locks`), `SLEEP`, and `WAIT_FOR_TABLE_COMMIT` (`commit_notify`). Expressions are
 //! evaluated synchronously, and a session never blocks a runtime thread, so such a function
 //! does not wait where it is called: it queues its request, notes it here
-//! ([`StatementCalls::waiting`]) and fails the statement with `SqlError::function_wait`. The
+//! ([`StatementCalls::waiting`]) and fails the statement with `SqlError::must_wait(Wait::Function)`. The
 //! session undoes the statement, waits asynchronously (killable) and runs the statement again
 //! from its start, as after a row lock wait (`Session::execute_locked`).
 //!

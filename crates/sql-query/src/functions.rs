@@ -7,7 +7,7 @@ use quill_storage::{Decimal, RoundingStrategy};
 
 use crate::expr::{Expr, RowCtx};
 use crate::query::Env;
-use quill_sql_types::error::{Result, SqlError, codes};
+use quill_sql_types::error::{Result, SqlError, Wait, codes};
 use quill_sql_types::ops;
 use quill_sql_types::types::{self, IntKind, LobKind, SqlType};
 
@@ -916,7 +916,7 @@ fn user_lock(f: Func, vals: &[Value], env: &Env<'_>) -> Result<Value> {
                             )
                         })?;
                         calls.wait(call, Pending::Lock(wait));
-                        return Err(SqlError::function_wait());
+                        return Err(SqlError::must_wait(Wait::Function));
                     }
                 }
             }
@@ -955,7 +955,7 @@ fn user_lock(f: Func, vals: &[Value], env: &Env<'_>) -> Result<Value> {
                     .then(|| std::time::Duration::try_from_secs_f64(seconds).ok().and_then(|d| std::time::Instant::now().checked_add(d)))
                     .flatten();
                 calls.wait(call, Pending::Commit { after, deadline, positions });
-                return Err(SqlError::function_wait());
+                return Err(SqlError::must_wait(Wait::Function));
             }
         }
         Func::Sleep => {
@@ -966,7 +966,7 @@ fn user_lock(f: Func, vals: &[Value], env: &Env<'_>) -> Result<Value> {
             match std::time::Duration::try_from_secs_f64(seconds).ok().and_then(|d| std::time::Instant::now().checked_add(d)) {
                 Some(until) if seconds > 0.0 => {
                     calls.wait(call, Pending::Sleep(until));
-                    return Err(SqlError::function_wait());
+                    return Err(SqlError::must_wait(Wait::Function));
                 }
                 Some(_) => Value::Int(0),
                 None => return Err(SqlError::new((1210, "HY000"), "Incorrect arguments to sleep")),

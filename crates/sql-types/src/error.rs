@@ -11,20 +11,31 @@ pub struct SqlError {
     pub code: u16,
     pub state: &'static str,
     pub message: String,
-    /// Set when the statement queued a row lock request it could not be granted at once:
-    /// the session undoes the statement, waits for the grant and re-runs it (never sent to
-    /// a client as is).
-    pub lock_wait: bool,
     /// The error rolls back the whole transaction, not only the statement (deadlock victim).
     pub rolls_back_transaction: bool,
-    /// Set when a DDL statement found a checkpoint copying the tables: the session waits
-    /// (asynchronously) and re-runs it (never sent to a client as is).
-    pub wait_for_ddl_gate: bool,
-    /// Set (with `lock_wait`) when a function must wait (`statement_waits`: `GET_LOCK` for a
-    /// lock another connection holds, `SLEEP`): the session undoes the statement, waits
-    /// (what for is in `SessionInfo::function_calls`) and re-runs it (never sent to a
-    /// client as is).
-    pub function_wait: bool,
+    /// Set for the stop of a statement that must wait before it can go on (see [`Wait`]);
+    /// such an error is never sent to a client.
+    wait: Option<Wait>,
+}
+
+/// A wait a statement must make before it can go on. The executor runs synchronously on a
+/// runtime worker and never blocks it, so where a statement must wait it stops with
+/// [`SqlError::must_wait`]; the session (`Session::execute_attempts`) undoes the statement,
+/// takes [`SqlError::wait`], waits asynchronously (each wait bounded as its variant says)
+/// and runs the statement again from its start, keeping the locks it holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// A row lock request was queued (`locking`): wait for its grant, at most
+    /// `innodb_lock_wait_timeout` (then 1205) or until the deadlock detector picks this
+    /// transaction (1213).
+    RowLock,
+    /// A function must wait (`statement_waits`: `GET_LOCK` for a lock another connection
+    /// holds, `SLEEP`, `WAIT_FOR_TABLE_COMMIT`); what for, and its own bound, are in
+    /// `SessionInfo::function_calls`.
+    Function,
+    /// A DDL statement found a checkpoint copying the tables (`Engine::ddl_gate`): wait
+    /// `DDL_GATE_RETRY` and try again, until the checkpoint is done or a KILL.
+    DdlGate,
 }
 
 impl fmt::Display for SqlError {
@@ -126,21 +137,25 @@ errors! {
 impl SqlError {
     #[must_use]
     pub fn new(code: (u16, &'static str), message: impl Into<String>) -> SqlError {
-        SqlError {
-            code: code.0,
-            state: code.1,
-            message: message.into(),
-            lock_wait: false,
-            rolls_back_transaction: false,
-            wait_for_ddl_gate: false,
-            function_wait: false,
-        }
+        SqlError { code: code.0, state: code.1, message: message.into(), rolls_back_transaction: false, wait: None }
     }
 
-    /// A checkpoint holds the DDL gate: wait and retry (see `Engine::ddl_gate`).
+    /// The statement must wait before it can go on (see [`Wait`]).
     #[must_use]
-    pub fn ddl_gate_busy() -> SqlError {
-        SqlError { wait_for_ddl_gate: true, ..SqlError::new((1205, "HY000"), "Waiting for a checkpoint to finish") }
+    pub fn must_wait(wait: Wait) -> SqlError {
+        // What a client would read should a stop reach it where no wait can be made.
+        let base = match wait {
+            Wait::RowLock => SqlError::lock_wait_timeout(),
+            Wait::Function => SqlError::internal("this statement cannot wait in GET_LOCK or SLEEP"),
+            Wait::DdlGate => SqlError::new(codes::ER_LOCK_WAIT_TIMEOUT, "Waiting for a checkpoint to finish"),
+        };
+        SqlError { wait: Some(wait), ..base }
+    }
+
+    /// The wait this stop asks for; `None` for an error to report.
+    #[must_use]
+    pub fn wait(&self) -> Option<Wait> {
+        self.wait
     }
 
     #[must_use]
@@ -176,18 +191,6 @@ impl SqlError {
     #[must_use]
     pub fn internal(msg: impl Into<String>) -> SqlError {
         SqlError::new(codes::ER_UNKNOWN_ERROR, msg)
-    }
-
-    /// The statement queued a lock request: wait for its grant, then re-run.
-    #[must_use]
-    pub fn lock_wait() -> SqlError {
-        SqlError { lock_wait: true, ..SqlError::lock_wait_timeout() }
-    }
-
-    /// A function must wait (`statement_waits`): wait, then re-run.
-    #[must_use]
-    pub fn function_wait() -> SqlError {
-        SqlError { lock_wait: true, function_wait: true, ..SqlError::internal("this statement cannot wait in GET_LOCK or SLEEP") }
     }
 
     /// KILL QUERY (or KILL CONNECTION) stopped the statement.

@@ -17,7 +17,7 @@ pub mod regexp;
 pub mod time_zone;
 pub mod types;
 
-pub use error::{Result, SqlError, Warning};
+pub use error::{Result, SqlError, Wait, Warning};
 
 /// The version string Quill presents (MySQL 8 compatible).
 pub const SERVER_VERSION: &str = concat!("8.0.40-quill-", env!("CARGO_PKG_VERSION"));

@@ -14,7 +14,7 @@ use sqlparser::ast;
 
 use crate::bind::{Binder, Scope, ScopeColumn};
 use crate::catalog::{Catalog, ColumnDefault, TableMeta};
-use crate::error::{Result, SqlError, Warning, codes};
+use crate::error::{Result, SqlError, Wait, Warning, codes};
 use crate::expr::{Expr, RowCtx};
 use crate::locking::{self, LockSpec};
 use crate::ops;
@@ -113,7 +113,7 @@ fn write_error(e: WriteError, t: &TableMeta, row: &Row, cx: &DmlCx<'_>) -> SqlEr
         // ended in between, the lock is ours at once: the statement runs again, as after a wait.
         WriteError::Locked { pk, .. } => match locking::lock_for_write(&cx.info.engine.txns.locks, cx.txn, t.id, t.data.as_ref(), &pk) {
             Err(e) => e,
-            Ok(()) => SqlError::lock_wait(),
+            Ok(()) => SqlError::must_wait(Wait::RowLock),
         },
         WriteError::Duplicate { index, .. } => {
             let (name, cols) = match index {
@@ -482,7 +482,7 @@ fn prepare_row(cx: &mut DmlCx<'_>, t: &TableMeta, data: &dyn Handler, vals: Prop
     }
     match finish_row(t, row, row_no, cx, data, ids) {
         Ok(r) => Ok(Some(r)),
-        Err(e) if ignore && !e.lock_wait && !e.rolls_back_transaction => {
+        Err(e) if ignore && e.wait().is_none() && !e.rolls_back_transaction => {
             cx.warnings.push(Warning { level: "Warning", code: e.code, message: e.message });
             Ok(None)
         }

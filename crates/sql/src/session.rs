@@ -28,7 +28,7 @@ use crate::catalog::Catalog;
 use crate::charset::Charset;
 use crate::dml::{self, DmlCx};
 use crate::engine::{Engine, ProcessInfo, gtid_executed};
-use crate::error::{Result, SqlError, Warning, codes};
+use crate::error::{Result, SqlError, Wait, Warning, codes};
 use crate::locking::LockSpec;
 use crate::query::{self, Env, OutColumn, ResultSet};
 use crate::session_info::SessionInfo;
@@ -1044,15 +1044,15 @@ impl Session {
         Ok(killed)
     }
 
-    /// [`Session::execute_locked`]: runs the statement, and again after each wait for a
-    /// lock it queued for.
+    /// [`Session::execute_locked`]: runs the statement, and again after each [`Wait`] it
+    /// stopped for (a row lock it queued for, a function that waits, the DDL gate).
     async fn execute_attempts(&mut self, stmt: &Statement, params: &[Value], text: &str) -> Result<Outcome> {
         let lock_wait_timeout = Duration::from_secs(vars::int_value(&self.info.vars, "innodb_lock_wait_timeout"));
         loop {
             self.info.function_calls.borrow_mut().restart();
             self.info.interrupt.restart_statement();
             match self.execute_once(stmt, params, text) {
-                Err(e) if e.function_wait => {
+                Err(e) if e.wait() == Some(Wait::Function) => {
                     let Some(wait) = self.info.function_calls.borrow_mut().waiting.take() else { return Err(e) };
                     let got = self.wait_in_function(wait).await;
                     match got {
@@ -1065,7 +1065,7 @@ impl Session {
                         }
                     }
                 }
-                Err(e) if e.wait_for_ddl_gate => {
+                Err(e) if e.wait() == Some(Wait::DdlGate) => {
                     tokio::select! {
                         () = tokio::time::sleep(DDL_GATE_RETRY) => {}
                         () = self.kill.notified() => {
@@ -1075,7 +1075,7 @@ impl Session {
                         }
                     }
                 }
-                Err(e) if e.lock_wait => {
+                Err(e) if e.wait() == Some(Wait::RowLock) => {
                     let Some(txn) = self.txn.as_ref().map(|t| t.id) else { return Err(SqlError::internal("lock wait outside a transaction")) };
                     let engine = self.engine();
                     let locks = &engine.txns.locks;
@@ -1134,7 +1134,8 @@ impl Session {
         }
     }
 
-    /// One attempt at a statement: sync, under the engine lock.
+    /// One attempt at a statement, run synchronously: a wait it needs stops it with a
+    /// [`Wait`] that [`Session::execute_attempts`] makes.
     fn execute_once(&mut self, stmt: &Statement, params: &[Value], text: &str) -> Result<Outcome> {
         let bound = self.info.engine.global("temptable_max_ram").and_then(|v| v.parse().ok()).unwrap_or(usize::MAX);
         self.info.tmp_memory.start_statement(bound);
@@ -1313,7 +1314,7 @@ impl Session {
         if sink.is_some() {
             self.row_sink = sink;
         }
-        if result.as_ref().is_err_and(|e| e.lock_wait || e.rolls_back_transaction) {
+        if result.as_ref().is_err_and(|e| e.wait().is_some() || e.rolls_back_transaction) {
             return result;
         }
         if reads_tables(q) {
@@ -1528,7 +1529,7 @@ impl Session {
                 self.statement_end()?;
                 Ok(Outcome::Done { affected: r.affected, last_insert_id: insert_id, info: r.info })
             }
-            Err(e) if e.lock_wait || e.rolls_back_transaction => Err(e),
+            Err(e) if e.wait().is_some() || e.rolls_back_transaction => Err(e),
             // The statement's own error wins over a commit error (there is nothing left to commit).
             Err(e) => self.statement_end().and(Err(e)),
         }
@@ -1850,7 +1851,7 @@ impl Session {
         }
         let engine = self.engine();
         // A checkpoint copying rows holds the gate: wait for it without blocking this thread.
-        let Some(_gate) = engine.ddl_gate.try_write() else { return Err(SqlError::ddl_gate_busy()) };
+        let Some(_gate) = engine.ddl_gate.try_write() else { return Err(SqlError::must_wait(Wait::DdlGate)) };
         // DDL commits the open transaction first.
         self.commit()?;
         let mut created_by_select = match stmt {
