@@ -17,7 +17,7 @@
 //! Bounds: one channel per table written or waited on since the server started (a dropped
 //! table's stays, a few words, until restart); waiters are sessions, each with one wait.
 //!
-//! Where it sits: in `sql`, beside the commit path (`session::commit`) that feeds it; the
+//! Where it sits: in `quill-sql-context` (the engine owns it), fed by the commit path (`session::commit`) that feeds it; the
 //! session waits (`statement_waits`).
 
 use std::collections::HashMap;

@@ -16,7 +16,7 @@
 //! `foreign_key_checks` off only the child's own shape is checked, as MySQL does, so a dump
 //! may create a child before its parent; the log and checkpoints replay DDL that way.
 //!
-//! Where it sits: `sql`, below `ddl` (which declares keys), `dml` (which enforces them),
+//! Where it sits: `quill-sql-context` (a table's keys are part of its catalog entry), below `ddl` (which declares keys), `dml` (which enforces them),
 //! `show` (SHOW CREATE TABLE) and `information_schema`.
 
 use quill_storage::Value;

@@ -4,7 +4,7 @@
 //! so it stays the same across restarts and moves with the data directory. The file is
 //! written atomically (`quill_io::replace_file`): a crash leaves none or the whole of it.
 //!
-//! Where it sits: read by `Engine::open` (`durability`), which makes it the read-only global
+//! Where it sits: read by `durability::open`, which makes it the read-only global
 //! variable.
 
 use std::io;

@@ -30,7 +30,7 @@
 //! crash-safe. Writing fails silently for the statement (it is logged to the error log), never
 //! failing the statement itself.
 //!
-//! Where it sits: in `sql`; the session gathers an entry's figures (`Session::run`,
+//! Where it sits: in `quill-sql-context` (the engine owns the file); the session gathers an entry's figures (`Session::run`,
 //! `Session::execute_prepared`) and writes it here.
 
 use std::fmt::Write as _;

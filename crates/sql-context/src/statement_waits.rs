@@ -15,7 +15,8 @@
 //!
 //! Bounds: one statement's results, cleared when it ends; at most one pending wait.
 //!
-//! Where it sits: in `sql`, below the session; the lock table is `txn::user_locks`.
+//! Where it sits: in `quill-sql-context`, below the executor (whose functions record their
+//! calls here) and the session (which makes the waits); the lock table is `txn::user_locks`.
 
 use std::time::Instant;
 

@@ -15,8 +15,8 @@
 //!
 //! Invariants: `ends` is non-decreasing and its last value is `keys.len()`; `runs` starts
 //! at write 0 whenever there are writes, and its starts increase; no write after
-//! `last_repeat` repeats an earlier write at or after `last_repeat`. Where it sits: in `sql`,
-//! used by `dml` (a statement's `DmlCx::undo`) and `session` (a transaction's writes).
+//! `last_repeat` repeats an earlier write at or after `last_repeat`. Where it sits: in
+//! `quill-sql-context`, used by `dml` (a statement's `DmlCx::undo`) and `session` (a transaction's writes).
 
 /// The writes of a statement or a transaction (see the module doc).
 #[derive(Debug, Default)]

@@ -9,7 +9,7 @@
 //! A run of options is an item of the ALTER's comma-separated list that starts with an
 //! option name; MySQL also lets options follow one another without commas. An item that
 //! starts like an option and goes on with something else is left alone, for the parser's
-//! 1064. Where it sits: in `sql`, below `parse`.
+//! 1064. Where it sits: in `quill-sql-frontend`, called by `parse::parse` before the parser.
 
 use crate::dialect::QuillDialect;
 use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};

@@ -27,8 +27,8 @@
 //!
 //! Fields are bytes here; the caller decodes them in the statement's character set.
 //! `SELECT ... INTO OUTFILE` writes the same FIELDS and LINES clauses (`outfile`), read by
-//! the same [`charset_and_format`]. Where it sits: in `sql`, below the session, which runs
-//! the statement; no I/O happens here.
+//! the same [`charset_and_format`]. Where it sits: in `quill-sql-frontend`, below the
+//! session, which runs the statement (`quill_sql::session::load`); no I/O happens here.
 
 use crate::dialect::QuillDialect;
 use sqlparser::ast;

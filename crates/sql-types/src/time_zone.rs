@@ -8,7 +8,7 @@
 //! back) the earlier instant is taken; where it does not exist (the hour a clock goes
 //! forward) the offset in force before the change is used, so the time lands after it.
 //!
-//! Where it sits: `sql`, used by the `time_zone` variable (`vars`), the session's clock
+//! Where it sits: `quill-sql-types`, used by the `time_zone` variable (`vars`), the session's clock
 //! (`SessionInfo::utc_offset_secs`) and the time functions (`CONVERT_TZ`, `UNIX_TIMESTAMP`,
 //! `FROM_UNIXTIME`).
 

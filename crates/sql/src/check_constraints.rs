@@ -20,7 +20,7 @@
 //! Not done: `ALTER CHECK name [NOT] ENFORCED`, and rewriting a constraint when a column it
 //! reads is renamed.
 //!
-//! Where it sits: `sql`, beside `foreign_keys`; DDL builds them, DML enforces them.
+//! Where it sits: `quill-sql` (the constraint itself is a `catalog::CheckConstraint`); DDL builds them, DML enforces them.
 
 use quill_storage::Value;
 use sqlparser::ast;

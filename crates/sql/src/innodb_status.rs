@@ -16,7 +16,7 @@
 //! values. InnoDB's other sections (semaphores, file I/O, buffer pool...) describe machinery
 //! Quill does not have and are not written.
 //!
-//! Where it sits: in `sql`, beside `lock_tables` (the same locks as tables).
+//! Where it sits: in `quill-sql`, beside `performance_schema` (the same locks as tables).
 
 use std::fmt::Write as _;
 use std::time::{Instant, SystemTime};
@@ -151,7 +151,7 @@ fn lock_lines(out: &mut String, catalog: &Catalog, lock: &LockInfo) {
         Some(key) => {
             let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
             let asc: String = key.iter().map(|&b| if b.is_ascii_graphic() || b == b' ' { b as char } else { ' ' }).collect();
-            let values = crate::lock_tables::lock_data(meta, lock.index, Some(key));
+            let values = crate::performance_schema::lock_data(meta, lock.index, Some(key));
             let _ = writeln!(
                 out,
                 "Record lock, heap no 2 PHYSICAL RECORD: n_fields 1; compact format; info bits 0\n 0: len {}; hex {hex}; asc {asc};; values {}",

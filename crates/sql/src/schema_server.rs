@@ -1,7 +1,8 @@
 //! The `information_schema` tables that describe the server rather than a schema, with
 //! MySQL 8's columns: `ENGINES`, `CHARACTER_SETS` and `COLLATIONS` (what `SHOW ENGINES`,
-//! `SHOW CHARACTER SET` and `SHOW COLLATION` list), and `ROUTINES` and `VIEWS`, empty: Quill
-//! has no stored programs and no views yet, and tools read the tables to find that out.
+//! `SHOW CHARACTER SET` and `SHOW COLLATION` list), and `ROUTINES`
+//! (empty: Quill has no stored programs yet, and tools read the table to find that out) and
+//! `VIEWS`' columns (its rows come from `view_ddl::schema_rows`).
 //!
 //! Where it sits: `sql`, called from `show::information_schema_table`.
 
@@ -111,7 +112,7 @@ pub fn routines() -> (Vec<OutColumn>, Rows) {
     (names.iter().map(|n| column(n)).collect(), Vec::new())
 }
 
-/// `VIEWS`' columns (its rows: `views::schema_rows`).
+/// `VIEWS`' columns (its rows: `view_ddl::schema_rows`).
 #[must_use]
 pub fn views() -> (Vec<OutColumn>, Rows) {
     let names = [

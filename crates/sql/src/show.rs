@@ -357,7 +357,7 @@ pub fn show_index(catalog: &Catalog, db: &str, table: &str) -> Result<ResultSet>
 }
 
 /// The system schemas as the planner reads them (`system_tables`): `information_schema`
-/// from [`information_schema_table`], `performance_schema` from `lock_tables`.
+/// from [`information_schema_table`], `performance_schema` from `performance_schema`.
 pub struct SystemSchemas;
 
 /// The one [`SystemSchemas`], which every statement's `Env` carries.
@@ -369,7 +369,7 @@ impl SystemTables for SystemSchemas {
     }
 
     fn performance_schema(&self, env: &Env<'_>, name: &str) -> Option<Result<SystemTable>> {
-        crate::lock_tables::performance_schema_table(env, name)
+        crate::performance_schema::performance_schema_table(env, name)
     }
 }
 
@@ -627,7 +627,7 @@ fn information_schema_rows(env: &Env<'_>, name: &str) -> Result<(Vec<OutColumn>,
             cols(&[("CONSTRAINT_CATALOG", text(64)), ("CONSTRAINT_SCHEMA", text(64)), ("CONSTRAINT_NAME", text(64)), ("CHECK_CLAUSE", text(1024))]),
             tables().flat_map(|t| t.checks.iter().map(|c| vec![s("def"), s(t.db.clone()), s(c.name.clone()), s(format!("({})", c.expr))])).collect(),
         ),
-        "INNODB_TRX" => crate::lock_tables::innodb_trx(env)?,
+        "INNODB_TRX" => crate::performance_schema::innodb_trx(env)?,
         "PROCESSLIST" => processlist(env.info, true),
         other => {
             return Err(SqlError::new(crate::error::codes::ER_UNKNOWN_TABLE, format!("Unknown table '{}' in information_schema", other.to_ascii_lowercase())));

@@ -22,7 +22,7 @@
 //! they still log in, always by fast authentication. Statements that carry a password are
 //! shown with it replaced (`redacted`) in PROCESSLIST and the slow log.
 //!
-//! Where it sits: `sql`, below the session (which checks each statement, `session::
+//! Where it sits: `quill-sql-context`, below the session (which checks each statement, `session::
 //! privileges`) and the server (which authenticates against [`Acl::find`]).
 
 pub mod grant_tables;

@@ -20,7 +20,7 @@
 //! directory gets. The fast-authentication secret a login checks is kept in memory only,
 //! learnt from a full authentication ([`super::Sha2Cache`]), as MySQL does.
 //!
-//! Where it sits: `sql::accounts`, called when an account statement sets a password and when
+//! Where it sits: `quill-sql-context::accounts`, called when an account statement sets a password and when
 //! the server checks the password a client sent in a full authentication.
 
 use sha2::{Digest, Sha256};

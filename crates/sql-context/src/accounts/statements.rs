@@ -10,7 +10,8 @@
 //! failed-login locking) are accepted only in their DEFAULT form, as SHOW CREATE USER prints
 //! them; others are 1235.
 //!
-//! Where it sits: `accounts`, called by the session's recogniser.
+//! Where it sits: `quill-sql-context::accounts` (its statements name privileges), called
+//! by the session's recogniser.
 
 use super::{Privs, privilege_named};
 use quill_sql_types::error::{Result, SqlError};

@@ -1,7 +1,7 @@
 //! The commit path: how a transaction's changes reach the commit log and become visible,
 //! when its client is answered, and how it rolls back. Where it sits: inside `session` (it
-//! works on a session's transaction), above `durability` (which builds log changes from row
-//! images) and the log itself.
+//! works on a session's transaction), beside `durability` (which builds log changes from row
+//! images, and replays them at start-up), over the log itself.
 //!
 //! Commit ([`Session::commit`]):
 //! 1. The changes not yet logged (the final image of each row written since the transaction's

@@ -1,6 +1,6 @@
 //! `SELECT ... INTO OUTFILE` / `INTO DUMPFILE` in a session: checks the path under
 //! `secure_file_priv` (`session::server_files`), creates the file (never over an existing
-//! one), and runs the query with an `outfile::FileSink` in place of the connection's row
+//! one), and runs the query with an `file_sink::FileSink` in place of the connection's row
 //! sink, so the rows go to the file as they are produced, whatever their number. The answer
 //! is an OK with the rows written, as MySQL's. A statement that fails removes the file it
 //! created. Where it sits: inside `session`, above `outfile`.
@@ -10,8 +10,8 @@ use sqlparser::ast::Statement;
 use super::{Outcome, Session, server_files};
 use crate::charset::Charset;
 use crate::error::{Result, SqlError};
+use crate::file_sink::FileSink;
 use crate::into_file::IntoFile;
-use crate::outfile::FileSink;
 use crate::sink::RowSink;
 use crate::text::StatementText;
 

@@ -15,7 +15,7 @@
 //!
 //! `INTO DUMPFILE` writes the one row's values back to back, with nothing added; a result of
 //! more rows is 1172. Values are written as the text protocol sends them, text in the
-//! clause's `CHARACTER SET` (utf8mb4 when none is given). Where it sits: in `sql`, below the
+//! clause's `CHARACTER SET` (utf8mb4 when none is given). Where it sits: in `quill-sql`, below the
 //! session (`session::outfile`), which checks the path and runs the query.
 
 use std::io::Write;
