@@ -13,7 +13,7 @@
 //! 2. A crash: a power loss ([`quill_io::SimFs::crash`]: each write since its file's last
 //!    sync dropped, kept or torn, name changes since the last directory sync kept as a
 //!    prefix) or a kill -9 ([`quill_io::SimFs::crash_process`]: every write kept).
-//! 3. Recovery (`Engine::open` on what the disk kept) and the checks of [`check`]: every
+//! 3. Recovery (`durability::open` on what the disk kept) and the checks of [`check`]: every
 //!    commit the flush mode promised is present, what survives is a prefix of the commit
 //!    order, the tables equal the model's at that prefix (rows and `CHECKSUM TABLE`), the
 //!    binary log reads from its first file to its end with exactly the tables' changes and
@@ -131,7 +131,7 @@ pub fn settings(segment_bytes: u64) -> VarSet {
 /// epoch, so otherwise every checkpoint removes what it covers.
 ///
 /// # Errors
-/// What `Engine::open` returns: recovery failed.
+/// What `durability::open` returns: recovery failed.
 pub fn open(fs: &SimFs, segment_bytes: u64, keep_binlog: bool) -> Result<(Arc<Engine>, quill_sql::durability::OpenReport), String> {
     let fs: Arc<dyn Fs> = Arc::new(fs.clone());
     quill_sql::durability::open_with(settings(segment_bytes), fs, Path::new(DATADIR), |config| {

@@ -6,7 +6,7 @@
 //! before the versions are stamped committed. A DDL statement becomes a record holding its
 //! text ([`ddl_changes`]).
 //!
-//! At start-up ([`Engine::open`]) the log is replayed in commit order through [`Replayer`]
+//! At start-up ([`open`]) the log is replayed in commit order through [`Replayer`]
 //! (the log hands over a streamed transaction's parts at its commit, as records of their own):
 //! - row changes are installed as committed versions, with indexes, hidden row ids and
 //!   AUTO_INCREMENT counters kept in step;
