@@ -1,4 +1,11 @@
-//! Scalar functions: name lookup, result types and evaluation.
+//! Scalar functions: name lookup ([`Func`]), result types, and evaluation ([`call`]).
+//!
+//! `call` evaluates what must see its arguments unevaluated (IF, IFNULL, COALESCE, user
+//! variables), handles NULL arguments and the `max_allowed_packet` bound of the functions
+//! that build large values (`built_bytes`, warning 1301), then hands the arguments' values to
+//! the family of the function: `strings`, `temporal`, `numeric`, `cast`, `user_locks`; JSON
+//! and REGEXP functions are `quill_sql_types`'. What needs the session (LAST_INSERT_ID,
+//! DATABASE(), CURRENT_USER) is answered here.
 
 use quill_storage::{Collation, Value};
 
