@@ -8,7 +8,13 @@
 use quill_storage::{Collation, ReadView, Value};
 use sqlparser::ast::{self, ColumnOption, TableConstraint};
 
-use crate::catalog::{Catalog, Column, ColumnDefault, Database, IndexMeta, ROW_FORMATS, SYSTEM_DATABASES, TableMeta};
+mod alter;
+mod databases;
+
+pub use alter::alter_table;
+pub use databases::{alter_database, create_database, database_collation, drop_database};
+
+use crate::catalog::{Catalog, Column, ColumnDefault, IndexMeta, ROW_FORMATS, TableMeta};
 use crate::error::{Result, SqlError, Warning, codes};
 use crate::expr::RowCtx;
 use crate::foreign_keys::{self, ForeignKey};
@@ -16,90 +22,10 @@ use crate::query::{self, Env};
 use crate::session_info::SessionInfo;
 use crate::types::{SqlType, WriteContext, coerce_to_column};
 
+use alter::rebuild;
+
 fn ident_name(n: &ast::ObjectName) -> String {
     n.0.last().map(|p| p.as_ident().map_or_else(|| p.to_string(), |i| i.value.clone())).unwrap_or_default()
-}
-
-/// CREATE DATABASE.
-///
-/// # Errors
-/// 1007 if it exists (without IF NOT EXISTS).
-pub fn create_database(catalog: &mut Catalog, name: &str, if_not_exists: bool, collation: Collation, warnings: &mut Vec<Warning>) -> Result<()> {
-    if catalog.databases.contains_key(name) || name.eq_ignore_ascii_case("information_schema") {
-        let msg = format!("Can't create database '{name}'; database exists");
-        if if_not_exists {
-            warnings.push(Warning { level: "Note", code: 1007, message: msg });
-            return Ok(());
-        }
-        return Err(SqlError::new(codes::ER_DB_CREATE_EXISTS, msg));
-    }
-    if name.is_empty() || name.len() > 64 || name.ends_with(' ') {
-        return Err(SqlError::new(codes::ER_WRONG_DB_NAME, format!("Incorrect database name '{name}'")));
-    }
-    catalog.databases.insert(name.to_owned(), Database { name: name.to_owned(), collation, ..Database::default() });
-    Ok(())
-}
-
-/// The default collation a `CHARACTER SET` and `COLLATE` pair names for a database (the
-/// character set's default collation when only it is given), or `otherwise`.
-///
-/// # Errors
-/// 1273 for a collation Quill does not have.
-pub fn database_collation(charset: Option<&str>, collation: Option<&str>, otherwise: Collation) -> Result<Collation> {
-    match (charset, collation) {
-        (_, Some(c)) => collation_named(c),
-        (Some(cs), None) => Ok(charset_collation(cs)),
-        (None, None) => Ok(otherwise),
-    }
-}
-
-/// ALTER DATABASE `name` with its CHARACTER SET / COLLATE options (as `dialect` reads
-/// them): the collation new tables in it take. ENCRYPTION 'N' is accepted (what Quill
-/// does); encryption and READ ONLY are 1235.
-///
-/// # Errors
-/// 1049 for an unknown database; 1273 for an unknown collation; 1235.
-pub fn alter_database(catalog: &mut Catalog, name: &str, options: &[ast::SqlOption]) -> Result<()> {
-    let (mut charset, mut collation) = (None, None);
-    for option in options {
-        let ast::SqlOption::KeyValue { key, value } = option else { continue };
-        let value = value.to_string().trim_matches('\'').to_owned();
-        match key.value.as_str() {
-            "CHARACTER SET" => charset = Some(value),
-            "COLLATE" => collation = Some(value),
-            "ENCRYPTION" if value.eq_ignore_ascii_case("N") => {}
-            other => return Err(SqlError::unsupported(format!("ALTER DATABASE ... {other}"))),
-        }
-    }
-    let current = catalog.database(name)?.collation;
-    let collation = database_collation(charset.as_deref(), collation.as_deref(), current)?;
-    let db = catalog.databases.get_mut(name).ok_or_else(|| SqlError::new(codes::ER_BAD_DB_ERROR, format!("Unknown database '{name}'")))?;
-    db.collation = collation;
-    Ok(())
-}
-
-/// DROP DATABASE. Returns the number of tables dropped.
-///
-/// # Errors
-/// 1008 if it does not exist (without IF EXISTS).
-pub fn drop_database(catalog: &mut Catalog, name: &str, if_exists: bool, warnings: &mut Vec<Warning>) -> Result<u64> {
-    if SYSTEM_DATABASES.contains(&name) {
-        return Err(SqlError::new(codes::ER_TABLEACCESS_DENIED_ERROR, format!("Access denied for user to database '{name}'")));
-    }
-    let Some(db) = catalog.databases.get(name) else {
-        let msg = format!("Can't drop database '{name}'; database doesn't exist");
-        if if_exists {
-            warnings.push(Warning { level: "Note", code: 1008, message: msg });
-            return Ok(0);
-        }
-        return Err(SqlError::new(codes::ER_DB_DROP_EXISTS, msg));
-    };
-    let tables: Vec<String> = db.tables.keys().cloned().collect();
-    for t in &tables {
-        catalog.remove_table(name, t)?;
-    }
-    catalog.databases.remove(name);
-    Ok(tables.len() as u64)
 }
 
 fn index_columns(t_cols: &[Column], cols: &[ast::IndexColumn]) -> Result<Vec<usize>> {
@@ -555,6 +481,20 @@ pub fn truncate(catalog: &mut Catalog, info: &SessionInfo, name: &ast::ObjectNam
     catalog.replace_table(empty)
 }
 
+/// RENAME TABLE a TO b [, c TO d ...], one pair after another, as MySQL runs it (so `a TO
+/// tmp, b TO a, tmp TO b` swaps two tables).
+///
+/// # Errors
+/// As [`Catalog::rename`]; nothing is renamed when one pair fails (the caller drops the copy).
+pub fn rename_tables(catalog: &mut Catalog, info: &SessionInfo, pairs: &[ast::RenameTable]) -> Result<()> {
+    for pair in pairs {
+        let (db, name) = query::resolve_table_name(info, &pair.old_name)?;
+        let (new_db, new_name) = query::resolve_table_name(info, &pair.new_name)?;
+        catalog.rename((&db, &name), (&new_db, &new_name))?;
+    }
+    Ok(())
+}
+
 /// The options of a table a rebuild keeps, or that ALTER TABLE changes.
 #[derive(Debug, Clone)]
 struct TableOptions {
@@ -570,343 +510,6 @@ impl TableOptions {
     fn of(t: &TableMeta) -> TableOptions {
         TableOptions { row_format: t.row_format, comment: t.comment.clone(), collation: t.collation, collate_named: false }
     }
-}
-
-/// The name MySQL gives the next unnamed CHECK constraint of `table`: `<table>_chk_<n>`,
-/// one past the highest such number in use.
-fn next_check_name(table: &str, checks: &[crate::catalog::CheckConstraint]) -> String {
-    let prefix = format!("{table}_chk_");
-    let highest = checks.iter().filter_map(|c| c.name.strip_prefix(&prefix).and_then(|n| n.parse::<u32>().ok())).max().unwrap_or(0);
-    format!("{prefix}{}", highest + 1)
-}
-
-/// Rebuild a table with a changed definition, copying its committed rows (into the rows of
-/// its new row format, if `options` changes it).
-#[allow(clippy::too_many_arguments)]
-fn rebuild(
-    catalog: &mut Catalog,
-    db: &str,
-    name: &str,
-    columns: Vec<Column>,
-    column_map: Vec<Option<usize>>,
-    primary: Vec<usize>,
-    indexes: Vec<IndexMeta>,
-    foreign_keys: Vec<ForeignKey>,
-    options: TableOptions,
-    (info, warnings): (&SessionInfo, &mut Vec<Warning>),
-    checks: Option<Vec<crate::catalog::CheckConstraint>>,
-) -> Result<()> {
-    validate(&columns, &primary, &indexes)?;
-    let old = catalog.table(db, name)?;
-    check_key_indexes(catalog, old, (&columns, &primary, &indexes), &foreign_keys)?;
-    let mut meta = TableMeta::new(old.id, db, name, columns, primary, indexes, options.collation).with_row_format(options.row_format);
-    row_format_warnings(&meta, warnings);
-    meta.comment = options.comment;
-    meta.created_at = old.created_at;
-    meta.foreign_keys = foreign_keys;
-    meta.checks = checks.unwrap_or_else(|| old.checks.clone());
-    let scratch = Catalog::default();
-    let env = Env::new(&scratch, ReadView::current(0), &[], info.now_us(), info, &crate::show::SYSTEM_SCHEMAS);
-    if let Err(e) = crate::check_constraints::validate(&env, &meta) {
-        return Err(SqlError::new((3959, "HY000"), format!("A check constraint of '{name}' no longer reads: {}", e.message)));
-    }
-    meta.data.set_auto_increment(old.data.auto_increment());
-    let rows = old.data.snapshot_rows(ReadView::current(0));
-    for (n, r) in rows.into_iter().enumerate() {
-        let mut new_row = Vec::with_capacity(meta.columns.len());
-        for (c, src) in meta.columns.iter().zip(&column_map) {
-            let v = match src {
-                Some(i) => r[*i].clone(),
-                None => match &c.default {
-                    ColumnDefault::Value(v) => v.clone(),
-                    ColumnDefault::Expression(_) => crate::dml::column_default(c, info.now_us(), info)?,
-                    _ => Value::Null,
-                },
-            };
-            let mut cx = WriteContext { column: &c.name, row: n as u64 + 1, strict: true, warnings };
-            let v = coerce_to_column(v, &c.ty, &mut cx)?;
-            if v.is_null() && !c.nullable {
-                if src.is_none() {
-                    // A new NOT NULL column without default gets the type's zero value.
-                    new_row.push(crate::dml::zero_value(&c.ty));
-                    continue;
-                }
-                return Err(SqlError::new(codes::ER_BAD_NULL_ERROR, format!("Column '{}' cannot be null", c.name)));
-            }
-            new_row.push(v);
-        }
-        crate::check_constraints::enforce(&env, &meta, &new_row)?;
-        let pk = meta.data.write_row(&meta.data.write_latch(), 0, &new_row).map_err(|e| match e {
-            quill_storage::WriteError::Duplicate { .. } => SqlError::new(codes::ER_DUP_ENTRY, format!("Duplicate entry for key while altering '{name}'")),
-            quill_storage::WriteError::Locked { .. } => SqlError::internal("row locked during ALTER"),
-        })?;
-        meta.data.commit_row(0, &pk, 0, 0);
-    }
-    catalog.replace_table(meta)
-}
-
-/// ALTER TABLE with ADD/DROP/MODIFY/CHANGE/RENAME COLUMN, ADD/DROP INDEX, RENAME [TO] and
-/// table options (`alter_options`). Renames alone keep the rows where they are; anything else
-/// copies them into the new shape.
-///
-/// # Errors
-/// Definition errors; 1091 for a missing column or index.
-pub fn alter_table(
-    catalog: &mut Catalog,
-    info: &SessionInfo,
-    now_us: i64,
-    name: &ast::ObjectName,
-    ops: &[ast::AlterTableOperation],
-    warnings: &mut Vec<Warning>,
-) -> Result<()> {
-    let (db, tname) = query::resolve_table_name(info, name)?;
-    let t = catalog.table(&db, &tname)?;
-    let mut columns = t.columns.clone();
-    let mut map: Vec<Option<usize>> = (0..columns.len()).map(Some).collect();
-    let mut primary = t.primary.clone();
-    let mut indexes = t.indexes.clone();
-    let collation = t.collation;
-    let mut options = TableOptions::of(t);
-    let mut keys = t.foreign_keys.clone();
-    let mut checks = t.checks.clone();
-    let mut added_keys = Vec::new();
-    let mut renamed_columns: Vec<(String, String)> = Vec::new();
-    let mut rename_to: Option<(String, String)> = None;
-    let env = Env::new(catalog, ReadView::current(0), &[], now_us, info, &crate::show::SYSTEM_SCHEMAS);
-    for op in ops {
-        match op {
-            ast::AlterTableOperation::RenameColumn { old_column_name, new_column_name } => {
-                let pos = columns
-                    .iter()
-                    .position(|c| c.name.eq_ignore_ascii_case(&old_column_name.value))
-                    .ok_or_else(|| SqlError::bad_field(&old_column_name.value, &tname))?;
-                if columns.iter().enumerate().any(|(i, c)| i != pos && c.name.eq_ignore_ascii_case(&new_column_name.value)) {
-                    return Err(SqlError::new((1060, "42S21"), format!("Duplicate column name '{}'", new_column_name.value)));
-                }
-                renamed_columns.push((columns[pos].name.clone(), new_column_name.value.clone()));
-                columns[pos].name.clone_from(&new_column_name.value);
-            }
-            ast::AlterTableOperation::RenameTable { table_name: ast::RenameTableNameKind::To(to) | ast::RenameTableNameKind::As(to) } => {
-                rename_to = Some(query::resolve_table_name(info, to)?);
-            }
-            ast::AlterTableOperation::AddColumn { column_def, column_position, .. } => {
-                let (col, pk, uq) = column_from_ast(&env, column_def, collation)?;
-                let pos = match column_position {
-                    Some(ast::MySQLColumnPosition::First) => 0,
-                    Some(ast::MySQLColumnPosition::After(after)) => columns
-                        .iter()
-                        .position(|c| c.name.eq_ignore_ascii_case(&after.value))
-                        .map(|p| p + 1)
-                        .ok_or_else(|| SqlError::bad_field(&after.value, &tname))?,
-                    None => columns.len(),
-                };
-                shift_positions(&mut primary, &mut indexes, pos, 1);
-                columns.insert(pos, col);
-                map.insert(pos, None);
-                if pk {
-                    primary = vec![pos];
-                }
-                if uq {
-                    let n = unique_index_name(&indexes, &columns[pos].name);
-                    indexes.push(IndexMeta { name: n, columns: vec![pos], unique: true });
-                }
-            }
-            ast::AlterTableOperation::DropColumn { column_names, if_exists, .. } => {
-                for cn in column_names {
-                    let Some(pos) = columns.iter().position(|c| c.name.eq_ignore_ascii_case(&cn.value)) else {
-                        if *if_exists {
-                            continue;
-                        }
-                        return Err(SqlError::new(codes::ER_CANT_DROP_FIELD_OR_KEY, format!("Can't DROP '{}'; check that column/key exists", cn.value)));
-                    };
-                    columns.remove(pos);
-                    map.remove(pos);
-                    primary.retain(|&p| p != pos);
-                    for ix in &mut indexes {
-                        ix.columns.retain(|&p| p != pos);
-                    }
-                    indexes.retain(|ix| !ix.columns.is_empty());
-                    shift_positions(&mut primary, &mut indexes, pos + 1, -1);
-                }
-            }
-            ast::AlterTableOperation::ModifyColumn { col_name, data_type, options, column_position } => {
-                let def = ast::ColumnDef {
-                    name: col_name.clone(),
-                    data_type: data_type.clone(),
-                    options: options.iter().map(|o| ast::ColumnOptionDef { name: None, option: o.clone() }).collect(),
-                };
-                replace_column(&env, &mut columns, &mut primary, &col_name.value, &def, column_position.as_ref(), collation, &tname)?;
-            }
-            ast::AlterTableOperation::ChangeColumn { old_name, new_name, data_type, options, column_position } => {
-                let def = ast::ColumnDef {
-                    name: new_name.clone(),
-                    data_type: data_type.clone(),
-                    options: options.iter().map(|o| ast::ColumnOptionDef { name: None, option: o.clone() }).collect(),
-                };
-                replace_column(&env, &mut columns, &mut primary, &old_name.value, &def, column_position.as_ref(), collation, &tname)?;
-            }
-            ast::AlterTableOperation::AddConstraint { constraint: TableConstraint::ForeignKey(fk), .. } => added_keys.push(fk),
-            ast::AlterTableOperation::AddConstraint { constraint: TableConstraint::Check(check), .. } => {
-                let name = match &check.name {
-                    Some(n) => n.value.clone(),
-                    None => next_check_name(&tname, &checks),
-                };
-                if checks.iter().any(|c| c.name.eq_ignore_ascii_case(&name)) {
-                    return Err(SqlError::new(crate::check_constraints::ER_CHECK_CONSTRAINT_DUP_NAME, format!("Duplicate check constraint name '{name}'.")));
-                }
-                checks.push(crate::catalog::CheckConstraint { name, expr: check.expr.as_ref().clone(), enforced: check.enforced.unwrap_or(true) });
-            }
-            ast::AlterTableOperation::AddConstraint { constraint, .. } => add_constraint(constraint, &mut columns, &mut primary, &mut indexes)?,
-            ast::AlterTableOperation::DropForeignKey { name, .. } => drop_key(&mut keys, &name.value)?,
-            ast::AlterTableOperation::DropConstraint { name, if_exists, .. } => {
-                if keys.iter().any(|k| k.name.eq_ignore_ascii_case(&name.value)) {
-                    drop_key(&mut keys, &name.value)?;
-                } else if checks.iter().any(|c| c.name.eq_ignore_ascii_case(&name.value)) {
-                    checks.retain(|c| !c.name.eq_ignore_ascii_case(&name.value));
-                } else if indexes.iter().any(|i| i.unique && i.name.eq_ignore_ascii_case(&name.value)) {
-                    indexes.retain(|i| !i.name.eq_ignore_ascii_case(&name.value));
-                } else if !*if_exists {
-                    return Err(SqlError::new((3940, "HY000"), format!("Constraint '{}' does not exist.", name.value)));
-                }
-            }
-            ast::AlterTableOperation::DropIndex { name } => {
-                let before = indexes.len();
-                indexes.retain(|i| !i.name.eq_ignore_ascii_case(&name.value));
-                if indexes.len() == before {
-                    return Err(SqlError::new(codes::ER_CANT_DROP_FIELD_OR_KEY, format!("Can't DROP '{}'; check that column/key exists", name.value)));
-                }
-            }
-            ast::AlterTableOperation::DropPrimaryKey { .. } => primary.clear(),
-            ast::AlterTableOperation::SetTblProperties { table_properties } => {
-                for option in table_properties {
-                    table_option(info, &tname, option, &mut options, warnings)?;
-                }
-            }
-            other => return Err(SqlError::unsupported(format!("ALTER TABLE {other}"))),
-        }
-    }
-    let only_names = ops.iter().all(|op| matches!(op, ast::AlterTableOperation::RenameColumn { .. } | ast::AlterTableOperation::RenameTable { .. }));
-    if only_names {
-        // Names only: the rows stay where they are.
-        let meta = t.renamed(&db, &tname, columns);
-        catalog.replace_table(meta)?;
-        catalog.repoint_children((&db, &tname), (&db, &tname), &renamed_columns);
-        if let Some((new_db, new_name)) = rename_to {
-            catalog.rename((&db, &tname), (&new_db, &new_name))?;
-        }
-        return Ok(());
-    }
-    let keys = keys_after_alter(catalog, info, (&db, &tname), &map, &columns, &primary, &mut indexes, keys, &added_keys)?;
-    let added: Vec<String> = keys.iter().rev().take(added_keys.len()).map(|k| k.name.clone()).collect();
-    rebuild(catalog, &db, &tname, columns, map, primary, indexes, keys, options, (info, warnings), Some(checks))?;
-    catalog.repoint_children((&db, &tname), (&db, &tname), &renamed_columns);
-    if let Some((new_db, new_name)) = rename_to {
-        catalog.rename((&db, &tname), (&new_db, &new_name))?;
-        return Ok(());
-    }
-    if info.foreign_key_checks() && !added.is_empty() {
-        let t = catalog.table(&db, &tname)?;
-        for fk in t.foreign_keys.iter().filter(|k| added.contains(&k.name)) {
-            crate::dml::foreign_keys::check_existing_rows(catalog, t, fk)?;
-        }
-    }
-    Ok(())
-}
-
-/// RENAME TABLE a TO b [, c TO d ...], one pair after another, as MySQL runs it (so `a TO
-/// tmp, b TO a, tmp TO b` swaps two tables).
-///
-/// # Errors
-/// As [`Catalog::rename`]; nothing is renamed when one pair fails (the caller drops the copy).
-pub fn rename_tables(catalog: &mut Catalog, info: &SessionInfo, pairs: &[ast::RenameTable]) -> Result<()> {
-    for pair in pairs {
-        let (db, name) = query::resolve_table_name(info, &pair.old_name)?;
-        let (new_db, new_name) = query::resolve_table_name(info, &pair.new_name)?;
-        catalog.rename((&db, &name), (&new_db, &new_name))?;
-    }
-    Ok(())
-}
-
-/// Removes the key `name` (1091 when the table has none of that name).
-fn drop_key(keys: &mut Vec<ForeignKey>, name: &str) -> Result<()> {
-    let before = keys.len();
-    keys.retain(|k| !k.name.eq_ignore_ascii_case(name));
-    if keys.len() == before {
-        return Err(SqlError::new(codes::ER_CANT_DROP_FIELD_OR_KEY, format!("Can't DROP '{name}'; check that column/key exists")));
-    }
-    Ok(())
-}
-
-/// The table's keys after ALTER TABLE: the ones it kept, moved to their columns' new
-/// positions (`map`: new position -> old), and the ones it adds, declared on the new shape.
-///
-/// # Errors
-/// 1828 (a dropped column that a key uses), 1829 (a dropped column another table's key
-/// refers to), and [`foreign_keys::declare`]'s.
-#[allow(clippy::too_many_arguments)]
-fn keys_after_alter(
-    catalog: &Catalog,
-    info: &SessionInfo,
-    (db, name): (&str, &str),
-    map: &[Option<usize>],
-    columns: &[Column],
-    primary: &[usize],
-    indexes: &mut Vec<IndexMeta>,
-    kept: Vec<ForeignKey>,
-    added: &[&ast::ForeignKeyConstraint],
-) -> Result<Vec<ForeignKey>> {
-    let old = catalog.table(db, name)?;
-    let mut keys = Vec::with_capacity(kept.len() + added.len());
-    for mut fk in kept {
-        for c in &mut fk.columns {
-            let old_name = &old.columns[*c].name;
-            *c = map
-                .iter()
-                .position(|m| *m == Some(*c))
-                .ok_or_else(|| SqlError::new((1828, "HY000"), format!("Cannot drop column '{old_name}': needed in a foreign key constraint '{}'", fk.name)))?;
-        }
-        let self_reference = fk.refers_to(db, name);
-        foreign_keys::check_kept(catalog, columns, &fk, self_reference.then_some(columns), info.foreign_key_checks())?;
-        keys.push(fk);
-    }
-    if info.foreign_key_checks() {
-        foreign_keys::check_referring(catalog, db, name, columns)?;
-    }
-    for (child, fk) in foreign_keys::children_of(catalog, db, name) {
-        if let Some(gone) = fk.parent_columns.iter().find(|c| !columns.iter().any(|col| col.name.eq_ignore_ascii_case(c))) {
-            return Err(SqlError::new(
-                (1829, "HY000"),
-                format!("Cannot drop column '{gone}': needed in a foreign key constraint '{}' of table '{}'", fk.name, child.name),
-            ));
-        }
-    }
-    for fk in added {
-        let child = foreign_keys::Child { db, name, columns, primary, indexes, existing: &keys };
-        let fk = foreign_keys::declare(catalog, child, fk, info.foreign_key_checks())?;
-        keys.push(fk);
-    }
-    Ok(keys)
-}
-
-/// Error 1553 when the new indexes of `old` leave a key without one: its own keys need an
-/// index leading with their columns, and keys of other tables that refer to it one leading
-/// with the columns they refer to.
-fn check_key_indexes(catalog: &Catalog, old: &TableMeta, (columns, primary, indexes): (&[Column], &[usize], &[IndexMeta]), keys: &[ForeignKey]) -> Result<()> {
-    let gone = || old.indexes.iter().find(|o| !indexes.iter().any(|i| i.name.eq_ignore_ascii_case(&o.name))).map_or("PRIMARY", |i| &i.name).to_owned();
-    let refused = || SqlError::new((1553, "HY000"), format!("Cannot drop index '{}': needed in a foreign key constraint", gone()));
-    if keys.iter().any(|k| !foreign_keys::leads_an_index(&k.columns, primary, indexes)) {
-        return Err(refused());
-    }
-    for (child, fk) in foreign_keys::children_of(catalog, &old.db, &old.name) {
-        if child.id == old.id {
-            continue;
-        }
-        let positions: Option<Vec<usize>> = fk.parent_columns.iter().map(|c| columns.iter().position(|col| col.name.eq_ignore_ascii_case(c))).collect();
-        if positions.is_some_and(|p| !foreign_keys::leads_an_index(&p, primary, indexes)) {
-            return Err(refused());
-        }
-    }
-    Ok(())
 }
 
 /// One table option of ALTER TABLE, as `alter_options::rewrite` passes it on: the engine is
@@ -958,45 +561,6 @@ fn row_format(value: &str) -> Result<&'static str> {
         .find(|f| f.eq_ignore_ascii_case(value))
         .copied()
         .ok_or_else(|| SqlError::new(codes::ER_PARSE_ERROR, format!("You have an error in your SQL syntax near '{value}'")))
-}
-
-/// MODIFY / CHANGE COLUMN in place (moving a column with FIRST/AFTER is not supported).
-#[allow(clippy::too_many_arguments)]
-fn replace_column(
-    env: &Env<'_>,
-    columns: &mut [Column],
-    primary: &mut Vec<usize>,
-    old: &str,
-    def: &ast::ColumnDef,
-    position: Option<&ast::MySQLColumnPosition>,
-    collation: Collation,
-    table: &str,
-) -> Result<()> {
-    if position.is_some() {
-        return Err(SqlError::unsupported("FIRST/AFTER in MODIFY COLUMN"));
-    }
-    let pos = columns.iter().position(|c| c.name.eq_ignore_ascii_case(old)).ok_or_else(|| SqlError::bad_field(old, table))?;
-    let (mut col, pk, _) = column_from_ast(env, def, collation)?;
-    if primary.contains(&pos) {
-        col.nullable = false;
-    }
-    columns[pos] = col;
-    if pk && primary.is_empty() {
-        *primary = vec![pos];
-    }
-    Ok(())
-}
-
-fn shift_positions(primary: &mut [usize], indexes: &mut [IndexMeta], from: usize, delta: isize) {
-    let shift = |p: &mut usize| {
-        if *p >= from {
-            *p = (*p as isize + delta) as usize;
-        }
-    };
-    primary.iter_mut().for_each(shift);
-    for ix in indexes {
-        ix.columns.iter_mut().for_each(shift);
-    }
 }
 
 /// CREATE [UNIQUE] INDEX.
