@@ -163,7 +163,9 @@ impl Session {
 
     pub(super) async fn explain(&mut self, statement: &StatementText) -> Result<Outcome> {
         let rest = statement.text.trim_start()[7..].trim_start();
-        if !rest.to_ascii_uppercase().starts_with("SELECT") {
+        let first = rest.split(|c: char| c.is_whitespace() || c == '(').next().unwrap_or_default();
+        // EXPLAIN of a query (SELECT, WITH, a parenthesised one); otherwise of a table, as DESCRIBE.
+        if !(first.eq_ignore_ascii_case("SELECT") || first.eq_ignore_ascii_case("WITH") || rest.starts_with('(')) {
             let (db, t) = self.split_name(rest.split_whitespace().next().unwrap_or_default());
             return show::show_columns(&self.info.engine.catalog(), &self.info, &db?, &t, false, None).map(Outcome::Rows);
         }
