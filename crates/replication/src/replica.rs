@@ -38,7 +38,7 @@ use mysql_common::binlog::events::{Event, EventData, TransactionPayloadEvent};
 use parking_lot::Mutex;
 use quill_io::Fs;
 use quill_protocol::command::{BinlogDump, RegisterReplica};
-use quill_sql::error::{Result as SqlResult, SqlError};
+use quill_sql::error::{Result as SqlResult, SqlError, codes};
 use quill_sql::replica_control::{AppliedTransaction, ReplicaControl, SourceOptions, WorkerStatus};
 use quill_sql::{Engine, Outcome, Session};
 use quill_storage::Value;
@@ -284,7 +284,10 @@ pub async fn apply_events(engine: &Arc<Engine>, fs: Arc<dyn Fs>, datadir: PathBu
 }
 
 fn running_error() -> SqlError {
-    SqlError::new((3021, "HY000"), "This operation cannot be performed with a running replica io thread; run STOP REPLICA IO_THREAD FOR CHANNEL '' first.")
+    SqlError::new(
+        codes::ER_SLAVE_CHANNEL_IO_THREAD_MUST_STOP,
+        "This operation cannot be performed with a running replica io thread; run STOP REPLICA IO_THREAD FOR CHANNEL '' first.",
+    )
 }
 
 impl ReplicaControl for Replica {
@@ -326,7 +329,7 @@ impl ReplicaControl for Replica {
         if options.log_file.is_some() || options.log_pos.is_some() {
             if next.auto_position && options.auto_position != Some(false) {
                 return Err(SqlError::new(
-                    (1777, "HY000"),
+                    codes::ER_AUTO_POSITION_REQUIRES_GTID_MODE_NOT_OFF,
                     "Parameters SOURCE_LOG_FILE, SOURCE_LOG_POS, RELAY_LOG_FILE and RELAY_LOG_POS cannot be set when SOURCE_AUTO_POSITION is active.",
                 ));
             }
@@ -338,7 +341,7 @@ impl ReplicaControl for Replica {
             next.log_pos = 4;
         }
         quill_io::replace_file(inner.fs.as_ref(), &inner.datadir.join(CONFIG_FILE), next.encode().as_bytes())
-            .map_err(|e| SqlError::new((1201, "HY000"), format!("Could not initialize source info structure; {e}")))?;
+            .map_err(|e| SqlError::new(codes::ER_MASTER_INFO, format!("Could not initialize source info structure; {e}")))?;
         *config = Some(next);
         Ok(())
     }
@@ -346,7 +349,7 @@ impl ReplicaControl for Replica {
     fn start(&self) -> SqlResult<bool> {
         let inner = &self.inner;
         let Some(config) = inner.config.lock().clone().filter(|c| !c.host.is_empty()) else {
-            return Err(SqlError::new((1200, "HY000"), "The server is not configured as replica; fix in config file or with CHANGE REPLICATION SOURCE TO"));
+            return Err(SqlError::new(codes::ER_BAD_SLAVE, "The server is not configured as replica; fix in config file or with CHANGE REPLICATION SOURCE TO"));
         };
         let mut running = inner.running.lock();
         if running.as_ref().is_some_and(|r| !r.task.is_finished()) {
@@ -381,7 +384,7 @@ impl ReplicaControl for Replica {
         let inner = &self.inner;
         if inner.running.lock().as_ref().is_some_and(|r| !r.task.is_finished()) {
             return Err(SqlError::new(
-                (3081, "HY000"),
+                codes::ER_SLAVE_CHANNEL_MUST_STOP,
                 "This operation cannot be performed with running replication threads; run STOP REPLICA FOR CHANNEL '' first",
             ));
         }
@@ -389,14 +392,14 @@ impl ReplicaControl for Replica {
         if all {
             let path = inner.datadir.join(CONFIG_FILE);
             if inner.fs.exists(&path) {
-                inner.fs.remove(&path).map_err(|e| SqlError::new((1201, "HY000"), e.to_string()))?;
+                inner.fs.remove(&path).map_err(|e| SqlError::new(codes::ER_MASTER_INFO, e.to_string()))?;
             }
             *config = None;
         } else if let Some(c) = config.as_mut() {
             c.log_file = String::new();
             c.log_pos = 4;
             quill_io::replace_file(inner.fs.as_ref(), &inner.datadir.join(CONFIG_FILE), c.encode().as_bytes())
-                .map_err(|e| SqlError::new((1201, "HY000"), e.to_string()))?;
+                .map_err(|e| SqlError::new(codes::ER_MASTER_INFO, e.to_string()))?;
         }
         let mut status = inner.status.lock();
         *status = Status { io_running: "No", executed: status.executed.clone(), ..Status::default() };
@@ -681,13 +684,13 @@ async fn prepare(conn: &mut Connection, config: &Config, (own_id, own_uuid): (u3
     let (server_id, uuid, checksum) = (text(0).parse::<u64>().unwrap_or(0), text(1), !text(2).eq_ignore_ascii_case("NONE"));
     if server_id == u64::from(own_id) {
         return Err(ConnError {
-            code: 1593,
+            code: u32::from(codes::ER_SLAVE_FATAL_ERROR.0),
             message: "Fatal error: The replica I/O thread stops because source and replica have equal MySQL server ids; these ids must be different for replication to work (or the --replicate-same-server-id option must be used on replica but this does not always make sense; please check the manual before using it).".into(),
         });
     }
     if !uuid.is_empty() && uuid == own_uuid {
         return Err(ConnError {
-            code: 1593,
+            code: u32::from(codes::ER_SLAVE_FATAL_ERROR.0),
             message: "Fatal error: The replica I/O thread stops because source and replica have equal MySQL server UUIDs; these UUIDs must be different for replication to work.".into(),
         });
     }

@@ -42,6 +42,7 @@ mod result_sink;
 use result_sink::SocketSink;
 
 use crate::rsa_keys::RsaKeys;
+use quill_sql::error::codes;
 
 /// Bytes read from the socket per read call.
 pub const READ_BUFFER_BYTES: usize = 64 * 1024;
@@ -768,7 +769,7 @@ async fn handle_command(conn: &mut Conn, session: &mut Session, statements: &mut
             // The name is in the client's character set, like statement text.
             let used = match session.client_charset().decode(&db) {
                 Some(name) => session.use_database(&name),
-                None => Err(SqlError::new((1049, "42000"), format!("Unknown database '{}'", String::from_utf8_lossy(&db)))),
+                None => Err(SqlError::new(codes::ER_BAD_DB_ERROR, format!("Unknown database '{}'", String::from_utf8_lossy(&db)))),
             };
             match used {
                 Ok(()) => ok(&mut w, caps, session, 0, 0, ""),

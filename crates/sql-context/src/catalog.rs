@@ -357,7 +357,7 @@ impl Catalog {
         }
         if let Some(view) = self.remove_view(db, name) {
             if db != new_db {
-                let error = SqlError::new((1450, "HY000"), format!("Changing schema from '{db}' to '{new_db}' is not allowed."));
+                let error = SqlError::new(codes::ER_FORBID_SCHEMA_CHANGE, format!("Changing schema from '{db}' to '{new_db}' is not allowed."));
                 self.put_view(ViewMeta::clone(&view))?;
                 return Err(error);
             }

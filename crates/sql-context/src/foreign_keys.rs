@@ -23,7 +23,7 @@ use quill_storage::Value;
 use sqlparser::ast;
 
 use crate::catalog::{Catalog, Column, IndexMeta, TableMeta};
-use quill_sql_types::error::{Result, SqlError};
+use quill_sql_types::error::{Result, SqlError, codes};
 use quill_sql_types::types::SqlType;
 
 /// What happens to child rows when their parent row is deleted or its key changes.
@@ -113,7 +113,7 @@ fn bq(name: &str) -> String {
 #[must_use]
 pub fn no_parent(child: &TableMeta, fk: &ForeignKey) -> SqlError {
     SqlError::new(
-        (1452, "23000"),
+        codes::ER_NO_REFERENCED_ROW_2,
         format!("Cannot add or update a child row: a foreign key constraint fails ({}.{}, {})", bq(&child.db), bq(&child.name), fk.clause(child, &bq)),
     )
 }
@@ -122,7 +122,7 @@ pub fn no_parent(child: &TableMeta, fk: &ForeignKey) -> SqlError {
 #[must_use]
 pub fn has_children(child: &TableMeta, fk: &ForeignKey) -> SqlError {
     SqlError::new(
-        (1451, "23000"),
+        codes::ER_ROW_IS_REFERENCED_2,
         format!("Cannot delete or update a parent row: a foreign key constraint fails ({}.{}, {})", bq(&child.db), bq(&child.name), fk.clause(child, &bq)),
     )
 }
@@ -192,7 +192,7 @@ pub fn declare(catalog: &Catalog, child: Child<'_>, c: &ast::ForeignKeyConstrain
         None => generated_name(child.name, child.existing),
     };
     if name_taken(catalog, child.db, child.name, child.existing, &name) {
-        return Err(SqlError::new((1826, "HY000"), format!("Duplicate foreign key constraint name '{name}'")));
+        return Err(SqlError::new(codes::ER_FK_DUP_NAME, format!("Duplicate foreign key constraint name '{name}'")));
     }
     let columns: Vec<usize> = c
         .columns
@@ -202,16 +202,19 @@ pub fn declare(catalog: &Catalog, child: Child<'_>, c: &ast::ForeignKeyConstrain
                 .columns
                 .iter()
                 .position(|col| col.name.eq_ignore_ascii_case(&i.value))
-                .ok_or_else(|| SqlError::new((1072, "42000"), format!("Key column '{}' doesn't exist in table", i.value)))
+                .ok_or_else(|| SqlError::new(codes::ER_KEY_COLUMN_DOES_NOT_EXITS, format!("Key column '{}' doesn't exist in table", i.value)))
         })
         .collect::<Result<_>>()?;
     if columns.len() != c.referred_columns.len() {
-        return Err(SqlError::new((1239, "42000"), format!("Incorrect foreign key definition for '{name}': Key reference and table reference don't match")));
+        return Err(SqlError::new(
+            codes::ER_WRONG_FK_DEF,
+            format!("Incorrect foreign key definition for '{name}': Key reference and table reference don't match"),
+        ));
     }
     let (parent_db, parent_table) = match c.foreign_table.0.as_slice() {
         [t] => (child.db.to_owned(), part(t)),
         [d, t] => (part(d), part(t)),
-        _ => return Err(SqlError::new((1064, "42000"), format!("Incorrect table name '{}'", c.foreign_table))),
+        _ => return Err(SqlError::new(codes::ER_PARSE_ERROR, format!("Incorrect table name '{}'", c.foreign_table))),
     };
     let on_delete = Action::from_ast(c.on_delete)?;
     let on_update = Action::from_ast(c.on_update)?;
@@ -219,7 +222,7 @@ pub fn declare(catalog: &Catalog, child: Child<'_>, c: &ast::ForeignKeyConstrain
         && let Some(&p) = columns.iter().find(|&&p| !child.columns[p].nullable)
     {
         return Err(SqlError::new(
-            (1830, "HY000"),
+            codes::ER_FK_COLUMN_NOT_NULL,
             format!("Column '{}' cannot be NOT NULL: needed in a foreign key constraint '{name}' SET NULL", child.columns[p].name),
         ));
     }
@@ -230,7 +233,7 @@ pub fn declare(catalog: &Catalog, child: Child<'_>, c: &ast::ForeignKeyConstrain
     let (parent_columns, parent_primary, parent_indexes): (&[Column], &[usize], &[IndexMeta]) = match parent {
         Some(p) => (&p.columns, &p.primary, &p.indexes),
         None if self_reference => (child.columns, child.primary, child.indexes),
-        None if checks => return Err(SqlError::new((1824, "HY000"), format!("Failed to open the referenced table '{parent_table}'"))),
+        None if checks => return Err(SqlError::new(codes::ER_FK_CANNOT_OPEN_PARENT, format!("Failed to open the referenced table '{parent_table}'"))),
         None => (&[], &[], &[]),
     };
     let mut referred = Vec::new();
@@ -238,7 +241,7 @@ pub fn declare(catalog: &Catalog, child: Child<'_>, c: &ast::ForeignKeyConstrain
         for (i, r) in c.referred_columns.iter().enumerate() {
             let Some(p) = parent_columns.iter().position(|col| col.name.eq_ignore_ascii_case(&r.value)) else {
                 return Err(SqlError::new(
-                    (3734, "HY000"),
+                    codes::ER_FK_NO_COLUMN_PARENT,
                     format!(
                         "Failed to add the foreign key constraint. Missing column '{}' for constraint '{name}' in the referenced table '{parent_table}'",
                         r.value
@@ -252,7 +255,7 @@ pub fn declare(catalog: &Catalog, child: Child<'_>, c: &ast::ForeignKeyConstrain
         }
         if !leads_an_index(&referred, parent_primary, parent_indexes) {
             return Err(SqlError::new(
-                (1822, "HY000"),
+                codes::ER_FK_NO_INDEX_PARENT,
                 format!("Failed to add the foreign key constraint. Missing index for constraint '{name}' in the referenced table '{parent_table}'"),
             ));
         }
@@ -330,7 +333,7 @@ pub fn check_kept(catalog: &Catalog, columns: &[Column], fk: &ForeignKey, self_t
         && let Some(&p) = fk.columns.iter().find(|&&p| !columns[p].nullable)
     {
         return Err(SqlError::new(
-            (1830, "HY000"),
+            codes::ER_FK_COLUMN_NOT_NULL,
             format!("Column '{}' cannot be NOT NULL: needed in a foreign key constraint '{}' SET NULL", columns[p].name, fk.name),
         ));
     }
@@ -377,7 +380,7 @@ pub fn check_referring(catalog: &Catalog, db: &str, table: &str, columns: &[Colu
 
 fn incompatible(column: &str, parent_column: &str, name: &str) -> SqlError {
     SqlError::new(
-        (3780, "HY000"),
+        codes::ER_FK_INCOMPATIBLE_COLUMNS,
         format!("Referencing column '{column}' and referenced column '{parent_column}' in foreign key constraint '{name}' are incompatible."),
     )
 }

@@ -7,7 +7,7 @@
 //! An unchecked session (the server's own) may do everything. The checks read the engine's
 //! ACL snapshot: a grant or revoke applies from the session's next statement.
 
-use quill_sql_types::error::{Result, SqlError};
+use quill_sql_types::error::{Result, SqlError, codes};
 
 use crate::accounts::{self, Privs};
 use crate::session_info::SessionInfo;
@@ -50,7 +50,10 @@ impl SessionInfo {
         if self.global_privileges() & any_of != 0 {
             Ok(())
         } else {
-            Err(SqlError::new((1227, "42000"), format!("Access denied; you need (at least one of) the {names} privilege(s) for this operation")))
+            Err(SqlError::new(
+                codes::ER_SPECIFIC_ACCESS_DENIED_ERROR,
+                format!("Access denied; you need (at least one of) the {names} privilege(s) for this operation"),
+            ))
         }
     }
 
@@ -79,9 +82,10 @@ impl SessionInfo {
         let missing = needed & !self.privileges_on(db, Some(table));
         match accounts::PRIVILEGES.iter().find(|p| missing & p.bit != 0) {
             None => Ok(()),
-            Some(p) => {
-                Err(SqlError::new((1142, "42000"), format!("{} command denied to user '{}'@'{}' for table '{table}'", p.name, self.user, self.client_host())))
-            }
+            Some(p) => Err(SqlError::new(
+                codes::ER_TABLEACCESS_DENIED_ERROR,
+                format!("{} command denied to user '{}'@'{}' for table '{table}'", p.name, self.user, self.client_host()),
+            )),
         }
     }
 

@@ -22,7 +22,7 @@ use std::time::Instant;
 
 use quill_storage::Value;
 
-use quill_sql_types::error::{Result, SqlError};
+use quill_sql_types::error::{Result, SqlError, codes};
 
 /// What a statement stopped to wait for.
 #[derive(Debug)]
@@ -84,7 +84,7 @@ impl StatementCalls {
         let Some((made, v)) = self.results.get(self.next) else { return Ok(None) };
         if made != call {
             return Err(SqlError::new(
-                (1105, "HY000"),
+                codes::ER_UNKNOWN_ERROR,
                 "The statement read other rows when it ran again after waiting in GET_LOCK, SLEEP or WAIT_FOR_TABLE_COMMIT; run it again",
             ));
         }

@@ -445,7 +445,7 @@ pub fn normalise(def: &VarDef, v: &Value) -> Result<Normalised> {
                 }
                 "time_zone" => quill_sql_types::time_zone::TimeZone::parse(&s)
                     .map(|_| s.clone())
-                    .ok_or_else(|| SqlError::new((1298, "HY000"), format!("Unknown or incorrect time zone: '{s}'")))
+                    .ok_or_else(|| SqlError::new(codes::ER_UNKNOWN_TIME_ZONE, format!("Unknown or incorrect time zone: '{s}'")))
                     .and_then(plain),
                 "sql_mode" => {
                     // As MySQL stores it: each mode once, in MySQL's order.

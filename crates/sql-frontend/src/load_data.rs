@@ -35,19 +35,13 @@ use sqlparser::ast;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::Token;
 
-use quill_sql_types::error::{Result, SqlError};
+use quill_sql_types::error::{Result, SqlError, codes};
 
-/// MySQL's error for the fixed-row format with a TEXT or BLOB column, which has no width.
-pub const ER_BLOBS_AND_NO_TERMINATED: (u16, &str) = (1084, "42000");
-
-/// The error [`ER_BLOBS_AND_NO_TERMINATED`] says.
+/// The error [`codes::ER_BLOBS_AND_NO_TERMINATED`] says.
 #[must_use]
 pub fn blobs_and_no_terminated() -> SqlError {
-    SqlError::new(ER_BLOBS_AND_NO_TERMINATED, "You can't use fixed rowlength with BLOBs; please use 'fields terminated by'")
+    SqlError::new(codes::ER_BLOBS_AND_NO_TERMINATED, "You can't use fixed rowlength with BLOBs; please use 'fields terminated by'")
 }
-
-/// MySQL's error for an `ENCLOSED BY` or `ESCAPED BY` longer than one character.
-pub const ER_WRONG_FIELD_TERMINATORS: (u16, &str) = (1083, "42000");
 
 /// What a row whose key is already in the table does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -265,7 +259,7 @@ fn single(bytes: &[u8]) -> Result<Option<u8>> {
     match bytes {
         [] => Ok(None),
         [b] => Ok(Some(*b)),
-        _ => Err(SqlError::new(ER_WRONG_FIELD_TERMINATORS, "Field separator argument is not what is expected; check the manual")),
+        _ => Err(SqlError::new(codes::ER_WRONG_FIELD_TERMINATORS, "Field separator argument is not what is expected; check the manual")),
     }
 }
 

@@ -625,7 +625,7 @@ impl<'a, 'e> Binder<'a, 'e> {
 
 /// 1241 for a subquery used as one value (a scalar, or the list of IN) that has more columns.
 fn one_column(sq: &Subquery) -> Result<()> {
-    if sq.plan.columns.len() == 1 { Ok(()) } else { Err(SqlError::new((1241, "21000"), "Operand should contain 1 column(s)")) }
+    if sq.plan.columns.len() == 1 { Ok(()) } else { Err(SqlError::new(codes::ER_OPERAND_COLUMNS, "Operand should contain 1 column(s)")) }
 }
 
 /// An explicit COLLATE is carried as an identity CONCAT whose collation wins.

@@ -115,7 +115,7 @@ pub struct RecursiveParts<'q> {
 /// 3573 when the query is not a UNION, 3574 when no seed comes first, 3577 when a recursive
 /// block names the CTE more than once; 1235 for ORDER BY or LIMIT over the whole UNION.
 pub fn recursive_parts<'q>(name: &str, q: &'q ast::Query) -> Result<RecursiveParts<'q>> {
-    let not_union = || SqlError::new((3573, "HY000"), format!("Recursive Common Table Expression '{name}' should contain a UNION"));
+    let not_union = || SqlError::new(codes::ER_CTE_RECURSIVE_REQUIRES_UNION, format!("Recursive Common Table Expression '{name}' should contain a UNION"));
     if q.order_by.is_some() || q.limit_clause.is_some() {
         return Err(SqlError::unsupported("ORDER BY / LIMIT over UNION in recursive Common Table Expression"));
     }
@@ -130,7 +130,7 @@ pub fn recursive_parts<'q>(name: &str, q: &'q ast::Query) -> Result<RecursivePar
             0 | 1 if !parts.seeds.is_empty() => parts.steps.push(block),
             0 | 1 => {
                 return Err(SqlError::new(
-                    (3574, "HY000"),
+                    codes::ER_CTE_RECURSIVE_REQUIRES_NONRECURSIVE_FIRST,
                     format!(
                         "Recursive Common Table Expression '{name}' should have one or more non-recursive query blocks followed by one or more recursive ones"
                     ),
@@ -138,7 +138,7 @@ pub fn recursive_parts<'q>(name: &str, q: &'q ast::Query) -> Result<RecursivePar
             }
             _ => {
                 return Err(SqlError::new(
-                    (3577, "HY000"),
+                    codes::ER_CTE_RECURSIVE_REQUIRES_SINGLE_REFERENCE,
                     format!(
                         "In recursive query block of Recursive Common Table Expression '{name}', the recursive table must be referenced only once, and not in any subquery"
                     ),
@@ -209,14 +209,14 @@ pub fn column_names(cte: &ast::Cte, query_names: Vec<String>) -> Result<Vec<Stri
     }
     if cte.alias.columns.len() != query_names.len() {
         return Err(SqlError::new(
-            (1353, "HY000"),
+            codes::ER_VIEW_WRONG_LIST,
             "In definition of view, derived table or common table expression, SELECT list and column names list have different column counts",
         ));
     }
     let names: Vec<String> = cte.alias.columns.iter().map(|c| c.name.value.clone()).collect();
     for (i, n) in names.iter().enumerate() {
         if names[..i].iter().any(|m| m.eq_ignore_ascii_case(n)) {
-            return Err(SqlError::new((1060, "42S21"), format!("Duplicate column name '{n}'")));
+            return Err(SqlError::new(codes::ER_DUP_FIELDNAME, format!("Duplicate column name '{n}'")));
         }
     }
     Ok(names)

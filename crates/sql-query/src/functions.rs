@@ -11,7 +11,7 @@ use quill_storage::{Collation, Value};
 
 use crate::expr::{Expr, RowCtx};
 use crate::query::Env;
-use quill_sql_types::error::Result;
+use quill_sql_types::error::{Result, codes};
 use quill_sql_types::ops;
 use quill_sql_types::types::{self, IntKind, LobKind, SqlType};
 
@@ -423,9 +423,6 @@ impl Func {
     }
 }
 
-/// MySQL's warning for a function result larger than `max_allowed_packet` (the result is NULL).
-const ER_WARN_ALLOWED_PACKET_OVERFLOWED: u16 = 1301;
-
 /// For a function that builds a value larger than its arguments (REPEAT, SPACE, LPAD,
 /// RPAD, CONCAT, CONCAT_WS, REPLACE, INSERT), its name and the size in bytes of the value it would
 /// build, reckoned before building it: a result larger than `max_allowed_packet` is NULL
@@ -536,7 +533,7 @@ pub fn call(f: Func, args: &[Expr], env: &Env<'_>, cx: &RowCtx<'_>) -> Result<Va
     if let Some((name, bytes)) = built_bytes(f, &vals) {
         let limit = info.max_allowed_packet();
         if bytes > u128::from(limit) {
-            info.warn(ER_WARN_ALLOWED_PACKET_OVERFLOWED, format!("Result of {name}() was larger than max_allowed_packet ({limit}) - truncated"));
+            info.warn(codes::ER_WARN_ALLOWED_PACKET_OVERFLOWED.0, format!("Result of {name}() was larger than max_allowed_packet ({limit}) - truncated"));
             return Ok(Value::Null);
         }
     }

@@ -16,7 +16,7 @@ use sqlparser::ast::{self, TableFactor, Visit, Visitor};
 use crate::query::{self, Env};
 use quill_sql_context::catalog::{Catalog, Column, ColumnDefault, TableMeta};
 use quill_sql_context::view_meta::ViewMeta;
-use quill_sql_types::error::{Result, SqlError};
+use quill_sql_types::error::{Result, SqlError, codes};
 
 /// Views nested in views, at most: deeper is error 1462 (MySQL's limit is its stack).
 pub const VIEW_NESTING_MAX: usize = 64;
@@ -73,13 +73,13 @@ pub fn as_table(view: &ViewMeta, env: &Env<'_>) -> Result<TableMeta> {
 /// 1356: a view whose tables or columns are gone.
 fn invalid(db: &str, name: &str) -> SqlError {
     SqlError::new(
-        (1356, "HY000"),
+        codes::ER_VIEW_INVALID,
         format!("View '{db}.{name}' references invalid table(s) or column(s) or function(s) or definer/invoker of view lack rights to use them"),
     )
 }
 
 pub fn recursion(db: &str, name: &str) -> SqlError {
-    SqlError::new((1462, "HY000"), format!("`{db}`.`{name}` contains view recursion"))
+    SqlError::new(codes::ER_VIEW_RECURSIVE, format!("`{db}`.`{name}` contains view recursion"))
 }
 
 /// Every table and view `view` reads, through the views it reads, each once: what reading

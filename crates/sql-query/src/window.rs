@@ -26,7 +26,7 @@ use quill_storage::{Collation, Row, Value};
 use crate::aggregate::Accumulator;
 use crate::expr::{AggSpec, Expr, RowCtx};
 use crate::query::Env;
-use quill_sql_types::error::{Result, SqlError};
+use quill_sql_types::error::{Result, SqlError, codes};
 use quill_sql_types::ops;
 use quill_sql_types::types::SqlType;
 
@@ -375,5 +375,5 @@ impl Partition<'_> {
 
 /// 1210, as MySQL answers a bad window function argument.
 fn wrong_argument(name: &str) -> SqlError {
-    SqlError::new((1210, "HY000"), format!("Incorrect arguments to {name}"))
+    SqlError::new(codes::ER_WRONG_ARGUMENTS, format!("Incorrect arguments to {name}"))
 }

@@ -24,7 +24,7 @@ use std::cmp::Ordering;
 use quill_storage::Value;
 use serde_json::{Map, Value as J};
 
-use crate::error::{Result, SqlError};
+use crate::error::{Result, SqlError, codes};
 use crate::ops;
 
 /// Deepest nesting a document may have, as MySQL's limit (3157 past it).
@@ -228,13 +228,13 @@ pub fn parse(text: &str) -> std::result::Result<J, Invalid> {
 /// 3140: text stored into JSON column `column` that is not JSON.
 #[must_use]
 pub fn invalid_for_column(e: &Invalid, column: &str) -> SqlError {
-    SqlError::new((3140, "22032"), format!("Invalid JSON text: \"{}\" at position {} in value for column '{column}'.", e.message, e.position))
+    SqlError::new(codes::ER_INVALID_JSON_TEXT, format!("Invalid JSON text: \"{}\" at position {} in value for column '{column}'.", e.message, e.position))
 }
 
 /// 3141: a function's argument that is not JSON.
 fn invalid_argument(e: &Invalid, argument: usize, f: JsonFunc) -> SqlError {
     SqlError::new(
-        (3141, "22032"),
+        codes::ER_INVALID_JSON_TEXT_IN_PARAM,
         format!("Invalid JSON text in argument {} to function {}: \"{}\" at position {}.", argument + 1, f.name(), e.message, e.position),
     )
 }
@@ -354,7 +354,7 @@ impl Path {
     /// # Errors
     /// 3143 with the character position of the error.
     pub fn parse(text: &str) -> Result<Path> {
-        let err = |at: usize| SqlError::new((3143, "42000"), format!("Invalid JSON path expression. The error is around character position {at}."));
+        let err = |at: usize| SqlError::new(codes::ER_INVALID_JSON_PATH, format!("Invalid JSON path expression. The error is around character position {at}."));
         let chars: Vec<char> = text.chars().collect();
         let mut i = 0;
         let skip_spaces = |i: &mut usize| {
@@ -743,7 +743,10 @@ pub fn call(f: JsonFunc, vals: &[Value], flags: &[(bool, bool)]) -> Result<Value
     let single_path = |i: usize| -> Result<Path> {
         let p = path(i)?;
         if p.has_wildcard() {
-            return Err(SqlError::new((3149, "42000"), "In this situation, path expressions may not contain the * and ** tokens or an array range."));
+            return Err(SqlError::new(
+                codes::ER_INVALID_JSON_PATH_WILDCARD,
+                "In this situation, path expressions may not contain the * and ** tokens or an array range.",
+            ));
         }
         Ok(p)
     };
@@ -770,7 +773,7 @@ pub fn call(f: JsonFunc, vals: &[Value], flags: &[(bool, bool)]) -> Result<Value
             let mut m = Map::new();
             for pair in vals.chunks(2) {
                 if pair[0].is_null() {
-                    return Err(SqlError::new((3158, "22032"), "JSON documents may not contain NULL member names."));
+                    return Err(SqlError::new(codes::ER_JSON_DOCUMENT_NULL_KEY, "JSON documents may not contain NULL member names."));
                 }
                 m.insert(ops::to_string_lossy(&pair[0]), parse(&ops::to_string_lossy(&pair[1])).unwrap_or(J::Null));
             }
@@ -855,13 +858,13 @@ pub fn call(f: JsonFunc, vals: &[Value], flags: &[(bool, bool)]) -> Result<Value
             let all = match text(1).to_ascii_lowercase().as_str() {
                 "all" => true,
                 "one" => false,
-                _ => return Err(SqlError::new((3150, "42000"), "The oneOrAll argument to json_search may take these values: 'one' or 'all'.")),
+                _ => return Err(SqlError::new(codes::ER_JSON_VALUE_TOO_BIG, "The oneOrAll argument to json_search may take these values: 'one' or 'all'.")),
             };
             let escape = match vals.get(3).filter(|v| !v.is_null()).map(|_| text(3)) {
                 None => '\\',
                 Some(e) if e.is_empty() => '\\',
                 Some(e) if e.chars().count() == 1 => e.chars().next().unwrap_or('\\'),
-                Some(_) => return Err(SqlError::new((1210, "HY000"), "Incorrect arguments to ESCAPE")),
+                Some(_) => return Err(SqlError::new(codes::ER_WRONG_ARGUMENTS, "Incorrect arguments to ESCAPE")),
             };
             let pattern = text(2);
             let mut found = Vec::new();
@@ -890,7 +893,12 @@ pub fn call(f: JsonFunc, vals: &[Value], flags: &[(bool, bool)]) -> Result<Value
             let all = match text(1).to_ascii_lowercase().as_str() {
                 "all" => true,
                 "one" => false,
-                _ => return Err(SqlError::new((3150, "42000"), "The oneOrAll argument to json_contains_path may take these values: 'one' or 'all'.")),
+                _ => {
+                    return Err(SqlError::new(
+                        codes::ER_JSON_VALUE_TOO_BIG,
+                        "The oneOrAll argument to json_contains_path may take these values: 'one' or 'all'.",
+                    ));
+                }
             };
             let paths = (2..vals.len()).map(path).collect::<Result<Vec<_>>>()?;
             let present = |p: &Path| !p.find(&d).is_empty();
@@ -921,7 +929,7 @@ pub fn call(f: JsonFunc, vals: &[Value], flags: &[(bool, bool)]) -> Result<Value
                     }
                     _ => {
                         let Some((Leg::Index { from_end, n }, parent)) = p.legs.split_last() else {
-                            return Err(SqlError::new((3165, "42000"), "A path expression is not a path to a cell in an array."));
+                            return Err(SqlError::new(codes::ER_INVALID_JSON_PATH_ARRAY_CELL, "A path expression is not a path to a cell in an array."));
                         };
                         if let Some(J::Array(items)) = locate_mut(&mut d, parent) {
                             let at = index_of(items.len() + 1, *from_end, *n).unwrap_or(0).min(items.len());
@@ -937,7 +945,7 @@ pub fn call(f: JsonFunc, vals: &[Value], flags: &[(bool, bool)]) -> Result<Value
             for i in 1..vals.len() {
                 let p = single_path(i)?;
                 if p.legs.is_empty() {
-                    return Err(SqlError::new((3153, "42000"), "The path expression '$' is not allowed in this context."));
+                    return Err(SqlError::new(codes::ER_JSON_VACUOUS_PATH, "The path expression '$' is not allowed in this context."));
                 }
                 remove(&mut d, &p);
             }
@@ -960,7 +968,10 @@ pub fn call(f: JsonFunc, vals: &[Value], flags: &[(bool, bool)]) -> Result<Value
 }
 
 fn wrong_count(f: JsonFunc) -> SqlError {
-    SqlError::new((1582, "42000"), format!("Incorrect parameter count in the call to native function '{}'", f.name().to_ascii_uppercase()))
+    SqlError::new(
+        codes::ER_WRONG_PARAMCOUNT_TO_NATIVE_FCT,
+        format!("Incorrect parameter count in the call to native function '{}'", f.name().to_ascii_uppercase()),
+    )
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use std::cell::RefCell;
 use quill_storage::{Collation, Value};
 use regex::{Regex, RegexBuilder};
 
-use crate::error::{Result, SqlError};
+use crate::error::{Result, SqlError, codes};
 use crate::ops;
 
 /// Compiled patterns kept per thread.
@@ -87,8 +87,10 @@ fn compile(key: Key) -> Result<Regex> {
             .size_limit(PATTERN_BYTES_MAX)
             .build()
             .map_err(|e| match e {
-                regex::Error::CompiledTooBig(_) => SqlError::new((3699, "HY000"), "Timeout exceeded in regular expression match."),
-                other => SqlError::new((3692, "HY000"), format!("Incorrect description of a regular expression: {}", first_line(&other.to_string()))),
+                regex::Error::CompiledTooBig(_) => SqlError::new(codes::ER_REGEXP_TIME_OUT, "Timeout exceeded in regular expression match."),
+                other => {
+                    SqlError::new(codes::ER_REGEXP_BAD_INTERVAL, format!("Incorrect description of a regular expression: {}", first_line(&other.to_string())))
+                }
             })?;
         if cache.len() >= PATTERN_CACHE_ENTRIES_MAX {
             cache.remove(0);
@@ -116,7 +118,7 @@ pub fn pattern(pattern: &str, collation: Collation, match_type: Option<&str>) ->
             'm' => key.multi_line = true,
             'n' => key.dot_all = true,
             'u' => {}
-            _ => return Err(SqlError::new((3693, "HY000"), "Incorrect arguments to regexp_like: match type")),
+            _ => return Err(SqlError::new(codes::ER_REGEXP_MAX_LT_MIN, "Incorrect arguments to regexp_like: match type")),
         }
     }
     compile(key)
@@ -165,7 +167,8 @@ pub fn call(f: RegexpFunc, vals: &[Value], collation: Collation) -> Result<Value
     let start = if f == RegexpFunc::Like {
         0
     } else {
-        byte_at(&subject, int(position_at, 1)).ok_or_else(|| SqlError::new((3686, "HY000"), "Index out of bounds in regular expression search."))?
+        byte_at(&subject, int(position_at, 1))
+            .ok_or_else(|| SqlError::new(codes::ER_REGEXP_INDEX_OUTOFBOUNDS_ERROR, "Index out of bounds in regular expression search."))?
     };
     let occurrence = int(position_at + 1, if f == RegexpFunc::Replace { 0 } else { 1 }).max(0) as usize;
     let nth = |n: usize| re.find_iter(&subject[start..]).nth(n.max(1) - 1);

@@ -414,14 +414,14 @@ fn members_checked(mut members: Vec<String>, set: bool) -> Result<std::sync::Arc
         m.truncate(m.trim_end_matches(' ').len());
     }
     if members.len() > if set { SET_MEMBERS_MAX } else { ENUM_MEMBERS_MAX } {
-        return Err(SqlError::new((1097, "HY000"), format!("Too many strings for column '{kind}' and SET")));
+        return Err(SqlError::new(codes::ER_TOO_BIG_SET, format!("Too many strings for column '{kind}' and SET")));
     }
     for (i, m) in members.iter().enumerate() {
         if set && m.contains(',') {
-            return Err(SqlError::new((1367, "22007"), format!("Illegal {kind} '{m}' value found during parsing")));
+            return Err(SqlError::new(codes::ER_ILLEGAL_VALUE_FOR_TYPE, format!("Illegal {kind} '{m}' value found during parsing")));
         }
         if members[..i].iter().any(|o| Collation::default().compare(o, m) == std::cmp::Ordering::Equal) {
-            return Err(SqlError::new((1291, "HY000"), format!("Column '' has duplicated value '{m}' in {kind}")));
+            return Err(SqlError::new(codes::ER_DUPLICATED_VALUE_IN_TYPE, format!("Column '' has duplicated value '{m}' in {kind}")));
         }
     }
     Ok(members.into())

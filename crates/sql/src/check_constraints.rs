@@ -28,14 +28,9 @@ use sqlparser::ast;
 use crate::bind::Binder;
 use crate::catalog::CheckConstraint;
 use crate::catalog::TableMeta;
-use crate::error::{Result, SqlError};
+use crate::error::{Result, SqlError, codes};
 use crate::expr::RowCtx;
 use crate::query::Env;
-
-/// MySQL's error for a row that fails an enforced CHECK constraint.
-pub const ER_CHECK_CONSTRAINT_VIOLATED: (u16, &str) = (3819, "HY000");
-/// MySQL's error for two CHECK constraints of one table with one name.
-pub const ER_CHECK_CONSTRAINT_DUP_NAME: (u16, &str) = (3822, "HY000");
 
 /// The CHECK constraints a CREATE TABLE declares, on its columns and on the table, in the
 /// order they appear, unnamed ones named `<table>_chk_<n>`.
@@ -62,7 +57,7 @@ pub fn declared(table: &str, columns: &[ast::ColumnDef], constraints: &[ast::Tab
             }
         };
         if out.iter().any(|c| c.name.eq_ignore_ascii_case(&name)) {
-            return Err(SqlError::new(ER_CHECK_CONSTRAINT_DUP_NAME, format!("Duplicate check constraint name '{name}'.")));
+            return Err(SqlError::new(codes::ER_CHECK_CONSTRAINT_DUP_NAME, format!("Duplicate check constraint name '{name}'.")));
         }
         out.push(CheckConstraint { name, expr: check.expr.as_ref().clone(), enforced: check.enforced.unwrap_or(true) });
     }
@@ -94,7 +89,7 @@ pub fn enforce(env: &Env<'_>, t: &TableMeta, row: &[Value]) -> Result<()> {
     for check in t.checks.iter().filter(|c| c.enforced) {
         let value = Binder::new(env, &scope, "check constraint").bind(&check.expr)?.eval(env, &RowCtx::new(row))?;
         if crate::ops::truth(&value) == Some(false) {
-            return Err(SqlError::new(ER_CHECK_CONSTRAINT_VIOLATED, format!("Check constraint '{}' is violated.", check.name)));
+            return Err(SqlError::new(codes::ER_CHECK_CONSTRAINT_VIOLATED, format!("Check constraint '{}' is violated.", check.name)));
         }
     }
     Ok(())

@@ -169,7 +169,7 @@ pub fn create_table(catalog: &mut Catalog, info: &SessionInfo, env_params: (&[Va
     if catalog.database(&db)?.tables.contains_key(&name) {
         let msg = format!("Table '{name}' already exists");
         if ct.if_not_exists {
-            warnings.push(Warning { level: "Note", code: 1050, message: msg });
+            warnings.push(Warning { level: "Note", code: codes::ER_TABLE_EXISTS_ERROR.0, message: msg });
             return Ok(());
         }
         return Err(SqlError::new(codes::ER_TABLE_EXISTS_ERROR, msg));
@@ -399,7 +399,7 @@ pub fn drop_tables(catalog: &mut Catalog, info: &SessionInfo, names: &[ast::Obje
         if !if_exists {
             return Err(SqlError::new(codes::ER_BAD_TABLE_ERROR, msg));
         }
-        warnings.push(Warning { level: "Note", code: 1051, message: msg });
+        warnings.push(Warning { level: "Note", code: codes::ER_BAD_TABLE_ERROR.0, message: msg });
     }
     if info.foreign_key_checks() {
         for (db, t) in &resolved {
@@ -407,7 +407,7 @@ pub fn drop_tables(catalog: &mut Catalog, info: &SessionInfo, names: &[ast::Obje
                 foreign_keys::children_of(catalog, db, t).into_iter().find(|(child, _)| !resolved.iter().any(|(d, n)| *d == child.db && *n == child.name));
             if let Some((child, fk)) = outside {
                 return Err(SqlError::new(
-                    (3730, "HY000"),
+                    codes::ER_FK_CANNOT_DROP_PARENT,
                     format!("Cannot drop table '{t}' referenced by a foreign key constraint '{}' on table '{}'.", fk.name, child.name),
                 ));
             }
@@ -471,7 +471,7 @@ pub fn truncate(catalog: &mut Catalog, info: &SessionInfo, name: &ast::ObjectNam
         && info.foreign_key_checks()
     {
         return Err(SqlError::new(
-            (1701, "42000"),
+            codes::ER_TRUNCATE_ILLEGAL_FK,
             format!("Cannot truncate a table referenced in a foreign key constraint (`{}`.`{}`, CONSTRAINT `{}`)", child.db, child.name, fk.name),
         ));
     }

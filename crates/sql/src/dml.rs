@@ -204,7 +204,7 @@ fn finish_row(t: &TableMeta, mut row: Row, row_no: u64, cx: &mut DmlCx<'_>, data
             if cx.strict {
                 return Err(SqlError::new(codes::ER_BAD_NULL_ERROR, format!("Column '{}' cannot be null", c.name)));
             }
-            cx.warnings.push(Warning { level: "Warning", code: 1048, message: format!("Column '{}' cannot be null", c.name) });
+            cx.warnings.push(Warning { level: "Warning", code: codes::ER_BAD_NULL_ERROR.0, message: format!("Column '{}' cannot be null", c.name) });
             v = zero_value(&c.ty);
         }
         row[i] = v;
@@ -246,7 +246,10 @@ fn generate_columns(t: &TableMeta, row: &mut Row, row_no: u64, cx: &mut DmlCx<'_
 
 /// 3105: a statement gave a generated column a value.
 fn generated_given(t: &TableMeta, column: usize) -> SqlError {
-    SqlError::new((3105, "HY000"), format!("The value specified for generated column '{}' in table '{}' is not allowed.", t.columns[column].name, t.name))
+    SqlError::new(
+        codes::ER_NON_DEFAULT_VALUE_FOR_GENERATED_COLUMN,
+        format!("The value specified for generated column '{}' in table '{}' is not allowed.", t.columns[column].name, t.name),
+    )
 }
 
 pub(crate) fn zero_value(ty: &crate::types::SqlType) -> Value {
@@ -277,9 +280,9 @@ type ProposedRow = Vec<Option<Value>>;
 fn write_target<'c>(catalog: &'c Catalog, db: &str, name: &str, statement: &str) -> Result<&'c TableMeta> {
     if catalog.view(db, name).is_some() {
         return Err(if statement == "INSERT" {
-            SqlError::new((1471, "HY000"), format!("The target table {name} of the INSERT is not insertable-into"))
+            SqlError::new(codes::ER_NON_INSERTABLE_TABLE, format!("The target table {name} of the INSERT is not insertable-into"))
         } else {
-            SqlError::new((1288, "HY000"), format!("The target table {name} of the {statement} is not updatable"))
+            SqlError::new(codes::ER_NON_UPDATABLE_TABLE, format!("The target table {name} of the {statement} is not updatable"))
         });
     }
     catalog.table(db, name)
@@ -582,7 +585,7 @@ fn insert_row(
             Err(WriteError::Duplicate { .. }) if ignore => {
                 cx.warnings.push(Warning {
                     level: "Warning",
-                    code: 1062,
+                    code: codes::ER_DUP_ENTRY.0,
                     message: write_error(WriteError::Duplicate { index: None, existing_pk: vec![] }, t, &row, cx).message,
                 });
                 *duplicates += 1;

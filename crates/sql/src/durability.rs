@@ -33,14 +33,12 @@ use quill_storage::{ReadView, RowChange, ScanOrder, Value, WrittenRows, decode_l
 
 use crate::catalog::Catalog;
 use crate::engine::Engine;
-use crate::error::{Result, SqlError};
+use crate::error::{Result, SqlError, codes};
 use crate::session::Session;
 use crate::vars::{self, VarSet};
 
 /// The log's directory inside the data directory.
 pub const LOG_DIR: &str = "log";
-/// MySQL's error when a transaction is too large for its binary log cache.
-pub const ER_TRANS_CACHE_FULL: (u16, &str) = (1197, "HY000");
 
 /// Why the engine could not be opened.
 #[derive(Debug, thiserror::Error)]
@@ -171,7 +169,7 @@ fn segment_expiry(seconds: u64) -> Option<Duration> {
 /// 1231 for a flush mode the log does not have.
 pub fn apply_global(engine: &Engine, name: &str, value: &str) -> Result<()> {
     let Some(log) = engine.log.get() else { return Ok(()) };
-    let wrong = || SqlError::new((1231, "42000"), format!("Variable '{name}' can't be set to the value of '{value}'"));
+    let wrong = || SqlError::new(codes::ER_WRONG_VALUE_FOR_VAR, format!("Variable '{name}' can't be set to the value of '{value}'"));
     match name {
         "binlog_expire_logs_seconds" => log.set_segment_expiry(segment_expiry(value.parse().map_err(|_| wrong())?)),
         "innodb_flush_log_at_trx_commit" => {
@@ -261,9 +259,9 @@ pub fn table_definition(catalog: &Catalog, db: &str, name: &str) -> String {
 #[must_use]
 pub fn log_error(e: &quill_log::EncodeError, table: &str) -> SqlError {
     match e {
-        quill_log::EncodeError::ShuttingDown => SqlError::new((1053, "08S01"), "Server shutdown in progress"),
+        quill_log::EncodeError::ShuttingDown => SqlError::new(codes::ER_SERVER_SHUTDOWN, "Server shutdown in progress"),
         quill_log::EncodeError::LogFull(_) => disk_full(table),
-        other => SqlError::new(ER_TRANS_CACHE_FULL, other.to_string()),
+        other => SqlError::new(codes::ER_TRANS_CACHE_FULL, other.to_string()),
     }
 }
 

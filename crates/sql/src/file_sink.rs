@@ -24,15 +24,13 @@ use quill_log::{FlushMode, Lsn};
 use quill_storage::Value;
 
 use crate::charset::Charset;
-use crate::error::{Result, SqlError};
+use crate::error::{Result, SqlError, codes};
 use crate::into_file::Kind;
 use crate::load_data::{self, Format};
 use crate::query::OutColumn;
 use crate::sink::RowSink;
 use crate::types::SqlType;
 
-/// MySQL's error for an `INTO DUMPFILE` (or `INTO @var`) query that returns more than one row.
-pub const ER_TOO_MANY_ROWS: (u16, &str) = (1172, "42000");
 /// Bytes gathered before each write to the file.
 pub const FILE_BUFFER_BYTES: usize = 64 << 10;
 
@@ -127,7 +125,7 @@ fn text<'v>(charset: Charset, v: &'v Value, ty: &SqlType) -> Option<std::borrow:
 }
 
 fn write_error(e: std::io::Error) -> SqlError {
-    SqlError::new((3, "HY000"), format!("Error writing file (OS errno {} - {e})", e.raw_os_error().unwrap_or(0)))
+    SqlError::new(codes::EE_WRITE, format!("Error writing file (OS errno {} - {e})", e.raw_os_error().unwrap_or(0)))
 }
 
 impl RowSink for FileSink {
@@ -142,7 +140,7 @@ impl RowSink for FileSink {
     fn row(&mut self, row: &[Value]) -> Result<()> {
         self.rows += 1;
         match self.kind {
-            Kind::Dumpfile if self.rows > 1 => return Err(SqlError::new(ER_TOO_MANY_ROWS, "Result consisted of more than one row")),
+            Kind::Dumpfile if self.rows > 1 => return Err(SqlError::new(codes::ER_TOO_MANY_ROWS, "Result consisted of more than one row")),
             Kind::Dumpfile => {
                 for (v, ty) in row.iter().zip(&self.types) {
                     if let Some(bytes) = text(self.charset, v, ty) {

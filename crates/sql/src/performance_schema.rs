@@ -17,7 +17,7 @@ use quill_storage::Value;
 use quill_txn::locks::{LockInfo, Wanted};
 
 use crate::catalog::TableMeta;
-use crate::error::{Result, SqlError};
+use crate::error::{Result, SqlError, codes};
 use crate::ops;
 use crate::query::{Env, OutColumn};
 use crate::session_info::SessionInfo;
@@ -143,7 +143,7 @@ pub fn performance_schema_table(env: &Env<'_>, name: &str) -> Option<Result<Rows
     if needs_select && env.info.checked && env.info.privileges_on("performance_schema", Some(&lower)) & crate::accounts::SELECT == 0 {
         let info = env.info;
         return Some(Err(SqlError::new(
-            (1142, "42000"),
+            codes::ER_TABLEACCESS_DENIED_ERROR,
             format!("SELECT command denied to user '{}'@'{}' for table '{lower}'", info.user, info.client_host()),
         )));
     }

@@ -545,7 +545,7 @@ impl Session {
         if (first == "ALTER" && second == "USER") || first == "SET" {
             return Ok(());
         }
-        Err(SqlError::new((1820, "HY000"), "You must reset your password using ALTER USER statement before executing this statement."))
+        Err(SqlError::new(codes::ER_MUST_CHANGE_PASSWORD, "You must reset your password using ALTER USER statement before executing this statement."))
     }
 
     /// Whether the session's account's password has expired now (`accounts::PasswordExpiry`).

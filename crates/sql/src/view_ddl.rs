@@ -107,13 +107,13 @@ fn check(catalog: &Catalog, info: &SessionInfo, now_us: i64, view: &ViewMeta) ->
         view.columns.clone()
     } else {
         return Err(SqlError::new(
-            (1353, "HY000"),
+            codes::ER_VIEW_WRONG_LIST,
             "In definition of view, derived table or common table expression, SELECT list and column names list have different column counts",
         ));
     };
     for (i, n) in names.iter().enumerate() {
         if names[..i].iter().any(|m| m.eq_ignore_ascii_case(n)) {
-            return Err(SqlError::new((1060, "42S21"), format!("Duplicate column name '{n}'")));
+            return Err(SqlError::new(codes::ER_DUP_FIELDNAME, format!("Duplicate column name '{n}'")));
         }
     }
     Ok(())
@@ -163,7 +163,7 @@ fn current_user(info: &SessionInfo) -> String {
 }
 
 fn not_view(db: &str, name: &str) -> SqlError {
-    SqlError::new((1347, "HY000"), format!("'{db}.{name}' is not VIEW"))
+    SqlError::new(codes::ER_WRONG_OBJECT, format!("'{db}.{name}' is not VIEW"))
 }
 
 /// DROP VIEW [IF EXISTS] v, ...: every name is checked before any is dropped.
@@ -188,7 +188,7 @@ pub fn drop_views(catalog: &mut Catalog, info: &SessionInfo, names: &[ast::Objec
             return Err(SqlError::new(codes::ER_BAD_TABLE_ERROR, format!("Unknown table '{}'", missing.join(","))));
         }
         for m in missing {
-            warnings.push(Warning { level: "Note", code: 1051, message: format!("Unknown table '{m}'") });
+            warnings.push(Warning { level: "Note", code: codes::ER_BAD_TABLE_ERROR.0, message: format!("Unknown table '{m}'") });
         }
     }
     for (db, name) in found {

@@ -29,7 +29,7 @@
 use sqlparser::ast::{self, Expr, Ident, ObjectName, ObjectNamePart, SelectItem, SetExpr, Statement, TableFactor, VisitMut, VisitorMut};
 
 use crate::catalog::Catalog;
-use crate::error::{Result, SqlError};
+use crate::error::{Result, SqlError, codes};
 use crate::session_info::SessionInfo;
 use crate::view_meta::ViewMeta;
 use crate::views::VIEW_NESTING_MAX;
@@ -188,7 +188,7 @@ impl Updatable {
             }
             Statement::Insert(i) => {
                 if self.columns.iter().any(|(_, _, column)| column.is_none()) {
-                    return Err(SqlError::new((1471, "HY000"), format!("The target table {} of the INSERT is not insertable-into", view.name)));
+                    return Err(SqlError::new(codes::ER_NON_INSERTABLE_TABLE, format!("The target table {} of the INSERT is not insertable-into", view.name)));
                 }
                 if i.columns.is_empty() && i.assignments.is_empty() {
                     i.columns = self.columns.iter().map(|(name, _, _)| ObjectName(vec![ObjectNamePart::Identifier(Ident::new(name.clone()))])).collect();
@@ -224,9 +224,9 @@ impl Updatable {
             None => Err(SqlError::bad_field(name, "field list")),
             Some((_, _, Some(column))) => Ok(column.clone()),
             Some(_) if statement == "INSERT" => {
-                Err(SqlError::new((1471, "HY000"), format!("The target table {} of the INSERT is not insertable-into", view.name)))
+                Err(SqlError::new(codes::ER_NON_INSERTABLE_TABLE, format!("The target table {} of the INSERT is not insertable-into", view.name)))
             }
-            Some(_) => Err(SqlError::new((1348, "HY000"), format!("Column '{name}' is not updatable"))),
+            Some(_) => Err(SqlError::new(codes::ER_NONUPDATEABLE_COLUMN, format!("Column '{name}' is not updatable"))),
         }
     }
 

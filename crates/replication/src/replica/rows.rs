@@ -26,7 +26,7 @@ use mysql_common::binlog::events::{RowsEventData, TableMapEvent};
 use mysql_common::binlog::row::BinlogRow;
 use mysql_common::binlog::value::BinlogValue;
 use quill_sql::catalog::TableMeta;
-use quill_sql::error::{Result as SqlResult, SqlError};
+use quill_sql::error::{Result as SqlResult, SqlError, codes};
 use quill_sql::types::SqlType;
 use quill_sql::{Engine, Outcome, Session};
 use quill_storage::Value;
@@ -93,7 +93,8 @@ pub fn statements(engine: &Engine, tme: &TableMapEvent<'_>, rows: &RowsEventData
     let key_values = |before: &[Value]| key.iter().map(|&i| before[i].clone()).collect::<Vec<_>>();
     let mut out = Vec::new();
     for row in rows.rows(tme) {
-        let (before, after) = row.map_err(|e| SqlError::new((1594, "HY000"), format!("a row event of {db}.{table} does not decode: {e}")))?;
+        let (before, after) =
+            row.map_err(|e| SqlError::new(codes::ER_SLAVE_RELAY_LOG_READ_FAILURE, format!("a row event of {db}.{table} does not decode: {e}")))?;
         let after = after.map(|r| values(meta, &r)).transpose()?;
         let before = before.map(|r| values(meta, &r)).transpose()?;
         for image in [&before, &after].into_iter().flatten() {
@@ -126,13 +127,21 @@ pub fn statements(engine: &Engine, tme: &TableMapEvent<'_>, rows: &RowsEventData
 pub fn created_rows(meta: &TableMeta, tme: &TableMapEvent<'_>, rows: &RowsEventData<'_>) -> SqlResult<Vec<Vec<Value>>> {
     let (db, table) = (tme.database_name(), tme.table_name());
     if db != meta.db.as_str() || table != meta.name.as_str() {
-        return Err(SqlError::new((1594, "HY000"), format!("CREATE TABLE ... SELECT of {}.{} came with rows of {db}.{table}", meta.db, meta.name)));
+        return Err(SqlError::new(
+            codes::ER_SLAVE_RELAY_LOG_READ_FAILURE,
+            format!("CREATE TABLE ... SELECT of {}.{} came with rows of {db}.{table}", meta.db, meta.name),
+        ));
     }
     let mut out = Vec::new();
     for row in rows.rows(tme) {
-        match row.map_err(|e| SqlError::new((1594, "HY000"), format!("a row event of {db}.{table} does not decode: {e}")))? {
+        match row.map_err(|e| SqlError::new(codes::ER_SLAVE_RELAY_LOG_READ_FAILURE, format!("a row event of {db}.{table} does not decode: {e}")))? {
             (None, Some(after)) => out.push(values(meta, &after)?),
-            _ => return Err(SqlError::new((1594, "HY000"), format!("CREATE TABLE ... SELECT of {db}.{table} came with a row that is not an insert"))),
+            _ => {
+                return Err(SqlError::new(
+                    codes::ER_SLAVE_RELAY_LOG_READ_FAILURE,
+                    format!("CREATE TABLE ... SELECT of {db}.{table} came with a row that is not an insert"),
+                ));
+            }
         }
     }
     Ok(out)
@@ -163,14 +172,14 @@ fn write_set(meta: &TableMeta, row: &[Value], keys: &mut Vec<u64>) {
 fn values(meta: &TableMeta, row: &BinlogRow) -> SqlResult<Vec<Value>> {
     if row.len() != meta.columns.len() {
         return Err(SqlError::new(
-            (1677, "HY000"),
+            codes::ER_SLAVE_CONVERSION_FAILED,
             format!("Column count of {}.{} differs: the source has {} columns, this server {}", meta.db, meta.name, row.len(), meta.columns.len()),
         ));
     }
     (0..row.len())
         .map(|i| match row.as_ref(i) {
             Some(BinlogValue::Value(v)) => Ok(param(v, &meta.columns[i].ty)),
-            _ => Err(SqlError::new((1677, "HY000"), format!("column {i} of {}.{}: a value type Quill does not apply", meta.db, meta.name))),
+            _ => Err(SqlError::new(codes::ER_SLAVE_CONVERSION_FAILED, format!("column {i} of {}.{}: a value type Quill does not apply", meta.db, meta.name))),
         })
         .collect()
 }

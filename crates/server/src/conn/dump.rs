@@ -30,7 +30,7 @@ use quill_protocol::{PacketDecoder, PacketWriter};
 use quill_replication::binlog::{Dump, Head, Origin, events, file_name, file_start};
 use quill_replication::semisync::{AckSlot, FLAG_ACK, HEADER_MAGIC, SemiSync, parse_ack};
 use quill_sql::engine::BinaryLog;
-use quill_sql::error::SqlError;
+use quill_sql::error::{SqlError, codes};
 use quill_sql::{Engine, Session};
 use quill_storage::Value;
 
@@ -295,14 +295,14 @@ impl BinaryLog for BinaryLogView {
     }
 
     fn purge(&self, to: Option<&str>, before: Option<std::time::SystemTime>) -> quill_sql::error::Result<Vec<String>> {
-        let log = self.origin.engine.log.get().ok_or_else(|| SqlError::new((1381, "HY000"), "You are not using binary logging"))?;
+        let log = self.origin.engine.log.get().ok_or_else(|| SqlError::new(codes::ER_NO_BINARY_LOGGING, "You are not using binary logging"))?;
         let target = match to {
             Some(name) => file_start(name)
                 .filter(|start| log.segment_bounds().iter().any(|(s, _)| s == start))
-                .ok_or_else(|| SqlError::new((1373, "HY000"), "Target log not found in binlog index"))?,
+                .ok_or_else(|| SqlError::new(codes::ER_UNKNOWN_TARGET_BINLOG, "Target log not found in binlog index"))?,
             None => quill_log::Lsn::MAX,
         };
-        log.purge_segments_before(target, before).map_err(|e| SqlError::new((1377, "HY000"), format!("Fatal error during log purge: {e}")))?;
+        log.purge_segments_before(target, before).map_err(|e| SqlError::new(codes::ER_BINLOG_PURGE_FATAL_ERR, format!("Fatal error during log purge: {e}")))?;
         // Files wholly before the target that are still there were kept (a time bound keeps
         // newer files by design, so only TO reports them).
         Ok(if to.is_some() { log.segment_bounds().iter().filter(|(s, len)| s + len <= target).map(|(s, _)| file_name(*s)).collect() } else { Vec::new() })

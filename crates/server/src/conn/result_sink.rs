@@ -29,6 +29,7 @@ use quill_storage::Value;
 use tokio::io::AsyncReadExt;
 
 use super::{Stream, column_def, row_cells, to_binary, write_all_timed};
+use quill_sql::error::codes;
 
 /// The first byte of the LOCAL INFILE request packet.
 pub const LOCAL_INFILE_HEADER: u8 = 0xFB;
@@ -112,7 +113,7 @@ impl SocketSink {
             Ok(())
         } else {
             self.failed = true;
-            Err(SqlError::new((1160, "08S01"), "Got an error writing communication packets"))
+            Err(SqlError::new(codes::ER_NET_ERROR_ON_WRITE, "Got an error writing communication packets"))
         }
     }
 }
@@ -132,7 +133,8 @@ impl RowSink for SocketSink {
         let types = self.types.iter();
         if self.binary {
             let cells = row_cells(row, types, self.results, BinaryValue::Bytes, to_binary);
-            write_binary_row(&mut self.w, &self.column_types, &cells).map_err(|_| SqlError::new((1105, "HY000"), "internal error encoding a binary row"))?;
+            write_binary_row(&mut self.w, &self.column_types, &cells)
+                .map_err(|_| SqlError::new(codes::ER_UNKNOWN_ERROR, "internal error encoding a binary row"))?;
         } else {
             let cells = row_cells(row, types, self.results, Some, quill_sql::types::to_text);
             let refs: Vec<Option<&[u8]>> = cells.iter().map(Option::as_deref).collect();
@@ -145,7 +147,7 @@ impl RowSink for SocketSink {
         if self.caps & quill_protocol::constants::capabilities::CLIENT_LOCAL_FILES == 0 {
             return Ok(None);
         }
-        let gone = || SqlError::new((1158, "08S01"), "Got an error reading communication packets");
+        let gone = || SqlError::new(codes::ER_NET_READ_ERROR, "Got an error reading communication packets");
         // The request: 0xFB and the file name, in place of a result set.
         let mut request = vec![LOCAL_INFILE_HEADER];
         request.extend_from_slice(name.as_bytes());
@@ -185,7 +187,7 @@ impl RowSink for SocketSink {
         self.w = PacketWriter::new(next_seq);
         if too_big {
             return Err(SqlError::new(
-                (1153, "08S01"),
+                codes::ER_NET_PACKET_TOO_LARGE,
                 format!("Got a packet bigger than 'max_allowed_packet' bytes (LOAD DATA LOCAL reads at most {LOCAL_INFILE_BYTES_MAX} bytes)"),
             ));
         }

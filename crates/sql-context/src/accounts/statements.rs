@@ -14,7 +14,7 @@
 //! by the session's recogniser.
 
 use super::{Privs, privilege_named};
-use quill_sql_types::error::{Result, SqlError};
+use quill_sql_types::error::{Result, SqlError, codes};
 
 /// An account as a statement names it.
 #[derive(Debug, Clone, PartialEq)]
@@ -442,10 +442,10 @@ impl Parser<'_> {
         let user = self.name()?;
         let host = if self.eat_punct('@') { self.name()? } else { "%".to_owned() };
         if user.chars().count() > 32 {
-            return Err(SqlError::new((1470, "HY000"), format!("String '{user}' is too long for user name (should be no longer than 32)")));
+            return Err(SqlError::new(codes::ER_WRONG_STRING_LENGTH, format!("String '{user}' is too long for user name (should be no longer than 32)")));
         }
         if host.chars().count() > 255 {
-            return Err(SqlError::new((1470, "HY000"), format!("String '{host}' is too long for host name (should be no longer than 255)")));
+            return Err(SqlError::new(codes::ER_WRONG_STRING_LENGTH, format!("String '{host}' is too long for host name (should be no longer than 255)")));
         }
         Ok(UserName::Named { user, host })
     }
@@ -552,7 +552,7 @@ impl Parser<'_> {
             } else {
                 privilege_named(&name).ok_or_else(|| {
                     SqlError::new(
-                        (1149, "42000"),
+                        codes::ER_SYNTAX_ERROR,
                         "You have an error in your SQL syntax; check the manual that corresponds to your MySQL server version for the right syntax to use",
                     )
                 })?

@@ -249,7 +249,10 @@ impl<'a, 'e> Binder<'a, 'e> {
     /// windows; its value is read from the row's window values.
     pub(super) fn window_call(&self, name: &str, over: &ast::WindowType, args: &[&FunctionArgExpr], distinct: bool) -> Result<Expr> {
         let Some(windows) = self.windows else {
-            return Err(SqlError::new((3593, "HY000"), format!("You cannot use the window function '{}' in this context.'", name.to_ascii_lowercase())));
+            return Err(SqlError::new(
+                codes::ER_WINDOW_INVALID_WINDOW_FUNC_USE,
+                format!("You cannot use the window function '{}' in this context.'", name.to_ascii_lowercase()),
+            ));
         };
         // Arguments, partitions and orders see aggregates (SUM(SUM(x)) OVER ...), but no
         // other window function.
@@ -276,7 +279,7 @@ impl<'a, 'e> Binder<'a, 'e> {
                 let collation = arg.as_ref().map_or(Collation::default(), |a| inner.collation_of(a));
                 crate::window::WindowFunc::Aggregate(AggSpec { func, arg, distinct: false, ty: agg_type(func, &arg_ty), collation })
             }
-            (None, None) => return Err(SqlError::new((1305, "42000"), format!("FUNCTION {name} does not exist"))),
+            (None, None) => return Err(SqlError::new(codes::ER_SP_DOES_NOT_EXIST, format!("FUNCTION {name} does not exist"))),
         };
         let (min, max) = func.arity();
         if bound.len() < min || bound.len() > max {
@@ -331,7 +334,7 @@ impl<'a, 'e> Binder<'a, 'e> {
                         seen += 1;
                         current = next.clone();
                     }
-                    _ => return Err(SqlError::new((3579, "HY000"), format!("Window name '{}' is not defined.", name.value))),
+                    _ => return Err(SqlError::new(codes::ER_WINDOW_NO_SUCH_WINDOW, format!("Window name '{}' is not defined.", name.value))),
                 }
             }
         };
@@ -344,18 +347,18 @@ impl<'a, 'e> Binder<'a, 'e> {
                     // frame, never partitioning, and no window builds on one with a frame.
                     let mut merged = named(base)?;
                     if !spec.partition_by.is_empty() {
-                        return Err(SqlError::new((3580, "HY000"), "A window which depends on another cannot define partitioning."));
+                        return Err(SqlError::new(codes::ER_WINDOW_NO_CHILD_PARTITIONING, "A window which depends on another cannot define partitioning."));
                     }
                     if merged.window_frame.is_some() {
                         return Err(SqlError::new(
-                            (3581, "HY000"),
+                            codes::ER_WINDOW_NO_INHERIT_FRAME,
                             format!("Window '{}' has a frame definition, so cannot be referenced by another window.", base.value),
                         ));
                     }
                     if !spec.order_by.is_empty() {
                         if !merged.order_by.is_empty() {
                             return Err(SqlError::new(
-                                (3582, "HY000"),
+                                codes::ER_WINDOW_NO_REDEFINE_ORDER_BY,
                                 format!("Window '<unnamed window>' cannot inherit '{}' since both contain an ORDER BY clause.", base.value),
                             ));
                         }

@@ -2,7 +2,7 @@
 //! IS_USED_LOCK), SLEEP and WAIT_FOR_TABLE_COMMIT: those that act or wait answer, when the
 //! statement runs again after a wait, what they answered the first time (`statement_waits`).
 
-use quill_sql_types::error::{Result, SqlError, Wait};
+use quill_sql_types::error::{Result, SqlError, Wait, codes};
 use quill_sql_types::ops;
 use quill_storage::Value;
 
@@ -60,7 +60,7 @@ pub(super) fn user_lock(f: Func, vals: &[Value], env: &Env<'_>) -> Result<Value>
                             .flatten();
                         let wait = locks.enqueue(session, &name, deadline).map_err(|_| {
                             SqlError::new(
-                                (3058, "HY000"),
+                                codes::ER_USER_LOCK_DEADLOCK,
                                 "Deadlock found when trying to get user-level lock; try rolling back transaction/releasing locks and restarting lock acquisition.",
                             )
                         })?;
@@ -110,7 +110,7 @@ pub(super) fn user_lock(f: Func, vals: &[Value], env: &Env<'_>) -> Result<Value>
         Func::Sleep => {
             let seconds = if vals[0].is_null() { -1.0 } else { ops::to_f64(&vals[0]) };
             if seconds.is_nan() || seconds < 0.0 {
-                return Err(SqlError::new((1210, "HY000"), "Incorrect arguments to sleep"));
+                return Err(SqlError::new(codes::ER_WRONG_ARGUMENTS, "Incorrect arguments to sleep"));
             }
             match std::time::Duration::try_from_secs_f64(seconds).ok().and_then(|d| std::time::Instant::now().checked_add(d)) {
                 Some(until) if seconds > 0.0 => {
@@ -118,7 +118,7 @@ pub(super) fn user_lock(f: Func, vals: &[Value], env: &Env<'_>) -> Result<Value>
                     return Err(SqlError::must_wait(Wait::Function));
                 }
                 Some(_) => Value::Int(0),
-                None => return Err(SqlError::new((1210, "HY000"), "Incorrect arguments to sleep")),
+                None => return Err(SqlError::new(codes::ER_WRONG_ARGUMENTS, "Incorrect arguments to sleep")),
             }
         }
         _ => {
@@ -141,12 +141,13 @@ pub fn lock_name(name: Option<&str>) -> Result<quill_txn::user_locks::LockName> 
     let shown = name.unwrap_or("NULL");
     match name {
         None | Some("") => Err(SqlError::new(
-            (3057, "42000"),
+            codes::ER_USER_LOCK_WRONG_NAME,
             format!("Incorrect user-level lock name '{shown}'. The name is empty, NULL, or can not be expressed in the current character-set."),
         )),
-        Some(n) if n.chars().count() > USER_LOCK_NAME_CHARS_MAX => {
-            Err(SqlError::new((4163, "42000"), format!("User-level lock name '{n}' should not exceed {USER_LOCK_NAME_CHARS_MAX} characters.")))
-        }
+        Some(n) if n.chars().count() > USER_LOCK_NAME_CHARS_MAX => Err(SqlError::new(
+            codes::ER_USER_LOCK_OVERLONG_NAME,
+            format!("User-level lock name '{n}' should not exceed {USER_LOCK_NAME_CHARS_MAX} characters."),
+        )),
         Some(n) => Ok(quill_txn::user_locks::LockName::new(n)),
     }
 }

@@ -10,7 +10,7 @@ use std::ops::Bound;
 
 use quill_sql_context::locking::LockSpec;
 use quill_sql_context::tmp_memory;
-use quill_sql_types::error::{Result, SqlError};
+use quill_sql_types::error::{Result, SqlError, codes};
 use quill_sql_types::ops;
 use quill_storage::table::SharedRow;
 use quill_storage::{Collation, Row, ScanOrder, Value};
@@ -22,7 +22,7 @@ use crate::expr::{Expr, RowCtx};
 use super::{
     Access, Block, Env, JoinKind, PlanKind, ResultSet, SelectPlan, SetOp, Source, SourceData,
     access::{locking_candidates, read_source},
-    planner::{ER_CUT_VALUE_GROUP_CONCAT, GROUP_OVERHEAD_BYTES, conform_rows},
+    planner::{GROUP_OVERHEAD_BYTES, conform_rows},
 };
 
 /// Rows a sort with a LIMIT gathers, at least, before it lets go of those past the limit.
@@ -106,7 +106,7 @@ pub(super) fn run_recursive(
     while round_start < found.len() {
         if rounds >= depth_max {
             return Err(SqlError::new(
-                (3636, "HY000"),
+                codes::ER_CTE_MAX_RECURSION_DEPTH,
                 format!("Recursive query aborted after {} iterations. Try increasing @@cte_max_recursion_depth to a larger value.", rounds + 1),
             ));
         }
@@ -287,7 +287,7 @@ pub(super) fn run_block(b: &Block, env: &Env<'_>, parent: Option<&RowCtx<'_>>, e
         }
         for (group, (first, accs)) in groups.into_iter().enumerate() {
             if accs.iter().any(Accumulator::was_cut) {
-                env.info.warn(ER_CUT_VALUE_GROUP_CONCAT, format!("Row {} was cut by GROUP_CONCAT()", group + 1));
+                env.info.warn(codes::ER_CUT_VALUE_GROUP_CONCAT.0, format!("Row {} was cut by GROUP_CONCAT()", group + 1));
             }
             let agg_vals: Vec<Value> = accs.into_iter().zip(&b.aggs).map(|(a, s)| a.finish(s)).collect();
             let cx = RowCtx { row: &first, aggs: &agg_vals, windows: &[], parent };

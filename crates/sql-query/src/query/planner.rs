@@ -177,9 +177,6 @@ pub fn resolve_table_name(info: &SessionInfo, name: &ast::ObjectName) -> Result<
     }
 }
 
-/// MySQL's warning for a GROUP_CONCAT result cut at `group_concat_max_len`.
-pub(super) const ER_CUT_VALUE_GROUP_CONCAT: u16 = 1260;
-
 /// Add the columns of a catalog table to `scope`.
 pub(super) fn add_table_source(env: &Env<'_>, db: &str, name: &str, alias: &str, scope: &mut Scope) -> Result<(SourceData, Vec<SqlType>)> {
     if db.eq_ignore_ascii_case("information_schema") {
@@ -255,8 +252,10 @@ pub(super) fn plan_factor(env: &Env<'_>, tf: &TableFactor, scope: &mut Scope, ou
             }
         }
         TableFactor::Derived { subquery, alias, .. } => {
-            let alias =
-                alias.as_ref().map(|a| a.name.value.clone()).ok_or_else(|| SqlError::new((1248, "42000"), "Every derived table must have its own alias"))?;
+            let alias = alias
+                .as_ref()
+                .map(|a| a.name.value.clone())
+                .ok_or_else(|| SqlError::new(codes::ER_DERIVED_MUST_HAVE_ALIAS, "Every derived table must have its own alias"))?;
             let (plan, _) = plan_query(env, subquery, outer)?;
             let types: Vec<SqlType> = plan.columns.iter().map(|c| c.ty.clone()).collect();
             for c in &plan.columns {
@@ -334,7 +333,7 @@ pub(super) fn plan_recursive(env: &Env<'_>, cte: &ast::Cte, outer: &[&Scope]) ->
         }
         if plan_aggregates(&plan) {
             return Err(SqlError::new(
-                (3575, "HY000"),
+                codes::ER_CTE_RECURSIVE_FORBIDS_AGGREGATION,
                 format!("Recursive Common Table Expression '{name}' can contain neither aggregation nor window functions in recursive query block"),
             ));
         }
@@ -682,7 +681,7 @@ pub(super) fn check_full_group_by(env: &Env<'_>, sources: &[Source], scope: &Sco
             let full = format!("{}.{}.{}", c.db, c.org_table, c.name);
             return Err(if group_by.is_empty() {
                 SqlError::new(
-                    (1140, "42000"),
+                    codes::ER_MIX_OF_GROUP_FUNC_AND_FIELDS,
                     format!(
                         "In aggregated query without GROUP BY, expression #{} of SELECT list contains nonaggregated column '{full}'; this is incompatible with sql_mode=only_full_group_by",
                         n + 1

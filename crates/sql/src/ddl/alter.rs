@@ -52,7 +52,7 @@ pub(super) fn rebuild(
     let scratch = Catalog::default();
     let env = Env::new(&scratch, ReadView::current(0), &[], info.now_us(), info, &crate::show::SYSTEM_SCHEMAS);
     if let Err(e) = crate::check_constraints::validate(&env, &meta) {
-        return Err(SqlError::new((3959, "HY000"), format!("A check constraint of '{name}' no longer reads: {}", e.message)));
+        return Err(SqlError::new(codes::ER_DEPENDENT_BY_CHECK_CONSTRAINT, format!("A check constraint of '{name}' no longer reads: {}", e.message)));
     }
     meta.data.set_auto_increment(old.data.auto_increment());
     let rows = old.data.snapshot_rows(ReadView::current(0));
@@ -125,7 +125,7 @@ pub fn alter_table(
                     .position(|c| c.name.eq_ignore_ascii_case(&old_column_name.value))
                     .ok_or_else(|| SqlError::bad_field(&old_column_name.value, &tname))?;
                 if columns.iter().enumerate().any(|(i, c)| i != pos && c.name.eq_ignore_ascii_case(&new_column_name.value)) {
-                    return Err(SqlError::new((1060, "42S21"), format!("Duplicate column name '{}'", new_column_name.value)));
+                    return Err(SqlError::new(codes::ER_DUP_FIELDNAME, format!("Duplicate column name '{}'", new_column_name.value)));
                 }
                 renamed_columns.push((columns[pos].name.clone(), new_column_name.value.clone()));
                 columns[pos].name.clone_from(&new_column_name.value);
@@ -196,7 +196,7 @@ pub fn alter_table(
                     None => next_check_name(&tname, &checks),
                 };
                 if checks.iter().any(|c| c.name.eq_ignore_ascii_case(&name)) {
-                    return Err(SqlError::new(crate::check_constraints::ER_CHECK_CONSTRAINT_DUP_NAME, format!("Duplicate check constraint name '{name}'.")));
+                    return Err(SqlError::new(codes::ER_CHECK_CONSTRAINT_DUP_NAME, format!("Duplicate check constraint name '{name}'.")));
                 }
                 checks.push(crate::catalog::CheckConstraint { name, expr: check.expr.as_ref().clone(), enforced: check.enforced.unwrap_or(true) });
             }
@@ -210,7 +210,7 @@ pub fn alter_table(
                 } else if indexes.iter().any(|i| i.unique && i.name.eq_ignore_ascii_case(&name.value)) {
                     indexes.retain(|i| !i.name.eq_ignore_ascii_case(&name.value));
                 } else if !*if_exists {
-                    return Err(SqlError::new((3940, "HY000"), format!("Constraint '{}' does not exist.", name.value)));
+                    return Err(SqlError::new(codes::ER_CONSTRAINT_NOT_FOUND, format!("Constraint '{}' does not exist.", name.value)));
                 }
             }
             ast::AlterTableOperation::DropIndex { name } => {
@@ -290,10 +290,9 @@ pub(super) fn keys_after_alter(
     for mut fk in kept {
         for c in &mut fk.columns {
             let old_name = &old.columns[*c].name;
-            *c = map
-                .iter()
-                .position(|m| *m == Some(*c))
-                .ok_or_else(|| SqlError::new((1828, "HY000"), format!("Cannot drop column '{old_name}': needed in a foreign key constraint '{}'", fk.name)))?;
+            *c = map.iter().position(|m| *m == Some(*c)).ok_or_else(|| {
+                SqlError::new(codes::ER_FK_COLUMN_CANNOT_DROP, format!("Cannot drop column '{old_name}': needed in a foreign key constraint '{}'", fk.name))
+            })?;
         }
         let self_reference = fk.refers_to(db, name);
         foreign_keys::check_kept(catalog, columns, &fk, self_reference.then_some(columns), info.foreign_key_checks())?;
@@ -305,7 +304,7 @@ pub(super) fn keys_after_alter(
     for (child, fk) in foreign_keys::children_of(catalog, db, name) {
         if let Some(gone) = fk.parent_columns.iter().find(|c| !columns.iter().any(|col| col.name.eq_ignore_ascii_case(c))) {
             return Err(SqlError::new(
-                (1829, "HY000"),
+                codes::ER_FK_COLUMN_CANNOT_DROP_CHILD,
                 format!("Cannot drop column '{gone}': needed in a foreign key constraint '{}' of table '{}'", fk.name, child.name),
             ));
         }
@@ -328,7 +327,7 @@ pub(super) fn check_key_indexes(
     keys: &[ForeignKey],
 ) -> Result<()> {
     let gone = || old.indexes.iter().find(|o| !indexes.iter().any(|i| i.name.eq_ignore_ascii_case(&o.name))).map_or("PRIMARY", |i| &i.name).to_owned();
-    let refused = || SqlError::new((1553, "HY000"), format!("Cannot drop index '{}': needed in a foreign key constraint", gone()));
+    let refused = || SqlError::new(codes::ER_DROP_INDEX_FK, format!("Cannot drop index '{}': needed in a foreign key constraint", gone()));
     if keys.iter().any(|k| !foreign_keys::leads_an_index(&k.columns, primary, indexes)) {
         return Err(refused());
     }

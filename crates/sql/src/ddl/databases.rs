@@ -17,7 +17,7 @@ pub fn create_database(catalog: &mut Catalog, name: &str, if_not_exists: bool, c
     if catalog.databases.contains_key(name) || name.eq_ignore_ascii_case("information_schema") {
         let msg = format!("Can't create database '{name}'; database exists");
         if if_not_exists {
-            warnings.push(Warning { level: "Note", code: 1007, message: msg });
+            warnings.push(Warning { level: "Note", code: codes::ER_DB_CREATE_EXISTS.0, message: msg });
             return Ok(());
         }
         return Err(SqlError::new(codes::ER_DB_CREATE_EXISTS, msg));
@@ -78,7 +78,7 @@ pub fn drop_database(catalog: &mut Catalog, name: &str, if_exists: bool, warning
     let Some(db) = catalog.databases.get(name) else {
         let msg = format!("Can't drop database '{name}'; database doesn't exist");
         if if_exists {
-            warnings.push(Warning { level: "Note", code: 1008, message: msg });
+            warnings.push(Warning { level: "Note", code: codes::ER_DB_DROP_EXISTS.0, message: msg });
             return Ok(0);
         }
         return Err(SqlError::new(codes::ER_DB_DROP_EXISTS, msg));

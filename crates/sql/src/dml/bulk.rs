@@ -25,7 +25,7 @@ use quill_storage::{DeferredEntries, Handler, Row, WriteError};
 
 use super::{DmlCx, DmlResult, write_error};
 use crate::catalog::TableMeta;
-use crate::error::{Result, Warning};
+use crate::error::{Result, Warning, codes};
 use crate::locking;
 
 /// A row ready for the buffer: its columns checked and converted for the table.
@@ -167,7 +167,7 @@ impl BulkBuffer {
                     Err(WriteError::Duplicate { .. }) if ignore => {
                         let message = write_error(WriteError::Duplicate { index: None, existing_pk: vec![] }, t, &decode(image), cx).message;
                         let at = (b.warning_at + shift).min(cx.warnings.len());
-                        cx.warnings.insert(at, Warning { level: "Warning", code: 1062, message });
+                        cx.warnings.insert(at, Warning { level: "Warning", code: codes::ER_DUP_ENTRY.0, message });
                         shift += 1;
                         *duplicates += 1;
                     }

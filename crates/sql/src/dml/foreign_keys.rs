@@ -21,7 +21,7 @@ use quill_txn::LockMode;
 
 use super::{DmlCx, env, lock_for_update, matching_rows, write_error};
 use crate::catalog::{Catalog, TableMeta};
-use crate::error::{Result, SqlError};
+use crate::error::{Result, SqlError, codes};
 use crate::expr::{CmpOp, Expr};
 use crate::foreign_keys::{self, Action, ForeignKey};
 use crate::locking;
@@ -104,7 +104,7 @@ fn cascade_all(catalog: &Catalog, cx: &mut DmlCx<'_>, t: &TableMeta, old: &Row, 
             return Err(foreign_keys::has_children(child, fk));
         }
         if chain.len() > CASCADE_DEPTH_MAX {
-            return Err(SqlError::new((3008, "HY000"), format!("Foreign key cascade delete/update exceeds max depth of {CASCADE_DEPTH_MAX}.")));
+            return Err(SqlError::new(codes::ER_FK_DEPTH_EXCEEDED, format!("Foreign key cascade delete/update exceeds max depth of {CASCADE_DEPTH_MAX}.")));
         }
         for (child_pk, _) in rows {
             if chain.iter().any(|(id, k)| *id == child.id && *k == child_pk) {

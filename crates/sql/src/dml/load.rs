@@ -19,13 +19,9 @@ use super::{BulkBuffer, DmlCx, DmlResult, Duplicate, ProposedRow, default_value,
 use crate::bind::USER_VARIABLES;
 use crate::bind::{Binder, ScopeColumn};
 use crate::catalog::Catalog;
-use crate::error::{Result, SqlError, Warning};
+use crate::error::{Result, SqlError, Warning, codes};
 use crate::expr::{Expr, RowCtx};
 use crate::load_data::Duplicates;
-
-/// MySQL's conditions for a LOAD DATA row with fewer or more fields than its targets.
-pub const ER_WARN_TOO_FEW_RECORDS: (u16, &str) = (1261, "01000");
-pub const ER_WARN_TOO_MANY_RECORDS: (u16, &str) = (1262, "01000");
 
 /// Where one field of a line goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,10 +126,10 @@ pub fn load(
             let condition = match given.cmp(&expected) {
                 Ordering::Less => {
                     let columns = targets.fields[given..].iter().filter(|t| matches!(t, FieldTarget::Column(_))).count();
-                    (columns > 0).then(|| (ER_WARN_TOO_FEW_RECORDS, format!("Row {row_no} doesn't contain data for all columns"), columns))
+                    (columns > 0).then(|| (codes::ER_WARN_TOO_FEW_RECORDS, format!("Row {row_no} doesn't contain data for all columns"), columns))
                 }
                 Ordering::Greater => {
-                    Some((ER_WARN_TOO_MANY_RECORDS, format!("Row {row_no} was truncated; it contained more data than there were input columns"), 1))
+                    Some((codes::ER_WARN_TOO_MANY_RECORDS, format!("Row {row_no} was truncated; it contained more data than there were input columns"), 1))
                 }
                 Ordering::Equal => None,
             };

@@ -14,7 +14,7 @@ use super::{Outcome, Session};
 use crate::accounts::grant_tables::{self, literal};
 use crate::accounts::statements::{AccountOptions, AccountStatement, Auth, Level, PasswordExpire, PrivilegeSet, UserName, UserSpec};
 use crate::accounts::{self, Account, Acl, Grant, Privs};
-use crate::error::{Result, SqlError, Warning};
+use crate::error::{Result, SqlError, Warning, codes};
 use crate::query::ResultSet;
 use crate::show::{cols, s, text};
 use crate::text::LexOptions;
@@ -88,7 +88,11 @@ impl Session {
     /// name for the statement's 1396.
     fn missing_account(&mut self, user: &str, host: &str, if_exists: bool, failed: &mut Vec<String>) {
         if if_exists {
-            self.warnings.push(Warning { level: "Note", code: 3162, message: format!("Authorization ID {} does not exist.", accounts::quoted(user, host)) });
+            self.warnings.push(Warning {
+                level: "Note",
+                code: codes::ER_USER_DOES_NOT_EXIST.0,
+                message: format!("Authorization ID {} does not exist.", accounts::quoted(user, host)),
+            });
         } else {
             failed.push(accounts::quoted(user, host));
         }
@@ -112,7 +116,7 @@ impl Session {
                         if if_not_exists {
                             self.warnings.push(Warning {
                                 level: "Note",
-                                code: 3163,
+                                code: codes::ER_USER_ALREADY_EXISTS.0,
                                 message: format!("Authorization ID {} already exists.", accounts::quoted(&user, &host)),
                             });
                             continue;
@@ -164,7 +168,8 @@ impl Session {
                 if !self.is_own(&user, &host) {
                     self.require_create_user()?;
                 }
-                let existing = acl.account(&user, &host).ok_or_else(|| SqlError::new((1133, "28000"), "Can't find any matching row in the user table"))?;
+                let existing =
+                    acl.account(&user, &host).ok_or_else(|| SqlError::new(codes::ER_PASSWORD_NO_MATCH, "Can't find any matching row in the user table"))?;
                 let spec = UserSpec { name: UserName::Current, auth: Some(Auth::Password { plugin: None, password }) };
                 out.extend(alter_account(existing, &spec, &AccountOptions::default())?);
             }
@@ -195,7 +200,9 @@ impl Session {
                 self.require_grantable(db.as_deref(), table.as_deref(), privs)?;
                 for name in users {
                     let (user, host) = self.resolve_user(name);
-                    let account = acl.account(&user, &host).ok_or_else(|| SqlError::new((1410, "42000"), "You are not allowed to create a user with GRANT"))?;
+                    let account = acl
+                        .account(&user, &host)
+                        .ok_or_else(|| SqlError::new(codes::ER_CANT_CREATE_USER_WITH_GRANT, "You are not allowed to create a user with GRANT"))?;
                     out.extend(change_grant(acl, account, db.as_deref(), table.as_deref(), |old| old | privs));
                 }
             }
@@ -237,7 +244,7 @@ impl Session {
     /// The database and table a GRANT or REVOKE at `level` applies to (`None`: global), and
     /// the privileges it names, checked against what the level can hold.
     fn grant_target(&self, level: &Level, privileges: PrivilegeSet) -> Result<(Option<String>, Option<String>, Privs)> {
-        let current = || self.info.db.clone().ok_or_else(|| SqlError::new((1046, "3D000"), "No database selected"));
+        let current = || self.info.db.clone().ok_or_else(|| SqlError::new(codes::ER_NO_DB_ERROR, "No database selected"));
         let (db, table, all) = match level {
             Level::Global => (None, None, accounts::ALL_GLOBAL),
             Level::Database(db) => (Some(db.clone().map_or_else(current, Ok)?), None, accounts::all_database()),
@@ -253,9 +260,9 @@ impl Session {
         };
         if privs & !(all | accounts::GRANT_OPTION) != 0 {
             return Err(if table.is_some() {
-                SqlError::new((1144, "42000"), "Illegal GRANT/REVOKE command; please consult the manual to see which privileges can be used")
+                SqlError::new(codes::ER_ILLEGAL_GRANT_FOR_TABLE, "Illegal GRANT/REVOKE command; please consult the manual to see which privileges can be used")
             } else {
-                SqlError::new((1221, "HY000"), "Incorrect usage of DB GRANT and GLOBAL PRIVILEGES")
+                SqlError::new(codes::ER_WRONG_USAGE, "Incorrect usage of DB GRANT and GLOBAL PRIVILEGES")
             });
         }
         Ok((db, table, privs))
@@ -270,7 +277,7 @@ impl Session {
                     Ok(())
                 } else {
                     Err(SqlError::new(
-                        (1045, "28000"),
+                        codes::ER_ACCESS_DENIED_ERROR,
                         format!("Access denied for user '{}'@'{}' (using password: YES)", self.info.user, self.info.account_host),
                     ))
                 }
@@ -281,7 +288,7 @@ impl Session {
                     Ok(())
                 } else {
                     Err(SqlError::new(
-                        (1142, "42000"),
+                        codes::ER_TABLEACCESS_DENIED_ERROR,
                         format!("GRANT command denied to user '{}'@'{}' for table '{table}'", self.info.user, self.client_host()),
                     ))
                 }
@@ -294,7 +301,10 @@ impl Session {
     /// MySQL's do.
     async fn write_grant_tables(&mut self, statements: Vec<String>) -> Result<()> {
         if self.locked_tables.is_some() {
-            return Err(SqlError::new((1192, "HY000"), "Can't execute the given command because you have active locked tables or an active transaction"));
+            return Err(SqlError::new(
+                codes::ER_LOCK_OR_ACTIVE_TRANSACTION,
+                "Can't execute the given command because you have active locked tables or an active transaction",
+            ));
         }
         // read_only holds for account statements too, against the account itself.
         let engine = Arc::clone(&self.info.engine);
@@ -302,7 +312,10 @@ impl Session {
             || (engine.global("read_only").as_deref() == Some("ON") && self.global_privileges() & accounts::SUPER == 0)
         {
             let which = if engine.global("super_read_only").as_deref() == Some("ON") { "--super-read-only" } else { "--read-only" };
-            return Err(SqlError::new((1290, "HY000"), format!("The MySQL server is running with the {which} option so it cannot execute this statement")));
+            return Err(SqlError::new(
+                codes::ER_OPTION_PREVENTS_STATEMENT,
+                format!("The MySQL server is running with the {which} option so it cannot execute this statement"),
+            ));
         }
         self.commit()?;
         let checked = std::mem::replace(&mut self.info.checked, false);
@@ -361,7 +374,7 @@ fn credentials(auth: Option<&Auth>, current: Option<&str>) -> Result<(String, St
         if plugin == accounts::CACHING_SHA2_PASSWORD || plugin == accounts::MYSQL_NATIVE_PASSWORD {
             Ok(())
         } else {
-            Err(SqlError::new((1524, "HY000"), format!("Plugin '{plugin}' is not loaded")))
+            Err(SqlError::new(codes::ER_PLUGIN_IS_NOT_LOADED, format!("Plugin '{plugin}' is not loaded")))
         }
     };
     Ok(match auth {
@@ -370,7 +383,7 @@ fn credentials(auth: Option<&Auth>, current: Option<&str>) -> Result<(String, St
             let plugin = plugin.clone().unwrap_or_else(default_plugin);
             known(&plugin)?;
             if plugin == accounts::CACHING_SHA2_PASSWORD && password.len() > accounts::CACHING_SHA2_PASSWORD_BYTES_MAX {
-                return Err(SqlError::new((1819, "HY000"), "Your password does not satisfy the current policy requirements"));
+                return Err(SqlError::new(codes::ER_NOT_VALID_PASSWORD, "Your password does not satisfy the current policy requirements"));
             }
             let hash = accounts::hash_password(&plugin, password);
             (plugin, hash)
@@ -378,7 +391,7 @@ fn credentials(auth: Option<&Auth>, current: Option<&str>) -> Result<(String, St
         Some(Auth::Hash { plugin, hash }) => {
             known(plugin)?;
             if !accounts::valid_hash(plugin, hash) {
-                return Err(SqlError::new((1827, "HY000"), "The password hash doesn't have the expected format."));
+                return Err(SqlError::new(codes::ER_PASSWORD_FORMAT, "The password hash doesn't have the expected format."));
             }
             (plugin.clone(), hash.clone())
         }
@@ -444,13 +457,15 @@ fn operation_failed(operation: &str, user: &str, host: &str) -> SqlError {
 
 /// 1396 for the accounts (`'user'@'host'`) an operation failed for.
 fn operation_failed_for(operation: &str, accounts: &[String]) -> SqlError {
-    SqlError::new((1396, "HY000"), format!("Operation {operation} failed for {}", accounts.join(",")))
+    SqlError::new(codes::ER_CANNOT_USER, format!("Operation {operation} failed for {}", accounts.join(",")))
 }
 
 fn no_such_grant(user: &str, host: &str, table: Option<&str>) -> SqlError {
     match table {
-        None => SqlError::new((1141, "42000"), format!("There is no such grant defined for user '{user}' on host '{host}'")),
-        Some(t) => SqlError::new((1147, "42000"), format!("There is no such grant defined for user '{user}' on host '{host}' on table '{t}'")),
+        None => SqlError::new(codes::ER_NONEXISTING_GRANT, format!("There is no such grant defined for user '{user}' on host '{host}'")),
+        Some(t) => {
+            SqlError::new(codes::ER_NONEXISTING_TABLE_GRANT, format!("There is no such grant defined for user '{user}' on host '{host}' on table '{t}'"))
+        }
     }
 }
 

@@ -41,7 +41,7 @@ use super::{Engine, Session, Txn, unix_micros};
 use crate::catalog::{Catalog, TableMeta};
 use crate::commit_acks::AckWait;
 use crate::durability::{add_row_change, log_error};
-use crate::error::{Result, SqlError};
+use crate::error::{Result, SqlError, codes};
 
 /// A statement that leaves more row writes than this not yet logged streams them into the
 /// log when it ends.
@@ -274,7 +274,7 @@ impl Session {
         self.txn
             .as_ref()
             .and_then(|t| t.savepoints.iter().position(|(n, _)| n.eq_ignore_ascii_case(name)))
-            .ok_or_else(|| SqlError::new(ER_SP_DOES_NOT_EXIST, format!("SAVEPOINT {name} does not exist")))
+            .ok_or_else(|| SqlError::new(codes::ER_SP_DOES_NOT_EXIST, format!("SAVEPOINT {name} does not exist")))
     }
 
     pub fn rollback(&mut self) {
@@ -304,9 +304,6 @@ impl Session {
         engine.mdl.release_all(self.info.connection_id);
     }
 }
-
-/// MySQL's error for an unknown savepoint.
-pub const ER_SP_DOES_NOT_EXIST: (u16, &str) = (1305, "42000");
 
 /// A walk over a transaction's writes in their order. Writes come in runs on one table: the
 /// table is looked up once per run, and its rows are walked from one to the next

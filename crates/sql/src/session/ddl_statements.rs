@@ -25,7 +25,7 @@ impl Session {
             return Err(SqlError::unsupported(first_words(&stmt.to_string()).to_string()));
         }
         if !params.is_empty() {
-            return Err(SqlError::new((1295, "HY000"), "This command is not supported in the prepared statement protocol yet"));
+            return Err(SqlError::new(codes::ER_UNSUPPORTED_PS, "This command is not supported in the prepared statement protocol yet"));
         }
         if let Some(e) = self.read_only_refusal() {
             return Err(e);
@@ -227,7 +227,11 @@ impl Session {
         let (db, t) = self.split_name(table);
         let db = db?;
         self.info.engine.catalog().table(&db, &t)?;
-        self.warnings.push(Warning { level: "Note", code: 1031, message: format!("Table storage engine for '{t}' doesn't have this option") });
+        self.warnings.push(Warning {
+            level: "Note",
+            code: codes::ER_ILLEGAL_HA.0,
+            message: format!("Table storage engine for '{t}' doesn't have this option"),
+        });
         Ok(Outcome::ok())
     }
 }

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use quill_storage::Value;
 use sqlparser::ast::{self, Statement};
 
-use crate::error::{Result, SqlError, Warning};
+use crate::error::{Result, SqlError, Warning, codes};
 use crate::vars;
 
 use super::{Outcome, Session, ident_of, is_ddl, select_into};
@@ -34,7 +34,7 @@ impl Session {
         if assigns {
             self.warnings.push(Warning {
                 level: "Warning",
-                code: 1287,
+                code: codes::ER_WARN_DEPRECATED_SYNTAX.0,
                 message: "Setting user variables within expressions is deprecated and will be removed in a future release. Consider alternatives: 'SET variable=expression, ...', or 'SELECT expression(s) INTO variables(s)'.".into(),
             });
         }

@@ -15,7 +15,7 @@
 //! - `HOSTS`, `USER_RESOURCES`, `OPTIMIZER_COSTS`: nothing is cached: accepted.
 
 use super::{Outcome, Session};
-use crate::error::{Result, SqlError, Warning};
+use crate::error::{Result, SqlError, Warning, codes};
 
 /// COM_REFRESH's bits (`REFRESH_GRANT` ...), and the FLUSH option each asks for.
 pub const REFRESH_OPTIONS: [(u8, &str); 5] = [(0x01, "PRIVILEGES"), (0x02, "LOGS"), (0x04, "TABLES"), (0x08, "HOSTS"), (0x10, "STATUS")];
@@ -74,7 +74,11 @@ impl Session {
     }
 
     fn not_acted_on(&mut self, what: &str) {
-        self.warnings.push(Warning { level: "Warning", code: 1287, message: format!("{what} in Quill; the statement is accepted and does nothing") });
+        self.warnings.push(Warning {
+            level: "Warning",
+            code: codes::ER_WARN_DEPRECATED_SYNTAX.0,
+            message: format!("{what} in Quill; the statement is accepted and does nothing"),
+        });
     }
 
     /// COM_REFRESH with `bits`: the FLUSH options they ask for, as one FLUSH statement.

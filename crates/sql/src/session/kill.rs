@@ -16,7 +16,9 @@ impl Session {
         let may_kill_others = self.global_privileges() & crate::accounts::SUPER != 0;
         let mut procs = self.info.engine.processes.lock();
         match procs.get_mut(&id) {
-            Some(p) if p.user != self.info.user && !may_kill_others => Err(SqlError::new((1095, "HY000"), format!("You are not owner of thread {id}"))),
+            Some(p) if p.user != self.info.user && !may_kill_others => {
+                Err(SqlError::new(codes::ER_KILL_DENIED_ERROR, format!("You are not owner of thread {id}")))
+            }
             Some(p) => {
                 // KILL QUERY only interrupts; KILL [CONNECTION] also closes the connection.
                 p.kill_connection |= !query_only;

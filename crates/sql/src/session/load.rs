@@ -18,16 +18,12 @@ use std::sync::atomic::Ordering;
 use super::{Outcome, Session};
 use crate::charset::Charset;
 use crate::dml::{self, FieldTarget, LoadTargets};
-use crate::error::{Result, SqlError};
+use crate::error::{Result, SqlError, codes};
 use crate::load_data::{self, Duplicates, LoadSpec, Target};
 use crate::query;
 use crate::types::SqlType;
 use quill_storage::Value;
 
-/// MySQL 8's error when local files are disabled on either side.
-pub const ER_CLIENT_LOCAL_FILES_DISABLED: (u16, &str) = (3948, "42000");
-/// A fixed-row LOAD DATA names a user variable, which has no width.
-pub const ER_LOAD_FROM_FIXED_SIZE_ROWS_TO_VAR: (u16, &str) = (1409, "HY000");
 /// Rows between two updates of a load's progress.
 const PROGRESS_ROWS: u64 = 4096;
 /// The progress of a finished stage, in thousandths of a percent.
@@ -71,7 +67,7 @@ impl Session {
             };
             let Some(file) = file else {
                 return Err(SqlError::new(
-                    ER_CLIENT_LOCAL_FILES_DISABLED,
+                    codes::ER_CLIENT_LOCAL_FILES_DISABLED,
                     "Loading local data is disabled; this must be enabled on both the client and server sides",
                 ));
             };
@@ -132,7 +128,9 @@ fn fixed_widths(spec: &LoadSpec, targets: &LoadTargets, types: &[SqlType]) -> Re
         .map(|t| match t {
             FieldTarget::Column(c) if matches!(types[*c], SqlType::Text { .. } | SqlType::Blob(_)) => Err(load_data::blobs_and_no_terminated()),
             FieldTarget::Column(c) => Ok(types[*c].display_length() as usize),
-            FieldTarget::Variable(_) => Err(SqlError::new(ER_LOAD_FROM_FIXED_SIZE_ROWS_TO_VAR, "Can't load value from file with fixed size rows to variable")),
+            FieldTarget::Variable(_) => {
+                Err(SqlError::new(codes::ER_LOAD_FROM_FIXED_SIZE_ROWS_TO_VAR, "Can't load value from file with fixed size rows to variable"))
+            }
         })
         .collect()
 }

@@ -9,7 +9,7 @@ use sqlparser::ast::Statement;
 
 use super::{Outcome, Session, server_files};
 use crate::charset::Charset;
-use crate::error::{Result, SqlError};
+use crate::error::{Result, SqlError, codes};
 use crate::file_sink::FileSink;
 use crate::into_file::IntoFile;
 use crate::sink::RowSink;
@@ -35,7 +35,7 @@ impl Session {
         let path = self.new_server_file(&into.file)?;
         let file = std::fs::File::create_new(&path).map_err(|e| {
             if e.kind() == std::io::ErrorKind::AlreadyExists {
-                SqlError::new(server_files::ER_FILE_EXISTS_ERROR, format!("File '{}' already exists", into.file))
+                SqlError::new(codes::ER_FILE_EXISTS_ERROR, format!("File '{}' already exists", into.file))
             } else {
                 server_files::create_error(&into.file, &e)
             }

@@ -11,7 +11,7 @@ use std::time::Instant;
 use quill_storage::{ReadView, Value};
 use sqlparser::ast::Statement;
 
-use crate::error::{Result, SqlError};
+use crate::error::{Result, SqlError, codes};
 use crate::query::{self, Env, OutColumn};
 use crate::text::{self};
 
@@ -24,7 +24,7 @@ impl Session {
     /// Parse errors; 1461 when too many statements are prepared.
     pub fn prepare(&mut self, sql: impl AsRef<[u8]>) -> Result<(u32, usize, Vec<OutColumn>)> {
         if self.prepared.len() >= PREPARED_STATEMENTS_MAX {
-            return Err(SqlError::new((1461, "42000"), "Can't create more than max_prepared_stmt_count statements"));
+            return Err(SqlError::new(codes::ER_MAX_PREPARED_STMT_COUNT_REACHED, "Can't create more than max_prepared_stmt_count statements"));
         }
         let statement = text::single(sql.as_ref(), self.lex_options())?;
         if self.password_expired {
@@ -32,7 +32,7 @@ impl Session {
         }
         if recognised_in_prepare(&statement.text) {
             if statement.placeholders > 0 {
-                return Err(SqlError::new((1295, "HY000"), "This command is not supported in the prepared statement protocol yet"));
+                return Err(SqlError::new(codes::ER_UNSUPPORTED_PS, "This command is not supported in the prepared statement protocol yet"));
             }
             let id = self.next_stmt_id;
             self.next_stmt_id = self.next_stmt_id.wrapping_add(1).max(1);
@@ -46,7 +46,7 @@ impl Session {
             statement.div_operators,
         )?;
         if stmts.len() != 1 {
-            return Err(SqlError::new((1295, "HY000"), "This command is not supported in the prepared statement protocol yet"));
+            return Err(SqlError::new(codes::ER_UNSUPPORTED_PS, "This command is not supported in the prepared statement protocol yet"));
         }
         let count = statement.placeholders;
         let parsed = Arc::new(stmts.remove(0));
@@ -80,11 +80,10 @@ impl Session {
     /// # Errors
     /// 1243 for an unknown statement id; execution errors.
     pub async fn execute_prepared(&mut self, id: u32, params: Vec<Value>) -> Result<Outcome> {
-        let (stmt, text) = self
-            .prepared
-            .get(&id)
-            .map(|p| (p.statement.clone(), p.text.clone()))
-            .ok_or_else(|| SqlError::new((1243, "HY000"), format!("Unknown prepared statement handler ({id}) given to mysqld_stmt_execute")))?;
+        let (stmt, text) =
+            self.prepared.get(&id).map(|p| (p.statement.clone(), p.text.clone())).ok_or_else(|| {
+                SqlError::new(codes::ER_UNKNOWN_STMT_HANDLER, format!("Unknown prepared statement handler ({id}) given to mysqld_stmt_execute"))
+            })?;
         self.may_stream = true;
         self.start_statement();
         let outcome = match stmt {

@@ -35,7 +35,7 @@ use sqlparser::ast::{self, Statement};
 
 use super::Session;
 use crate::accounts::{self, Privs};
-use crate::error::{Result, SqlError};
+use crate::error::{Result, SqlError, codes};
 use crate::query;
 
 impl Session {
@@ -67,7 +67,7 @@ impl Session {
     }
 
     pub(crate) fn database_denied(&self, db: &str) -> SqlError {
-        SqlError::new((1044, "42000"), format!("Access denied for user '{}'@'{}' to database '{db}'", self.info.user, self.info.account_host))
+        SqlError::new(codes::ER_DBACCESS_DENIED_ERROR, format!("Access denied for user '{}'@'{}' to database '{db}'", self.info.user, self.info.account_host))
     }
 
     /// 1227 unless the account has one of `any_of` globally; `names` says which (MySQL 8's
@@ -84,7 +84,10 @@ impl Session {
         if self.global_privileges() & accounts::FILE != 0 {
             Ok(())
         } else {
-            Err(SqlError::new((1045, "28000"), format!("Access denied for user '{}'@'{}' (using password: YES)", self.info.user, self.info.account_host)))
+            Err(SqlError::new(
+                codes::ER_ACCESS_DENIED_ERROR,
+                format!("Access denied for user '{}'@'{}' (using password: YES)", self.info.user, self.info.account_host),
+            ))
         }
     }
 

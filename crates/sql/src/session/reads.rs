@@ -10,7 +10,7 @@ use quill_storage::{ReadView, Value};
 use quill_txn::{LockMode, WaitPolicy};
 use sqlparser::ast::{self, Statement};
 
-use crate::error::{Result, SqlError, Warning};
+use crate::error::{Result, SqlError, Warning, codes};
 use crate::locking::LockSpec;
 use crate::query::{self, Env};
 use crate::text::StatementText;
@@ -184,7 +184,7 @@ impl Session {
         let mut stmt = parsed.first().cloned().ok_or_else(|| SqlError::parse(query))?;
         let Statement::Query(q) = &mut stmt else { return Err(SqlError::parse(query)) };
         let ast::SetExpr::Select(select) = q.body.as_mut() else {
-            return Err(SqlError::new((1064, "42000"), "You have an error in your SQL syntax: INTO in a UNION"));
+            return Err(SqlError::new(codes::ER_PARSE_ERROR, "You have an error in your SQL syntax: INTO in a UNION"));
         };
         let targets = names.iter().map(|n| ast::Expr::Identifier(ast::Ident::new(format!("@{n}")))).collect();
         select.into = Some(ast::SelectInto { temporary: false, unlogged: false, table: false, targets });
@@ -205,7 +205,7 @@ impl Session {
                 let text = t.to_string();
                 match text.strip_prefix('@') {
                     Some(name) if !name.starts_with('@') => Ok(name.trim_matches(|c| c == '`' || c == '\'' || c == '"').to_ascii_lowercase()),
-                    _ => Err(SqlError::new((1327, "42000"), format!("Undeclared variable: {text}"))),
+                    _ => Err(SqlError::new(codes::ER_SP_UNDECLARED_VAR, format!("Undeclared variable: {text}"))),
                 }
             })
             .collect::<Result<_>>()?;
@@ -218,12 +218,16 @@ impl Session {
         self.may_stream = may_stream;
         let Outcome::Rows(rs) = outcome? else { return Err(SqlError::internal("SELECT ... INTO gave no result set")) };
         if rs.columns.len() != names.len() {
-            return Err(SqlError::new((1222, "21000"), "The used SELECT statements have a different number of columns"));
+            return Err(SqlError::new(codes::ER_WRONG_NUMBER_OF_COLUMNS_IN_SELECT, "The used SELECT statements have a different number of columns"));
         }
         let count = rs.rows.len();
         // As MySQL's: the first row is assigned before a second one is found to be an error.
         match rs.rows.into_iter().next() {
-            None => self.warnings.push(Warning { level: "Warning", code: 1329, message: "No data - zero rows fetched, selected, or processed".into() }),
+            None => self.warnings.push(Warning {
+                level: "Warning",
+                code: codes::ER_SP_FETCH_NO_DATA.0,
+                message: "No data - zero rows fetched, selected, or processed".into(),
+            }),
             Some(row) => {
                 for (name, value) in names.into_iter().zip(row) {
                     self.info.user_vars.borrow_mut().insert(name, value);
@@ -231,7 +235,7 @@ impl Session {
             }
         }
         if count > 1 {
-            return Err(SqlError::new((1172, "42000"), "Result consisted of more than one row"));
+            return Err(SqlError::new(codes::ER_TOO_MANY_ROWS, "Result consisted of more than one row"));
         }
         Ok(Outcome::Done { affected: count.min(1) as u64, last_insert_id: 0, info: String::new() })
     }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use quill_storage::Value;
 
-use crate::error::{Result, SqlError, Warning};
+use crate::error::{Result, SqlError, Warning, codes};
 use crate::show;
 use crate::text::StatementText;
 
@@ -106,7 +106,7 @@ impl Session {
     pub(super) async fn purge_binary_logs(&mut self, statement: &StatementText, words: &[&str]) -> Result<Outcome> {
         self.require_global(crate::accounts::SUPER, "SUPER or BINLOG_ADMIN")?;
         let Some(binlog) = self.engine().binary_log.get().cloned() else {
-            return Err(SqlError::new((1381, "HY000"), "You are not using binary logging"));
+            return Err(SqlError::new(codes::ER_NO_BINARY_LOGGING, "You are not using binary logging"));
         };
         let rest = words.get(4..).unwrap_or_default().join(" ");
         let (to, before) = match words.get(3).map(|w| w.to_ascii_uppercase()).as_deref() {
@@ -121,7 +121,8 @@ impl Session {
                     Outcome::Rows(rs) => rs.rows.first().and_then(|r| r.first()).filter(|v| !matches!(v, Value::Null)).map(crate::ops::to_f64),
                     _ => None,
                 };
-                let seconds = seconds.filter(|s| *s >= 0.0).ok_or_else(|| SqlError::new((1210, "HY000"), "Incorrect arguments to PURGE BINARY LOGS BEFORE"))?;
+                let seconds =
+                    seconds.filter(|s| *s >= 0.0).ok_or_else(|| SqlError::new(codes::ER_WRONG_ARGUMENTS, "Incorrect arguments to PURGE BINARY LOGS BEFORE"))?;
                 (None, Some(std::time::UNIX_EPOCH + Duration::from_secs_f64(seconds)))
             }
             _ => return Err(SqlError::parse(&statement.text)),
@@ -130,7 +131,7 @@ impl Session {
         for name in kept {
             self.warnings.push(Warning {
                 level: "Warning",
-                code: 1867,
+                code: codes::ER_WARN_PURGE_LOG_IN_USE.0,
                 message: format!(
                     "file {name} was not purged because it is still needed: by crash recovery (until the next checkpoint) or by a connected replica"
                 ),
@@ -144,18 +145,26 @@ impl Session {
         use crate::replica_control::ReplicaStatement;
         self.require_global(crate::accounts::SUPER, "SUPER or REPLICATION_SLAVE_ADMIN")?;
         let Some(replica) = self.engine().replica.get().cloned() else {
-            return Err(SqlError::new((1200, "HY000"), "The server is not configured as replica; fix in config file or with CHANGE REPLICATION SOURCE TO"));
+            return Err(SqlError::new(codes::ER_BAD_SLAVE, "The server is not configured as replica; fix in config file or with CHANGE REPLICATION SOURCE TO"));
         };
         match statement {
             ReplicaStatement::Change(options) => replica.change_source(options)?,
             ReplicaStatement::Start => {
                 if !replica.start()? {
-                    self.warnings.push(Warning { level: "Note", code: 3083, message: "Replication thread(s) for channel '' are already runnning.".into() });
+                    self.warnings.push(Warning {
+                        level: "Note",
+                        code: codes::ER_SLAVE_CHANNEL_WAS_RUNNING.0,
+                        message: "Replication thread(s) for channel '' are already runnning.".into(),
+                    });
                 }
             }
             ReplicaStatement::Stop => {
                 if !replica.stop()? {
-                    self.warnings.push(Warning { level: "Note", code: 3084, message: "Replication thread(s) for channel '' are already stopped.".into() });
+                    self.warnings.push(Warning {
+                        level: "Note",
+                        code: codes::ER_SLAVE_CHANNEL_WAS_NOT_RUNNING.0,
+                        message: "Replication thread(s) for channel '' are already stopped.".into(),
+                    });
                 }
             }
             ReplicaStatement::Reset { all } => replica.reset(all)?,

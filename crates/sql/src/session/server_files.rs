@@ -16,21 +16,10 @@
 use std::path::{Path, PathBuf};
 
 use super::Session;
-use crate::error::{Result, SqlError};
-
-/// MySQL's error for a statement `secure_file_priv` forbids.
-pub const ER_OPTION_PREVENTS_STATEMENT: (u16, &str) = (1290, "HY000");
-/// MySQL's error (the operating system's, `EE_FILENOTFOUND`) for a file that is not there.
-pub const EE_FILENOTFOUND: (u16, &str) = (29, "HY000");
-/// MySQL's error (`EE_STAT`) for a file that cannot be read.
-pub const EE_STAT: (u16, &str) = (13, "HY000");
-/// MySQL's error for an `INTO OUTFILE` / `DUMPFILE` whose file exists.
-pub const ER_FILE_EXISTS_ERROR: (u16, &str) = (1086, "HY000");
-/// MySQL's error when a file cannot be created.
-pub const ER_CANT_CREATE_FILE: (u16, &str) = (1, "HY000");
+use crate::error::{Result, SqlError, codes};
 
 fn prevented() -> SqlError {
-    SqlError::new(ER_OPTION_PREVENTS_STATEMENT, "The MySQL server is running with the --secure-file-priv option so it cannot execute this statement")
+    SqlError::new(codes::ER_OPTION_PREVENTS_STATEMENT, "The MySQL server is running with the --secure-file-priv option so it cannot execute this statement")
 }
 
 impl Session {
@@ -72,7 +61,7 @@ impl Session {
         }
         let resolved = parent.join(file_name);
         if resolved.symlink_metadata().is_ok() {
-            return Err(SqlError::new(ER_FILE_EXISTS_ERROR, format!("File '{name}' already exists")));
+            return Err(SqlError::new(codes::ER_FILE_EXISTS_ERROR, format!("File '{name}' already exists")));
         }
         Ok(resolved)
     }
@@ -100,15 +89,15 @@ impl Session {
 pub(super) fn read_error(name: &str, e: &std::io::Error) -> SqlError {
     let errno = e.raw_os_error().unwrap_or(0);
     if e.kind() == std::io::ErrorKind::NotFound {
-        return SqlError::new(EE_FILENOTFOUND, format!("File '{name}' not found (OS errno {errno} - {})", os_message(e)));
+        return SqlError::new(codes::EE_FILENOTFOUND, format!("File '{name}' not found (OS errno {errno} - {})", os_message(e)));
     }
-    SqlError::new(EE_STAT, format!("Can't get stat of '{name}' (OS errno {errno} - {})", os_message(e)))
+    SqlError::new(codes::EE_STAT, format!("Can't get stat of '{name}' (OS errno {errno} - {})", os_message(e)))
 }
 
 /// The error for a server file that cannot be created, in MySQL 8's words.
 pub(super) fn create_error(name: &str, e: &std::io::Error) -> SqlError {
     let errno = e.raw_os_error().unwrap_or(0);
-    SqlError::new(ER_CANT_CREATE_FILE, format!("Can't create/write to file '{name}' (OS errno {errno} - {})", os_message(e)))
+    SqlError::new(codes::EE_CANTCREATEFILE, format!("Can't create/write to file '{name}' (OS errno {errno} - {})", os_message(e)))
 }
 
 /// The operating system's text for an error, without Rust's ` (os error N)` suffix.

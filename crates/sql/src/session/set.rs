@@ -142,7 +142,7 @@ impl Session {
             other => self.eval_const(other, params)?,
         };
         if def.effect == vars::Effect::ReadOnly {
-            return Err(SqlError::new((1238, "HY000"), format!("Variable '{}' is a read only variable", def.name)));
+            return Err(SqlError::new(codes::ER_INCORRECT_GLOBAL_LOCAL_VAR, format!("Variable '{}' is a read only variable", def.name)));
         }
         if global && def.scope == vars::Scope::Session {
             return Err(SqlError::new(
@@ -185,7 +185,7 @@ impl Session {
                 if def.effect == vars::Effect::Inert {
                     self.warnings.push(Warning {
                         level: "Warning",
-                        code: 1287,
+                        code: codes::ER_WARN_DEPRECATED_SYNTAX.0,
                         message: format!("'{}' is accepted for compatibility; Quill does not act on it", def.name),
                     });
                 }
@@ -280,7 +280,7 @@ fn names_plan(charset: &str, collation: Option<&str>) -> Result<SetPlan> {
         if name.eq_ignore_ascii_case("DEFAULT") { Charset::default() } else { Charset::from_name(name).ok_or_else(|| vars::unknown_charset(name))? };
     let collation = match collation.map(|c| c.trim_matches(['\'', '"', '`'])) {
         Some(c) if quill_storage::Collation::from_name(c).is_some() && !collation_fits(c, charset) => {
-            return Err(SqlError::new((1253, "42000"), format!("COLLATION '{c}' is not valid for CHARACTER SET '{}'", charset.name())));
+            return Err(SqlError::new(codes::ER_COLLATION_CHARSET_MISMATCH, format!("COLLATION '{c}' is not valid for CHARACTER SET '{}'", charset.name())));
         }
         Some(c) if quill_storage::Collation::from_name(c).is_some() => c.to_ascii_lowercase(),
         Some(c) => return Err(SqlError::new(codes::ER_UNKNOWN_COLLATION, format!("Unknown collation: '{c}'"))),

@@ -9,7 +9,7 @@ use quill_storage::{ReadView, Value};
 use sqlparser::ast::{self, Statement};
 
 use crate::engine::{Engine, gtid_executed};
-use crate::error::{Result, SqlError};
+use crate::error::{Result, SqlError, codes};
 use crate::query::{Env, OutColumn, ResultSet};
 use crate::text::StatementText;
 use crate::vars;
@@ -116,7 +116,7 @@ impl Session {
                 }
                 if upper[i + 1] == "VIEW" {
                     catalog.table(&db, &t)?;
-                    return Err(SqlError::new((1347, "HY000"), format!("'{db}.{t}' is not VIEW")));
+                    return Err(SqlError::new(codes::ER_WRONG_OBJECT, format!("'{db}.{t}' is not VIEW")));
                 }
                 show::show_create_table(
                     &catalog,
@@ -377,9 +377,9 @@ fn show_binary_log(engine: &Engine, words: &[String]) -> Result<ResultSet> {
     let text = SqlTypeHelper::text();
     let int = crate::types::SqlType::Int { kind: crate::types::IntKind::Big, unsigned: true, display: None };
     let Some(binlog) = engine.binary_log.get() else {
-        return Err(SqlError::new((1381, "HY000"), "You are not using binary logging"));
+        return Err(SqlError::new(codes::ER_NO_BINARY_LOGGING, "You are not using binary logging"));
     };
-    let failed = |e: String| SqlError::new((1220, "HY000"), format!("Error when executing command SHOW BINLOG EVENTS: {e}"));
+    let failed = |e: String| SqlError::new(codes::ER_ERROR_WHEN_EXECUTING_COMMAND, format!("Error when executing command SHOW BINLOG EVENTS: {e}"));
     let word = |i: usize| words.get(i).map_or("", String::as_str);
     if word(1) == "LOGS" {
         let files = binlog.files().map_err(failed)?;

@@ -10,7 +10,7 @@
 use quill_storage::Value;
 
 use super::{Outcome, Session};
-use crate::error::{Result, SqlError};
+use crate::error::{Result, SqlError, codes};
 use crate::text::StatementText;
 
 impl Session {
@@ -60,7 +60,7 @@ impl Session {
         let id = *self.sql_prepared.get(&name).ok_or_else(|| unknown(&name, "EXECUTE"))?;
         let expected = self.prepared(id).map_or(0, |p| p.param_count);
         if variables.len() != expected {
-            return Err(SqlError::new((1210, "HY000"), "Incorrect arguments to EXECUTE"));
+            return Err(SqlError::new(codes::ER_WRONG_ARGUMENTS, "Incorrect arguments to EXECUTE"));
         }
         let mut params = Vec::with_capacity(variables.len());
         for v in &variables {
@@ -100,5 +100,5 @@ fn statement_name(word: &str) -> String {
 }
 
 fn unknown(name: &str, statement: &str) -> SqlError {
-    SqlError::new((1243, "HY000"), format!("Unknown prepared statement handler ({name}) given to {statement}"))
+    SqlError::new(codes::ER_UNKNOWN_STMT_HANDLER, format!("Unknown prepared statement handler ({name}) given to {statement}"))
 }

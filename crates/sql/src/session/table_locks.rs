@@ -25,15 +25,8 @@ use sqlparser::parser::Parser;
 use sqlparser::tokenizer::Token;
 
 use super::{Outcome, Session};
-use crate::error::{Result, SqlError};
+use crate::error::{Result, SqlError, codes};
 use crate::mdl::{Mode, TableName};
-
-/// MySQL's error for a write to a table the session locked READ.
-pub const ER_TABLE_NOT_LOCKED_FOR_WRITE: (u16, &str) = (1099, "HY000");
-/// MySQL's error for a table the session did not lock while it holds `LOCK TABLES`.
-pub const ER_TABLE_NOT_LOCKED: (u16, &str) = (1100, "HY000");
-/// MySQL's error for one name (table or alias) locked twice in one statement.
-pub const ER_NONUNIQ_TABLE: (u16, &str) = (1066, "42000");
 
 /// The tables a session holds with `LOCK TABLES`: by database and the name statements use
 /// (the alias, or the table's name), the table's name and whether it was locked WRITE.
@@ -59,7 +52,10 @@ impl LockedTables {
             match self.by_reference.get(&(r.db.clone(), r.name.clone())) {
                 Some((table, _)) if *table != r.table => return Err(not_locked(&r.name)),
                 Some((_, false)) if r.write => {
-                    return Err(SqlError::new(ER_TABLE_NOT_LOCKED_FOR_WRITE, format!("Table '{}' was locked with a READ lock and can't be updated", r.name)));
+                    return Err(SqlError::new(
+                        codes::ER_TABLE_NOT_LOCKED_FOR_WRITE,
+                        format!("Table '{}' was locked with a READ lock and can't be updated", r.name),
+                    ));
                 }
                 Some(_) => {}
                 None => return Err(not_locked(&r.name)),
@@ -70,7 +66,7 @@ impl LockedTables {
 }
 
 fn not_locked(name: &str) -> SqlError {
-    SqlError::new(ER_TABLE_NOT_LOCKED, format!("Table '{name}' was not locked with LOCK TABLES"))
+    SqlError::new(codes::ER_TABLE_NOT_LOCKED, format!("Table '{name}' was not locked with LOCK TABLES"))
 }
 
 /// Whether `sql` is `LOCK TABLE[S]` or `UNLOCK TABLE[S]` (the parser's own forms lose a
@@ -203,7 +199,7 @@ impl Session {
                 };
                 let name = item.alias.clone().unwrap_or_else(|| table.clone());
                 if locked.by_reference.insert((db.clone(), name.clone()), (table.clone(), item.write)).is_some() {
-                    return Err(SqlError::new(ER_NONUNIQ_TABLE, format!("Not unique table/alias: '{name}'")));
+                    return Err(SqlError::new(codes::ER_NONUNIQ_TABLE, format!("Not unique table/alias: '{name}'")));
                 }
                 implied.extend(read_by_view.iter().map(|(db, table)| (db.clone(), table.clone(), item.write)));
                 let mode = if item.write { Mode::NoReadWrite } else { Mode::ReadOnly };

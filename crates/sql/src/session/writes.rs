@@ -48,7 +48,7 @@ impl Session {
             return None;
         };
         Some(SqlError::new(
-            crate::session::server_files::ER_OPTION_PREVENTS_STATEMENT,
+            codes::ER_OPTION_PREVENTS_STATEMENT,
             format!("The MySQL server is running with the {option} option so it cannot execute this statement"),
         ))
     }
