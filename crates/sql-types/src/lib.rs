@@ -13,6 +13,7 @@ pub mod ident;
 pub mod json;
 pub mod like;
 pub mod ops;
+pub mod privileges;
 pub mod regexp;
 pub mod time_zone;
 pub mod types;

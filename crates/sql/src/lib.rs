@@ -30,7 +30,7 @@ pub use quill_sql_context::{
     accounts, catalog, commit_acks, commit_notify, engine, foreign_keys, interrupt, locking, mdl, privileges, replica_control, schema_history, server_uuid,
     session_info, slow_log, statement_waits, tmp_memory, vars, view_meta, write_log,
 };
-pub use quill_sql_frontend::{alter_options, dialect, into_file, load_data, parse, text, words};
+pub use quill_sql_frontend::{account_statements, alter_options, dialect, into_file, load_data, parse, replica_statements, table_lock_statements, text, words};
 pub use quill_sql_query::{
     aggregate, bind, cost, cte, explain, expr, functions, hash_join, join_order, query, sink, system_tables, type_aggregation, views, window,
 };

@@ -11,8 +11,8 @@ use quill_storage::Value;
 
 use super::{Outcome, Session};
 
+use crate::account_statements::{AccountOptions, AccountStatement, Auth, Level, PasswordExpire, PrivilegeSet, UserName, UserSpec};
 use crate::accounts::grant_tables::{self, literal};
-use crate::accounts::statements::{AccountOptions, AccountStatement, Auth, Level, PasswordExpire, PrivilegeSet, UserName, UserSpec};
 use crate::accounts::{self, Account, Acl, Grant, Privs};
 use crate::error::{Result, SqlError, Warning, codes};
 use crate::query::ResultSet;

@@ -104,7 +104,7 @@ impl Session {
         }
         let text = text();
         // A password in the statement is never written out.
-        let text = crate::accounts::statements::redacted(&text).unwrap_or(text);
+        let text = crate::account_statements::redacted(&text).unwrap_or(text);
         let text = text.as_str();
         let verbosity = self.info.var("log_slow_verbosity");
         let detail = crate::slow_log::Detail {

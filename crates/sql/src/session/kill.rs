@@ -52,7 +52,7 @@ impl Session {
             p.interrupt.store(false, Ordering::Release);
             p.progress.store(0, Ordering::Relaxed);
             p.command = if text.is_some() { "Query".into() } else { "Sleep".into() };
-            p.info = text.map(|t| crate::accounts::statements::redacted(t).as_deref().unwrap_or(t).chars().take(1024).collect());
+            p.info = text.map(|t| crate::account_statements::redacted(t).as_deref().unwrap_or(t).chars().take(1024).collect());
             if p.info.is_some() {
                 p.last_info.clone_from(&p.info);
             }

@@ -11,7 +11,7 @@ use crate::error::{Result, SqlError, Warning, codes};
 use crate::show;
 use crate::text::StatementText;
 
-use super::{Outcome, Session, calls_waiting_function, checksum, table_locks};
+use super::{Outcome, Session, calls_waiting_function, checksum};
 
 impl Session {
     /// Statements handled before the parser: SHOW, transaction control, KILL...
@@ -21,7 +21,7 @@ impl Session {
         let upper: Vec<String> = words.iter().take(6).map(|w| w.to_ascii_uppercase()).collect();
         let up = |i: usize| upper.get(i).map_or("", String::as_str);
         if matches!(up(0), "CREATE" | "ALTER" | "DROP" | "GRANT" | "REVOKE" | "SHOW" | "SET" | "FLUSH")
-            && let Some(statement) = crate::accounts::statements::parse(sql)
+            && let Some(statement) = crate::account_statements::parse(sql)
         {
             return Some(match statement {
                 Ok(statement) => self.account_statement(statement).await,
@@ -61,7 +61,7 @@ impl Session {
             "CHECK" | "ANALYZE" | "OPTIMIZE" | "REPAIR" if upper.iter().skip(1).take(2).any(|w| w == "TABLE" || w == "TABLES") => {
                 Some(self.table_maintenance(sql))
             }
-            "LOCK" | "UNLOCK" if table_locks::is_table_lock_statement(&upper) => Some(self.table_lock_statement(sql).await),
+            "LOCK" | "UNLOCK" if crate::table_lock_statements::is_table_lock_statement(&upper) => Some(self.table_lock_statement(sql).await),
             w if (w == "SELECT" || w.starts_with('('))
                 && let Some((query, names)) = crate::into_file::find_into_variables(sql) =>
             {
@@ -96,7 +96,7 @@ impl Session {
                 Some(self.alter_keys(words[2]))
             }
             "PURGE" if matches!(up(1), "BINARY" | "MASTER") && up(2) == "LOGS" => Some(self.purge_binary_logs(statement, &words).await),
-            "CHANGE" | "START" | "STOP" | "RESET" => crate::replica_control::parse(sql, &upper).map(|r| r.and_then(|s| self.replica_statement(s))),
+            "CHANGE" | "START" | "STOP" | "RESET" => crate::replica_statements::parse(sql, &upper).map(|r| r.and_then(|s| self.replica_statement(s))),
             _ => None,
         }
     }
@@ -141,8 +141,8 @@ impl Session {
     }
 
     /// CHANGE REPLICATION SOURCE TO, START / STOP / RESET REPLICA (`replica_control`).
-    pub(super) fn replica_statement(&mut self, statement: crate::replica_control::ReplicaStatement) -> Result<Outcome> {
-        use crate::replica_control::ReplicaStatement;
+    pub(super) fn replica_statement(&mut self, statement: crate::replica_statements::ReplicaStatement) -> Result<Outcome> {
+        use crate::replica_statements::ReplicaStatement;
         self.require_global(crate::accounts::SUPER, "SUPER or REPLICATION_SLAVE_ADMIN")?;
         let Some(replica) = self.engine().replica.get().cloned() else {
             return Err(SqlError::new(codes::ER_BAD_SLAVE, "The server is not configured as replica; fix in config file or with CHANGE REPLICATION SOURCE TO"));

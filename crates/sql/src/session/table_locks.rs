@@ -18,11 +18,7 @@
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 
-use crate::dialect::QuillDialect;
 use sqlparser::ast::{self, Statement, TableFactor, Visit, Visitor};
-use sqlparser::keywords::Keyword;
-use sqlparser::parser::Parser;
-use sqlparser::tokenizer::Token;
 
 use super::{Outcome, Session};
 use crate::error::{Result, SqlError, codes};
@@ -67,56 +63,6 @@ impl LockedTables {
 
 fn not_locked(name: &str) -> SqlError {
     SqlError::new(codes::ER_TABLE_NOT_LOCKED, format!("Table '{name}' was not locked with LOCK TABLES"))
-}
-
-/// Whether `sql` is `LOCK TABLE[S]` or `UNLOCK TABLE[S]` (the parser's own forms lose a
-/// qualified table name).
-#[must_use]
-pub(super) fn is_table_lock_statement(words: &[String]) -> bool {
-    matches!(words.first().map(String::as_str), Some("LOCK" | "UNLOCK")) && words.get(1).is_some_and(|w| matches!(w.trim_end_matches(';'), "TABLE" | "TABLES"))
-}
-
-/// One entry of a `LOCK TABLES` list.
-struct LockItem {
-    name: ast::ObjectName,
-    alias: Option<String>,
-    write: bool,
-}
-
-fn parse_lock_tables(sql: &str) -> Result<Vec<LockItem>> {
-    let dialect = QuillDialect::default();
-    let syntax = |e: &dyn std::fmt::Display| SqlError::parse(&e.to_string());
-    let mut p = Parser::new(&dialect).try_with_sql(sql).map_err(|e| syntax(&e))?;
-    p.expect_keyword(Keyword::LOCK).map_err(|e| syntax(&e))?;
-    p.expect_one_of_keywords(&[Keyword::TABLE, Keyword::TABLES]).map_err(|e| syntax(&e))?;
-    let mut items = Vec::new();
-    loop {
-        let name = p.parse_object_name(false).map_err(|e| syntax(&e))?;
-        let alias = if p.parse_keyword(Keyword::AS) {
-            Some(p.parse_identifier().map_err(|e| syntax(&e))?.value)
-        } else if !matches!(p.peek_token().token, Token::Word(ref w) if matches!(w.keyword, Keyword::READ | Keyword::WRITE | Keyword::LOW_PRIORITY)) {
-            Some(p.parse_identifier().map_err(|e| syntax(&e))?.value)
-        } else {
-            None
-        };
-        let write = if p.parse_keyword(Keyword::READ) {
-            let _ = p.parse_keyword(Keyword::LOCAL);
-            false
-        } else {
-            let _ = p.parse_keyword(Keyword::LOW_PRIORITY);
-            p.expect_keyword(Keyword::WRITE).map_err(|e| syntax(&e))?;
-            true
-        };
-        items.push(LockItem { name, alias, write });
-        if !p.consume_token(&Token::Comma) {
-            break;
-        }
-    }
-    let _ = p.consume_token(&Token::SemiColon);
-    if p.peek_token().token != Token::EOF {
-        return Err(SqlError::parse(&p.peek_token().to_string()));
-    }
-    Ok(items)
 }
 
 /// Collects the tables a statement names, with the names they go by, and the names of its
@@ -177,7 +123,7 @@ impl Session {
             self.unlock_tables()?;
             return Ok(Outcome::ok());
         }
-        let items = parse_lock_tables(sql)?;
+        let items = crate::table_lock_statements::parse(sql)?;
         let mut locked = LockedTables::default();
         let mut requests: Vec<(TableName, Mode)> = Vec::new();
         // Tables locked because a locked view reads them, once the named ones are in.
@@ -338,19 +284,5 @@ impl Session {
         };
         refs.retain(|r| !crate::catalog::SYSTEM_DATABASES.iter().any(|s| s.eq_ignore_ascii_case(&r.db)));
         refs
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn lock_lists_parse_with_qualified_names_aliases_and_modes() {
-        let items = parse_lock_tables("LOCK TABLES d.a READ LOCAL, b AS x WRITE, c y LOW_PRIORITY WRITE;").unwrap();
-        let got: Vec<(String, Option<String>, bool)> = items.iter().map(|i| (i.name.to_string(), i.alias.clone(), i.write)).collect();
-        assert_eq!(got, vec![("d.a".into(), None, false), ("b".into(), Some("x".into()), true), ("c".into(), Some("y".into()), true)]);
-        assert!(parse_lock_tables("LOCK TABLES a").is_err());
-        assert!(parse_lock_tables("LOCK TABLES a READ b").is_err());
     }
 }

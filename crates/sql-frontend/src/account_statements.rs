@@ -10,11 +10,11 @@
 //! failed-login locking) are accepted only in their DEFAULT form, as SHOW CREATE USER prints
 //! them; others are 1235.
 //!
-//! Where it sits: `quill-sql-context::accounts` (its statements name privileges), called
-//! by the session's recogniser.
+//! Where it sits: `quill-sql-frontend`, called by the session's recogniser; the session
+//! carries the statements out (`quill_sql::session::accounts`).
 
-use super::{Privs, privilege_named};
 use quill_sql_types::error::{Result, SqlError, codes};
+use quill_sql_types::privileges::{Privs, privilege_named};
 
 /// An account as a statement names it.
 #[derive(Debug, Clone, PartialEq)]
@@ -590,7 +590,7 @@ impl Parser<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::accounts::{INSERT, LOCK_TABLES, SELECT};
+    use quill_sql_types::privileges::{INSERT, LOCK_TABLES, SELECT, UPDATE};
 
     fn statement(sql: &str) -> AccountStatement {
         parse(sql).expect("an account statement").expect("parses")
@@ -654,7 +654,7 @@ mod tests {
         assert_eq!(
             statement("REVOKE UPDATE ON TABLE `shop`.`orders` FROM app"),
             AccountStatement::Revoke {
-                privileges: PrivilegeSet::Some(crate::accounts::UPDATE),
+                privileges: PrivilegeSet::Some(UPDATE),
                 level: Level::Table(Some("shop".into()), "orders".into()),
                 users: vec![named("app", "%")]
             }
