@@ -11,7 +11,7 @@
 pub mod accounts;
 pub mod catalog;
 pub mod commit_acks;
-pub mod commit_notify;
+mod commit_notify;
 pub mod engine;
 pub mod foreign_keys;
 pub mod interrupt;

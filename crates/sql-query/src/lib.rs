@@ -12,18 +12,18 @@
 //! It builds on `quill-sql-context` (engine, session info, catalog), `quill-sql-frontend`
 //! and `quill-sql-types`; statements (DML, DDL, SHOW) and the session are above it.
 
-pub mod aggregate;
+mod aggregate;
 pub mod bind;
 pub mod cost;
 pub mod cte;
 pub mod explain;
 pub mod expr;
 pub mod functions;
-pub mod hash_join;
-pub mod join_order;
+mod hash_join;
+mod join_order;
 pub mod query;
 pub mod sink;
 pub mod system_tables;
-pub mod type_aggregation;
+mod type_aggregation;
 pub mod views;
-pub mod window;
+mod window;

@@ -29,7 +29,7 @@ pub mod foreign_keys;
 mod load;
 use bulk::{BulkBuffer, Finished};
 use copy::Incoming;
-pub use load::{FieldTarget, LoadResult, LoadTargets, load};
+pub use load::{FieldTarget, LoadTargets, load};
 
 /// What a DML statement runs with.
 pub struct DmlCx<'a> {

@@ -10,29 +10,33 @@
 //! (`session::commit`) logs the transaction's changes, streaming a large one ahead,
 //! and stamps its versions with a commit timestamp from `quill_txn`.
 
-pub mod check_constraints;
+// Statements and the session: what other crates need is public, the rest is this crate's.
+mod check_constraints;
 pub mod checkpoint;
-pub mod ddl;
-pub mod dml;
+mod ddl;
+mod dml;
 pub mod durability;
-pub mod file_sink;
-pub mod innodb_status;
-pub mod performance_schema;
-pub mod schema_constraints;
-pub mod schema_server;
+mod file_sink;
+mod innodb_status;
+mod performance_schema;
+mod schema_constraints;
+mod schema_server;
 pub mod session;
-pub mod show;
-pub mod view_ddl;
-pub mod view_writes;
+mod show;
+mod view_ddl;
+mod view_writes;
 
 pub use engine::Engine;
-pub use quill_sql_context::{
-    accounts, catalog, commit_acks, commit_notify, engine, foreign_keys, interrupt, locking, mdl, privileges, replica_control, schema_history, server_uuid,
-    session_info, slow_log, statement_waits, tmp_memory, vars, view_meta, write_log,
-};
-pub use quill_sql_frontend::{account_statements, alter_options, dialect, into_file, load_data, parse, replica_statements, table_lock_statements, text, words};
-pub use quill_sql_query::{
-    aggregate, bind, cost, cte, explain, expr, functions, hash_join, join_order, query, sink, system_tables, type_aggregation, views, window,
-};
-pub use quill_sql_types::{SERVER_VERSION, SqlError, Warning, charset, error, ident, json, like, ops, regexp, time_zone, types};
 pub use session::{CreateRows, Outcome, Session};
+
+// The layers below, as the server, replication and the simulator reach them through this crate.
+pub use quill_sql_context::{accounts, catalog, commit_acks, engine, replica_control, schema_history, server_uuid, slow_log, vars};
+pub use quill_sql_frontend::{parse, replica_statements};
+pub use quill_sql_query::{query, sink};
+pub use quill_sql_types::{SERVER_VERSION, SqlError, Warning, charset, error, ops, types};
+
+// The rest of the layers below, under the names this crate's modules use (`crate::bind`, ...).
+use quill_sql_context::{foreign_keys, interrupt, locking, mdl, session_info, statement_waits, tmp_memory, view_meta, write_log};
+use quill_sql_frontend::{account_statements, alter_options, dialect, into_file, load_data, table_lock_statements, text, words};
+use quill_sql_query::{bind, cost, cte, explain, expr, functions, system_tables, views};
+use quill_sql_types::{ident, like};
