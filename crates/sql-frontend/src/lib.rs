@@ -2,8 +2,8 @@
 //! splitter (`text`), the dialect and parser wrapper (`dialect`, `parse`), and every grammar
 //! Quill reads beside `sqlparser`: table options in ALTER TABLE (`alter_options`), LOAD DATA
 //! (`load_data`), the INTO clauses of a SELECT (`into_file`), account statements
-//! (`account_statements`), replica statements (`replica_statements`), LOCK TABLES
-//! (`table_lock_statements`), and the words the session's recognisers read (`words`).
+//! (`account_statements`), replica statements (`replica_statements`), SHOW
+//! (`show_statements`), LOCK TABLES (`table_lock_statements`), and the words the session's recognisers read (`words`).
 //!
 //! Nothing here reads engine or session state: a grammar gets text (and the session's
 //! lexing options) and returns a syntax tree or an error. It builds only on
@@ -16,6 +16,7 @@ pub mod into_file;
 pub mod load_data;
 pub mod parse;
 pub mod replica_statements;
+pub mod show_statements;
 pub mod table_lock_statements;
 pub mod text;
 pub mod words;

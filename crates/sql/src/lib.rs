@@ -37,6 +37,6 @@ pub use quill_sql_types::{SERVER_VERSION, SqlError, Warning, charset, error, ops
 
 // The rest of the layers below, under the names this crate's modules use (`crate::bind`, ...).
 use quill_sql_context::{foreign_keys, interrupt, locking, mdl, session_info, statement_waits, tmp_memory, view_meta, write_log};
-use quill_sql_frontend::{account_statements, alter_options, dialect, into_file, load_data, table_lock_statements, text, words};
+use quill_sql_frontend::{account_statements, alter_options, dialect, into_file, load_data, show_statements, table_lock_statements, text, words};
 use quill_sql_query::{bind, cost, cte, explain, expr, functions, system_tables, views};
 use quill_sql_types::{ident, like};

@@ -635,18 +635,6 @@ fn first_words(s: &str) -> String {
     s.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
 }
 
-fn like_pattern(sql: &str) -> Option<String> {
-    let upper = sql.to_ascii_uppercase();
-    let i = upper.find(" LIKE ")?;
-    let rest = sql[i + 6..].trim();
-    let q = rest.chars().next()?;
-    if q != '\'' && q != '"' {
-        return None;
-    }
-    let end = rest[1..].find(q)?;
-    Some(rest[1..=end].to_owned())
-}
-
 /// `... LOCK IN SHARE MODE` (which the parser rejects) is `... FOR SHARE`.
 fn rewrite_lock_in_share_mode(sql: &str) -> std::borrow::Cow<'_, str> {
     const TAIL: &str = "LOCK IN SHARE MODE";

@@ -15,7 +15,9 @@ use crate::text::StatementText;
 use crate::vars;
 use crate::{show, view_ddl};
 
-use super::{Outcome, Session, SqlTypeHelper, like_pattern};
+use crate::show_statements::ShowWhat;
+
+use super::{Outcome, Session, SqlTypeHelper};
 
 impl Session {
     pub(super) fn split_name(&self, name: &str) -> (Result<String>, String) {
@@ -32,35 +34,12 @@ impl Session {
     }
 
     pub(super) fn show(&mut self, statement: &StatementText, words: &[&str]) -> Result<Outcome> {
-        let sql = statement.text.as_str();
-        let upper: Vec<String> = words.iter().map(|w| w.trim_end_matches(';').to_ascii_uppercase()).collect();
-        let mut i = 1;
-        let full = upper.get(i).is_some_and(|w| w == "FULL");
-        if full {
-            i += 1;
-        }
-        let global = upper.get(i).is_some_and(|w| w == "GLOBAL");
-        if global || upper.get(i).is_some_and(|w| w == "SESSION") {
-            i += 1;
-        }
-        let like = like_pattern(sql);
-        let what = upper.get(i).map_or("", String::as_str);
-        // `FROM db` / `IN db` anywhere after the object word.
-        let from = |after: usize| -> Option<String> {
-            let mut out = None;
-            let mut j = after;
-            while j + 1 < upper.len() {
-                if upper[j] == "FROM" || upper[j] == "IN" {
-                    out = Some(words[j + 1].trim_end_matches(';').trim_matches('`').to_owned());
-                }
-                j += 1;
-            }
-            out
-        };
+        let show = crate::show_statements::parse(&statement.text, words)?;
+        let like = show.like;
         let engine = self.engine();
         let catalog = engine.catalog();
-        let rs = match what {
-            "DATABASES" | "SCHEMAS" => {
+        let rs = match show.what {
+            ShowWhat::Databases => {
                 let mut rs = show::show_databases(&catalog, like.as_deref());
                 // Without SHOW DATABASES, an account sees the databases it has privileges in.
                 if self.global_privileges() & crate::accounts::SHOW_DATABASES == 0 {
@@ -72,23 +51,15 @@ impl Session {
                 }
                 rs
             }
-            "TABLES" => {
-                let db = from(i + 1).or_else(|| self.info.db.clone()).ok_or_else(SqlError::no_db)?;
+            ShowWhat::Tables { full, db } => {
+                let db = db.or_else(|| self.info.db.clone()).ok_or_else(SqlError::no_db)?;
                 self.require_visible_database(&db)?;
                 let mut rs = show::show_tables(&catalog, &db, full, like.as_deref())?;
                 rs.rows.retain(|r| self.info.may_see_table(&db, &crate::ops::to_string_lossy(&r[0])));
                 rs
             }
-            "COLUMNS" | "FIELDS" => {
-                let mut it = upper
-                    .iter()
-                    .enumerate()
-                    .skip(i + 1)
-                    .filter(|(_, w)| *w == "FROM" || *w == "IN")
-                    .filter_map(|(j, _)| words.get(j + 1).map(|w| w.trim_end_matches(';')));
-                let tname = it.next().ok_or_else(|| SqlError::parse(sql))?;
-                let db_override = it.next().map(|d| d.trim_matches('`').to_owned());
-                let (db, t) = self.split_name(tname);
+            ShowWhat::Columns { full, table, db: db_override } => {
+                let (db, t) = self.split_name(&table);
                 let db = match db_override {
                     Some(d) => d,
                     None => db?,
@@ -96,15 +67,14 @@ impl Session {
                 self.require_any_on_table(&db, &t)?;
                 show::show_columns(&catalog, &self.info, &db, &t, full, like.as_deref())?
             }
-            "INDEX" | "INDEXES" | "KEYS" => {
-                let tname = upper.iter().position(|w| w == "FROM" || w == "IN").and_then(|j| words.get(j + 1)).ok_or_else(|| SqlError::parse(sql))?;
-                let (db, t) = self.split_name(tname);
+            ShowWhat::Index { table } => {
+                let (db, t) = self.split_name(&table);
                 let db = db?;
                 self.require_any_on_table(&db, &t)?;
                 show::show_index(&catalog, &db, &t)?
             }
-            "CREATE" if upper.get(i + 1).is_some_and(|w| w == "TABLE" || w == "VIEW") => {
-                let (db, t) = self.split_name(words.get(i + 2).ok_or_else(|| SqlError::parse(sql))?);
+            ShowWhat::CreateTable { table, view: show_view } => {
+                let (db, t) = self.split_name(&table);
                 let db = db?;
                 self.require_any_on_table(&db, &t)?;
                 // SHOW CREATE TABLE of a view shows the view, as MySQL's does; SHOW CREATE
@@ -114,7 +84,7 @@ impl Session {
                     self.require_table(&db, &t, crate::accounts::SHOW_VIEW | crate::accounts::SELECT)?;
                     return Ok(Outcome::Rows(view_ddl::show_create(view, &self.info)));
                 }
-                if upper[i + 1] == "VIEW" {
+                if show_view {
                     catalog.table(&db, &t)?;
                     return Err(SqlError::new(codes::ER_WRONG_OBJECT, format!("'{db}.{t}' is not VIEW")));
                 }
@@ -125,8 +95,8 @@ impl Session {
                     if self.info.var("sql_quote_show_create") == "OFF" { show::Quoting::WhereNeeded } else { show::Quoting::Always },
                 )?
             }
-            "CREATE" if upper.get(i + 1).is_some_and(|w| w == "DATABASE" || w == "SCHEMA") => {
-                let db = words.get(i + 2).map(|w| w.trim_end_matches(';').trim_matches('`')).ok_or_else(|| SqlError::parse(sql))?;
+            ShowWhat::CreateDatabase { name } => {
+                let db = name.as_str();
                 catalog.database(db)?;
                 let text = SqlTypeHelper::text();
                 ResultSet {
@@ -141,16 +111,15 @@ impl Session {
                     ]],
                 }
             }
-            "VARIABLES" => self.show_variables(global, like.as_deref()),
+            ShowWhat::Variables { global } => self.show_variables(global, like.as_deref()),
             // SHOW COUNT(*) WARNINGS / ERRORS: the previous statement's, which it keeps.
-            "COUNT(*)" if matches!(upper.get(i + 1).map(String::as_str), Some("WARNINGS" | "ERRORS")) => {
-                let errors = upper[i + 1] == "ERRORS";
+            ShowWhat::Count { errors } => {
                 let count = if errors { self.warnings.iter().filter(|w| w.level == "Error").count() } else { self.warnings.len() };
                 let name = if errors { "@@session.error_count" } else { "@@session.warning_count" };
                 ResultSet { columns: vec![OutColumn::computed(name, crate::types::SqlType::bigint())], rows: vec![vec![Value::Int(count as i64)]] }
             }
-            "STATUS" => self.show_status(like.as_deref()),
-            "WARNINGS" | "ERRORS" => {
+            ShowWhat::Status => self.show_status(like.as_deref()),
+            ShowWhat::Warnings { errors } => {
                 let text = SqlTypeHelper::text();
                 ResultSet {
                     columns: vec![
@@ -161,21 +130,21 @@ impl Session {
                     rows: self
                         .warnings
                         .iter()
-                        .filter(|w| what == "WARNINGS" || w.level == "Error")
+                        .filter(|w| !errors || w.level == "Error")
                         .map(|w| vec![Value::Str(w.level.into()), Value::Int(i64::from(w.code)), Value::Str(w.message.clone())])
                         .collect(),
                 }
             }
-            "PROCESSLIST" => self.show_processlist(),
-            "MASTER" | "BINARY" | "BINLOG" => {
-                if what == "BINLOG" {
+            ShowWhat::Processlist => self.show_processlist(),
+            ShowWhat::BinaryLog { words } => {
+                if words[0] == "BINLOG" {
                     self.require_global(crate::accounts::REPLICATION_SLAVE, "REPLICATION SLAVE")?;
                 } else {
                     self.require_global(crate::accounts::SUPER | crate::accounts::REPLICATION_CLIENT, "SUPER, REPLICATION CLIENT")?;
                 }
-                show_binary_log(&engine, &upper[i..])?
+                show_binary_log(&engine, &words)?
             }
-            "REPLICA" | "SLAVE" if upper.get(i + 1).is_some_and(|w| w == "STATUS") => {
+            ShowWhat::ReplicaStatus => {
                 self.require_global(crate::accounts::SUPER | crate::accounts::REPLICATION_CLIENT, "SUPER, REPLICATION CLIENT")?;
                 let rows = engine.replica.get().and_then(|r| r.status());
                 let int = crate::types::SqlType::Int { kind: crate::types::IntKind::Big, unsigned: true, display: None };
@@ -189,7 +158,7 @@ impl Session {
                     .unwrap_or_default();
                 ResultSet { columns, rows: rows.map(|r| vec![r.into_iter().map(|(_, v)| v).collect()]).unwrap_or_default() }
             }
-            "ENGINE" if upper.get(i + 1).is_some_and(|w| w == "INNODB") && upper.get(i + 2).is_some_and(|w| w == "STATUS") && upper.len() == i + 3 => {
+            ShowWhat::EngineInnodbStatus => {
                 self.require_global(crate::accounts::PROCESS, "PROCESS")?;
                 let text = SqlTypeHelper::text();
                 let engine = self.engine();
@@ -203,7 +172,7 @@ impl Session {
             }
             // What is built in: the engine, the binary log, the two password plugins, and
             // semi-synchronous replication (both sides, always loaded).
-            "PLUGINS" => {
+            ShowWhat::Plugins => {
                 let text = SqlTypeHelper::text();
                 let plugins = [
                     ("binlog", "STORAGE ENGINE"),
@@ -230,7 +199,7 @@ impl Session {
                 }
             }
             // Quill has no triggers: MySQL 8's columns, no rows.
-            "TRIGGERS" => {
+            ShowWhat::Triggers => {
                 let text = SqlTypeHelper::text();
                 let names = [
                     "Trigger",
@@ -247,7 +216,7 @@ impl Session {
                 ];
                 ResultSet { columns: names.iter().map(|n| OutColumn::computed(n, text.clone())).collect(), rows: Vec::new() }
             }
-            "ENGINES" => {
+            ShowWhat::Engines => {
                 // information_schema.ENGINES' rows, under SHOW ENGINES' names.
                 let text = SqlTypeHelper::text();
                 ResultSet {
@@ -258,9 +227,9 @@ impl Session {
                     rows: crate::schema_server::engines().1,
                 }
             }
-            "COLLATION" | "CHARACTER" | "CHARSET" => {
+            what @ (ShowWhat::Collation | ShowWhat::Charset) => {
                 let text = SqlTypeHelper::text();
-                if what == "COLLATION" {
+                if what == ShowWhat::Collation {
                     // information_schema.COLLATIONS' rows, under SHOW COLLATION's names.
                     let (_, rows) = crate::schema_server::collations();
                     ResultSet {
@@ -283,8 +252,8 @@ impl Session {
                     }
                 }
             }
-            "TABLE" if upper.get(i + 1).is_some_and(|w| w == "STATUS") => {
-                let db = from(i + 2).or_else(|| self.info.db.clone()).ok_or_else(SqlError::no_db)?;
+            ShowWhat::TableStatus { db } => {
+                let db = db.or_else(|| self.info.db.clone()).ok_or_else(SqlError::no_db)?;
                 self.require_visible_database(&db)?;
                 let d = catalog.database(&db)?;
                 ResultSet {
@@ -297,11 +266,10 @@ impl Session {
                         .collect(),
                 }
             }
-            _ => return Err(SqlError::parse(&words[1..].join(" "))),
         };
         drop(catalog);
-        let rs = match sql.to_ascii_uppercase().find(" WHERE ") {
-            Some(at) => self.filter_show(rs, &sql[at + 7..], statement)?,
+        let rs = match &show.filter {
+            Some(cond) => self.filter_show(rs, cond, statement)?,
             None => rs,
         };
         Ok(Outcome::Rows(rs))
