@@ -9,8 +9,8 @@
 //!   is the seam a result's rows leave by.
 //! - The system schemas come from the layer above through `system_tables`.
 //!
-//! It builds on `quill-sql-context` (engine, session info, catalog), `quill-sql-frontend`
-//! and `quill-sql-types`; statements (DML, DDL, SHOW) and the session are above it.
+//! It builds on `quill-sql-context` (engine, session info, catalog) and `quill-sql-types`;
+//! statements (DML, DDL, SHOW) and the session are above it.
 
 mod aggregate;
 pub mod bind;
