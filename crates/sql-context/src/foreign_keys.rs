@@ -24,6 +24,7 @@ use sqlparser::ast;
 
 use crate::catalog::{Catalog, Column, IndexMeta, TableMeta};
 use quill_sql_types::error::{Result, SqlError, codes};
+use quill_sql_types::ident::quote_identifier as bq;
 use quill_sql_types::types::SqlType;
 
 /// What happens to child rows when their parent row is deleted or its key changes.
@@ -102,11 +103,6 @@ impl ForeignKey {
     pub fn parent_positions(&self, parent: &TableMeta) -> Option<Vec<usize>> {
         self.parent_columns.iter().map(|n| parent.column_index(n)).collect()
     }
-}
-
-/// Backquoted, as in every error message about a key.
-fn bq(name: &str) -> String {
-    format!("`{}`", name.replace('`', "``"))
 }
 
 /// Error 1452: a child row whose parent does not exist.

@@ -1,4 +1,6 @@
-//! Identifiers as MySQL prints them back: in backquotes, a backquote inside doubled.
+//! Identifiers as MySQL prints them back: in backquotes, a backquote inside doubled. Every
+//! place that writes a name into SQL text or a message (SHOW CREATE, key errors, grants, the
+//! statements recovery and the replica run) quotes it here.
 
 /// `name` quoted as SHOW CREATE TABLE / VIEW print an identifier.
 #[must_use]

@@ -118,7 +118,7 @@ pub fn checkpoint(engine: &Engine, fs: &Arc<dyn Fs>, datadir: &Path) -> std::io:
 fn verify_definition(engine: &Engine, db: &str, name: &str, definition: &str) -> std::io::Result<()> {
     let scratch = Engine::new(engine.globals.read().clone());
     let mut session = Session::new(Arc::clone(&scratch), 0, "system user", "localhost");
-    let create_db = format!("CREATE DATABASE IF NOT EXISTS `{}`", db.replace('`', "``"));
+    let create_db = format!("CREATE DATABASE IF NOT EXISTS {}", crate::ident::quote_identifier(db));
     let loaded = session.replay_ddl(None, &create_db).and_then(|()| session.replay_ddl(Some(db.to_owned()), definition));
     session.close();
     let again = loaded.map(|()| crate::durability::table_definition(&scratch.catalog(), db, name));

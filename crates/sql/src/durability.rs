@@ -328,11 +328,11 @@ impl Replayer {
         let (position, version) = read_checkpoint_versioned(fs, &path, |entry| {
             match entry {
                 CheckpointEntry::Database(name) => {
-                    let sql = format!("CREATE DATABASE IF NOT EXISTS `{}`", name.replace('`', "``"));
+                    let sql = format!("CREATE DATABASE IF NOT EXISTS {}", crate::ident::quote_identifier(&name));
                     self.session.replay_ddl(None, &sql).map_err(|e| fail(format!("{sql}: {e}")))?;
                 }
                 CheckpointEntry::DatabaseCollation { name, collation } => {
-                    let sql = format!("ALTER DATABASE `{}` COLLATE '{}'", name.replace('`', "``"), collation.replace('\'', ""));
+                    let sql = format!("ALTER DATABASE {} COLLATE '{}'", crate::ident::quote_identifier(&name), collation.replace('\'', ""));
                     self.session.replay_ddl(None, &sql).map_err(|e| fail(format!("{sql}: {e}")))?;
                 }
                 CheckpointEntry::Table { db, name, definition, auto_increment } => {

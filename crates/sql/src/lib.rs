@@ -33,10 +33,10 @@ pub use session::{CreateRows, Outcome, Session};
 pub use quill_sql_context::{accounts, catalog, commit_acks, engine, replica_control, schema_history, server_uuid, slow_log, vars};
 pub use quill_sql_frontend::{parse, replica_statements};
 pub use quill_sql_query::{query, sink};
-pub use quill_sql_types::{SERVER_VERSION, SqlError, Warning, charset, error, ops, types};
+pub use quill_sql_types::{SERVER_VERSION, SqlError, Warning, charset, error, ident, ops, types};
 
 // The rest of the layers below, under the names this crate's modules use (`crate::bind`, ...).
 use quill_sql_context::{foreign_keys, interrupt, locking, mdl, session_info, statement_waits, tmp_memory, view_meta, write_log};
 use quill_sql_frontend::{account_statements, alter_options, dialect, into_file, load_data, show_statements, table_lock_statements, text, words};
 use quill_sql_query::{bind, cost, cte, explain, expr, functions, system_tables, views};
-use quill_sql_types::{ident, like};
+use quill_sql_types::like;

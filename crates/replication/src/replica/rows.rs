@@ -27,6 +27,7 @@ use mysql_common::binlog::row::BinlogRow;
 use mysql_common::binlog::value::BinlogValue;
 use quill_sql::catalog::TableMeta;
 use quill_sql::error::{Result as SqlResult, SqlError, codes};
+use quill_sql::ident::quote_identifier;
 use quill_sql::types::SqlType;
 use quill_sql::{Engine, Outcome, Session};
 use quill_storage::Value;
@@ -87,9 +88,9 @@ pub fn statements(engine: &Engine, tme: &TableMapEvent<'_>, rows: &RowsEventData
     let (db, table) = (tme.database_name().into_owned(), tme.table_name().into_owned());
     let catalog = engine.catalog();
     let meta = catalog.table(&db, &table)?;
-    let name = format!("`{}`.`{}`", db.replace('`', "``"), table.replace('`', "``"));
+    let name = format!("{}.{}", quote_identifier(&db), quote_identifier(&table));
     let key: Vec<usize> = if meta.primary.is_empty() { (0..meta.columns.len()).collect() } else { meta.primary.clone() };
-    let key_match = key.iter().map(|&i| format!("`{}` <=> ?", meta.columns[i].name.replace('`', "``"))).collect::<Vec<_>>().join(" AND ");
+    let key_match = key.iter().map(|&i| format!("{} <=> ?", quote_identifier(&meta.columns[i].name))).collect::<Vec<_>>().join(" AND ");
     let key_values = |before: &[Value]| key.iter().map(|&i| before[i].clone()).collect::<Vec<_>>();
     let mut out = Vec::new();
     for row in rows.rows(tme) {

@@ -31,6 +31,7 @@ pub mod sha256_crypt;
 use std::collections::HashMap;
 
 use parking_lot::Mutex;
+use quill_sql_types::ident::quote_identifier;
 
 use sha1::Digest as _;
 
@@ -307,7 +308,7 @@ pub fn quoted(user: &str, host: &str) -> String {
 /// `` `user`@`host` `` as SHOW GRANTS and SHOW CREATE USER write an account.
 #[must_use]
 pub fn backquoted(user: &str, host: &str) -> String {
-    format!("`{}`@`{}`", user.replace('`', "``"), host.replace('`', "``"))
+    format!("{}@{}", quote_identifier(user), quote_identifier(host))
 }
 
 #[cfg(test)]

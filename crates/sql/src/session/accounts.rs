@@ -15,6 +15,7 @@ use crate::account_statements::{AccountOptions, AccountStatement, Auth, Level, P
 use crate::accounts::grant_tables::{self, literal};
 use crate::accounts::{self, Account, Acl, Grant, Privs};
 use crate::error::{Result, SqlError, Warning, codes};
+use crate::ident::quote_identifier as quote;
 use crate::query::ResultSet;
 use crate::show::{cols, s, text};
 use crate::text::LexOptions;
@@ -484,7 +485,6 @@ fn show_grants(acl: &Acl, user: &str, host: &str) -> Result<ResultSet> {
         let option = if privs & accounts::GRANT_OPTION != 0 { " WITH GRANT OPTION" } else { "" };
         format!("GRANT {names} ON {on} TO {to}{option}")
     };
-    let quote = |n: &str| format!("`{}`", n.replace('`', "``"));
     let mut rows = vec![line(account.global, accounts::ALL_GLOBAL, "*.*".into())];
     let mut grants: Vec<&Grant> = acl.grants.iter().filter(|g| g.user == user && g.host.eq_ignore_ascii_case(host) && g.privs != 0).collect();
     grants.sort_by(|a, b| (!a.table.is_empty(), &a.db, &a.table).cmp(&(!b.table.is_empty(), &b.db, &b.table)));

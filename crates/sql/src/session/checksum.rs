@@ -13,6 +13,7 @@
 //! MySQL, and so does one `LOCK TABLES` did not lock (1100). Where it sits: inside `session`, above `query` (it runs `SELECT *`).
 
 use crate::dialect::QuillDialect;
+use crate::ident::quote_identifier as quote;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::Token;
 
@@ -103,7 +104,6 @@ impl Session {
     }
 
     fn table_checksum(&mut self, db: &str, table: &str) -> Result<u32> {
-        let quote = |n: &str| format!("`{}`", n.replace('`', "``"));
         let select = format!("SELECT * FROM {}.{}", quote(db), quote(table));
         let statement = crate::parse::parse(&select, 0, 0)?.remove(0);
         let sqlparser::ast::Statement::Query(q) = statement else { unreachable!("a SELECT parses as a query") };
