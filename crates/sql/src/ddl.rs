@@ -229,7 +229,7 @@ pub fn create_table(catalog: &mut Catalog, info: &SessionInfo, env_params: (&[Va
     }
     let params: &[Value] = env_params.0;
     let (columns, primary, indexes) = {
-        let env = Env::new(catalog, ReadView::current(0), params, env_params.1, info, &crate::show::SYSTEM_SCHEMAS);
+        let env = crate::show::statement_env(catalog, ReadView::current(0), params, env_params.1, info);
         let mut columns = Vec::new();
         let mut primary: Vec<usize> = Vec::new();
         let mut indexes: Vec<IndexMeta> = Vec::new();
@@ -267,7 +267,7 @@ pub fn create_table(catalog: &mut Catalog, info: &SessionInfo, env_params: (&[Va
     let mut rows: Vec<Vec<Value>> = Vec::new();
     let mut columns = columns;
     if let Some(q) = &ct.query {
-        let env = Env::new(catalog, ReadView::current(0), params, env_params.1, info, &crate::show::SYSTEM_SCHEMAS);
+        let env = crate::show::statement_env(catalog, ReadView::current(0), params, env_params.1, info);
         let (plan, _) = query::plan_query(&env, q, &[])?;
         let rs = query::run_select(&plan, &env, None)?;
         let mut mapping = Vec::new();
@@ -317,7 +317,7 @@ pub fn create_table(catalog: &mut Catalog, info: &SessionInfo, env_params: (&[Va
     meta.comment = comment;
     meta.foreign_keys = declared;
     meta.checks = crate::check_constraints::declared(&name, &ct.columns, &ct.constraints)?;
-    crate::check_constraints::validate(&Env::new(catalog, ReadView::current(0), params, env_params.1, info, &crate::show::SYSTEM_SCHEMAS), &meta)?;
+    crate::check_constraints::validate(&crate::show::statement_env(catalog, ReadView::current(0), params, env_params.1, info), &meta)?;
     meta.data.set_auto_increment(auto_increment_start.max(1));
     // Rows of CREATE ... SELECT are written and committed with the DDL itself.
     fill_new_table(&meta, rows, warnings)?;

@@ -166,7 +166,7 @@ pub fn column_default(c: &crate::catalog::Column, now_us: i64, info: &SessionInf
         ColumnDefault::CurrentTimestamp => Value::DateTime(crate::types::round_micros(now_us, c.ty.decimals().min(6))),
         ColumnDefault::Expression(e) => {
             let catalog = info.engine.catalog();
-            let env = Env::new(&catalog, ReadView::current(0), &[], now_us, info, &crate::show::SYSTEM_SCHEMAS);
+            let env = crate::show::statement_env(&catalog, ReadView::current(0), &[], now_us, info);
             let scope = crate::bind::Scope::default();
             Binder::new(&env, &scope, "default").bind(e)?.eval(&env, &RowCtx::new(&[]))?
         }
@@ -214,7 +214,7 @@ fn finish_row(t: &TableMeta, mut row: Row, row_no: u64, cx: &mut DmlCx<'_>, data
     }
     if !t.checks.is_empty() {
         let catalog = cx.info.engine.catalog();
-        let env = Env::new(&catalog, ReadView::current(cx.txn), &[], cx.now_us, cx.info, &crate::show::SYSTEM_SCHEMAS);
+        let env = crate::show::statement_env(&catalog, ReadView::current(cx.txn), &[], cx.now_us, cx.info);
         crate::check_constraints::enforce(&env, t, &row)?;
     }
     Ok(row)
@@ -231,7 +231,7 @@ fn generate_columns(t: &TableMeta, row: &mut Row, row_no: u64, cx: &mut DmlCx<'_
     for (i, c) in t.columns.iter().enumerate() {
         let Some(g) = &c.generated else { continue };
         let value = {
-            let e = Env::new(&catalog, ReadView::current(cx.txn), &[], cx.now_us, cx.info, &crate::show::SYSTEM_SCHEMAS);
+            let e = crate::show::statement_env(&catalog, ReadView::current(cx.txn), &[], cx.now_us, cx.info);
             Binder::new(&e, &scope, "generated column function").bind(&g.expr)?.eval(&e, &RowCtx::new(row))?
         };
         let mut wcx = WriteContext { column: &c.name, row: row_no, strict: cx.strict, warnings: cx.warnings };

@@ -104,7 +104,7 @@ pub fn show_columns(catalog: &Catalog, info: &SessionInfo, db: &str, table: &str
     let view_columns;
     let t = match catalog.view(db, table) {
         Some(view) => {
-            view_columns = crate::views::as_table(view, &Env::new(catalog, quill_storage::ReadView::current(0), &[], 0, info, &crate::show::SYSTEM_SCHEMAS))?;
+            view_columns = crate::views::as_table(view, &crate::show::statement_env(catalog, quill_storage::ReadView::current(0), &[], 0, info))?;
             &view_columns
         }
         None => catalog.table(db, table)?,
@@ -362,6 +362,13 @@ pub struct SystemSchemas;
 
 /// The one [`SystemSchemas`], which every statement's `Env` carries.
 pub static SYSTEM_SCHEMAS: SystemSchemas = SystemSchemas;
+
+/// The `Env` a statement of this crate plans and runs in: the system schemas it reads are
+/// [`SYSTEM_SCHEMAS`].
+#[must_use]
+pub fn statement_env<'a>(catalog: &'a Catalog, view: quill_storage::ReadView, params: &'a [Value], now_us: i64, info: &'a SessionInfo) -> Env<'a> {
+    Env::new(catalog, view, params, now_us, info, &SYSTEM_SCHEMAS)
+}
 
 impl SystemTables for SystemSchemas {
     fn information_schema(&self, env: &Env<'_>, name: &str) -> Result<SystemTable> {

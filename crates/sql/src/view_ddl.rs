@@ -26,7 +26,7 @@ use sqlparser::ast::{self, TableFactor, VisitMut, VisitorMut};
 use crate::catalog::Catalog;
 use crate::error::{Result, SqlError, Warning, codes};
 use crate::ident::quote_identifier as quote;
-use crate::query::{self, Env};
+use crate::query::{self};
 use crate::session_info::SessionInfo;
 use crate::view_meta::ViewMeta;
 use crate::views::{VIEW_NESTING_MAX, recursion, tables_read};
@@ -99,7 +99,7 @@ fn check(catalog: &Catalog, info: &SessionInfo, now_us: i64, view: &ViewMeta) ->
     if reaches(catalog, &view.query, (&view.db, &view.name), 0) {
         return Err(recursion(&view.db, &view.name));
     }
-    let env = Env::new(catalog, quill_storage::ReadView::current(0), &[], now_us, info, &crate::show::SYSTEM_SCHEMAS);
+    let env = crate::show::statement_env(catalog, quill_storage::ReadView::current(0), &[], now_us, info);
     let (plan, _) = query::plan_query(&env, &view.query, &[])?;
     let names: Vec<String> = if view.columns.is_empty() {
         plan.columns.iter().map(|c| c.name.clone()).collect()

@@ -50,7 +50,7 @@ pub(super) fn rebuild(
     meta.foreign_keys = foreign_keys;
     meta.checks = checks.unwrap_or_else(|| old.checks.clone());
     let scratch = Catalog::default();
-    let env = Env::new(&scratch, ReadView::current(0), &[], info.now_us(), info, &crate::show::SYSTEM_SCHEMAS);
+    let env = crate::show::statement_env(&scratch, ReadView::current(0), &[], info.now_us(), info);
     if let Err(e) = crate::check_constraints::validate(&env, &meta) {
         return Err(SqlError::new(codes::ER_DEPENDENT_BY_CHECK_CONSTRAINT, format!("A check constraint of '{name}' no longer reads: {}", e.message)));
     }
@@ -116,7 +116,7 @@ pub fn alter_table(
     let mut added_keys = Vec::new();
     let mut renamed_columns: Vec<(String, String)> = Vec::new();
     let mut rename_to: Option<(String, String)> = None;
-    let env = Env::new(catalog, ReadView::current(0), &[], now_us, info, &crate::show::SYSTEM_SCHEMAS);
+    let env = crate::show::statement_env(catalog, ReadView::current(0), &[], now_us, info);
     for op in ops {
         match op {
             ast::AlterTableOperation::RenameColumn { old_column_name, new_column_name } => {

@@ -20,7 +20,7 @@ use sqlparser::tokenizer::Token;
 use super::{Outcome, Session};
 use crate::error::{Result, SqlError, Warning};
 use crate::mdl::Mode;
-use crate::query::{self, Env, OutColumn, ResultSet};
+use crate::query::{self, OutColumn, ResultSet};
 use crate::types::{self, SqlType};
 use quill_storage::Value;
 
@@ -112,7 +112,7 @@ impl Session {
         let view = if autocommit_read { engine.txns.read_view(0, self.isolation() == "READ-UNCOMMITTED") } else { self.read_view() };
         let result = {
             let catalog = engine.catalog();
-            let env = Env::new(&catalog, view, &[], self.info.now_us(), &self.info, &crate::show::SYSTEM_SCHEMAS);
+            let env = crate::show::statement_env(&catalog, view, &[], self.info.now_us(), &self.info);
             query::plan_query(&env, &q, &[]).and_then(|(plan, _)| {
                 let types: Vec<SqlType> = plan.columns.iter().map(|c| c.ty.clone()).collect();
                 let mut sum = 0u32;

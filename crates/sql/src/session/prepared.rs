@@ -12,7 +12,7 @@ use quill_storage::{ReadView, Value};
 use sqlparser::ast::Statement;
 
 use crate::error::{Result, SqlError, codes};
-use crate::query::{self, Env, OutColumn};
+use crate::query::{self, OutColumn};
 use crate::text::{self};
 
 use super::{Outcome, PREPARED_STATEMENTS_MAX, Prepared, PreparedBody, Session, recognised_in_prepare, rewrite_lock_in_share_mode};
@@ -62,7 +62,7 @@ impl Session {
         let Statement::Query(q) = stmt else { return Ok(vec![]) };
         let catalog = self.info.engine.catalog();
         let nulls = vec![Value::Null; params];
-        let env = Env::new(&catalog, ReadView::current(0), &nulls, 0, &self.info, &crate::show::SYSTEM_SCHEMAS);
+        let env = crate::show::statement_env(&catalog, ReadView::current(0), &nulls, 0, &self.info);
         Ok(query::plan_query(&env, q, &[])?.0.columns)
     }
 

@@ -49,7 +49,7 @@ impl Session {
         let mut sink = if spec.is_none() { self.lend_sink(q) } else { None };
         let result = {
             let catalog = engine.catalog();
-            let env = Env { lock: spec, ..Env::new(&catalog, view, params, self.info.now_us(), &self.info, &crate::show::SYSTEM_SCHEMAS) };
+            let env = Env { lock: spec, ..crate::show::statement_env(&catalog, view, params, self.info.now_us(), &self.info) };
             self.plan_and_run(&env, q, sink.as_deref_mut())
         };
         if sink.is_some() {
@@ -139,7 +139,7 @@ impl Session {
         let catalog = engine.catalog();
         let view = engine.txns.read_view(0, self.isolation() == "READ-UNCOMMITTED");
         let mut sink = self.lend_sink(q);
-        let env = Env::new(&catalog, view, params, self.info.now_us(), &self.info, &crate::show::SYSTEM_SCHEMAS);
+        let env = crate::show::statement_env(&catalog, view, params, self.info.now_us(), &self.info);
         let outcome = self.plan_and_run(&env, q, sink.as_deref_mut());
         if sink.is_some() {
             self.row_sink = sink;
@@ -172,7 +172,7 @@ impl Session {
         let stmts = self.parse(rest, statement.operators, statement.div_operators)?;
         let Some(Statement::Query(q)) = stmts.first() else { return Err(SqlError::parse(rest)) };
         let catalog = self.info.engine.catalog();
-        let env = Env::new(&catalog, ReadView::current(0), &[], 0, &self.info, &crate::show::SYSTEM_SCHEMAS);
+        let env = crate::show::statement_env(&catalog, ReadView::current(0), &[], 0, &self.info);
         let (plan, _) = query::plan_query(&env, q, &[])?;
         Ok(Outcome::Rows(crate::explain::explain(&plan)))
     }

@@ -8,7 +8,6 @@ use sqlparser::ast::{self, Statement};
 
 use crate::charset::Charset;
 use crate::error::{Result, SqlError, Warning, codes};
-use crate::query::Env;
 use crate::text::StatementText;
 use crate::vars;
 
@@ -259,7 +258,7 @@ impl Session {
 
     pub(super) fn eval_const(&self, e: &ast::Expr, params: &[Value]) -> Result<Value> {
         let catalog = self.info.engine.catalog();
-        let env = Env::new(&catalog, ReadView::current(0), params, self.info.now_us(), &self.info, &crate::show::SYSTEM_SCHEMAS);
+        let env = crate::show::statement_env(&catalog, ReadView::current(0), params, self.info.now_us(), &self.info);
         let scope = crate::bind::Scope::default();
         crate::bind::Binder::new(&env, &scope, "field list").bind(e)?.eval(&env, &crate::expr::RowCtx::new(&[]))
     }

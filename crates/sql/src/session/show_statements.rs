@@ -10,7 +10,7 @@ use sqlparser::ast::{self, Statement};
 
 use crate::engine::{Engine, gtid_executed};
 use crate::error::{Result, SqlError, codes};
-use crate::query::{Env, OutColumn, ResultSet};
+use crate::query::{OutColumn, ResultSet};
 use crate::text::StatementText;
 use crate::vars;
 use crate::{show, view_ddl};
@@ -284,7 +284,7 @@ impl Session {
         let Some(selection) = &sel.selection else { return Ok(rs) };
         let scope = crate::bind::Scope { columns: rs.columns.iter().map(|c| crate::bind::ScopeColumn::computed("", &c.name, c.ty.clone())).collect() };
         let catalog = self.info.engine.catalog();
-        let env = Env::new(&catalog, ReadView::current(0), &[], 0, &self.info, &crate::show::SYSTEM_SCHEMAS);
+        let env = crate::show::statement_env(&catalog, ReadView::current(0), &[], 0, &self.info);
         let cond = crate::bind::Binder::new(&env, &scope, "where clause").bind(selection)?;
         let mut rows = Vec::new();
         for r in rs.rows {
