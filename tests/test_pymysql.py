@@ -341,3 +341,17 @@ def test_explain_names_the_index_each_access_path_reads(conn):
         "k > 3": ("range", "kk"),
         "k + 0 = 3": ("ALL", None),
     }
+
+
+def test_explain_of_a_with_or_parenthesised_query_explains_the_query(conn):
+    """EXPLAIN WITH ... and EXPLAIN (SELECT ...) plan the query, as MySQL's and MariaDB's do;
+    they are not EXPLAIN <table> (DESCRIBE) of a table named WITH."""
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE ew (id INT PRIMARY KEY, k INT)")
+        for sql in ("EXPLAIN WITH c AS (SELECT id FROM ew WHERE id = 1) SELECT * FROM c",
+                    "EXPLAIN WITH RECURSIVE n (i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3) SELECT * FROM n",
+                    "EXPLAIN (SELECT id FROM ew WHERE id = 1)"):
+            cur.execute(sql)
+            names = [d[0] for d in cur.description]
+            assert names[:3] == ["id", "select_type", "table"], sql
+            assert cur.fetchall(), sql
