@@ -31,13 +31,16 @@
 //! load's ascending keys fill the last leaf and start a new one, so leaves stay full.
 
 use std::ops::Bound;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 
 use crossbeam_skiplist::SkipMap;
 use parking_lot::{ArcMutexGuard, Mutex, RawMutex};
 
+use crate::buffer_pool::{BufferPool, Eviction, Resident};
 use crate::handler::ScanOrder;
+use crate::page::{BLOCK_HEADER_BYTES, BlockAddr, BlockHeader, FLAG_STABLE, PageError, PageValue, Reader, put_bytes};
+use crate::page_file::PageFile;
 
 /// Most entries a leaf holds: one more splits it. Small enough that an insert in the
 /// middle of a leaf moves little and that a leaf's mutex is held briefly; large enough that
@@ -49,6 +52,33 @@ pub trait Vacancy: Default {
     fn is_vacant(&self) -> bool;
 }
 
+/// How a paged map reaches its page file and the pool that bounds its resident leaves.
+#[derive(Debug)]
+pub struct Paging {
+    pub file: Arc<PageFile>,
+    pub pool: Arc<BufferPool>,
+    /// Which index of its table the map is (0: the primary key), written into its blocks.
+    pub index: u32,
+}
+
+/// A leaf's paging state (unused in a map without [`Paging`]).
+#[derive(Debug, Default)]
+struct LeafPage {
+    /// The entries are not in memory: `block` holds them.
+    evicted: bool,
+    /// The block holding the entries as they are now; `None` once they change (the block is
+    /// retired then) or before they were first written.
+    block: Option<BlockAddr>,
+    /// Used since the pool's clock hand last passed it.
+    referenced: bool,
+    /// Bytes charged to the pool while resident.
+    charged: u64,
+}
+
+/// Bytes a resident leaf holds besides its entries: the leaf, its mutex and `Arc`, its
+/// skip-list node and its range's keys (an estimate).
+const LEAF_OVERHEAD_BYTES: u64 = 192;
+
 struct Leaf<V> {
     /// Lowest key this leaf covers (inclusive).
     low: Box<[u8]>,
@@ -59,11 +89,12 @@ struct Leaf<V> {
     /// End offset in `keys` of each key.
     ends: Vec<u32>,
     values: Vec<V>,
+    page: LeafPage,
 }
 
 impl<V> Leaf<V> {
     fn new(low: Box<[u8]>, high: Option<Box<[u8]>>) -> Leaf<V> {
-        Leaf { low, high, keys: Vec::new(), ends: Vec::new(), values: Vec::new() }
+        Leaf { low, high, keys: Vec::new(), ends: Vec::new(), values: Vec::new(), page: LeafPage::default() }
     }
 
     fn len(&self) -> usize {
@@ -145,6 +176,67 @@ impl<V> Leaf<V> {
     }
 }
 
+/// Appends the start of a leaf's page image (`docs/page-format.md`, "Leaf images"): the
+/// range it covers. Its entries follow, each written by [`put_image_entry`], to the end of
+/// the payload.
+pub(crate) fn put_image_range(out: &mut Vec<u8>, low: &[u8], high: Option<&[u8]>) {
+    put_bytes(out, low);
+    match high {
+        Some(high) => {
+            out.push(1);
+            put_bytes(out, high);
+        }
+        None => out.push(0),
+    }
+}
+
+/// Appends one entry of a leaf's page image: its key, then its value's bytes.
+pub(crate) fn put_image_entry(out: &mut Vec<u8>, key: &[u8], value: &impl PageValue) {
+    put_bytes(out, key);
+    value.encode(out);
+}
+
+impl<V: PageValue> Leaf<V> {
+    /// Bytes the resident leaf holds, as the pool counts them.
+    fn resident_bytes(&self) -> u64 {
+        let vectors = self.keys.capacity() + self.ends.capacity() * 4 + self.values.capacity() * std::mem::size_of::<V>();
+        let heap: usize = self.values.iter().map(PageValue::heap_bytes).sum();
+        (vectors + heap) as u64 + LEAF_OVERHEAD_BYTES + self.low.len() as u64
+    }
+
+    /// Appends the leaf's page image.
+    fn encode_image(&self, out: &mut Vec<u8>) {
+        put_image_range(out, &self.low, self.high.as_deref());
+        for (i, value) in self.values.iter().enumerate() {
+            put_image_entry(out, self.key(i), value);
+        }
+    }
+
+    /// The leaf a page image holds, checked: its keys ascend and lie in its range.
+    fn decode_image(payload: &[u8]) -> Result<Leaf<V>, PageError> {
+        let mut reader = Reader::new(payload);
+        let low: Box<[u8]> = reader.bytes()?.into();
+        let high: Option<Box<[u8]>> = match reader.u8()? {
+            0 => None,
+            1 => Some(reader.bytes()?.into()),
+            _ => return Err(PageError::Malformed("a leaf's upper bound flag is neither 0 nor 1")),
+        };
+        let mut leaf = Leaf::new(low, high);
+        while !reader.is_empty() {
+            let key = reader.bytes()?;
+            let value = V::decode(&mut reader)?;
+            let after_last = leaf.values.is_empty() || leaf.key(leaf.len() - 1) < key;
+            if !after_last || !leaf.covers(key) {
+                return Err(PageError::Malformed("a leaf's keys out of order or out of its range"));
+            }
+            leaf.keys.extend_from_slice(key);
+            leaf.ends.push(u32::try_from(leaf.keys.len()).map_err(|_| PageError::Malformed("a leaf past 4 GiB of keys"))?);
+            leaf.values.push(value);
+        }
+        Ok(leaf)
+    }
+}
+
 type LeafRef<V> = Arc<Mutex<Leaf<V>>>;
 type LockedLeaf<V> = ArcMutexGuard<RawMutex, Leaf<V>>;
 
@@ -154,6 +246,61 @@ pub struct LeafMap<V> {
     leaves: SkipMap<Box<[u8]>, LeafRef<V>>,
     /// Entries in all leaves.
     len: AtomicU64,
+    /// Where evicted leaves go; `None`: every leaf stays in memory.
+    paging: Option<Arc<Paging>>,
+}
+
+/// A resident leaf of a paged map, as the pool's clock holds it.
+struct ResidentLeaf<V> {
+    leaf: Weak<Mutex<Leaf<V>>>,
+    paging: Arc<Paging>,
+}
+
+impl<V: PageValue + Send + 'static> Resident for ResidentLeaf<V> {
+    fn try_evict(&self, pool: &BufferPool) -> Eviction {
+        let Some(leaf) = self.leaf.upgrade() else { return Eviction::Gone };
+        let Some(mut leaf) = leaf.try_lock() else { return Eviction::Keep };
+        if leaf.page.evicted {
+            return Eviction::Gone;
+        }
+        if leaf.page.referenced {
+            leaf.page.referenced = false;
+            return Eviction::Keep;
+        }
+        if leaf.page.block.is_none() {
+            match write_leaf(&leaf, &self.paging) {
+                Ok(addr) => leaf.page.block = Some(addr),
+                Err(e) => {
+                    // The leaf stays resident and dirty; the pool stays over its bound
+                    // until a write succeeds. Nothing is lost: the log holds every commit.
+                    tracing_error(&self.paging, &e);
+                    return Eviction::Keep;
+                }
+            }
+            pool.counters.pages_written.fetch_add(1, Ordering::Relaxed);
+        }
+        leaf.keys = Vec::new();
+        leaf.ends = Vec::new();
+        leaf.values = Vec::new();
+        leaf.page.evicted = true;
+        pool.release(std::mem::take(&mut leaf.page.charged));
+        Eviction::Evicted
+    }
+}
+
+/// An eviction's write failed: said once per failure on standard error, as storage has no
+/// logger of its own (the server's log picks standard error up).
+fn tracing_error(paging: &Paging, e: &std::io::Error) {
+    eprintln!("quill: evicting a leaf of {} failed, it stays in memory: {e}", paging.file.path().display());
+}
+
+/// Writes `leaf`'s image to a new block of its page file.
+fn write_leaf<V: PageValue>(leaf: &Leaf<V>, paging: &Paging) -> std::io::Result<BlockAddr> {
+    let mut block = vec![0; BLOCK_HEADER_BYTES];
+    leaf.encode_image(&mut block);
+    let stable = leaf.values.iter().all(PageValue::is_stable);
+    let header = BlockHeader { kind: V::KIND, flags: if stable { FLAG_STABLE } else { 0 }, index: paging.index };
+    paging.file.write(&mut block, header)
 }
 
 /// A walk's place: where the next step starts, and where the walk ends.
@@ -227,20 +374,145 @@ impl<V> Default for Finger<V> {
     }
 }
 
-impl<V: Vacancy + Send + 'static> Default for LeafMap<V> {
+impl<V: Vacancy + PageValue + Send + 'static> Default for LeafMap<V> {
     fn default() -> Self {
         LeafMap::new()
     }
 }
 
-impl<V: Vacancy + Send + 'static> LeafMap<V> {
+impl<V> Drop for LeafMap<V> {
+    /// A paged map's resident leaves give their bytes back to the pool.
+    fn drop(&mut self) {
+        let Some(paging) = &self.paging else { return };
+        for entry in &self.leaves {
+            let mut leaf = entry.value().lock();
+            if !leaf.page.evicted {
+                leaf.page.evicted = true;
+                paging.pool.release(std::mem::take(&mut leaf.page.charged));
+            }
+        }
+    }
+}
+
+impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
     /// An empty map: one leaf covering every key.
     #[must_use]
     pub fn new() -> LeafMap<V> {
+        LeafMap::with_paging(None)
+    }
+
+    fn with_paging(paging: Option<Arc<Paging>>) -> LeafMap<V> {
         let leaves = SkipMap::new();
         let first: Box<[u8]> = Box::default();
         leaves.insert(first.clone(), Arc::new(Mutex::new(Leaf::new(first, None))));
-        LeafMap { leaves, len: AtomicU64::new(0) }
+        LeafMap { leaves, len: AtomicU64::new(0), paging }
+    }
+
+    /// An empty paged map: its leaves leave memory when `paging`'s pool needs room.
+    #[must_use]
+    pub fn paged(paging: Arc<Paging>) -> LeafMap<V> {
+        let map = LeafMap::with_paging(Some(paging));
+        let first = Arc::clone(map.leaves.front().expect("a map has a leaf").value());
+        map.admit_new(&mut first.lock(), &first);
+        map
+    }
+
+    /// A paged map of `len` entries whose leaves are all on disk: `leaves` gives each leaf's
+    /// lowest key and block, in key order, the first at the empty key (a checkpoint's
+    /// directory of the map).
+    ///
+    /// # Panics
+    /// If `leaves` does not start at the empty key or is not in ascending order.
+    #[must_use]
+    pub fn on_disk(paging: Arc<Paging>, leaves: Vec<(Box<[u8]>, BlockAddr)>, len: u64) -> LeafMap<V> {
+        assert!(leaves.first().is_some_and(|(low, _)| low.is_empty()), "a map's first leaf starts at the empty key");
+        let map = SkipMap::new();
+        let highs = leaves.iter().skip(1).map(|(low, _)| Some(low.clone())).chain([None]);
+        for ((low, block), high) in leaves.iter().zip(highs) {
+            assert!(high.as_ref().is_none_or(|high| high > low), "a map's leaves ascend");
+            let mut leaf = Leaf::new(low.clone(), high);
+            leaf.page = LeafPage { evicted: true, block: Some(*block), referenced: false, charged: 0 };
+            map.insert(low.clone(), Arc::new(Mutex::new(leaf)));
+        }
+        LeafMap { leaves: map, len: AtomicU64::new(len), paging: Some(paging) }
+    }
+
+    /// Every leaf's lowest key and block, in key order, when every leaf is on disk or
+    /// written since it last changed; `None` otherwise (a test's look at where a map stands).
+    #[cfg(test)]
+    fn directory(&self) -> Option<Vec<(Box<[u8]>, BlockAddr)>> {
+        self.leaves
+            .iter()
+            .map(|e| {
+                let leaf = e.value().lock();
+                leaf.page.block.map(|b| (leaf.low.clone(), b))
+            })
+            .collect()
+    }
+
+    /// A paged map's leaf just made (split off, or the first): resident and charged.
+    fn admit_new(&self, leaf: &mut Leaf<V>, leaf_ref: &LeafRef<V>) {
+        let Some(paging) = &self.paging else { return };
+        leaf.page.charged = leaf.resident_bytes();
+        paging.pool.admit(Box::new(ResidentLeaf { leaf: Arc::downgrade(leaf_ref), paging: Arc::clone(paging) }), leaf.page.charged);
+    }
+
+    /// A leaf was just locked to be used: mark it used, and read it in if it is on disk.
+    fn admit(&self, leaf: &mut LockedLeaf<V>) {
+        let Some(paging) = &self.paging else { return };
+        paging.pool.counters.read_requests.fetch_add(1, Ordering::Relaxed);
+        leaf.page.referenced = true;
+        if !leaf.page.evicted {
+            return;
+        }
+        let addr = leaf.page.block.expect("an evicted leaf has a block");
+        // A block that does not read back is a damaged disk: stop rather than answer without
+        // the rows it holds (InnoDB stops on a corrupt page too).
+        let block = paging.file.read(addr).unwrap_or_else(|e| panic!("reading a leaf back: {e}"));
+        let header = block.header();
+        assert!(
+            header.kind == V::KIND && header.index == paging.index,
+            "{}: block at {addr} is of kind {} index {}, expected kind {} index {}",
+            paging.file.path().display(),
+            header.kind,
+            header.index,
+            V::KIND,
+            paging.index
+        );
+        let image = Leaf::<V>::decode_image(block.payload()).unwrap_or_else(|e| panic!("{}: block at {addr}: {e}", paging.file.path().display()));
+        // The leaf's range may have grown since (an empty neighbour given to it), never shrunk.
+        let within = image.low == leaf.low && leaf.high.as_deref().is_none_or(|high| image.high.as_deref().is_some_and(|h| h <= high));
+        assert!(within, "{}: block at {addr} holds another range than its leaf", paging.file.path().display());
+        leaf.keys = image.keys;
+        leaf.ends = image.ends;
+        leaf.values = image.values;
+        leaf.page.evicted = false;
+        paging.pool.counters.reads.fetch_add(1, Ordering::Relaxed);
+        let leaf_ref = Arc::clone(ArcMutexGuard::mutex(leaf));
+        self.admit_new(leaf, &leaf_ref);
+    }
+
+    /// After a call: if the pool is over its bound, make room (no leaf of this call is held).
+    fn make_room(&self) {
+        if let Some(paging) = &self.paging {
+            paging.pool.make_room();
+        }
+    }
+
+    /// A locked leaf is about to change: its block no longer holds it, and is retired.
+    fn will_change(&self, leaf: &mut Leaf<V>) {
+        let Some(paging) = &self.paging else { return };
+        if let Some(block) = leaf.page.block.take() {
+            paging.file.retire(block);
+        }
+    }
+
+    /// A locked leaf changed: charge the pool the difference.
+    fn recharge(&self, leaf: &mut Leaf<V>) {
+        let Some(paging) = &self.paging else { return };
+        let now = leaf.resident_bytes();
+        paging.pool.charge(leaf.page.charged, now);
+        leaf.page.charged = now;
     }
 
     /// How many entries the map holds.
@@ -256,8 +528,9 @@ impl<V: Vacancy + Send + 'static> LeafMap<V> {
     fn leaf_for(&self, key: &[u8]) -> LockedLeaf<V> {
         loop {
             let entry = self.leaves.upper_bound(Bound::Included(key)).expect("the first leaf starts at the empty key, below every key");
-            let leaf = entry.value().lock_arc();
+            let mut leaf = entry.value().lock_arc();
             if leaf.covers(key) {
+                self.admit(&mut leaf);
                 return leaf;
             }
             // Split after we found it: the upper part is published already.
@@ -269,8 +542,9 @@ impl<V: Vacancy + Send + 'static> LeafMap<V> {
     fn leaf_below(&self, key: &[u8]) -> Option<LockedLeaf<V>> {
         loop {
             let entry = self.leaves.upper_bound(Bound::Excluded(key))?;
-            let leaf = entry.value().lock_arc();
+            let mut leaf = entry.value().lock_arc();
             if leaf.high.as_deref().is_none_or(|high| high >= key) {
+                self.admit(&mut leaf);
                 return Some(leaf);
             }
         }
@@ -280,8 +554,9 @@ impl<V: Vacancy + Send + 'static> LeafMap<V> {
     fn last_leaf(&self) -> LockedLeaf<V> {
         loop {
             let entry = self.leaves.back().expect("a map has a leaf");
-            let leaf = entry.value().lock_arc();
+            let mut leaf = entry.value().lock_arc();
             if leaf.high.is_none() {
+                self.admit(&mut leaf);
                 return leaf;
             }
         }
@@ -291,29 +566,52 @@ impl<V: Vacancy + Send + 'static> LeafMap<V> {
     /// it vacant (and the leaf, after unlocking it, if that left it empty), or split the leaf
     /// if an entry added for `f` took it over its bound.
     fn run<R>(&self, mut leaf: LockedLeaf<V>, i: usize, f: impl FnOnce(&mut V) -> R) -> R {
+        self.will_change(&mut leaf);
         let result = f(&mut leaf.values[i]);
         if leaf.values[i].is_vacant() {
             leaf.remove_at(i);
             self.len.fetch_sub(1, Ordering::Relaxed);
+            self.recharge(&mut leaf);
             self.remove_if_empty(leaf);
         } else if leaf.len() > LEAF_ENTRIES_MAX {
             self.split(leaf, i);
+        } else {
+            self.recharge(&mut leaf);
+            drop(leaf);
         }
+        self.make_room();
         result
     }
 
     /// Run `f` on the value at `key`, if there is one, under its leaf's mutex.
     pub fn with<R>(&self, key: &[u8], f: impl FnOnce(&mut V) -> R) -> Option<R> {
         let leaf = self.leaf_for(key);
-        let i = leaf.search(key).ok()?;
+        let Ok(i) = leaf.search(key) else {
+            drop(leaf);
+            self.make_room();
+            return None;
+        };
         Some(self.run(leaf, i, f))
+    }
+
+    /// Run `f` on the value at `key`, if there is one, under its leaf's mutex, changing
+    /// nothing (a paged leaf read so stays clean).
+    pub fn read<R>(&self, key: &[u8], f: impl FnOnce(&V) -> R) -> Option<R> {
+        let leaf = self.leaf_for(key);
+        let result = leaf.search(key).ok().map(|i| f(&leaf.values[i]));
+        drop(leaf);
+        self.make_room();
+        result
     }
 
     /// The leaf covering `key`, locked: `finger`'s if it does, else found by a search; the
     /// finger keeps it for next time. The finger's leaf is unlocked before another is locked
     /// (one leaf at a time).
     fn leaf_near(&self, finger: &mut Finger<V>, key: &[u8]) -> LockedLeaf<V> {
-        let near = finger.leaf.take().map(|leaf| leaf.lock_arc()).filter(|leaf| leaf.covers(key));
+        let near = finger.leaf.take().map(|leaf| leaf.lock_arc()).filter(|leaf| leaf.covers(key)).map(|mut leaf| {
+            self.admit(&mut leaf);
+            leaf
+        });
         let leaf = near.unwrap_or_else(|| self.leaf_for(key));
         finger.leaf = Some(Arc::clone(ArcMutexGuard::mutex(&leaf)));
         leaf
@@ -323,12 +621,29 @@ impl<V: Vacancy + Send + 'static> LeafMap<V> {
     pub fn with_near<R>(&self, finger: &mut Finger<V>, key: &[u8], f: impl FnOnce(&mut V) -> R) -> Option<R> {
         let leaf = self.leaf_near(finger, key);
         let hint = [finger.at, finger.at + 1].into_iter().find(|&i| i < leaf.len() && leaf.key(i) == key);
-        let i = match hint {
+        let i = match hint.map_or_else(|| leaf.search(key).ok(), Some) {
             Some(i) => i,
-            None => leaf.search(key).ok()?,
+            None => {
+                drop(leaf);
+                self.make_room();
+                return None;
+            }
         };
         finger.at = i;
         Some(self.run(leaf, i, f))
+    }
+
+    /// As [`LeafMap::read`], starting from the leaf `finger` used last.
+    pub fn read_near<R>(&self, finger: &mut Finger<V>, key: &[u8], f: impl FnOnce(&V) -> R) -> Option<R> {
+        let leaf = self.leaf_near(finger, key);
+        let hint = [finger.at, finger.at + 1].into_iter().find(|&i| i < leaf.len() && leaf.key(i) == key);
+        let result = hint.or_else(|| leaf.search(key).ok()).map(|i| {
+            finger.at = i;
+            f(&leaf.values[i])
+        });
+        drop(leaf);
+        self.make_room();
+        result
     }
 
     /// Run `f` on the value at `key`, a vacant one inserted first if there is none.
@@ -371,7 +686,7 @@ impl<V: Vacancy + Send + 'static> LeafMap<V> {
     /// in a cycle. A removed leaf covers nothing (`high == low`), so a caller that found it a
     /// moment earlier looks again.
     fn remove_if_empty(&self, leaf: LockedLeaf<V>) {
-        if leaf.len() > 0 || leaf.low.is_empty() {
+        if leaf.len() > 0 || leaf.low.is_empty() || leaf.page.evicted {
             return;
         }
         let low = leaf.low.clone();
@@ -388,12 +703,18 @@ impl<V: Vacancy + Send + 'static> LeafMap<V> {
             }
             let Some(entry) = self.leaves.get(&low[..]) else { return };
             let mut dead = entry.value().lock_arc();
-            if dead.len() > 0 || !dead.covers(&low) {
+            if dead.len() > 0 || dead.page.evicted || !dead.covers(&low) {
                 return;
             }
             left.high = dead.high.take();
             dead.high = Some(dead.low.clone());
             entry.remove();
+            if let Some(paging) = &self.paging {
+                // Gone from the map: no block, no bytes; the clock forgets it.
+                self.will_change(&mut dead);
+                dead.page.evicted = true;
+                paging.pool.release(std::mem::take(&mut dead.page.charged));
+            }
             return;
         }
     }
@@ -405,15 +726,24 @@ impl<V: Vacancy + Send + 'static> LeafMap<V> {
         let at = if added == leaf.len() - 1 { added } else { leaf.len() / 2 };
         let right = leaf.split_off(at);
         let low = right.low.clone();
+        self.recharge(&mut leaf);
+        let right = Arc::new(Mutex::new(right));
+        self.admit_new(&mut right.lock(), &right);
         // Published before the left leaf's mutex is released (the module's invariant).
-        self.leaves.insert(low, Arc::new(Mutex::new(right)));
+        self.leaves.insert(low, right);
         drop(leaf);
     }
 
     /// One step of `walk`: `visit` is called on the entries of one leaf in the walk's order,
     /// under that leaf's mutex, until it returns `false` or the leaf or the walk ends. The
     /// next step resumes after the last entry visited.
-    pub fn step(&self, walk: &mut Walk, mut visit: impl FnMut(&[u8], &V) -> bool) {
+    pub fn step(&self, walk: &mut Walk, visit: impl FnMut(&[u8], &V) -> bool) {
+        self.step_in(walk, visit);
+        self.make_room();
+    }
+
+    /// [`LeafMap::step`] but for making room after it.
+    fn step_in(&self, walk: &mut Walk, mut visit: impl FnMut(&[u8], &V) -> bool) {
         if walk.done {
             return;
         }
@@ -477,15 +807,38 @@ impl<V: Vacancy + Send + 'static> LeafMap<V> {
 }
 
 #[cfg(test)]
+mod paged_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
     #[derive(Default, Debug, Clone, PartialEq)]
-    struct Count(u32);
+    pub(super) struct Count(pub(super) u32);
 
     impl Vacancy for Count {
         fn is_vacant(&self) -> bool {
             self.0 == 0
+        }
+    }
+
+    impl PageValue for Count {
+        const KIND: u8 = crate::page::KIND_ENTRIES;
+
+        fn encode(&self, out: &mut Vec<u8>) {
+            crate::page::put_varint(out, u64::from(self.0));
+        }
+
+        fn decode(reader: &mut Reader<'_>) -> Result<Count, PageError> {
+            u32::try_from(reader.varint()?).map(Count).map_err(|_| PageError::Malformed("a count past u32"))
+        }
+
+        fn heap_bytes(&self) -> usize {
+            0
+        }
+
+        fn is_stable(&self) -> bool {
+            true
         }
     }
 
@@ -509,6 +862,38 @@ mod tests {
             });
         }
         out
+    }
+
+    #[test]
+    fn a_leaf_reads_back_from_its_page_image_and_a_damaged_image_is_refused() {
+        use crate::chain::{Chain, Stamp, Version};
+        let mut leaf: Leaf<Chain> = Leaf::new(key(10).into(), Some(key(90).into()));
+        for n in [10, 20, 30] {
+            let mut chain = Chain::default();
+            chain.versions.push(Version { stamp: Stamp::committed(u64::from(n)), row: Some(vec![n as u8; n as usize].into()) });
+            let at = leaf.search(&key(n)).unwrap_err();
+            leaf.insert_at(at, &key(n), chain);
+        }
+        let mut image = Vec::new();
+        leaf.encode_image(&mut image);
+        let back = Leaf::<Chain>::decode_image(&image).unwrap();
+        assert_eq!((back.low.clone(), back.high.clone()), (leaf.low.clone(), leaf.high.clone()));
+        assert_eq!((back.keys.clone(), back.ends.clone()), (leaf.keys.clone(), leaf.ends.clone()));
+        assert_eq!(format!("{:?}", back.values), format!("{:?}", leaf.values));
+        // A last leaf (no upper bound) and an empty one.
+        let mut image = Vec::new();
+        Leaf::<Chain>::new(Box::default(), None).encode_image(&mut image);
+        assert_eq!(Leaf::<Chain>::decode_image(&image).unwrap().len(), 0);
+        // Keys outside the range, or out of order, are refused.
+        let mut bad = Vec::new();
+        put_image_range(&mut bad, &key(40), None);
+        put_image_entry(&mut bad, &key(30), &leaf.values[0]);
+        assert!(Leaf::<Chain>::decode_image(&bad).is_err());
+        let mut bad = Vec::new();
+        put_image_range(&mut bad, &key(0), None);
+        put_image_entry(&mut bad, &key(30), &leaf.values[0]);
+        put_image_entry(&mut bad, &key(20), &leaf.values[0]);
+        assert!(Leaf::<Chain>::decode_image(&bad).is_err());
     }
 
     #[test]

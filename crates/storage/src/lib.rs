@@ -7,6 +7,7 @@
 //! write reports [`table::WriteError::Locked`]; the `sql` layer coerces values to
 //! column types before they reach a [`table::Table`].
 
+pub mod buffer_pool;
 pub mod chain;
 pub mod checkpoint;
 pub mod decimal;
@@ -14,6 +15,8 @@ pub mod format;
 pub mod handler;
 pub mod key;
 pub mod leaf_map;
+pub mod page;
+pub mod page_file;
 pub mod row;
 pub mod table;
 pub mod value;

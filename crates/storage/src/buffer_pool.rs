@@ -1,0 +1,170 @@
+//! The buffer pool: the bound on the bytes that resident leaves of paged tables hold
+//! (`innodb_buffer_pool_size`), and the choice of which leaf leaves memory when a load or a
+//! write takes the pool past it.
+//!
+//! A paged leaf ([`crate::leaf_map`]) is resident (its entries in memory, reached through
+//! the map's skip list at in-memory speed) or on disk (only its block's address is kept).
+//! Every leaf made resident is *admitted* here with the bytes it holds, and every change to a
+//! resident leaf's size is *charged*. When the resident bytes pass the capacity, the thread
+//! that passed it makes room ([`BufferPool::make_room`]) before it goes on: a second-chance
+//! clock over the admitted leaves, oldest first, skips a leaf used since the hand last passed
+//! (and clears its mark) or one another thread holds, and evicts the first other one: a dirty
+//! leaf's image is written to a new block of its page file first ([`crate::page_file`]).
+//!
+//! Bounds: the clock holds one entry per resident leaf; one `make_room` call visits each
+//! entry at most twice ([`MAKE_ROOM_PASSES`]), so a pool whose every leaf is held or pinned
+//! stays over its capacity for that moment rather than spinning. Never more than one
+//! leaf's mutex is held by a call here, and only with `try_lock`: making room can never wait
+//! on a leaf, so it cannot deadlock with the caller's own.
+//!
+//! Where it sits: storage, below the tables. One pool serves every paged table of an engine.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+
+/// MySQL 8's default `innodb_buffer_pool_size`: 128 MiB.
+pub const DEFAULT_CAPACITY_BYTES: u64 = 128 << 20;
+
+/// How many times one [`BufferPool::make_room`] call may pass over the clock: once to clear
+/// the marks of leaves used since, once more to evict them.
+pub const MAKE_ROOM_PASSES: usize = 2;
+
+/// What an attempt to evict a leaf came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Eviction {
+    /// The leaf left memory, giving back these bytes (already uncharged).
+    Evicted,
+    /// Used since the hand last passed, or held by another thread: keep it for now.
+    Keep,
+    /// The leaf is gone from its map, or was evicted already: forget it.
+    Gone,
+}
+
+/// A resident leaf as the clock sees it.
+pub(crate) trait Resident: Send + Sync {
+    /// Evict the leaf unless it is in use (see [`Eviction`]).
+    fn try_evict(&self, pool: &BufferPool) -> Eviction;
+}
+
+/// Counters under InnoDB's names (`SHOW GLOBAL STATUS`, `INNODB_BUFFER_POOL_STATS`).
+#[derive(Debug, Default)]
+pub struct PoolCounters {
+    /// Leaf lookups (`Innodb_buffer_pool_read_requests`).
+    pub read_requests: AtomicU64,
+    /// Lookups that had to read a leaf from disk (`Innodb_buffer_pool_reads`).
+    pub reads: AtomicU64,
+    /// Leaves written to disk by eviction (`Innodb_buffer_pool_pages_flushed`, with
+    /// checkpoint writes).
+    pub pages_written: AtomicU64,
+    /// Leaves evicted, clean or dirty (`Innodb_buffer_pool_pages_evicted`: InnoDB has no
+    /// status variable for it, so the name is Quill's).
+    pub evictions: AtomicU64,
+    /// Times a thread found the pool full and made room (`Innodb_buffer_pool_wait_free`
+    /// counts the times it had to wait; here it never waits, it evicts).
+    pub make_room_calls: AtomicU64,
+}
+
+/// See the module documentation.
+pub struct BufferPool {
+    capacity_bytes: AtomicU64,
+    resident_bytes: AtomicU64,
+    resident_leaves: AtomicU64,
+    clock: Mutex<VecDeque<Box<dyn Resident>>>,
+    pub counters: PoolCounters,
+}
+
+impl std::fmt::Debug for BufferPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BufferPool").field("capacity_bytes", &self.capacity_bytes()).field("resident_bytes", &self.resident_bytes()).finish_non_exhaustive()
+    }
+}
+
+impl BufferPool {
+    #[must_use]
+    pub fn new(capacity_bytes: u64) -> BufferPool {
+        BufferPool {
+            capacity_bytes: AtomicU64::new(capacity_bytes),
+            resident_bytes: AtomicU64::new(0),
+            resident_leaves: AtomicU64::new(0),
+            clock: Mutex::new(VecDeque::new()),
+            counters: PoolCounters::default(),
+        }
+    }
+
+    #[must_use]
+    pub fn capacity_bytes(&self) -> u64 {
+        self.capacity_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Sets the capacity (`SET GLOBAL innodb_buffer_pool_size`); a smaller one is reached as
+    /// leaves are next loaded or written, or at once by [`BufferPool::make_room`].
+    pub fn set_capacity_bytes(&self, bytes: u64) {
+        self.capacity_bytes.store(bytes, Ordering::Relaxed);
+    }
+
+    /// Bytes resident leaves hold now.
+    #[must_use]
+    pub fn resident_bytes(&self) -> u64 {
+        self.resident_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Leaves resident now (`Innodb_buffer_pool_pages_data`).
+    #[must_use]
+    pub fn resident_leaves(&self) -> u64 {
+        self.resident_leaves.load(Ordering::Relaxed)
+    }
+
+    #[must_use]
+    pub fn is_over_capacity(&self) -> bool {
+        self.resident_bytes() > self.capacity_bytes()
+    }
+
+    /// A leaf became resident holding `bytes`.
+    pub(crate) fn admit(&self, leaf: Box<dyn Resident>, bytes: u64) {
+        self.resident_bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.resident_leaves.fetch_add(1, Ordering::Relaxed);
+        self.clock.lock().push_back(leaf);
+    }
+
+    /// A resident leaf's size changed from `before` to `after` bytes.
+    pub(crate) fn charge(&self, before: u64, after: u64) {
+        if after >= before {
+            self.resident_bytes.fetch_add(after - before, Ordering::Relaxed);
+        } else {
+            self.resident_bytes.fetch_sub(before - after, Ordering::Relaxed);
+        }
+    }
+
+    /// A resident leaf holding `bytes` left memory (evicted, or dropped with its table).
+    pub(crate) fn release(&self, bytes: u64) {
+        self.resident_bytes.fetch_sub(bytes, Ordering::Relaxed);
+        self.resident_leaves.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Evicts leaves until the resident bytes are within the capacity, or every leaf has
+    /// been passed [`MAKE_ROOM_PASSES`] times. Returns how many were evicted.
+    pub fn make_room(&self) -> usize {
+        if !self.is_over_capacity() {
+            return 0;
+        }
+        self.counters.make_room_calls.fetch_add(1, Ordering::Relaxed);
+        let mut visits_left = self.clock.lock().len() * MAKE_ROOM_PASSES;
+        let mut evicted = 0;
+        while visits_left > 0 && self.is_over_capacity() {
+            visits_left -= 1;
+            // The leaf is tried with the clock unlocked: an eviction may write a block.
+            let Some(leaf) = self.clock.lock().pop_front() else { break };
+            match leaf.try_evict(self) {
+                Eviction::Evicted => {
+                    evicted += 1;
+                    self.counters.evictions.fetch_add(1, Ordering::Relaxed);
+                }
+                Eviction::Keep => self.clock.lock().push_back(leaf),
+                Eviction::Gone => {}
+            }
+        }
+        evicted
+    }
+}

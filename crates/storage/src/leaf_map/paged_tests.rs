@@ -1,0 +1,232 @@
+//! Tests of a paged [`LeafMap`]: leaves leave memory when the pool needs room and come back
+//! when used, and the map never loses, duplicates or reorders an entry for it.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::path::Path;
+use std::sync::Arc;
+
+use quill_io::{Fs, SimFs};
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+
+use super::tests::Count;
+use super::{LeafMap, Paging, Walk};
+use crate::buffer_pool::BufferPool;
+use crate::handler::ScanOrder;
+use crate::page::{BlockAddr, PageError, PageValue, Reader};
+use crate::page_file::PageFile;
+
+fn paging(fs: &SimFs, capacity_bytes: u64) -> Arc<Paging> {
+    fs.create_dir_all(Path::new("/d")).unwrap();
+    let file = Arc::new(PageFile::create(fs, Path::new("/d/t.qpage")).unwrap());
+    Arc::new(Paging { file, pool: Arc::new(BufferPool::new(capacity_bytes)), index: 0 })
+}
+
+fn key(n: u32) -> Vec<u8> {
+    n.to_be_bytes().to_vec()
+}
+
+fn everything(map: &LeafMap<Count>) -> Vec<(u32, u32)> {
+    let mut walk = Walk::new(Bound::Unbounded, Bound::Unbounded, ScanOrder::Ascending);
+    let mut out = Vec::new();
+    while !walk.is_done() {
+        map.step(&mut walk, |k, v| {
+            out.push((u32::from_be_bytes(k.try_into().unwrap()), v.0));
+            true
+        });
+    }
+    out
+}
+
+/// The most a pool may hold past its capacity between calls: the one leaf a call made
+/// resident or grew last, which it could not evict while it held it (an estimate of a full
+/// leaf of `Count`s).
+const SLACK_BYTES: u64 = 4096;
+
+#[test]
+fn a_map_over_a_pool_smaller_than_it_keeps_every_entry() {
+    for seed in 0..20u64 {
+        let fs = SimFs::new();
+        let paging = paging(&fs, 16 << 10);
+        let map: LeafMap<Count> = LeafMap::paged(Arc::clone(&paging));
+        let mut model: BTreeMap<u32, u32> = BTreeMap::new();
+        let mut rng = StdRng::seed_from_u64(seed);
+        for step in 0..6000u32 {
+            let n = rng.random_range(0..4000u32);
+            match rng.random_range(0..10) {
+                0..6 => {
+                    let v = rng.random_range(1..1000);
+                    map.with_or_insert(&key(n), |c| c.0 = v);
+                    model.insert(n, v);
+                }
+                6..8 => {
+                    // A removal: the map drops the entry left vacant.
+                    map.with(&key(n), |c| c.0 = 0);
+                    model.remove(&n);
+                }
+                _ => assert_eq!(map.read(&key(n), |c| c.0), model.get(&n).copied(), "seed {seed} step {step}: key {n}"),
+            }
+            let pool = &paging.pool;
+            assert!(pool.resident_bytes() <= pool.capacity_bytes() + SLACK_BYTES, "seed {seed} step {step}: {} resident", pool.resident_bytes());
+        }
+        assert_eq!(everything(&map), model.iter().map(|(&k, &v)| (k, v)).collect::<Vec<_>>(), "seed {seed}");
+        assert_eq!(map.len(), model.len() as u64);
+        let counters = &paging.pool.counters;
+        assert!(counters.evictions.load(std::sync::atomic::Ordering::Relaxed) > 100, "seed {seed}: the pool did evict");
+        assert!(counters.reads.load(std::sync::atomic::Ordering::Relaxed) > 100, "seed {seed}: evicted leaves were read back");
+        drop(map);
+        assert_eq!(paging.pool.resident_bytes(), 0, "seed {seed}: a dropped map gives its bytes back");
+        assert_eq!(paging.pool.resident_leaves(), 0);
+    }
+}
+
+#[test]
+fn a_map_opened_from_its_directory_holds_what_it_held() {
+    let fs = SimFs::new();
+    let paging = paging(&fs, 1 << 20);
+    let map: LeafMap<Count> = LeafMap::paged(Arc::clone(&paging));
+    for n in (0..3000u32).rev() {
+        map.with_or_insert(&key(n * 7), |c| c.0 = n + 1);
+    }
+    // Every leaf out of memory: each dirty one is written on the way.
+    paging.pool.set_capacity_bytes(0);
+    paging.pool.make_room();
+    paging.pool.make_room();
+    assert_eq!(paging.pool.resident_bytes(), 0);
+    let directory = map.directory().expect("every leaf written");
+    assert!(directory.len() > 40, "{} leaves", directory.len());
+    let before = everything(&map);
+    paging.file.sync().unwrap();
+    let blocks: Vec<BlockAddr> = directory.iter().map(|&(_, b)| b).collect();
+    // What a restart sees: the file as the directory names it, nothing else.
+    let crashed = fs.crash_process();
+    let file = Arc::new(PageFile::open(&crashed, Path::new("/d/t.qpage"), &blocks).unwrap());
+    let reopened = Arc::new(Paging { file, pool: Arc::new(BufferPool::new(64 << 10)), index: 0 });
+    let map_again: LeafMap<Count> = LeafMap::on_disk(Arc::clone(&reopened), directory, map.len());
+    assert_eq!(reopened.pool.resident_bytes(), 0, "opening reads no leaf");
+    assert_eq!(map_again.read(&key(700), |c| c.0), Some(101));
+    assert_eq!(everything(&map_again), before);
+    assert_eq!(map_again.len(), 3000);
+}
+
+#[test]
+fn a_leaf_used_since_the_hand_passed_is_kept_and_a_held_leaf_is_skipped() {
+    let fs = SimFs::new();
+    let paging = paging(&fs, 1 << 30);
+    let map: LeafMap<Count> = LeafMap::paged(Arc::clone(&paging));
+    for n in 0..1000u32 {
+        map.with_or_insert(&key(n), |c| c.0 = 1);
+    }
+    let leaves = paging.pool.resident_leaves();
+    assert!(leaves > 10);
+    // Every leaf was used since it was admitted: the first pass only clears their marks.
+    paging.pool.set_capacity_bytes(0);
+    map.with(&key(500), |c| {
+        // The pool makes room while this leaf is held: it is skipped, not waited for.
+        assert_eq!(paging.pool.make_room() as u64, leaves - 1);
+        c.0 = 2;
+    });
+    assert_eq!(paging.pool.resident_leaves(), 0, "the held leaf goes once released");
+    assert_eq!(map.read(&key(500), |c| c.0), Some(2));
+}
+
+#[test]
+fn writers_and_walkers_beside_a_tiny_pool_see_every_entry_once() {
+    let fs = SimFs::new();
+    let paging = paging(&fs, 8 << 10);
+    let map: Arc<LeafMap<Count>> = Arc::new(LeafMap::paged(Arc::clone(&paging)));
+    // Keys that stay put, so every walk must see each once, in order.
+    for n in (0..2000u32).step_by(2) {
+        map.with_or_insert(&key(n), |c| c.0 = n + 1);
+    }
+    let writers: Vec<_> = (0..3u32)
+        .map(|w| {
+            let map = Arc::clone(&map);
+            std::thread::spawn(move || {
+                let mut rng = StdRng::seed_from_u64(u64::from(w));
+                for _ in 0..4000 {
+                    // Odd keys come and go.
+                    let n = rng.random_range(0..1000u32) * 2 + 1;
+                    if rng.random_range(0..2) == 0 {
+                        map.with_or_insert(&key(n), |c| c.0 = n);
+                    } else {
+                        map.with(&key(n), |c| c.0 = 0);
+                    }
+                }
+            })
+        })
+        .collect();
+    for _ in 0..30 {
+        let seen = everything(&map);
+        assert!(seen.windows(2).all(|w| w[0].0 < w[1].0), "in order, each once");
+        let stable: Vec<u32> = seen.iter().map(|&(k, _)| k).filter(|k| k % 2 == 0).collect();
+        assert_eq!(stable, (0..2000u32).step_by(2).collect::<Vec<_>>());
+    }
+    for w in writers {
+        w.join().unwrap();
+    }
+}
+
+#[test]
+fn an_empty_leaf_removed_from_a_paged_map_gives_its_bytes_back() {
+    let fs = SimFs::new();
+    let paging = paging(&fs, 1 << 30);
+    let map: LeafMap<Count> = LeafMap::paged(Arc::clone(&paging));
+    for n in 0..500u32 {
+        map.with_or_insert(&key(n), |c| c.0 = 1);
+    }
+    let full = paging.pool.resident_leaves();
+    for n in 0..500u32 {
+        map.with(&key(n), |c| c.0 = 0);
+    }
+    assert!(map.is_empty());
+    assert_eq!(paging.pool.resident_leaves(), 1, "only the first leaf is left of {full}");
+    drop(map);
+    assert_eq!(paging.pool.resident_bytes(), 0);
+}
+
+/// A value whose page bytes say more than they hold: a damaged image must never load.
+#[derive(Default, Debug)]
+struct Liar;
+
+impl super::Vacancy for Liar {
+    fn is_vacant(&self) -> bool {
+        false
+    }
+}
+
+impl PageValue for Liar {
+    const KIND: u8 = crate::page::KIND_ENTRIES;
+
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.push(200);
+    }
+
+    fn decode(reader: &mut Reader<'_>) -> Result<Liar, PageError> {
+        let n = reader.len()?;
+        reader.take(n).map(|_| Liar)
+    }
+
+    fn heap_bytes(&self) -> usize {
+        0
+    }
+
+    fn is_stable(&self) -> bool {
+        true
+    }
+}
+
+#[test]
+#[should_panic(expected = "block at")]
+fn a_leaf_whose_image_does_not_decode_stops_rather_than_loads_empty() {
+    let fs = SimFs::new();
+    let paging = paging(&fs, 1 << 20);
+    let map: LeafMap<Liar> = LeafMap::paged(Arc::clone(&paging));
+    map.with_or_insert(&key(1), |_| ());
+    paging.pool.set_capacity_bytes(0);
+    paging.pool.make_room();
+    paging.pool.make_room();
+    assert_eq!(paging.pool.resident_leaves(), 0);
+    map.read(&key(1), |_| ());
+}
