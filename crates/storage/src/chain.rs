@@ -158,7 +158,6 @@ impl PageValue for Chain {
 
 /// Appends the stable image of one row, as a checkpoint writes it: a chain of one version
 /// committed at 0 (seen by every view: recovery starts from it and numbers commits afresh).
-#[cfg_attr(not(test), expect(dead_code, reason = "the paged checkpoint writes these; it lands next"))]
 pub(crate) fn encode_stable(image: &[u8], out: &mut Vec<u8>) {
     put_varint(out, 1);
     put_varint(out, Stamp::committed(0).0);

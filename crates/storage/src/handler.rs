@@ -196,6 +196,31 @@ pub trait Handler: Send + Sync + std::fmt::Debug {
     fn written_rows<'a>(&'a self, txn: TxnId) -> Box<dyn WrittenRows + 'a>;
     /// Install a committed image (or a delete) at `pk` as of `ts`: recovery and copies.
     fn apply_committed(&self, pk: Vec<u8>, row: Option<Row>, ts: Timestamp);
+
+    // ---- pages (a paged engine; an in-memory one has none) -------------------------------
+
+    /// Writes the table as `view` sees it for a checkpoint, as stable pages, and syncs them;
+    /// `horizon` is the oldest timestamp any view reads at (versions at or before it look
+    /// the same to all). `None`: the table keeps its rows in memory, and the checkpoint
+    /// copies them row by row ([`Handler::image_cursor`]).
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn write_pages(&self, view: ReadView, horizon: Timestamp) -> std::io::Result<Option<crate::tablespace::TablePages>> {
+        let _ = (view, horizon);
+        Ok(None)
+    }
+
+    /// A checkpoint naming `pages` is durable and recovery starts from it: blocks replaced
+    /// since that it does not name are free.
+    fn pages_durable(&self, pages: &crate::tablespace::TablePages) {
+        let _ = pages;
+    }
+
+    /// A paged table's file space: bytes allocated and bytes of them free (`DATA_FREE`).
+    fn space(&self) -> Option<(u64, u64)> {
+        None
+    }
 }
 
 /// A cursor over row images ([`Handler::image_cursor`]).

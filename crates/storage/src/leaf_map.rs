@@ -61,6 +61,17 @@ pub struct Paging {
     pub index: u32,
 }
 
+/// One leaf of a map's directory, as a checkpoint names it ([`LeafMap::write_stable`],
+/// [`LeafMap::on_disk`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirectoryLeaf {
+    /// The lowest key the leaf covers; it covers up to the next leaf's.
+    pub low: Box<[u8]>,
+    pub block: BlockAddr,
+    /// Entries the block holds.
+    pub entries: u64,
+}
+
 /// A leaf's paging state (unused in a map without [`Paging`]).
 #[derive(Debug, Default)]
 struct LeafPage {
@@ -69,10 +80,17 @@ struct LeafPage {
     /// The block holding the entries as they are now; `None` once they change (the block is
     /// retired then) or before they were first written.
     block: Option<BlockAddr>,
+    /// `block` is [`FLAG_STABLE`]: a checkpoint may name it as it is.
+    stable: bool,
+    /// Entries `block` holds.
+    block_entries: u64,
     /// Used since the pool's clock hand last passed it.
     referenced: bool,
     /// Bytes charged to the pool while resident.
     charged: u64,
+    /// Changes made to the leaf's entries so far: a checkpoint that copied them knows
+    /// whether they are still what it wrote.
+    changes: u64,
 }
 
 /// Bytes a resident leaf holds besides its entries: the leaf, its mutex and `Arc`, its
@@ -269,7 +287,11 @@ impl<V: PageValue + Send + 'static> Resident for ResidentLeaf<V> {
         }
         if leaf.page.block.is_none() {
             match write_leaf(&leaf, &self.paging) {
-                Ok(addr) => leaf.page.block = Some(addr),
+                Ok((addr, stable)) => {
+                    leaf.page.block = Some(addr);
+                    leaf.page.stable = stable;
+                    leaf.page.block_entries = leaf.len() as u64;
+                }
                 Err(e) => {
                     // The leaf stays resident and dirty; the pool stays over its bound
                     // until a write succeeds. Nothing is lost: the log holds every commit.
@@ -294,13 +316,25 @@ fn tracing_error(paging: &Paging, e: &std::io::Error) {
     eprintln!("quill: evicting a leaf of {} failed, it stays in memory: {e}", paging.file.path().display());
 }
 
-/// Writes `leaf`'s image to a new block of its page file.
-fn write_leaf<V: PageValue>(leaf: &Leaf<V>, paging: &Paging) -> std::io::Result<BlockAddr> {
+/// Writes `leaf`'s image to a new block of its page file; `true` with it when the block is
+/// stable.
+fn write_leaf<V: PageValue>(leaf: &Leaf<V>, paging: &Paging) -> std::io::Result<(BlockAddr, bool)> {
     let mut block = vec![0; BLOCK_HEADER_BYTES];
     leaf.encode_image(&mut block);
     let stable = leaf.values.iter().all(PageValue::is_stable);
     let header = BlockHeader { kind: V::KIND, flags: if stable { FLAG_STABLE } else { 0 }, index: paging.index };
-    paging.file.write(&mut block, header)
+    paging.file.write(&mut block, header).map(|addr| (addr, stable))
+}
+
+/// A leaf a checkpoint must write: its entries from where the checkpoint stands, copied under
+/// its mutex as a page image, and what it needs to know about the leaf afterwards.
+struct Copied<V> {
+    leaf: LeafRef<V>,
+    /// The copy starts at the leaf's `low`: a stable image of it is the whole leaf.
+    whole: bool,
+    changes: u64,
+    high: Option<Box<[u8]>>,
+    image: Vec<u8>,
 }
 
 /// A walk's place: where the next step starts, and where the walk ends.
@@ -424,28 +458,29 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
     /// # Panics
     /// If `leaves` does not start at the empty key or is not in ascending order.
     #[must_use]
-    pub fn on_disk(paging: Arc<Paging>, leaves: Vec<(Box<[u8]>, BlockAddr)>, len: u64) -> LeafMap<V> {
-        assert!(leaves.first().is_some_and(|(low, _)| low.is_empty()), "a map's first leaf starts at the empty key");
+    pub fn on_disk(paging: Arc<Paging>, leaves: &[DirectoryLeaf]) -> LeafMap<V> {
+        assert!(leaves.first().is_some_and(|l| l.low.is_empty()), "a map's first leaf starts at the empty key");
         let map = SkipMap::new();
-        let highs = leaves.iter().skip(1).map(|(low, _)| Some(low.clone())).chain([None]);
-        for ((low, block), high) in leaves.iter().zip(highs) {
-            assert!(high.as_ref().is_none_or(|high| high > low), "a map's leaves ascend");
-            let mut leaf = Leaf::new(low.clone(), high);
-            leaf.page = LeafPage { evicted: true, block: Some(*block), referenced: false, charged: 0 };
-            map.insert(low.clone(), Arc::new(Mutex::new(leaf)));
+        let highs = leaves.iter().skip(1).map(|l| Some(l.low.clone())).chain([None]);
+        for (l, high) in leaves.iter().zip(highs) {
+            assert!(high.as_ref().is_none_or(|high| *high > l.low), "a map's leaves ascend");
+            let mut leaf = Leaf::new(l.low.clone(), high);
+            leaf.page = LeafPage { evicted: true, block: Some(l.block), stable: true, block_entries: l.entries, ..LeafPage::default() };
+            map.insert(l.low.clone(), Arc::new(Mutex::new(leaf)));
         }
+        let len = leaves.iter().map(|l| l.entries).sum();
         LeafMap { leaves: map, len: AtomicU64::new(len), paging: Some(paging) }
     }
 
     /// Every leaf's lowest key and block, in key order, when every leaf is on disk or
     /// written since it last changed; `None` otherwise (a test's look at where a map stands).
     #[cfg(test)]
-    fn directory(&self) -> Option<Vec<(Box<[u8]>, BlockAddr)>> {
+    fn directory(&self) -> Option<Vec<DirectoryLeaf>> {
         self.leaves
             .iter()
             .map(|e| {
                 let leaf = e.value().lock();
-                leaf.page.block.map(|b| (leaf.low.clone(), b))
+                leaf.page.block.map(|block| DirectoryLeaf { low: leaf.low.clone(), block, entries: leaf.page.block_entries })
             })
             .collect()
     }
@@ -500,8 +535,10 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
     }
 
     /// A locked leaf is about to change: its block no longer holds it, and is retired.
+    /// Counted, for [`LeafMap::write_stable`].
     fn will_change(&self, leaf: &mut Leaf<V>) {
         let Some(paging) = &self.paging else { return };
+        leaf.page.changes += 1;
         if let Some(block) = leaf.page.block.take() {
             paging.file.retire(block);
         }
@@ -732,6 +769,120 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
         // Published before the left leaf's mutex is released (the module's invariant).
         self.leaves.insert(low, right);
         drop(leaf);
+    }
+
+    /// Writes a stable image of the whole map for a checkpoint and returns its directory:
+    /// each leaf's lowest key and block, in key order, tiling the key space from the empty
+    /// key. A leaf whose block is stable already is named as it is, with no write (the
+    /// checkpoint's cost follows the leaves changed, not the map's size); any other leaf's
+    /// entries are copied under its mutex, which is then released, and `entry` writes each
+    /// one into the new image (or leaves it out) with no leaf held, so it may read other maps
+    /// of the table. `entry` returns `true` when what it wrote reads back as the value it was
+    /// given, for every view: when every entry of a whole leaf does, and the leaf has not
+    /// changed meanwhile, the new block becomes the leaf's own (clean and stable). Blocks
+    /// written here are not durable until the page file is synced.
+    ///
+    /// Concurrent writers, splits and merges are fine: the walk goes from key to key (each
+    /// leaf's `high` is where the next starts), so the directory tiles the key space even
+    /// where leaves changed shape under it; each image holds the entries from where the walk
+    /// stood to the leaf's end.
+    ///
+    /// # Errors
+    /// I/O errors writing a block (every block written before it is a leaf's own or retired,
+    /// so nothing is leaked).
+    ///
+    /// # Panics
+    /// On a map without paging.
+    pub fn write_stable(&self, mut entry: impl FnMut(&[u8], V, &mut Vec<u8>) -> bool) -> std::io::Result<Vec<DirectoryLeaf>> {
+        let paging = self.paging.as_ref().expect("only a paged map writes pages");
+        let mut directory: Vec<DirectoryLeaf> = Vec::new();
+        let mut next: Box<[u8]> = Box::default();
+        let written = loop {
+            let copied = {
+                let mut leaf = self.leaf_unadmitted(&next);
+                match leaf.page.block {
+                    Some(block) if leaf.page.stable && leaf.low == next => {
+                        directory.push(DirectoryLeaf { low: next, block, entries: leaf.page.block_entries });
+                        match leaf.high.clone() {
+                            Some(high) => {
+                                next = high;
+                                continue;
+                            }
+                            None => break Ok(()),
+                        }
+                    }
+                    _ => {
+                        self.admit(&mut leaf);
+                        let mut image = Vec::new();
+                        let from = leaf.search(&next).unwrap_or_else(|i| i);
+                        for i in from..leaf.len() {
+                            put_image_entry(&mut image, leaf.key(i), &leaf.values[i]);
+                        }
+                        let leaf_ref = Arc::clone(ArcMutexGuard::mutex(&leaf));
+                        Copied { leaf: leaf_ref, whole: leaf.low == next, changes: leaf.page.changes, high: leaf.high.clone(), image }
+                    }
+                }
+            };
+            match self.write_copied(paging, &next, copied, &mut entry) {
+                Ok((written, high)) => {
+                    directory.push(DirectoryLeaf { low: next, block: written.block, entries: written.entries });
+                    match high {
+                        Some(high) => next = high,
+                        None => break Ok(()),
+                    }
+                }
+                Err(e) => break Err(e),
+            }
+        };
+        self.make_room();
+        written.map(|()| directory)
+    }
+
+    /// Writes the stable image of a leaf [`LeafMap::write_stable`] copied from `low` on, and
+    /// makes it the leaf's block when it is all of the leaf, exactly, and still current.
+    fn write_copied(
+        &self,
+        paging: &Paging,
+        low: &[u8],
+        copied: Copied<V>,
+        entry: &mut impl FnMut(&[u8], V, &mut Vec<u8>) -> bool,
+    ) -> std::io::Result<(DirectoryLeaf, Option<Box<[u8]>>)> {
+        let mut block = vec![0; BLOCK_HEADER_BYTES];
+        put_image_range(&mut block, low, copied.high.as_deref());
+        let mut exact = copied.whole;
+        let mut entries = 0;
+        let mut reader = Reader::new(&copied.image);
+        while !reader.is_empty() {
+            let key = reader.bytes().expect("an image this map encoded decodes");
+            let value = V::decode(&mut reader).expect("an image this map encoded decodes");
+            let before = block.len();
+            exact &= entry(key, value, &mut block);
+            entries += u64::from(block.len() > before);
+        }
+        let addr = paging.file.write(&mut block, BlockHeader { kind: V::KIND, flags: FLAG_STABLE, index: paging.index })?;
+        paging.pool.counters.pages_written.fetch_add(1, Ordering::Relaxed);
+        let mut leaf = copied.leaf.lock();
+        let adopt = exact && !leaf.page.evicted && leaf.page.block.is_none() && leaf.page.changes == copied.changes && *leaf.low == *low;
+        if adopt {
+            leaf.page.block = Some(addr);
+            leaf.page.stable = true;
+            leaf.page.block_entries = entries;
+        } else {
+            // Only the checkpoint names it: free once a later one does not.
+            paging.file.retire(addr);
+        }
+        Ok((DirectoryLeaf { low: low.into(), block: addr, entries }, copied.high))
+    }
+
+    /// The leaf covering `key`, locked, as it is: not read in if on disk, not marked used.
+    fn leaf_unadmitted(&self, key: &[u8]) -> LockedLeaf<V> {
+        loop {
+            let entry = self.leaves.upper_bound(Bound::Included(key)).expect("the first leaf starts at the empty key, below every key");
+            let leaf = entry.value().lock_arc();
+            if leaf.covers(key) {
+                return leaf;
+            }
+        }
     }
 
     /// One step of `walk`: `visit` is called on the entries of one leaf in the walk's order,

@@ -13,12 +13,14 @@ pub mod checkpoint;
 pub mod decimal;
 pub mod format;
 pub mod handler;
+mod index_entry;
 pub mod key;
 pub mod leaf_map;
 pub mod page;
 pub mod page_file;
 pub mod row;
 pub mod table;
+pub mod tablespace;
 pub mod value;
 
 pub use decimal::{Decimal, RoundingStrategy};

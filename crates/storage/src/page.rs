@@ -268,8 +268,10 @@ pub trait PageValue: Sized {
     /// Bytes of memory the value takes beyond its own size (its allocations), for the
     /// buffer pool's count of what a resident leaf holds.
     fn heap_bytes(&self) -> usize;
-    /// Whether the value is one committed version (always, for an index entry): a leaf of
-    /// such values is [`FLAG_STABLE`].
+    /// Whether the value, written as it is, is what a checkpoint would write: a leaf of such
+    /// values is [`FLAG_STABLE`], and a checkpoint names its block as it is. A version chain
+    /// is when it is one version committed at 0; an index entry never is (whether it belongs
+    /// in a checkpoint depends on the versions of its row).
     fn is_stable(&self) -> bool;
 }
 

@@ -40,7 +40,6 @@ use std::ops::Bound;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crossbeam_skiplist::SkipMap;
 use parking_lot::{Mutex, MutexGuard};
 
 use crate::chain::{Chain, EncodedRow, Stamp, Version};
@@ -48,8 +47,10 @@ use crate::format::RowFormat;
 use crate::handler::{
     ChainCursor, DeferredEntries, Handler, IMAGE_BATCH_ROWS, ImageBatch, ImageCursor, RowChange, RowCursor, ScanOrder, Statistics, WrittenRows,
 };
+use crate::index_entry::{EntryPk, pk_of};
 use crate::key::{encode_key, prefix_successor, range_is_empty};
-use crate::leaf_map::{self, LeafMap, Walk};
+use crate::leaf_map::{self, LeafMap, Vacancy, Walk};
+use crate::page::PageValue;
 use crate::value::{Collation, Row, Value};
 
 /// A transaction's identity, unique for the life of the server.
@@ -101,21 +102,13 @@ pub struct IndexDef {
     pub unique: bool,
 }
 
-/// The rows `visible` makes of a skip-list range's entries, walked in `order`.
-fn in_order<'a, E: 'a>(
-    range: impl DoubleEndedIterator<Item = E> + 'a,
-    order: ScanOrder,
-    visible: impl FnMut(E) -> Option<(Vec<u8>, SharedRow)> + 'a,
-) -> RowCursor<'a> {
-    match order {
-        ScanOrder::Ascending => Box::new(range.filter_map(visible)),
-        ScanOrder::Descending => Box::new(range.rev().filter_map(visible)),
-    }
-}
-
-/// A cursor over the primary index: a [`Walk`] that reads up to [`SCAN_BATCH_ROWS`] items
-/// per step, each made by `item` from a row's key and chain under its leaf's mutex.
-fn walk_cursor<'a, T: 'a>(rows: &'a LeafMap<Chain>, mut walk: Walk, mut item: impl FnMut(&[u8], &Chain) -> Option<T> + 'a) -> Box<dyn Iterator<Item = T> + 'a> {
+/// A cursor over an index: a [`Walk`] that reads up to [`SCAN_BATCH_ROWS`] items per step,
+/// each made by `item` from an entry's key and value under its leaf's mutex.
+fn walk_cursor<'a, V: Vacancy + PageValue + Send + 'static, T: 'a>(
+    rows: &'a LeafMap<V>,
+    mut walk: Walk,
+    mut item: impl FnMut(&[u8], &V) -> Option<T> + 'a,
+) -> Box<dyn Iterator<Item = T> + 'a> {
     let mut batch: VecDeque<T> = VecDeque::new();
     Box::new(std::iter::from_fn(move || {
         while batch.is_empty() && !walk.is_done() {
@@ -169,7 +162,7 @@ struct Finger<'a> {
 impl WrittenRows for Finger<'_> {
     fn pending_change(&mut self, pk: &[u8], before: Option<&mut Vec<u8>>, after: &mut Vec<u8>) -> Option<RowChange> {
         let (table, txn) = (self.table, self.txn);
-        table.rows.with_near(&mut self.at, pk, |chain| table.pending_in(chain, txn, before, after)).flatten()
+        table.rows.read_near(&mut self.at, pk, |chain| table.pending_in(chain, txn, before, after)).flatten()
     }
 
     fn commit_row(&mut self, pk: &[u8], ts: Timestamp, purge_horizon: Timestamp) -> bool {
@@ -192,8 +185,19 @@ pub enum WriteError {
 
 struct SecondaryIndex {
     def: IndexDef,
-    /// `index key ++ primary key` -> primary key.
-    entries: SkipMap<Vec<u8>, Vec<u8>>,
+    /// `index key ++ primary key`, each with the length of its primary key.
+    entries: LeafMap<EntryPk>,
+}
+
+impl SecondaryIndex {
+    /// The entries in `[lower, upper]` (entry-space bounds), with their primary keys.
+    fn entries_in(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>, order: ScanOrder) -> Box<dyn Iterator<Item = (Vec<u8>, Vec<u8>)> + '_> {
+        walk_cursor(&self.entries, Walk::new(lower, upper, order), |entry, value| Some((entry.to_vec(), pk_of(entry, value).to_vec())))
+    }
+
+    fn insert(&self, entry: &[u8], pk: &[u8]) {
+        self.entries.with_or_insert(entry, |value| *value = EntryPk::new(pk));
+    }
 }
 
 /// Proof that the caller holds a table's write latch: inserts and updates take it, so
@@ -201,6 +205,12 @@ struct SecondaryIndex {
 /// write, never across a scan or a wait.
 pub struct WriteLatch<'a> {
     guard: MutexGuard<'a, ()>,
+}
+
+/// A paged table's page file ([`crate::tablespace`]).
+struct TableFile {
+    number: u64,
+    file: Arc<crate::page_file::PageFile>,
 }
 
 /// One table's rows and indexes.
@@ -224,6 +234,8 @@ pub struct Table {
     data_bytes: AtomicU64,
     /// Bytes of every primary key and secondary-index entry (`Index_length`).
     index_bytes: AtomicU64,
+    /// Where a paged table's leaves go when the pool needs room; `None`: all in memory.
+    file: Option<TableFile>,
 }
 
 impl std::fmt::Debug for Table {
@@ -237,7 +249,7 @@ impl Table {
     pub fn new(primary: Vec<KeyPart>, indexes: Vec<IndexDef>, format: RowFormat) -> Table {
         Table {
             primary,
-            indexes: indexes.into_iter().map(|def| SecondaryIndex { def, entries: SkipMap::new() }).collect(),
+            indexes: indexes.into_iter().map(|def| SecondaryIndex { def, entries: LeafMap::new() }).collect(),
             rows: LeafMap::new(),
             auto_increment: AtomicU64::new(1),
             next_row_id: AtomicU64::new(1),
@@ -246,6 +258,7 @@ impl Table {
             format,
             data_bytes: AtomicU64::new(0),
             index_bytes: AtomicU64::new(0),
+            file: None,
         }
     }
 
@@ -283,7 +296,7 @@ impl Table {
         if index == 0 {
             self.rows.first_key(Walk::new(Bound::Unbounded, below.as_ref().map(Vec::as_slice), ScanOrder::Descending))
         } else {
-            self.indexes[index as usize - 1].entries.range::<Vec<u8>, _>((Bound::Unbounded, below)).next_back().map(|e| e.key().clone())
+            self.indexes[index as usize - 1].entries.first_key(Walk::new(Bound::Unbounded, below.as_ref().map(Vec::as_slice), ScanOrder::Descending))
         }
     }
 
@@ -296,7 +309,7 @@ impl Table {
         let next = if index == 0 {
             self.rows.first_key(Walk::new(above.as_ref().map(Vec::as_slice), Bound::Unbounded, ScanOrder::Ascending)).map(|pk| (pk.clone(), pk))
         } else {
-            self.indexes[index as usize - 1].entries.range::<Vec<u8>, _>((above, Bound::Unbounded)).next().map(|e| (e.key().clone(), e.value().clone()))
+            self.indexes[index as usize - 1].entries_in(above.as_ref().map(Vec::as_slice), Bound::Unbounded, ScanOrder::Ascending).next()
         };
         match next {
             Some((entry, pk)) => (lo, Bound::Excluded(entry), Some(pk)),
@@ -313,12 +326,12 @@ impl Table {
             }
             let key = Self::index_key(&idx.def, row);
             let hi = prefix_successor(&key).map_or(Bound::Unbounded, Bound::Excluded);
-            for e in idx.entries.range((Bound::Included(key.clone()), hi)) {
-                let (entry, other_pk) = (e.key(), e.value());
+            let same_key: Vec<(Vec<u8>, Vec<u8>)> = idx.entries_in(Bound::Included(&key), hi.as_ref().map(Vec::as_slice), ScanOrder::Ascending).collect();
+            for (entry, other_pk) in &same_key {
                 if other_pk == pk || entry.len() != key.len() + other_pk.len() {
                     continue;
                 }
-                let conflict = self.rows.with(other_pk, |chain| {
+                let conflict = self.rows.read(other_pk, |chain| {
                     if let Some(holder) = chain.holder().filter(|&h| h != txn) {
                         return Some(WriteError::Locked { holder, pk: other_pk.clone() });
                     }
@@ -362,9 +375,7 @@ impl Table {
                         }
                         d.per_index[i].push((entry, pk.to_vec()));
                     }
-                    _ => {
-                        idx.entries.insert(entry, pk.to_vec());
-                    }
+                    _ => idx.insert(&entry, pk),
                 }
             }
         }
@@ -429,7 +440,7 @@ impl Table {
         // A row another transaction holds is reported as locked before any unique-key
         // check; with no unique secondary index, the push below is the only look.
         if self.indexes.iter().any(|idx| idx.def.unique) {
-            if let Some(Some(holder)) = self.rows.with(&pk, |c| c.holder().filter(|&h| h != txn)) {
+            if let Some(Some(holder)) = self.rows.read(&pk, |c| c.holder().filter(|&h| h != txn)) {
                 return Err(WriteError::Locked { holder, pk });
             }
             self.check_unique(txn, &pk, version.row.expect("a table with secondary indexes is given the row"))?;
@@ -496,7 +507,7 @@ impl Table {
                     }
                     let mut entry = key;
                     entry.extend_from_slice(pk);
-                    if idx.entries.remove(&entry).is_some() {
+                    if idx.entries.with(&entry, |value| *value = EntryPk::default()).is_some() {
                         self.index_bytes.fetch_sub((entry.len() + pk.len()) as u64, Ordering::Relaxed);
                     }
                 }
@@ -569,12 +580,12 @@ impl Handler for Table {
 
     /// The version of the row at `pk` that `view` sees.
     fn get(&self, pk: &[u8], view: &ReadView) -> Option<SharedRow> {
-        self.rows.with(pk, |chain| chain.visible(view).map(|b| SharedRow::new(self.decode(b)))).flatten()
+        self.rows.read(pk, |chain| chain.visible(view).map(|b| SharedRow::new(self.decode(b)))).flatten()
     }
 
     /// The transaction holding uncommitted versions of the row at `pk`, if any.
     fn holder(&self, pk: &[u8]) -> Option<TxnId> {
-        self.rows.with(pk, |chain| chain.holder()).flatten()
+        self.rows.read(pk, |chain| chain.holder()).flatten()
     }
 
     /// Rows visible to `view` with primary keys in the range, in key order. The scan
@@ -594,16 +605,15 @@ impl Handler for Table {
         // Entries are `index key ++ pk`, so an inclusive prefix bound becomes
         // "from the prefix" / "to the prefix's successor".
         let Some(range) = Self::entry_range(lower, upper) else { return Box::new(std::iter::empty()) };
-        let range = idx.entries.range(range);
-        let visible = move |e: crossbeam_skiplist::map::Entry<'a, Vec<u8>, Vec<u8>>| {
-            let (entry, pk) = (e.key(), e.value());
-            let row = self.get(pk, &view)?;
+        let (lower, upper) = range;
+        let entries = idx.entries_in(lower.as_ref().map(Vec::as_slice), upper.as_ref().map(Vec::as_slice), order);
+        Box::new(entries.filter_map(move |(entry, pk)| {
+            let row = self.get(&pk, &view)?;
             // The entry may belong to an older or newer version of the row: only the entry
             // of the version `view` sees yields it (so each row comes once).
             let key = Self::index_key(&idx.def, &row);
-            (entry.len() == key.len() + pk.len() && entry.starts_with(&key)).then(|| (pk.clone(), row))
-        };
-        in_order(range, order, visible)
+            (entry.len() == key.len() + pk.len() && entry.starts_with(&key)).then_some((pk, row))
+        }))
     }
 
     fn scan_chains<'a>(&'a self, lower: Bound<&[u8]>, upper: Bound<&[u8]>, view: ReadView) -> ChainCursor<'a> {
@@ -619,7 +629,7 @@ impl Handler for Table {
 
     /// Whether the row at `pk` has any version, committed or not, live or deleted.
     fn has_chain(&self, pk: &[u8]) -> bool {
-        self.rows.with(pk, |_| ()).is_some()
+        self.rows.read(pk, |_| ()).is_some()
     }
 
     /// Primary keys of every row chain in the range, whatever its versions (a locking
@@ -641,9 +651,10 @@ impl Handler for Table {
     fn index_keys_in_range(&self, index: usize, lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> Vec<Vec<u8>> {
         let Some(range) = Self::entry_range(lower, upper) else { return Vec::new() };
         let mut out: Vec<Vec<u8>> = Vec::new();
-        for e in self.indexes[index].entries.range(range) {
-            if !out.contains(e.value()) {
-                out.push(e.value().clone());
+        let (lower, upper) = range;
+        for (_, pk) in self.indexes[index].entries_in(lower.as_ref().map(Vec::as_slice), upper.as_ref().map(Vec::as_slice), ScanOrder::Ascending) {
+            if !out.contains(&pk) {
+                out.push(pk);
             }
         }
         out
@@ -670,12 +681,12 @@ impl Handler for Table {
 
     /// The primary key an entry of secondary index `index` points at.
     fn index_entry_pk(&self, index: usize, entry: &[u8]) -> Option<Vec<u8>> {
-        self.indexes.get(index)?.entries.get(entry).map(|e| e.value().clone())
+        self.indexes.get(index)?.entries.read(entry, |value| pk_of(entry, value).to_vec())
     }
 
     /// The newest version of the row at `pk`, committed or not (`None`: no row or deleted).
     fn newest(&self, pk: &[u8]) -> Option<SharedRow> {
-        self.rows.with(pk, |chain| chain.versions.last()?.row.as_deref().map(|b| SharedRow::new(self.decode(b)))).flatten()
+        self.rows.read(pk, |chain| chain.versions.last()?.row.as_deref().map(|b| SharedRow::new(self.decode(b)))).flatten()
     }
 
     /// The primary key an insert of `row` will take (stable while the caller holds the
@@ -700,7 +711,7 @@ impl Handler for Table {
 
     /// The commit timestamp of the newest committed version of the row at `pk`.
     fn newest_commit_ts(&self, pk: &[u8]) -> Option<Timestamp> {
-        self.rows.with(pk, |chain| chain.newest_commit_ts()).flatten()
+        self.rows.read(pk, |chain| chain.newest_commit_ts()).flatten()
     }
 
     /// Insert a new row. Returns its primary key.
@@ -729,8 +740,9 @@ impl Handler for Table {
         self.assert_latched(latch);
         for (idx, mut entries) in self.indexes.iter().zip(deferred.per_index) {
             entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            let mut finger = leaf_map::Finger::default();
             for (entry, pk) in entries {
-                idx.entries.insert(entry, pk);
+                idx.entries.with_or_insert_near(&mut finger, &entry, |value| *value = EntryPk::new(&pk));
             }
         }
     }
@@ -820,7 +832,21 @@ impl Handler for Table {
             self.commit_chain(chain, RECOVERY_TXN, &pk, ts, Timestamp::MAX);
         });
     }
+
+    fn write_pages(&self, view: ReadView, horizon: Timestamp) -> std::io::Result<Option<crate::tablespace::TablePages>> {
+        self.write_table_pages(view, horizon)
+    }
+
+    fn pages_durable(&self, pages: &crate::tablespace::TablePages) {
+        self.table_pages_durable(pages);
+    }
+
+    fn space(&self) -> Option<(u64, u64)> {
+        self.table_space()
+    }
 }
+
+mod pages;
 
 #[cfg(test)]
 mod tests {

@@ -98,12 +98,12 @@ fn a_map_opened_from_its_directory_holds_what_it_held() {
     assert!(directory.len() > 40, "{} leaves", directory.len());
     let before = everything(&map);
     paging.file.sync().unwrap();
-    let blocks: Vec<BlockAddr> = directory.iter().map(|&(_, b)| b).collect();
+    let blocks: Vec<BlockAddr> = directory.iter().map(|l| l.block).collect();
     // What a restart sees: the file as the directory names it, nothing else.
     let crashed = fs.crash_process();
     let file = Arc::new(PageFile::open(&crashed, Path::new("/d/t.qpage"), &blocks).unwrap());
     let reopened = Arc::new(Paging { file, pool: Arc::new(BufferPool::new(64 << 10)), index: 0 });
-    let map_again: LeafMap<Count> = LeafMap::on_disk(Arc::clone(&reopened), directory, map.len());
+    let map_again: LeafMap<Count> = LeafMap::on_disk(Arc::clone(&reopened), &directory);
     assert_eq!(reopened.pool.resident_bytes(), 0, "opening reads no leaf");
     assert_eq!(map_again.read(&key(700), |c| c.0), Some(101));
     assert_eq!(everything(&map_again), before);
@@ -229,4 +229,117 @@ fn a_leaf_whose_image_does_not_decode_stops_rather_than_loads_empty() {
     paging.pool.make_room();
     assert_eq!(paging.pool.resident_leaves(), 0);
     map.read(&key(1), |_| ());
+}
+
+/// What a checkpoint of a map of counts writes: every entry as it is.
+fn as_is(key: &[u8], value: Count, out: &mut Vec<u8>) -> bool {
+    super::put_image_entry(out, key, &value);
+    true
+}
+
+fn pages_written(paging: &Paging) -> u64 {
+    paging.pool.counters.pages_written.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+#[test]
+fn a_checkpoint_rewrites_only_the_leaves_changed_since_the_last() {
+    let fs = SimFs::new();
+    let paging = paging(&fs, 1 << 30);
+    let map: LeafMap<Count> = LeafMap::paged(Arc::clone(&paging));
+    for n in 0..5000u32 {
+        map.with_or_insert(&key(n), |c| c.0 = n + 1);
+    }
+    let first = map.write_stable(as_is).unwrap();
+    assert!(first.len() > 50);
+    assert!(first.first().is_some_and(|l| l.low.is_empty()) && first.windows(2).all(|w| w[0].low < w[1].low), "the directory tiles the keys");
+    assert_eq!(first.iter().map(|l| l.entries).sum::<u64>(), 5000);
+    let written = pages_written(&paging);
+    assert_eq!(written, first.len() as u64);
+    // Nothing changed: nothing written, the same blocks named.
+    assert!(map.write_stable(as_is).unwrap() == first);
+    assert_eq!(pages_written(&paging), written);
+    // One key changed: one leaf written again.
+    map.with(&key(2500), |c| c.0 = 7);
+    let second = map.write_stable(as_is).unwrap();
+    assert_eq!(pages_written(&paging), written + 1);
+    assert_eq!(second.iter().zip(&first).filter(|(a, b)| a != b).count(), 1);
+    assert_eq!(second.iter().map(|l| l.entries).sum::<u64>(), 5000, "reused leaves count what they hold");
+    // And it reads back, from the file alone, after the process dies.
+    paging.file.sync().unwrap();
+    let blocks: Vec<BlockAddr> = second.iter().map(|l| l.block).collect();
+    let crashed = fs.crash_process();
+    let file = Arc::new(PageFile::open(&crashed, Path::new("/d/t.qpage"), &blocks).unwrap());
+    let reopened = Arc::new(Paging { file, pool: Arc::new(BufferPool::new(32 << 10)), index: 0 });
+    let back: LeafMap<Count> = LeafMap::on_disk(reopened, &second);
+    assert_eq!(back.read(&key(2500), |c| c.0), Some(7));
+    assert_eq!(everything(&back), everything(&map));
+}
+
+#[test]
+fn a_checkpoint_leaves_out_what_its_entry_function_drops_and_keeps_those_leaves_dirty() {
+    let fs = SimFs::new();
+    let paging = paging(&fs, 1 << 30);
+    let map: LeafMap<Count> = LeafMap::paged(Arc::clone(&paging));
+    for n in 0..1000u32 {
+        map.with_or_insert(&key(n), |c| c.0 = n + 1);
+    }
+    // Odd counts are "not seen by the checkpoint's view".
+    let even_only = |key: &[u8], value: Count, out: &mut Vec<u8>| {
+        if value.0 % 2 == 1 {
+            return false;
+        }
+        super::put_image_entry(out, key, &value);
+        true
+    };
+    let directory = map.write_stable(even_only).unwrap();
+    let written = pages_written(&paging);
+    // No leaf was written exactly: the next checkpoint writes them all again.
+    map.write_stable(even_only).unwrap();
+    assert_eq!(pages_written(&paging), 2 * written);
+    paging.file.sync().unwrap();
+    let blocks: Vec<BlockAddr> = directory.iter().map(|l| l.block).collect();
+    let file = Arc::new(PageFile::open(&fs.crash_process(), Path::new("/d/t.qpage"), &blocks).unwrap());
+    let back: LeafMap<Count> = LeafMap::on_disk(Arc::new(Paging { file, pool: Arc::new(BufferPool::new(1 << 20)), index: 0 }), &directory);
+    let seen = everything(&back);
+    assert_eq!(seen.len(), 500);
+    assert_eq!(back.len(), 500);
+    assert!(seen.iter().all(|&(k, v)| v == k + 1 && v % 2 == 0));
+}
+
+#[test]
+fn a_checkpoint_beside_writers_that_split_and_drain_leaves_tiles_the_keys() {
+    let fs = SimFs::new();
+    let paging = paging(&fs, 64 << 10);
+    let map: Arc<LeafMap<Count>> = Arc::new(LeafMap::paged(Arc::clone(&paging)));
+    for n in (0..4000u32).step_by(4) {
+        map.with_or_insert(&key(n), |c| c.0 = 1);
+    }
+    let writer = {
+        let map = Arc::clone(&map);
+        std::thread::spawn(move || {
+            let mut rng = StdRng::seed_from_u64(9);
+            for _ in 0..20_000 {
+                // Keys not divisible by 4 come and go; whole leaves fill and drain.
+                let n = rng.random_range(0..4000u32) | 1;
+                if rng.random_range(0..2) == 0 {
+                    map.with_or_insert(&key(n), |c| c.0 = 2);
+                } else {
+                    map.with(&key(n), |c| c.0 = 0);
+                }
+            }
+        })
+    };
+    for _ in 0..20 {
+        let directory = map.write_stable(as_is).unwrap();
+        assert!(directory.first().is_some_and(|l| l.low.is_empty()));
+        assert!(directory.windows(2).all(|w| w[0].low < w[1].low), "leaves ascend");
+        // Every key that stays put is in the block of the leaf whose range covers it.
+        paging.file.sync().unwrap();
+        let blocks: Vec<BlockAddr> = directory.iter().map(|l| l.block).collect();
+        let file = Arc::new(PageFile::open(&fs.crash_process(), Path::new("/d/t.qpage"), &blocks).unwrap());
+        let back: LeafMap<Count> = LeafMap::on_disk(Arc::new(Paging { file, pool: Arc::new(BufferPool::new(1 << 20)), index: 0 }), &directory);
+        let stable: Vec<u32> = everything(&back).into_iter().map(|(k, _)| k).filter(|k| k % 4 == 0).collect();
+        assert_eq!(stable, (0..4000u32).step_by(4).collect::<Vec<_>>());
+    }
+    writer.join().unwrap();
 }

@@ -1,0 +1,272 @@
+//! A paged [`Table`]: its maps' leaves in its page file, read back when used, and the stable
+//! images a checkpoint writes of them.
+//!
+//! A paged table is the in-memory table with every index a paged [`LeafMap`]: the same MVCC,
+//! the same invariants, the same code for every read and write; only where a leaf is differs.
+//! See `docs/architecture.md`, "The paged engine".
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+use parking_lot::Mutex;
+
+use super::{SecondaryIndex, Table, TableFile};
+use crate::buffer_pool::BufferPool;
+use crate::chain::{Chain, encode_stable};
+use crate::format::RowFormat;
+use crate::handler::Handler;
+use crate::index_entry::{EntryPk, pk_of};
+use crate::leaf_map::{self, LeafMap, Paging, put_image_entry};
+use crate::page::put_bytes;
+use crate::page_file::PageFile;
+use crate::table::{IndexDef, KeyPart, ReadView, Timestamp};
+use crate::tablespace::{IndexPages, TablePages};
+
+impl Table {
+    fn with_maps(primary: Vec<KeyPart>, format: RowFormat, rows: LeafMap<Chain>, indexes: Vec<SecondaryIndex>, file: TableFile) -> Table {
+        Table {
+            primary,
+            indexes,
+            rows,
+            auto_increment: AtomicU64::new(1),
+            next_row_id: AtomicU64::new(1),
+            latch: Mutex::new(()),
+            insert_finger: Mutex::new(leaf_map::Finger::default()),
+            format,
+            data_bytes: AtomicU64::new(0),
+            index_bytes: AtomicU64::new(0),
+            file: Some(file),
+        }
+    }
+
+    /// A new, empty paged table in page file `number` ([`crate::tablespace::Tablespace::create_table`]).
+    #[must_use]
+    pub fn paged(primary: Vec<KeyPart>, indexes: Vec<IndexDef>, format: RowFormat, number: u64, file: Arc<PageFile>, pool: Arc<BufferPool>) -> Table {
+        let paging =
+            |index: usize| Arc::new(Paging { file: Arc::clone(&file), pool: Arc::clone(&pool), index: u32::try_from(index).expect("index count fits u32") });
+        let indexes = indexes.into_iter().enumerate().map(|(i, def)| SecondaryIndex { def, entries: LeafMap::paged(paging(i + 1)) }).collect();
+        Table::with_maps(primary, format, LeafMap::paged(paging(0)), indexes, TableFile { number, file: Arc::clone(&file) })
+    }
+
+    /// The paged table a checkpoint named as `pages`, every leaf on disk.
+    ///
+    /// # Panics
+    /// If `pages` does not name one directory per index (the checkpoint and the table's
+    /// definition disagree: start-up stops).
+    #[must_use]
+    pub fn from_pages(
+        primary: Vec<KeyPart>,
+        indexes: Vec<IndexDef>,
+        format: RowFormat,
+        pages: &TablePages,
+        file: Arc<PageFile>,
+        pool: Arc<BufferPool>,
+    ) -> Table {
+        assert_eq!(pages.indexes.len(), indexes.len() + 1, "page file {}: one directory per index", pages.file);
+        let paging =
+            |index: usize| Arc::new(Paging { file: Arc::clone(&file), pool: Arc::clone(&pool), index: u32::try_from(index).expect("index count fits u32") });
+        let rows = LeafMap::on_disk(paging(0), &pages.indexes[0].leaves);
+        let indexes = indexes
+            .into_iter()
+            .enumerate()
+            .map(|(i, def)| SecondaryIndex { def, entries: LeafMap::on_disk(paging(i + 1), &pages.indexes[i + 1].leaves) })
+            .collect();
+        let table = Table::with_maps(primary, format, rows, indexes, TableFile { number: pages.file, file: Arc::clone(&file) });
+        let bytes = |dirs: &[IndexPages]| dirs.iter().flat_map(|d| d.leaves.iter()).map(|l| l.block.bytes() as u64).sum::<u64>();
+        table.data_bytes.store(bytes(&pages.indexes[..1]), std::sync::atomic::Ordering::Relaxed);
+        table.index_bytes.store(bytes(&pages.indexes[1..]), std::sync::atomic::Ordering::Relaxed);
+        table
+    }
+
+    /// [`crate::Handler::write_pages`] of a paged table.
+    pub(super) fn write_table_pages(&self, view: ReadView, horizon: Timestamp) -> std::io::Result<Option<TablePages>> {
+        let Some(file) = &self.file else { return Ok(None) };
+        let leaves = self.rows.write_stable(|key, chain: Chain, out| {
+            let Some(image) = chain.visible(&view) else { return false };
+            put_bytes(out, key);
+            encode_stable(image, out);
+            // The stable version (committed at 0) is this chain for every view from now on.
+            matches!(&chain.versions[..], [only] if only.stamp.commit_ts().is_some_and(|ts| ts <= horizon))
+        })?;
+        let mut indexes = vec![IndexPages { leaves }];
+        for idx in &self.indexes {
+            let leaves = idx.entries.write_stable(|entry, value: EntryPk, out| {
+                // The entry of the version the view sees, and only that: an index whose
+                // entries a reader re-checks anyway, but with none a crash would leave behind.
+                let pk = pk_of(entry, &value);
+                let Some(row) = self.get(pk, &view) else { return false };
+                let key = Self::index_key(&idx.def, &row);
+                if entry.len() != key.len() + pk.len() || !entry.starts_with(&key) {
+                    return false;
+                }
+                put_image_entry(out, entry, &value);
+                true
+            })?;
+            indexes.push(IndexPages { leaves });
+        }
+        file.file.sync()?;
+        Ok(Some(TablePages { file: file.number, indexes }))
+    }
+
+    /// [`crate::Handler::pages_durable`] of a paged table.
+    pub(super) fn table_pages_durable(&self, pages: &TablePages) {
+        if let Some(file) = self.file.as_ref().filter(|f| f.number == pages.file) {
+            file.file.release_retired(&pages.units());
+        }
+    }
+
+    /// [`crate::Handler::space`] of a paged table.
+    pub(super) fn table_space(&self) -> Option<(u64, u64)> {
+        self.file.as_ref().map(|f| (f.file.bytes_allocated(), f.file.bytes_free()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::ops::Bound;
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use quill_io::{Fs, SimFs};
+
+    use crate::handler::{Handler, ScanOrder};
+    use crate::table::{IndexDef, ReadView, Table, TxnId};
+    use crate::tablespace::{IndexPages, Tablespace};
+    use crate::value::{Collation, Row, Value};
+    use crate::{RowFormat, Timestamp};
+
+    fn shape() -> (Vec<crate::table::KeyPart>, Vec<IndexDef>) {
+        (
+            vec![(0, Collation::Binary)],
+            vec![
+                IndexDef { name: "name".into(), parts: vec![(1, Collation::Utf8mb4AiCi)], unique: true },
+                IndexDef { name: "grp".into(), parts: vec![(2, Collation::Binary)], unique: false },
+            ],
+        )
+    }
+
+    fn row(id: i64, name: &str, grp: i64) -> Row {
+        vec![Value::Int(id), Value::Str(name.into()), Value::Int(grp)]
+    }
+
+    fn commit(table: &Table, txn: TxnId, pk: &[u8], ts: Timestamp) {
+        assert!(table.commit_row(txn, pk, ts, ts), "txn {txn} wrote the row");
+    }
+
+    fn rows_seen(table: &Table, view: ReadView) -> Vec<Row> {
+        table.scan(Bound::Unbounded, Bound::Unbounded, view, ScanOrder::Ascending).map(|(_, r)| Row::clone(&r)).collect()
+    }
+
+    /// A paged table over a pool a fraction of its size: rows committed, updated, deleted and
+    /// left uncommitted; a checkpoint's pages read back (after the process dies, from the
+    /// page file alone) as exactly the rows its view saw, with index entries for those rows
+    /// and no others.
+    #[test]
+    fn a_checkpoints_pages_read_back_as_the_rows_its_view_saw() {
+        let fs = Arc::new(SimFs::new());
+        let datadir = Path::new("/data");
+        let space = Tablespace::open(Arc::clone(&fs) as Arc<dyn Fs>, datadir, 48 << 10).unwrap();
+        let (primary, indexes) = shape();
+        let table = space.create_table(primary.clone(), indexes.clone(), RowFormat::Dynamic).unwrap();
+        let mut ts = 0;
+        let mut model: BTreeMap<i64, Row> = BTreeMap::new();
+        for id in 0..3000 {
+            let r = row(id, &format!("name {id}"), id % 7);
+            let latch = table.write_latch();
+            let pk = table.write_row(&latch, 1, &r).unwrap();
+            drop(latch);
+            ts += 1;
+            commit(&table, 1, &pk, ts);
+            model.insert(id, r);
+        }
+        // Updates of the indexed columns, deletes, committed.
+        for id in (0..3000).step_by(5) {
+            let pk = table.encode_primary(&[Value::Int(id)]);
+            ts += 1;
+            if id % 10 == 0 {
+                table.delete_row(2, &pk).unwrap();
+                model.remove(&id);
+            } else {
+                let r = row(id, &format!("renamed {id}"), 100 + id % 3);
+                let latch = table.write_latch();
+                table.update_row(&latch, 2, &pk, r.clone()).unwrap();
+                model.insert(id, r);
+            }
+            commit(&table, 2, &pk, ts);
+        }
+        // Pending versions of a transaction that never commits.
+        for id in (1..3000).step_by(11) {
+            let pk = table.encode_primary(&[Value::Int(id)]);
+            let latch = table.write_latch();
+            table.update_row(&latch, 3, &pk, row(id, &format!("pending {id}"), -1)).unwrap();
+        }
+        assert!(space.pool.counters.evictions.load(std::sync::atomic::Ordering::Relaxed) > 0, "the pool evicted");
+        let view = ReadView { txn: 9, read_ts: ts, uncommitted: false };
+        let expected: Vec<Row> = model.values().cloned().collect();
+        assert_eq!(rows_seen(&table, view), expected, "the live table");
+        let pages = table.write_pages(view, ts).unwrap().expect("a paged table writes pages");
+        table.pages_durable(&pages);
+        assert_eq!(pages.indexes.iter().map(IndexPages::entries).collect::<Vec<_>>(), vec![model.len() as u64; 3]);
+        // Commits after the checkpoint are not in it.
+        let pk = table.encode_primary(&[Value::Int(1)]);
+        table.delete_row(4, &pk).ok();
+
+        let crashed = Arc::new(fs.crash_process());
+        let space = Tablespace::open(Arc::clone(&crashed) as Arc<dyn Fs>, datadir, 48 << 10).unwrap();
+        let back = space.open_table(primary, indexes, RowFormat::Dynamic, &pages).unwrap();
+        assert_eq!(space.pool.resident_bytes(), 0, "opening reads no leaf");
+        let now = ReadView { txn: 1, read_ts: 1, uncommitted: false };
+        assert_eq!(rows_seen(&back, now), expected, "every view sees the checkpoint's rows");
+        assert_eq!(back.statistics().rows, model.len() as u64);
+        // Each secondary index holds one entry per row, its current one.
+        for (index, column) in [(0, 1), (1, 2)] {
+            let pks = back.index_keys_in_range(index, Bound::Unbounded, Bound::Unbounded);
+            assert_eq!(pks.len(), model.len(), "index {index}: no entry of an old, pending or deleted version");
+            for r in model.values().step_by(97) {
+                let key = back.encode_index(index, &[r[column].clone()]);
+                let found: Vec<Row> =
+                    back.index_scan(index, Bound::Included(&key), Bound::Included(&key), now, ScanOrder::Ascending).map(|(_, r)| Row::clone(&r)).collect();
+                assert!(found.contains(r), "index {index} finds {r:?}");
+            }
+        }
+        // Unique checks see the loaded entries.
+        let latch = back.write_latch();
+        let dup = back.write_row(&latch, 5, &row(99_999, "renamed 5", 0));
+        assert!(matches!(dup, Err(crate::WriteError::Duplicate { index: Some(0), .. })), "{dup:?}");
+    }
+
+    #[test]
+    fn a_second_checkpoint_names_unchanged_leaves_and_frees_what_the_first_named_alone() {
+        let fs: Arc<dyn Fs> = Arc::new(SimFs::new());
+        let space = Tablespace::open(Arc::clone(&fs), Path::new("/data"), 1 << 30).unwrap();
+        let (primary, indexes) = shape();
+        let table = space.create_table(primary, indexes, RowFormat::Dynamic).unwrap();
+        for id in 0..2000 {
+            let latch = table.write_latch();
+            let pk = table.write_row(&latch, 1, &row(id, &format!("n{id}"), 0)).unwrap();
+            drop(latch);
+            commit(&table, 1, &pk, 1);
+        }
+        let view = ReadView { txn: 9, read_ts: 1, uncommitted: false };
+        let first = table.write_pages(view, 1).unwrap().unwrap();
+        table.pages_durable(&first);
+        let (allocated, _) = table.space().unwrap();
+        let second = table.write_pages(view, 1).unwrap().unwrap();
+        assert!(first == second, "nothing changed: the same blocks");
+        // Change one row: one leaf of the primary key and one of each index written anew.
+        let pk = table.encode_primary(&[Value::Int(1000)]);
+        let latch = table.write_latch();
+        table.update_row(&latch, 2, &pk, row(1000, "changed", 5)).unwrap();
+        drop(latch);
+        commit(&table, 2, &pk, 2);
+        let view = ReadView { txn: 9, read_ts: 2, uncommitted: false };
+        let third = table.write_pages(view, 2).unwrap().unwrap();
+        let differing: usize = third.indexes.iter().zip(&second.indexes).map(|(a, b)| a.leaves.iter().zip(&b.leaves).filter(|(x, y)| x != y).count()).sum();
+        assert!((3..=5).contains(&differing), "{differing} leaves written");
+        table.pages_durable(&third);
+        let (allocated_after, free_after) = table.space().unwrap();
+        assert!(allocated_after <= allocated + 5 * 4096 * 4);
+        assert!(free_after > 0, "the replaced blocks are free once the third checkpoint is durable");
+    }
+}
