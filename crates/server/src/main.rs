@@ -39,6 +39,15 @@ fn raise_open_files_limit() {
     }
 }
 
+/// Runs a section that may block on the disk (`quill_storage::blocking`): on a worker of the
+/// multi-threaded runtime through `block_in_place`, anywhere else as it is.
+fn block_in_place(section: &mut dyn FnMut()) {
+    match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(section),
+        _ => section(),
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     tracing_subscriber::fmt()
@@ -64,6 +73,8 @@ fn main() {
         }
     };
     raise_open_files_limit();
+    // A page fault on a worker thread hands the worker's other tasks to another thread first.
+    quill_storage::blocking::set_hook(block_in_place);
     let runtime = tokio::runtime::Builder::new_multi_thread().thread_stack_size(WORKER_STACK_BYTES).enable_all().build().expect("tokio runtime");
     if let Err(e) = runtime.block_on(run(cfg)) {
         eprintln!("quill: {e}");

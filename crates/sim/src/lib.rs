@@ -115,12 +115,25 @@ impl fmt::Display for Failure {
     }
 }
 
-/// The settings a simulated server starts with: small log segments, so checkpoints remove
-/// some and the binary log spans several files.
+/// How a seed's servers are set up.
+#[derive(Debug, Clone, Copy)]
+pub struct Setup {
+    /// Small log segments, so checkpoints remove some and the binary log spans several files.
+    pub segment_bytes: u64,
+    /// Every leaf not in use leaves memory after each call (`quill_debug_evict_always`): every
+    /// read after a write comes back from the page file, and evictions interleave with
+    /// everything the workload does.
+    pub evict_always: bool,
+}
+
+/// The settings a simulated server starts with (see [`Setup`]).
 #[must_use]
-pub fn settings(segment_bytes: u64) -> VarSet {
+pub fn settings(setup: Setup) -> VarSet {
     let mut vars = VarSet::defaults();
-    vars.values.insert("quill_log_segment_bytes", segment_bytes.to_string());
+    vars.values.insert("quill_log_segment_bytes", setup.segment_bytes.to_string());
+    if setup.evict_always {
+        vars.values.insert("quill_debug_evict_always", "ON".into());
+    }
     vars
 }
 
@@ -132,9 +145,9 @@ pub fn settings(segment_bytes: u64) -> VarSet {
 ///
 /// # Errors
 /// What `durability::open` returns: recovery failed.
-pub fn open(fs: &SimFs, segment_bytes: u64, keep_binlog: bool) -> Result<(Arc<Engine>, quill_sql::durability::OpenReport), String> {
+pub fn open(fs: &SimFs, setup: Setup, keep_binlog: bool) -> Result<(Arc<Engine>, quill_sql::durability::OpenReport), String> {
     let fs: Arc<dyn Fs> = Arc::new(fs.clone());
-    quill_sql::durability::open_with(settings(segment_bytes), fs, Path::new(DATADIR), |config| {
+    quill_sql::durability::open_with(settings(setup), fs, Path::new(DATADIR), |config| {
         config.writer = quill_log::WriterMode::Inline;
         if keep_binlog {
             config.segment_expiry = None;
@@ -176,16 +189,19 @@ fn simulate(seed: u64, trail: &Trail) -> Result<Report, String> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
     // Segments from 4 KiB (a file per few transactions) to 64 KiB.
     let segment_bytes = 4096 << rng.random_range(0..5_u32);
+    // Half the seeds (by parity, so the draws below are the same either way) evict every
+    // leaf as soon as it is not in use.
+    let setup = Setup { segment_bytes, evict_always: seed % 2 == 1 };
     // A quarter of the seeds have a replica, which pulls the binary log now and then and
     // crashes too.
     let with_replica = rng.random_bool(0.25);
     let mut fs = SimFs::new();
     fs.create_dir_all(&datadir()).map_err(|e| e.to_string())?;
-    let (engine, _) = open(&fs, segment_bytes, with_replica)?;
+    let (engine, _) = open(&fs, setup, with_replica)?;
     let mut world = workload::World::new(&mut rng, engine, fs.clone());
     let mut report = Report::default();
     runtime.block_on(world.setup(trail))?;
-    let mut replica = if with_replica { Some(replica::Replica::new(segment_bytes)?) } else { None };
+    let mut replica = if with_replica { Some(replica::Replica::new(setup)?) } else { None };
     let crashes = rng.random_range(1..=CRASHES_MAX);
     for round in 0..crashes {
         let steps = rng.random_range(10..=STEPS_MAX);
@@ -207,7 +223,7 @@ fn simulate(seed: u64, trail: &Trail) -> Result<Report, String> {
         let after = if power_loss { fs.crash(crash_seed).0 } else { fs.crash_process() };
         report += world.crash();
         fs = after;
-        let (engine, _) = open(&fs, segment_bytes, with_replica).map_err(|e| format!("recovery failed: {e}"))?;
+        let (engine, _) = open(&fs, setup, with_replica).map_err(|e| format!("recovery failed: {e}"))?;
         let recovered = runtime.block_on(check::recovery(&engine, &mut world.model, promised, world.handed_out_seq))?;
         report.commits_lost += world.handed_out_seq - recovered;
         trail.push(format!("round {round}: recovered {recovered} of {} transactions (at least {promised} promised)", world.handed_out_seq));

@@ -19,12 +19,12 @@ use quill_sql::{Engine, Outcome, Session};
 use quill_storage::Value;
 
 use crate::model::Model;
-use crate::{DATADIR, settings};
+use crate::{DATADIR, Setup, settings};
 
 pub struct Replica {
     pub fs: SimFs,
     pub engine: Arc<Engine>,
-    segment_bytes: u64,
+    setup: Setup,
 }
 
 impl Replica {
@@ -32,11 +32,11 @@ impl Replica {
     ///
     /// # Errors
     /// The engine does not open.
-    pub fn new(segment_bytes: u64) -> Result<Replica, String> {
+    pub fn new(setup: Setup) -> Result<Replica, String> {
         let fs = SimFs::new();
         fs.create_dir_all(Path::new(DATADIR)).map_err(|e| e.to_string())?;
-        let engine = open(&fs, segment_bytes)?;
-        Ok(Replica { fs, engine, segment_bytes })
+        let engine = open(&fs, setup)?;
+        Ok(Replica { fs, engine, setup })
     }
 
     /// The replica after its disk crashed as `after` shows it, recovered.
@@ -45,7 +45,7 @@ impl Replica {
     /// Recovery failed.
     pub fn recover(&mut self, after: SimFs) -> Result<(), String> {
         self.fs = after;
-        self.engine = open(&self.fs, self.segment_bytes).map_err(|e| format!("the replica's recovery failed: {e}"))?;
+        self.engine = open(&self.fs, self.setup).map_err(|e| format!("the replica's recovery failed: {e}"))?;
         Ok(())
     }
 
@@ -121,8 +121,8 @@ impl Replica {
     }
 }
 
-fn open(fs: &SimFs, segment_bytes: u64) -> Result<Arc<Engine>, String> {
-    let mut vars = settings(segment_bytes);
+fn open(fs: &SimFs, setup: Setup) -> Result<Arc<Engine>, String> {
+    let mut vars = settings(setup);
     vars.values.insert("server_id", "2".into());
     let fs: Arc<dyn Fs> = Arc::new(fs.clone());
     quill_sql::durability::open_with(vars, fs, Path::new(DATADIR), |config| {

@@ -13,7 +13,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use quill_storage::{Collation, Handler, IndexDef, Value};
+use quill_storage::tablespace::{TablePages, Tablespace};
+use quill_storage::{Collation, Handler, IndexDef, KeyPart, Value};
 
 use crate::view_meta::ViewMeta;
 use quill_sql_types::error::{Result, SqlError, codes};
@@ -116,7 +117,7 @@ impl TableMeta {
     /// Build the metadata and an empty storage table.
     #[must_use]
     pub fn new(id: u64, db: &str, name: &str, columns: Vec<Column>, primary: Vec<usize>, indexes: Vec<IndexMeta>, collation: Collation) -> TableMeta {
-        let data = Self::empty_handler(&columns, &primary, &indexes, None);
+        let data = Self::empty_handler(&columns, &primary, &indexes, None, None).expect("an in-memory table is made without I/O");
         TableMeta {
             id,
             db: db.to_owned(),
@@ -134,18 +135,30 @@ impl TableMeta {
         }
     }
 
-    /// An empty storage table for this shape.
-    fn empty_handler(columns: &[Column], primary: &[usize], indexes: &[IndexMeta], row_format: Option<&str>) -> Arc<dyn Handler> {
+    /// The storage shape of a table: its primary key's parts and its secondary indexes.
+    fn storage_keys(columns: &[Column], primary: &[usize], indexes: &[IndexMeta]) -> (Vec<KeyPart>, Vec<IndexDef>) {
         let key_part = |c: usize| (c, columns[c].ty.collation());
-        Arc::from(
-            quill_storage::handler::create(
-                quill_storage::handler::DEFAULT_ENGINE,
-                primary.iter().map(|&c| key_part(c)).collect(),
-                indexes.iter().map(|i| IndexDef { name: i.name.clone(), parts: i.columns.iter().map(|&c| key_part(c)).collect(), unique: i.unique }).collect(),
-                storage_row_format(columns, row_format),
-            )
-            .expect("the default engine exists"),
+        (
+            primary.iter().map(|&c| key_part(c)).collect(),
+            indexes.iter().map(|i| IndexDef { name: i.name.clone(), parts: i.columns.iter().map(|&c| key_part(c)).collect(), unique: i.unique }).collect(),
         )
+    }
+
+    /// An empty storage table for this shape: paged in `tablespace` when given, else in
+    /// memory.
+    fn empty_handler(
+        columns: &[Column],
+        primary: &[usize],
+        indexes: &[IndexMeta],
+        row_format: Option<&str>,
+        tablespace: Option<&Tablespace>,
+    ) -> std::io::Result<Arc<dyn Handler>> {
+        let (primary, indexes) = Self::storage_keys(columns, primary, indexes);
+        let format = storage_row_format(columns, row_format);
+        if let Some(space) = tablespace {
+            return Ok(Arc::new(space.create_table(primary, indexes, format)?));
+        }
+        Ok(Arc::from(quill_storage::handler::create(quill_storage::handler::DEFAULT_ENGINE, primary, indexes, format).expect("the default engine exists")))
     }
 
     /// The same table, rows and all, under another database and name, with `columns`
@@ -170,16 +183,37 @@ impl TableMeta {
         }
     }
 
-    /// The same new table with `ROW_FORMAT=row_format` (one of [`ROW_FORMATS`]).
+    /// The same new table with `ROW_FORMAT=row_format` (one of [`ROW_FORMATS`]), its rows
+    /// paged in `tablespace` when given (the catalog's, [`Catalog::tablespace`]).
+    ///
+    /// # Errors
+    /// 1005 when the table's page file cannot be created.
     ///
     /// # Panics
     /// If the table has rows already.
-    #[must_use]
-    pub fn with_row_format(mut self, row_format: Option<&'static str>) -> TableMeta {
+    pub fn with_storage(mut self, row_format: Option<&'static str>, tablespace: Option<&Tablespace>) -> Result<TableMeta> {
         assert_eq!(self.data.statistics().rows, 0, "a row format is chosen before the first row");
-        self.data = Self::empty_handler(&self.columns, &self.primary, &self.indexes, row_format);
+        self.data = Self::empty_handler(&self.columns, &self.primary, &self.indexes, row_format, tablespace).map_err(|e| cant_create(&self.name, &e))?;
         self.row_format = row_format;
-        self
+        Ok(self)
+    }
+
+    /// The same table with the rows a checkpoint named as `pages` in `tablespace`, every leaf
+    /// on disk, and this table's AUTO_INCREMENT counter (recovery).
+    ///
+    /// # Errors
+    /// The page file cannot be opened, or does not hold the blocks the checkpoint names.
+    pub fn with_pages(&self, tablespace: &Tablespace, pages: &TablePages) -> std::result::Result<TableMeta, String> {
+        let (primary, indexes) = Self::storage_keys(&self.columns, &self.primary, &self.indexes);
+        if pages.indexes.len() != indexes.len() + 1 {
+            return Err(format!("{}.{}: the checkpoint names {} indexes, the table has {}", self.db, self.name, pages.indexes.len(), indexes.len() + 1));
+        }
+        let format = storage_row_format(&self.columns, self.row_format);
+        let table = tablespace.open_table(primary, indexes, format, pages).map_err(|e| e.to_string())?;
+        table.set_auto_increment(self.data.auto_increment());
+        let mut meta = self.renamed(&self.db, &self.name, self.columns.clone());
+        meta.data = Arc::new(table);
+        Ok(meta)
     }
 
     /// Position of a column, by case-insensitive name.
@@ -193,17 +227,25 @@ impl TableMeta {
         self.columns.iter().position(|c| c.auto_increment)
     }
 
-    /// The same table, empty, with AUTO_INCREMENT back at 1 (TRUNCATE).
-    #[must_use]
-    pub fn empty_copy(&self) -> TableMeta {
+    /// The same table, empty, with AUTO_INCREMENT back at 1 (TRUNCATE), in `tablespace`
+    /// when given.
+    ///
+    /// # Errors
+    /// As [`TableMeta::with_storage`].
+    pub fn empty_copy(&self, tablespace: Option<&Tablespace>) -> Result<TableMeta> {
         let mut meta = TableMeta::new(self.id, &self.db, &self.name, self.columns.clone(), self.primary.clone(), self.indexes.clone(), self.collation)
-            .with_row_format(self.row_format);
+            .with_storage(self.row_format, tablespace)?;
         meta.comment.clone_from(&self.comment);
         meta.created_at = self.created_at;
         meta.foreign_keys.clone_from(&self.foreign_keys);
         meta.checks.clone_from(&self.checks);
-        meta
+        Ok(meta)
     }
+}
+
+/// Error 1005 for a table whose page file could not be made.
+fn cant_create(table: &str, e: &std::io::Error) -> SqlError {
+    SqlError::new(codes::ER_CANT_CREATE_TABLE, format!("Can't create table '{table}' (errno: {})", e.raw_os_error().unwrap_or(-1)))
 }
 
 #[derive(Debug, Clone, Default)]
@@ -226,6 +268,8 @@ pub struct Catalog {
     by_id: HashMap<u64, (String, String)>,
     /// Ids of the tables that have foreign keys ([`Catalog::has_foreign_keys`]).
     with_foreign_keys: std::collections::HashSet<u64>,
+    /// Where new tables keep their rows: paged in this tablespace, or (`None`) in memory.
+    tablespace: Option<Arc<Tablespace>>,
 }
 
 impl Catalog {
@@ -236,6 +280,17 @@ impl Catalog {
             c.databases.insert(db.to_owned(), Database { name: db.to_owned(), ..Database::default() });
         }
         c
+    }
+
+    /// Where new tables keep their rows ([`Catalog::set_tablespace`]).
+    #[must_use]
+    pub fn tablespace(&self) -> Option<Arc<Tablespace>> {
+        self.tablespace.clone()
+    }
+
+    /// New tables are paged in `tablespace` from now on (the engine's, set at start-up).
+    pub fn set_tablespace(&mut self, tablespace: Arc<Tablespace>) {
+        self.tablespace = Some(tablespace);
     }
 
     pub fn allocate_table_id(&mut self) -> u64 {

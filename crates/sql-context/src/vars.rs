@@ -146,6 +146,9 @@ pub const VARIABLES: &[VarDef] = &[
     v("gtid_mode", Global, Str, ReadOnly, "ON"),
     v("hostname", Global, Str, ReadOnly, "localhost"),
     v("init_connect", Global, Str, Inert, ""),
+    // Bytes the resident leaves of paged tables may hold (`quill_storage::buffer_pool`);
+    // SET GLOBAL takes effect at the next load or write. MySQL 8's bounds and default.
+    v("innodb_buffer_pool_size", Global, int_blocks(5 << 20, u64::MAX, 1 << 20), Live, "134217728"),
     v("innodb_flush_log_at_trx_commit", Global, Kind::IntChoice(&[0, 1, 2]), Live, "1"),
     v("innodb_lock_wait_timeout", Both, int(1, 1_073_741_824), Live, "50"),
     // Each deadlock's description (SHOW ENGINE INNODB STATUS's) also goes to the server's log.
@@ -194,7 +197,15 @@ pub const VARIABLES: &[VarDef] = &[
     v("query_cache_type", Both, Str, ReadOnly, "OFF"),
     v("quill_checkpoint_interval_seconds", Global, int(1, TIMEOUT_SECONDS_MAX), Live, "300"),
     v("quill_checkpoint_log_bytes", Global, int(4096, u64::MAX), Live, "268435456"),
+    // Testing: ON evicts every leaf of paged tables as soon as no call uses it, whatever
+    // innodb_buffer_pool_size says, so every read after a write comes back from disk.
+    v("quill_debug_evict_always", Global, Bool, Live, "OFF"),
     v("quill_log_segment_bytes", Global, int_blocks(64 << 10, 1 << 30, 4096), ReadOnly, "67108864"),
+    // Where tables keep their rows (`docs/architecture.md`, "The paged engine"): `paged`, in
+    // page files under the data directory, the buffer pool holding what is used; or `memory`,
+    // every row in memory, durable through the log and whole-table checkpoints. Read at
+    // start-up; a data directory whose checkpoint holds paged tables needs `paged`.
+    v("quill_table_storage", Global, Str, ReadOnly, "paged"),
     // Connections that have not logged in yet; past it the oldest is closed to make room.
     // Their own bound, so sockets that never log in cannot take max_connections' slots.
     v("quill_max_unauthenticated_connections", Global, int(1, 100_000), Live, "512"),

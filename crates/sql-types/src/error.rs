@@ -132,6 +132,7 @@ errors! {
     ER_INVALID_CHARACTER_STRING = (1300, "HY000");
     ER_DISK_FULL = (1021, "HY000");
     ER_RECORD_FILE_FULL = (1114, "HY000");
+    ER_CANT_CREATE_TABLE = (1005, "HY000");
     ER_STACK_OVERRUN_NEED_MORE = (1436, "HY000");
     ER_TOO_HIGH_LEVEL_OF_NESTING_FOR_SELECT = (1473, "HY000");
     // The operating system's errors as MySQL reports them for a file (mysys' EE_ codes).

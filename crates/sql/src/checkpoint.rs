@@ -37,7 +37,8 @@ use std::time::{Duration, Instant};
 
 use quill_io::Fs;
 use quill_storage::checkpoint::{CheckpointPosition, CheckpointWriter, remove_old_checkpoints};
-use quill_storage::{ImageBatch, ReadView};
+use quill_storage::tablespace::TablePages;
+use quill_storage::{Handler, ImageBatch, ReadView, Timestamp};
 
 use crate::catalog::{Catalog, SYSTEM_DATABASES};
 use crate::engine::Engine;
@@ -78,6 +79,8 @@ pub fn checkpoint(engine: &Engine, fs: &Arc<dyn Fs>, datadir: &Path) -> std::io:
         let definitions_from = engine.definitions_from.load(std::sync::atomic::Ordering::Acquire).min(lsn);
         let view = engine.txns.read_view(view_txn, false);
         drop(order);
+        // Registered: no view older than this one can start from now on.
+        let horizon = engine.txns.purge_horizon().min(view.read_ts);
         let databases: Vec<String> = catalog.databases.keys().filter(|d| !SYSTEM_DATABASES.contains(&d.as_str())).cloned().collect();
         let mut tables = Vec::new();
         for db in catalog.databases.values() {
@@ -86,8 +89,9 @@ pub fn checkpoint(engine: &Engine, fs: &Arc<dyn Fs>, datadir: &Path) -> std::io:
                 tables.push((db.name.clone(), t.name.clone(), definition, t.data.auto_increment()));
             }
         }
-        ((CheckpointPosition { lsn, next_seq, read_from }, definitions_from), view, databases, tables)
+        ((CheckpointPosition { lsn, next_seq, read_from }, definitions_from), (view, horizon), databases, tables)
     };
+    let (view, horizon) = view;
     let (position, definitions_from) = position;
     // The invariant of `docs/checkpoint-format.md`: a checkpoint's position is never ahead of
     // the durable log. In modes 0 and 2 the records before it may still be pending or
@@ -98,10 +102,19 @@ pub fn checkpoint(engine: &Engine, fs: &Arc<dyn Fs>, datadir: &Path) -> std::io:
     // Streams committed before `read_from` (recovery reads the rest): a restart keeps their
     // parts' segments as long as it keeps their commit records.
     let head = FileHead { position, definitions_from, stream_commits: log.stream_commits_before(position.read_from) };
-    let result = verified.and_then(|()| write_file(&catalog, fs, datadir, &head, view, &databases, &tables));
+    let result = verified.and_then(|()| write_file(&catalog, fs, datadir, &head, (view, horizon), &databases, &tables));
     engine.txns.release_view(&view);
     engine.txns.end(view_txn);
-    let (path, bytes, rows) = result?;
+    let (path, bytes, rows, paged) = result?;
+    // Durable: blocks replaced since that it does not name are free, and page files no table
+    // uses and it does not name go.
+    for (table, pages) in &paged {
+        table.pages_durable(pages);
+    }
+    if let Some(space) = catalog.tablespace() {
+        let named: std::collections::HashSet<u64> = paged.iter().map(|(_, pages)| pages.file).collect();
+        space.remove_unused(&named)?;
+    }
     remove_old_checkpoints(fs.as_ref(), datadir, position.lsn)?;
     // Recovery reads from `read_from`: the segments of open streams stay.
     let segments_removed = log.remove_segments_before(position.read_from)?;
@@ -136,15 +149,21 @@ struct FileHead {
     stream_commits: Vec<(u64, u64)>,
 }
 
+/// A paged table a checkpoint named, and what it named.
+type PagedTable = (Arc<dyn Handler>, TablePages);
+
+/// Writes the checkpoint file: the rows of in-memory tables, and for paged ones their pages,
+/// written and synced first. `view` is the snapshot, `horizon` the oldest timestamp any
+/// view reads at. Returns the file's path, its size, the rows it holds and the paged tables.
 fn write_file(
     catalog: &Catalog,
     fs: &Arc<dyn Fs>,
     datadir: &Path,
     head: &FileHead,
-    view: ReadView,
+    (view, horizon): (ReadView, Timestamp),
     databases: &[String],
     tables: &[(String, String, String, u64)],
-) -> std::io::Result<(PathBuf, u64, u64)> {
+) -> std::io::Result<(PathBuf, u64, u64, Vec<PagedTable>)> {
     let mut writer = CheckpointWriter::create(Arc::clone(fs), datadir, head.position)?;
     writer.definitions_from(head.definitions_from)?;
     for &(commit, first) in &head.stream_commits {
@@ -157,9 +176,17 @@ fn write_file(
         }
     }
     let mut rows_total = 0;
+    let mut paged = Vec::new();
     for (db, name, definition, auto_increment) in tables {
         writer.table(db, name, definition, *auto_increment)?;
         let Ok(table) = catalog.table(db, name) else { continue };
+        // A paged table: its changed leaves written as the view sees them, the rest named.
+        if let Some(pages) = table.data.write_pages(view, horizon)? {
+            writer.table_pages(&pages)?;
+            rows_total += pages.indexes.first().map_or(0, quill_storage::tablespace::IndexPages::entries);
+            paged.push((Arc::clone(&table.data), pages));
+            continue;
+        }
         // Rows go as the images the view sees, converted to log rows (a dynamic image is
         // one): no row is decoded. The cursor holds no leaf between batches.
         let format = table.data.row_format();
@@ -181,7 +208,7 @@ fn write_file(
         writer.view(&view.db, &view.name, &view.definition())?;
     }
     let (path, bytes) = writer.finish()?;
-    Ok((path, bytes, rows_total))
+    Ok((path, bytes, rows_total, paged))
 }
 
 /// The background checkpointer; stops (after any checkpoint in progress) when dropped.

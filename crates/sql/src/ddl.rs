@@ -182,8 +182,8 @@ pub fn create_table(catalog: &mut Catalog, info: &SessionInfo, env_params: (&[Va
         catalog.table(&sdb, &sname)?;
         let id = catalog.allocate_table_id();
         let src = catalog.table(&sdb, &sname)?;
-        let mut meta =
-            TableMeta::new(id, &db, &name, src.columns.clone(), src.primary.clone(), src.indexes.clone(), src.collation).with_row_format(src.row_format);
+        let mut meta = TableMeta::new(id, &db, &name, src.columns.clone(), src.primary.clone(), src.indexes.clone(), src.collation)
+            .with_storage(src.row_format, catalog.tablespace().as_deref())?;
         meta.checks.clone_from(&src.checks);
         return catalog.add_table(meta);
     }
@@ -312,7 +312,7 @@ pub fn create_table(catalog: &mut Catalog, info: &SessionInfo, env_params: (&[Va
     }
     validate(&columns, &primary, &indexes)?;
     let id = catalog.allocate_table_id();
-    let mut meta = TableMeta::new(id, &db, &name, columns, primary, indexes, table_collation).with_row_format(row_format);
+    let mut meta = TableMeta::new(id, &db, &name, columns, primary, indexes, table_collation).with_storage(row_format, catalog.tablespace().as_deref())?;
     row_format_warnings(&meta, warnings);
     meta.comment = comment;
     meta.foreign_keys = declared;
@@ -477,7 +477,7 @@ pub fn truncate(catalog: &mut Catalog, info: &SessionInfo, name: &ast::ObjectNam
     }
     // A new, empty table takes the old one's place; statements still running on the old
     // snapshot (none can write it: TRUNCATE holds its metadata lock) keep what they read.
-    let empty = catalog.table(&db, &t)?.empty_copy();
+    let empty = catalog.table(&db, &t)?.empty_copy(catalog.tablespace().as_deref())?;
     catalog.replace_table(empty)
 }
 

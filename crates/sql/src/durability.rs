@@ -29,6 +29,7 @@ use std::time::Duration;
 use quill_io::Fs;
 use quill_log::{Body, Change, DdlContext, FlushMode, Log, LogConfig, Record, Recovered};
 use quill_storage::checkpoint::{CheckpointEntry, CheckpointError, CheckpointPosition, find_checkpoints, read_checkpoint_versioned};
+use quill_storage::tablespace::Tablespace;
 use quill_storage::{ReadView, RowChange, ScanOrder, Value, WrittenRows, decode_log_row, decode_row, log_row};
 
 use crate::catalog::Catalog;
@@ -87,7 +88,21 @@ pub fn open_with(
     adjust(&mut config);
     fs.create_dir_all(datadir)?;
     globals.values.insert("server_uuid", crate::server_uuid::load_or_create(fs.as_ref(), datadir)?);
+    let paged = match globals.get("quill_table_storage").unwrap_or("paged") {
+        "paged" => true,
+        "memory" => false,
+        other => return Err(OpenError::Io(std::io::Error::other(format!("quill_table_storage must be paged or memory, not {other:?}")))),
+    };
+    let pool_bytes = globals.get("innodb_buffer_pool_size").and_then(|v| v.parse().ok()).unwrap_or(quill_storage::buffer_pool::DEFAULT_CAPACITY_BYTES);
+    let evict_always = globals.get("quill_debug_evict_always") == Some("ON");
     let engine = Engine::new(globals);
+    if paged {
+        let space = Tablespace::open(Arc::clone(&fs), datadir, pool_bytes)?;
+        space.pool.set_evict_always(evict_always);
+        let mut catalog = (*engine.catalog()).clone();
+        catalog.set_tablespace(Arc::new(space));
+        engine.install_catalog(catalog);
+    }
     let mut replayer = Replayer::new(Arc::clone(&engine));
     // A checkpoint a crash interrupted is of no use, and may be holding the space a full
     // disk needs back.
@@ -175,6 +190,18 @@ pub fn apply_global(engine: &Engine, name: &str, value: &str) -> Result<()> {
         "innodb_flush_log_at_trx_commit" => {
             let mode = value.parse::<u8>().ok().and_then(FlushMode::from_value).ok_or_else(wrong)?;
             log.set_flush_mode(mode);
+        }
+        "quill_debug_evict_always" => {
+            if let Some(space) = engine.catalog().tablespace() {
+                space.pool.set_evict_always(value == "ON");
+                space.pool.make_room();
+            }
+        }
+        "innodb_buffer_pool_size" => {
+            if let Some(space) = engine.catalog().tablespace() {
+                space.pool.set_capacity_bytes(value.parse().map_err(|_| wrong())?);
+                space.pool.make_room();
+            }
         }
         "binlog_group_commit_sync_delay" | "binlog_group_commit_sync_no_delay_count" => {
             let globals = engine.globals.read();
@@ -347,6 +374,16 @@ impl Replayer {
                     if self.engine.catalog().view(&db, &name).is_none() {
                         return Err(fail(format!("{db}.{name}: its definition made no view")));
                     }
+                }
+                CheckpointEntry::TablePages(pages) => {
+                    let (db, name) = table.as_ref().ok_or_else(|| fail("table pages before any table".into()))?;
+                    let catalog = self.engine.catalog();
+                    let space = catalog.tablespace().ok_or_else(|| fail(format!("{db}.{name} is a paged table: start with quill_table_storage=paged")))?;
+                    let meta = catalog.table(db, name).map_err(|e| fail(e.to_string()))?.with_pages(&space, &pages).map_err(fail)?;
+                    let mut next = (*catalog).clone();
+                    next.replace_table(meta).map_err(|e| fail(e.to_string()))?;
+                    self.engine.install_catalog(next);
+                    rows += pages.indexes.first().map_or(0, quill_storage::tablespace::IndexPages::entries);
                 }
                 CheckpointEntry::Row { key, row } => {
                     let (db, name) = table.as_ref().ok_or_else(|| fail("a row before any table".into()))?;

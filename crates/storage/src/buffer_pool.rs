@@ -20,7 +20,7 @@
 //! Where it sits: storage, below the tables. One pool serves every paged table of an engine.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
@@ -69,8 +69,12 @@ pub struct PoolCounters {
 /// See the module documentation.
 pub struct BufferPool {
     capacity_bytes: AtomicU64,
+    /// Testing: evict every leaf no call holds, whatever the capacity.
+    evict_always: AtomicBool,
     resident_bytes: AtomicU64,
     resident_leaves: AtomicU64,
+    /// Resident leaves changed since their block was written (or never written).
+    dirty_leaves: AtomicU64,
     clock: Mutex<VecDeque<Box<dyn Resident>>>,
     pub counters: PoolCounters,
 }
@@ -86,8 +90,10 @@ impl BufferPool {
     pub fn new(capacity_bytes: u64) -> BufferPool {
         BufferPool {
             capacity_bytes: AtomicU64::new(capacity_bytes),
+            evict_always: AtomicBool::new(false),
             resident_bytes: AtomicU64::new(0),
             resident_leaves: AtomicU64::new(0),
+            dirty_leaves: AtomicU64::new(0),
             clock: Mutex::new(VecDeque::new()),
             counters: PoolCounters::default(),
         }
@@ -116,15 +122,29 @@ impl BufferPool {
         self.resident_leaves.load(Ordering::Relaxed)
     }
 
+    /// Resident leaves changed since their block was written (`Innodb_buffer_pool_pages_dirty`).
     #[must_use]
-    pub fn is_over_capacity(&self) -> bool {
-        self.resident_bytes() > self.capacity_bytes()
+    pub fn dirty_leaves(&self) -> u64 {
+        self.dirty_leaves.load(Ordering::Relaxed)
     }
 
-    /// A leaf became resident holding `bytes`.
-    pub(crate) fn admit(&self, leaf: Box<dyn Resident>, bytes: u64) {
+    /// Testing (`quill_debug_evict_always`): with `on`, every leaf no call holds is evicted
+    /// by the next [`BufferPool::make_room`], whatever the capacity.
+    pub fn set_evict_always(&self, on: bool) {
+        self.evict_always.store(on, Ordering::Relaxed);
+    }
+
+    #[must_use]
+    pub fn is_over_capacity(&self) -> bool {
+        let floor = if self.evict_always.load(Ordering::Relaxed) { 0 } else { self.capacity_bytes() };
+        self.resident_bytes() > floor
+    }
+
+    /// A leaf became resident holding `bytes`, `dirty` when no block holds it as it is.
+    pub(crate) fn admit(&self, leaf: Box<dyn Resident>, bytes: u64, dirty: bool) {
         self.resident_bytes.fetch_add(bytes, Ordering::Relaxed);
         self.resident_leaves.fetch_add(1, Ordering::Relaxed);
+        self.dirty_leaves.fetch_add(u64::from(dirty), Ordering::Relaxed);
         self.clock.lock().push_back(leaf);
     }
 
@@ -137,10 +157,22 @@ impl BufferPool {
         }
     }
 
-    /// A resident leaf holding `bytes` left memory (evicted, or dropped with its table).
-    pub(crate) fn release(&self, bytes: u64) {
+    /// A resident leaf holding `bytes` left memory (evicted, or dropped with its table);
+    /// `dirty` when it was.
+    pub(crate) fn release(&self, bytes: u64, dirty: bool) {
         self.resident_bytes.fetch_sub(bytes, Ordering::Relaxed);
         self.resident_leaves.fetch_sub(1, Ordering::Relaxed);
+        self.dirty_leaves.fetch_sub(u64::from(dirty), Ordering::Relaxed);
+    }
+
+    /// A clean resident leaf changed.
+    pub(crate) fn dirtied(&self) {
+        self.dirty_leaves.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A dirty resident leaf's block was written (and it stays resident).
+    pub(crate) fn cleaned(&self) {
+        self.dirty_leaves.fetch_sub(1, Ordering::Relaxed);
     }
 
     /// Evicts leaves until the resident bytes are within the capacity, or every leaf has

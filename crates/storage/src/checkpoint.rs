@@ -23,14 +23,18 @@ use quill_io::cursor::{take, take_len32, take_str16};
 use quill_io::{File, Fs};
 
 use crate::format::decode_log_row;
+use crate::leaf_map::DirectoryLeaf;
+use crate::page::BlockAddr;
 use crate::row::decode_row;
+use crate::tablespace::{IndexPages, TablePages};
 use crate::value::Row;
 
 pub const MAGIC: &[u8; 8] = b"QUILLCKP";
 /// The version written. Versions 1 (no `read_from`, a 32-byte header), 2 (rows in the
 /// first row encoding, `crate::row`), 3 (no DEFINITIONS_FROM entry), 4 (no VIEW entry),
-/// 5 (no STREAM_COMMIT entry) and 6 (no DATABASE_COLLATION entry) are still read.
-pub const VERSION: u32 = 7;
+/// 5 (no STREAM_COMMIT entry), 6 (no DATABASE_COLLATION entry) and 7 (no TABLE_PAGES
+/// entry) are still read.
+pub const VERSION: u32 = 8;
 pub const MAGIC_OFFSET: usize = 0;
 pub const VERSION_OFFSET: usize = MAGIC_OFFSET + 8;
 pub const LSN_OFFSET: usize = VERSION_OFFSET + 8; // 4 bytes of version, 4 reserved
@@ -59,6 +63,9 @@ pub const ENTRY_STREAM_COMMIT: u8 = 7;
 /// A database's default collation, after its DATABASE entry: its name, then the
 /// collation's name (version 7 on; before, every database had the server's default).
 pub const ENTRY_DATABASE_COLLATION: u8 = 8;
+/// A paged table's pages, after its TABLE entry and instead of ROW entries: its page file
+/// and each index's directory of leaves (version 8 on; `crate::tablespace::TablePages`).
+pub const ENTRY_TABLE_PAGES: u8 = 9;
 
 pub const FILE_PREFIX: &str = "checkpoint-";
 pub const FILE_SUFFIX: &str = ".qckpt";
@@ -157,6 +164,8 @@ pub enum CheckpointEntry {
         commit: u64,
         first: u64,
     },
+    /// The pages of the table most recently announced (see [`ENTRY_TABLE_PAGES`]).
+    TablePages(TablePages),
 }
 
 /// Streams a checkpoint to disk; see the module doc.
@@ -266,6 +275,28 @@ impl CheckpointWriter {
         put16(&mut self.buffer, db.as_bytes());
         put16(&mut self.buffer, name.as_bytes());
         put32(&mut self.buffer, definition.as_bytes());
+        self.entry_done()
+    }
+
+    /// The pages of the table announced last, instead of its rows.
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn table_pages(&mut self, pages: &TablePages) -> io::Result<()> {
+        let mut payload = Vec::new();
+        payload.extend_from_slice(&pages.file.to_le_bytes());
+        payload.extend_from_slice(&u16::try_from(pages.indexes.len()).expect("a table has fewer than 64 Ki indexes").to_le_bytes());
+        for index in &pages.indexes {
+            payload.extend_from_slice(&(index.leaves.len() as u64).to_le_bytes());
+            for leaf in &index.leaves {
+                put32(&mut payload, &leaf.low);
+                payload.extend_from_slice(&leaf.block.unit.to_le_bytes());
+                payload.extend_from_slice(&leaf.block.units.to_le_bytes());
+                payload.extend_from_slice(&leaf.entries.to_le_bytes());
+            }
+        }
+        self.buffer.push(ENTRY_TABLE_PAGES);
+        put32(&mut self.buffer, &payload);
         self.entry_done()
     }
 
@@ -435,6 +466,10 @@ pub fn read_checkpoint_versioned<E: From<CheckpointError>>(
                     _ => return Err(damaged("bad stream commit entry").into()),
                 }
             }
+            ENTRY_TABLE_PAGES if version >= 8 => {
+                let payload = take_len32(&mut rest).ok_or_else(|| damaged("bad table pages entry"))?;
+                CheckpointEntry::TablePages(parse_table_pages(payload).ok_or_else(|| damaged("bad table pages entry"))?)
+            }
             ENTRY_END => {
                 let count = take(&mut rest, 8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
                 if count != Some(entries) || !body.is_at_end() {
@@ -447,6 +482,36 @@ pub fn read_checkpoint_versioned<E: From<CheckpointError>>(
         entries += 1;
         apply(entry)?;
     }
+}
+
+/// A TABLE_PAGES entry's payload; `None` when it is not one. Each index's leaves must start
+/// at the empty key and ascend.
+fn parse_table_pages(mut rest: &[u8]) -> Option<TablePages> {
+    let u64_of = |rest: &mut &[u8]| take(rest, 8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
+    let file = u64_of(&mut rest)?;
+    let count = u16::from_le_bytes(take(&mut rest, 2)?.try_into().ok()?);
+    let mut indexes = Vec::with_capacity(usize::from(count));
+    for _ in 0..count {
+        let leaves_total = u64_of(&mut rest)?;
+        // Each leaf takes at least 24 bytes: a count past what is left is damage.
+        if leaves_total == 0 || leaves_total > rest.len() as u64 / 24 {
+            return None;
+        }
+        let mut leaves: Vec<DirectoryLeaf> = Vec::with_capacity(usize::try_from(leaves_total).ok()?);
+        for _ in 0..leaves_total {
+            let low: Box<[u8]> = take_len32(&mut rest)?.into();
+            let unit = u64_of(&mut rest)?;
+            let units = u32::from_le_bytes(take(&mut rest, 4)?.try_into().ok()?);
+            let entries = u64_of(&mut rest)?;
+            let ascends = leaves.last().map_or(low.is_empty(), |before| before.low < low);
+            if !ascends || units == 0 {
+                return None;
+            }
+            leaves.push(DirectoryLeaf { low, block: BlockAddr { unit, units }, entries });
+        }
+        indexes.push(IndexPages { leaves });
+    }
+    rest.is_empty().then_some(TablePages { file, indexes })
 }
 
 /// Reads of a checkpoint go through buffers of this size.
@@ -483,7 +548,7 @@ fn verify(file: &dyn File, damaged: impl Fn(&'static str) -> CheckpointError) ->
     match version {
         1 => {}
         2..=VERSION if body_end >= (HEADER_BYTES + 9) as u64 => {}
-        _ => return Err(damaged("not a checkpoint of a version this build reads (1 to 6)")),
+        _ => return Err(damaged("not a checkpoint of a version this build reads (1 to 8)")),
     }
     let u64_at = |o: usize| u64::from_le_bytes(head[o..o + 8].try_into().expect("8 bytes"));
     let (lsn, next_seq) = (u64_at(LSN_OFFSET), u64_at(NEXT_SEQ_OFFSET));
@@ -583,6 +648,7 @@ fn entry_len(bytes: &[u8]) -> Option<usize> {
             field(4)?;
             field(4)?;
         }
+        ENTRY_TABLE_PAGES => field(4)?,
         ENTRY_END | ENTRY_DEFINITIONS_FROM => at += 8,
         ENTRY_STREAM_COMMIT => at += 16,
         ENTRY_VIEW => {
@@ -651,6 +717,38 @@ mod tests {
                 definition: "CREATE ALGORITHM=UNDEFINED DEFINER=`root`@`localhost` SQL SECURITY DEFINER VIEW `v` AS SELECT 1".into()
             }
         );
+    }
+
+    fn leaf(low: &[u8], unit: u64, entries: u64) -> DirectoryLeaf {
+        DirectoryLeaf { low: low.into(), block: BlockAddr { unit, units: 1 }, entries }
+    }
+
+    #[test]
+    fn a_paged_tables_directory_round_trips_and_a_disordered_one_is_damage() {
+        let fs = SimFs::new();
+        fs.create_dir_all(&dir()).unwrap();
+        let pages = TablePages {
+            file: 12,
+            indexes: vec![
+                IndexPages { leaves: (0..3000u64).map(|i| leaf(&i.to_be_bytes()[..if i == 0 { 0 } else { 8 }], 1 + i, 64)).collect() },
+                IndexPages { leaves: vec![leaf(&[], 5000, 0)] },
+            ],
+        };
+        let mut w = CheckpointWriter::create(Arc::new(fs.clone()), &dir(), CheckpointPosition { lsn: 8, next_seq: 1, read_from: 8 }).unwrap();
+        w.table("app", "t", "CREATE TABLE `t` (`id` int, `k` int, KEY (`k`))", 1).unwrap();
+        w.table_pages(&pages).unwrap();
+        let path = w.finish().unwrap().0;
+        let (_, entries) = read(&fs, &path).unwrap();
+        assert_eq!(entries[1], CheckpointEntry::TablePages(pages.clone()));
+        assert_eq!(pages.indexes[0].entries(), 3000 * 64);
+        // Leaves out of order, or a first leaf not at the empty key, are damage.
+        for bad in [vec![leaf(&[], 1, 1), leaf(&[5], 2, 1), leaf(&[4], 3, 1)], vec![leaf(&[1], 1, 1)]] {
+            let mut w = CheckpointWriter::create(Arc::new(fs.clone()), &dir(), CheckpointPosition { lsn: 16, next_seq: 1, read_from: 16 }).unwrap();
+            w.table("app", "t", "CREATE TABLE `t` (`id` int)", 1).unwrap();
+            w.table_pages(&TablePages { file: 1, indexes: vec![IndexPages { leaves: bad }] }).unwrap();
+            let path = w.finish().unwrap().0;
+            assert!(matches!(read(&fs, &path), Err(CheckpointError::Damaged { .. })));
+        }
     }
 
     /// The reader holds a chunk at a time: entries that straddle chunks, and one larger than

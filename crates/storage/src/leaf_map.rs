@@ -285,7 +285,8 @@ impl<V: PageValue + Send + 'static> Resident for ResidentLeaf<V> {
             leaf.page.referenced = false;
             return Eviction::Keep;
         }
-        if leaf.page.block.is_none() {
+        let was_dirty = leaf.page.block.is_none();
+        if was_dirty {
             match write_leaf(&leaf, &self.paging) {
                 Ok((addr, stable)) => {
                     leaf.page.block = Some(addr);
@@ -305,7 +306,7 @@ impl<V: PageValue + Send + 'static> Resident for ResidentLeaf<V> {
         leaf.ends = Vec::new();
         leaf.values = Vec::new();
         leaf.page.evicted = true;
-        pool.release(std::mem::take(&mut leaf.page.charged));
+        pool.release(std::mem::take(&mut leaf.page.charged), was_dirty);
         Eviction::Evicted
     }
 }
@@ -422,7 +423,7 @@ impl<V> Drop for LeafMap<V> {
             let mut leaf = entry.value().lock();
             if !leaf.page.evicted {
                 leaf.page.evicted = true;
-                paging.pool.release(std::mem::take(&mut leaf.page.charged));
+                paging.pool.release(std::mem::take(&mut leaf.page.charged), leaf.page.block.is_none());
             }
         }
     }
@@ -489,7 +490,8 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
     fn admit_new(&self, leaf: &mut Leaf<V>, leaf_ref: &LeafRef<V>) {
         let Some(paging) = &self.paging else { return };
         leaf.page.charged = leaf.resident_bytes();
-        paging.pool.admit(Box::new(ResidentLeaf { leaf: Arc::downgrade(leaf_ref), paging: Arc::clone(paging) }), leaf.page.charged);
+        let dirty = leaf.page.block.is_none();
+        paging.pool.admit(Box::new(ResidentLeaf { leaf: Arc::downgrade(leaf_ref), paging: Arc::clone(paging) }), leaf.page.charged, dirty);
     }
 
     /// A leaf was just locked to be used: mark it used, and read it in if it is on disk.
@@ -541,6 +543,7 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
         leaf.page.changes += 1;
         if let Some(block) = leaf.page.block.take() {
             paging.file.retire(block);
+            paging.pool.dirtied();
         }
     }
 
@@ -750,7 +753,7 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
                 // Gone from the map: no block, no bytes; the clock forgets it.
                 self.will_change(&mut dead);
                 dead.page.evicted = true;
-                paging.pool.release(std::mem::take(&mut dead.page.charged));
+                paging.pool.release(std::mem::take(&mut dead.page.charged), true);
             }
             return;
         }
@@ -867,6 +870,7 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
             leaf.page.block = Some(addr);
             leaf.page.stable = true;
             leaf.page.block_entries = entries;
+            paging.pool.cleaned();
         } else {
             // Only the checkpoint names it: free once a later one does not.
             paging.file.retire(addr);

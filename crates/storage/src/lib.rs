@@ -7,6 +7,7 @@
 //! write reports [`table::WriteError::Locked`]; the `sql` layer coerces values to
 //! column types before they reach a [`table::Table`].
 
+pub mod blocking;
 pub mod buffer_pool;
 pub mod chain;
 pub mod checkpoint;

@@ -259,7 +259,7 @@ impl PageFile {
         let unit = self.space.lock().allocate(units);
         let addr = seal_block(block, header, unit);
         debug_assert_eq!(addr.units, units);
-        if let Err(e) = self.file.write_at(block, addr.offset()) {
+        if let Err(e) = crate::blocking::section(|| self.file.write_at(block, addr.offset())) {
             self.space.lock().free(addr);
             return Err(e);
         }
@@ -274,7 +274,8 @@ impl PageFile {
     /// I/O errors, and a block that fails its checks ([`open_block`]).
     pub fn read(&self, addr: BlockAddr) -> Result<Block, PageFileError> {
         let mut bytes = vec![0; addr.bytes()];
-        let n = self.file.read_at(&mut bytes, addr.offset()).map_err(|source| PageFileError::Io { path: self.path.display().to_string(), source })?;
+        let n = crate::blocking::section(|| self.file.read_at(&mut bytes, addr.offset()))
+            .map_err(|source| PageFileError::Io { path: self.path.display().to_string(), source })?;
         bytes.truncate(n);
         self.counters.blocks_read.fetch_add(1, Ordering::Relaxed);
         self.counters.bytes_read.fetch_add(n as u64, Ordering::Relaxed);
@@ -312,7 +313,7 @@ impl PageFile {
     /// # Errors
     /// I/O errors: the file's durable state is then unknown (fail-stop, `quill_io`).
     pub fn sync(&self) -> io::Result<()> {
-        self.file.sync_data()
+        crate::blocking::section(|| self.file.sync_data())
     }
 
     /// Bytes of the file that blocks, live or retired, occupy or that lie free between them.

@@ -43,7 +43,8 @@ pub(super) fn rebuild(
     validate(&columns, &primary, &indexes)?;
     let old = catalog.table(db, name)?;
     check_key_indexes(catalog, old, (&columns, &primary, &indexes), &foreign_keys)?;
-    let mut meta = TableMeta::new(old.id, db, name, columns, primary, indexes, options.collation).with_row_format(options.row_format);
+    let mut meta =
+        TableMeta::new(old.id, db, name, columns, primary, indexes, options.collation).with_storage(options.row_format, catalog.tablespace().as_deref())?;
     row_format_warnings(&meta, warnings);
     meta.comment = options.comment;
     meta.created_at = old.created_at;

@@ -75,8 +75,10 @@ fn a_map_over_a_pool_smaller_than_it_keeps_every_entry() {
         let counters = &paging.pool.counters;
         assert!(counters.evictions.load(std::sync::atomic::Ordering::Relaxed) > 100, "seed {seed}: the pool did evict");
         assert!(counters.reads.load(std::sync::atomic::Ordering::Relaxed) > 100, "seed {seed}: evicted leaves were read back");
+        assert!(paging.pool.dirty_leaves() <= paging.pool.resident_leaves());
         drop(map);
         assert_eq!(paging.pool.resident_bytes(), 0, "seed {seed}: a dropped map gives its bytes back");
+        assert_eq!(paging.pool.dirty_leaves(), 0, "seed {seed}");
         assert_eq!(paging.pool.resident_leaves(), 0);
     }
 }
@@ -184,6 +186,7 @@ fn an_empty_leaf_removed_from_a_paged_map_gives_its_bytes_back() {
     assert_eq!(paging.pool.resident_leaves(), 1, "only the first leaf is left of {full}");
     drop(map);
     assert_eq!(paging.pool.resident_bytes(), 0);
+    assert_eq!(paging.pool.dirty_leaves(), 0);
 }
 
 /// A value whose page bytes say more than they hold: a damaged image must never load.
@@ -249,8 +252,10 @@ fn a_checkpoint_rewrites_only_the_leaves_changed_since_the_last() {
     for n in 0..5000u32 {
         map.with_or_insert(&key(n), |c| c.0 = n + 1);
     }
+    assert_eq!(paging.pool.dirty_leaves(), paging.pool.resident_leaves(), "nothing written yet");
     let first = map.write_stable(as_is).unwrap();
     assert!(first.len() > 50);
+    assert_eq!(paging.pool.dirty_leaves(), 0, "every leaf took its checkpoint block");
     assert!(first.first().is_some_and(|l| l.low.is_empty()) && first.windows(2).all(|w| w[0].low < w[1].low), "the directory tiles the keys");
     assert_eq!(first.iter().map(|l| l.entries).sum::<u64>(), 5000);
     let written = pages_written(&paging);
@@ -260,6 +265,7 @@ fn a_checkpoint_rewrites_only_the_leaves_changed_since_the_last() {
     assert_eq!(pages_written(&paging), written);
     // One key changed: one leaf written again.
     map.with(&key(2500), |c| c.0 = 7);
+    assert_eq!(paging.pool.dirty_leaves(), 1);
     let second = map.write_stable(as_is).unwrap();
     assert_eq!(pages_written(&paging), written + 1);
     assert_eq!(second.iter().zip(&first).filter(|(a, b)| a != b).count(), 1);
