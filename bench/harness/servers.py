@@ -43,6 +43,8 @@ MARIADB_OPTIONS = (
     "--character-set-server=utf8mb4",
     "--collation-server=utf8mb4_general_ci",
 )
+#: Quill's buffer pool is MariaDB's size, so both hold the same share of the data in memory.
+QUILL_OPTIONS = ("--innodb-buffer-pool-size=1G",)
 MARIADB_BINLOG_OPTIONS = ("--log-bin=binlog", "--sync-binlog=1", "--server-id=1", "--binlog-format=ROW")
 
 
@@ -78,7 +80,7 @@ class Server:
         self.dir.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")
         if self.is_quill:
-            command = [str(QUILL_BINARY), "serve", f"--port={self.port}", f"--datadir={self.datadir}"]
+            command = [str(QUILL_BINARY), "serve", f"--port={self.port}", f"--datadir={self.datadir}", *QUILL_OPTIONS]
         else:
             self._install_mariadb()
             self.socket_dir = tempfile.mkdtemp(prefix="qbench")

@@ -187,7 +187,8 @@ impl TableMeta {
     /// paged in `tablespace` when given (the catalog's, [`Catalog::tablespace`]).
     ///
     /// # Errors
-    /// 1005 when the table's page file cannot be created.
+    /// 1114 when the disk is too full for the table's page file, 1005 when it cannot be
+    /// created for another reason.
     ///
     /// # Panics
     /// If the table has rows already.
@@ -243,8 +244,12 @@ impl TableMeta {
     }
 }
 
-/// Error 1005 for a table whose page file could not be made.
+/// The error for a table whose page file could not be made: 1114 when the disk is full (as
+/// every write that finds it full), else 1005 with the OS error number.
 fn cant_create(table: &str, e: &std::io::Error) -> SqlError {
+    if e.kind() == std::io::ErrorKind::StorageFull {
+        return SqlError::new(codes::ER_RECORD_FILE_FULL, format!("The table '{table}' is full"));
+    }
     SqlError::new(codes::ER_CANT_CREATE_TABLE, format!("Can't create table '{table}' (errno: {})", e.raw_os_error().unwrap_or(-1)))
 }
 

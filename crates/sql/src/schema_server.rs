@@ -2,7 +2,8 @@
 //! MySQL 8's columns: `ENGINES`, `CHARACTER_SETS` and `COLLATIONS` (what `SHOW ENGINES`,
 //! `SHOW CHARACTER SET` and `SHOW COLLATION` list), and `ROUTINES`
 //! (empty: Quill has no stored programs yet, and tools read the table to find that out) and
-//! `VIEWS`' columns (its rows come from `view_ddl::schema_rows`).
+//! `VIEWS`' columns (its rows come from `view_ddl::schema_rows`), and
+//! `INNODB_BUFFER_POOL_STATS` (the buffer pool of paged tables).
 //!
 //! Where it sits: `sql`, called from `show::information_schema_table`.
 
@@ -139,4 +140,87 @@ fn column(name: &str) -> OutColumn {
         text(1024)
     };
     cols(&[(name, ty)]).remove(0)
+}
+
+/// InnoDB's page size, the unit `INNODB_BUFFER_POOL_STATS` counts the pool's size in.
+const INNODB_PAGE_BYTES: u64 = 16 << 10;
+
+/// `INNODB_BUFFER_POOL_STATS`: one row, pool 0, with MySQL 8's 32 columns. Counts of pages
+/// are Quill's leaves (up to 64 rows or index entries each); `POOL_SIZE` and `FREE_BUFFERS`
+/// are the capacity and what is left of it in 16 KiB pages. Quill's pool has no young and old
+/// sublists, no read-ahead, no compression and no asynchronous reads or flushes (a leaf is
+/// read by the thread that needs it and written by the one that evicts it), so those columns
+/// are 0, and rates, which InnoDB computes between its monitor's printouts, are 0 too. With
+/// no paged table (`quill_table_storage=memory`) the table is empty.
+#[must_use]
+pub fn buffer_pool_stats(tablespace: Option<&quill_storage::tablespace::Tablespace>) -> (Vec<OutColumn>, Rows) {
+    let names = [
+        "POOL_ID",
+        "POOL_SIZE",
+        "FREE_BUFFERS",
+        "DATABASE_PAGES",
+        "OLD_DATABASE_PAGES",
+        "MODIFIED_DATABASE_PAGES",
+        "PENDING_DECOMPRESS",
+        "PENDING_READS",
+        "PENDING_FLUSH_LRU",
+        "PENDING_FLUSH_LIST",
+        "PAGES_MADE_YOUNG",
+        "PAGES_NOT_MADE_YOUNG",
+        "PAGES_MADE_YOUNG_RATE",
+        "PAGES_MADE_NOT_YOUNG_RATE",
+        "NUMBER_PAGES_READ",
+        "NUMBER_PAGES_CREATED",
+        "NUMBER_PAGES_WRITTEN",
+        "PAGES_READ_RATE",
+        "PAGES_CREATE_RATE",
+        "PAGES_WRITTEN_RATE",
+        "NUMBER_PAGES_GET",
+        "HIT_RATE",
+        "YOUNG_MAKE_PER_THOUSAND_GETS",
+        "NOT_YOUNG_MAKE_PER_THOUSAND_GETS",
+        "NUMBER_PAGES_READ_AHEAD",
+        "NUMBER_READ_AHEAD_EVICTED",
+        "READ_AHEAD_RATE",
+        "READ_AHEAD_EVICTED_RATE",
+        "LRU_IO_TOTAL",
+        "LRU_IO_CURRENT",
+        "UNCOMPRESS_TOTAL",
+        "UNCOMPRESS_CURRENT",
+    ];
+    let rates = [
+        "PAGES_MADE_YOUNG_RATE",
+        "PAGES_MADE_NOT_YOUNG_RATE",
+        "PAGES_READ_RATE",
+        "PAGES_CREATE_RATE",
+        "PAGES_WRITTEN_RATE",
+        "READ_AHEAD_RATE",
+        "READ_AHEAD_EVICTED_RATE",
+    ];
+    let columns: Vec<(&str, SqlType)> = names.iter().map(|&n| (n, if rates.contains(&n) { SqlType::Double } else { SqlType::bigint() })).collect();
+    let c = cols(&columns);
+    let Some(pool) = tablespace.map(|t| &t.pool) else { return (c, Vec::new()) };
+    let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+    let counters = &pool.counters;
+    let capacity_pages = pool.capacity_bytes() / INNODB_PAGE_BYTES;
+    let free_pages = pool.capacity_bytes().saturating_sub(pool.resident_bytes()) / INNODB_PAGE_BYTES;
+    let (gets, reads) = (load(&counters.read_requests), load(&counters.reads));
+    // InnoDB's hit rate is per thousand gets.
+    let hit_rate = (1000 * gets.saturating_sub(reads)).checked_div(gets).unwrap_or(0);
+    let value = |name: &str| -> u64 {
+        match name {
+            "POOL_SIZE" => capacity_pages,
+            "FREE_BUFFERS" => free_pages,
+            "DATABASE_PAGES" => pool.resident_leaves(),
+            "MODIFIED_DATABASE_PAGES" => pool.dirty_leaves(),
+            "NUMBER_PAGES_READ" => reads,
+            "NUMBER_PAGES_WRITTEN" => load(&counters.pages_written),
+            "NUMBER_PAGES_GET" => gets,
+            "HIT_RATE" => hit_rate,
+            _ => 0,
+        }
+    };
+    let int = |n: u64| Value::Int(i64::try_from(n).unwrap_or(i64::MAX));
+    let row = names.iter().map(|&n| if rates.contains(&n) { Value::Double(0.0) } else { int(value(n)) }).collect();
+    (c, vec![row])
 }

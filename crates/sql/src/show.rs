@@ -265,7 +265,8 @@ pub fn table_status(t: &TableMeta) -> Vec<Value> {
         int(stats.data_bytes),
         Value::Int(0),
         int(stats.index_bytes),
-        Value::Int(0),
+        // A paged table's free space in its page file: blocks given back, not yet reused.
+        int(t.data.space().map_or(0, |(_, free)| free)),
         if t.auto_increment_column().is_some() { int(t.data.auto_increment()) } else { Value::Null },
         Value::DateTime(t.created_at * 1_000_000),
         Value::Null,
@@ -384,10 +385,11 @@ impl SystemTables for SystemSchemas {
 /// database or table only where it has some privilege (`session::privileges`).
 ///
 /// # Errors
-/// 1109 for a table Quill does not provide; 1227 for INNODB_TRX without PROCESS.
+/// 1109 for a table Quill does not provide; 1227 for INNODB_TRX and
+/// INNODB_BUFFER_POOL_STATS without PROCESS.
 pub fn information_schema_table(env: &Env<'_>, name: &str) -> Result<(Vec<OutColumn>, Vec<Vec<Value>>)> {
     let info = env.info;
-    if name.eq_ignore_ascii_case("INNODB_TRX") {
+    if name.eq_ignore_ascii_case("INNODB_TRX") || name.eq_ignore_ascii_case("INNODB_BUFFER_POOL_STATS") {
         info.require_global(crate::accounts::PROCESS, "PROCESS")?;
     }
     let (columns, mut rows) = information_schema_rows(env, name)?;
@@ -635,6 +637,7 @@ fn information_schema_rows(env: &Env<'_>, name: &str) -> Result<(Vec<OutColumn>,
             tables().flat_map(|t| t.checks.iter().map(|c| vec![s("def"), s(t.db.clone()), s(c.name.clone()), s(format!("({})", c.expr))])).collect(),
         ),
         "INNODB_TRX" => crate::performance_schema::innodb_trx(env)?,
+        "INNODB_BUFFER_POOL_STATS" => crate::schema_server::buffer_pool_stats(catalog.tablespace().as_deref()),
         "PROCESSLIST" => processlist(env.info, true),
         other => {
             return Err(SqlError::new(crate::error::codes::ER_UNKNOWN_TABLE, format!("Unknown table '{}' in information_schema", other.to_ascii_lowercase())));

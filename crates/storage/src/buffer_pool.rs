@@ -11,7 +11,9 @@
 //! (and clears its mark) or one another thread holds, and evicts the first other one: a dirty
 //! leaf's image is written to a new block of its page file first ([`crate::page_file`]).
 //!
-//! Bounds: the clock holds one entry per resident leaf; one `make_room` call visits each
+//! Bounds: the clock holds an entry per resident leaf, and entries of leaves gone since
+//! (removed, or dropped with their table) until they are passed over or swept out, at most
+//! [`CLOCK_STALE_ENTRIES_MAX`] past twice the resident leaves; one `make_room` call visits each
 //! entry at most twice ([`MAKE_ROOM_PASSES`]), so a pool whose every leaf is held or pinned
 //! stays over its capacity for that moment rather than spinning. Never more than one
 //! leaf's mutex is held by a call here, and only with `try_lock`: making room can never wait
@@ -46,7 +48,15 @@ pub(crate) enum Eviction {
 pub(crate) trait Resident: Send + Sync {
     /// Evict the leaf unless it is in use (see [`Eviction`]).
     fn try_evict(&self, pool: &BufferPool) -> Eviction;
+    /// The leaf is gone (dropped with its table, removed from its map) or no longer
+    /// resident: its clock entry can go. A leaf another thread holds is not gone.
+    fn is_gone(&self) -> bool;
 }
+
+/// The clock may hold this many entries past twice the resident leaves before an admission
+/// sweeps out those of leaves that are gone: entries of removed leaves and dropped tables
+/// would otherwise pile up while the pool is never full enough to pass over them.
+pub const CLOCK_STALE_ENTRIES_MAX: usize = 1024;
 
 /// Counters under InnoDB's names (`SHOW GLOBAL STATUS`, `INNODB_BUFFER_POOL_STATS`).
 #[derive(Debug, Default)]
@@ -145,7 +155,19 @@ impl BufferPool {
         self.resident_bytes.fetch_add(bytes, Ordering::Relaxed);
         self.resident_leaves.fetch_add(1, Ordering::Relaxed);
         self.dirty_leaves.fetch_add(u64::from(dirty), Ordering::Relaxed);
-        self.clock.lock().push_back(leaf);
+        let mut clock = self.clock.lock();
+        clock.push_back(leaf);
+        let resident = usize::try_from(self.resident_leaves()).unwrap_or(usize::MAX);
+        if clock.len() > resident.saturating_mul(2) + CLOCK_STALE_ENTRIES_MAX {
+            clock.retain(|leaf| !leaf.is_gone());
+        }
+    }
+
+    /// Entries on the clock (at most twice the resident leaves and
+    /// [`CLOCK_STALE_ENTRIES_MAX`] more, right after an admission).
+    #[must_use]
+    pub fn clock_len(&self) -> usize {
+        self.clock.lock().len()
     }
 
     /// A resident leaf's size changed from `before` to `after` bytes.

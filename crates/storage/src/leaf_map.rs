@@ -268,15 +268,21 @@ pub struct LeafMap<V> {
     paging: Option<Arc<Paging>>,
 }
 
-/// A resident leaf of a paged map, as the pool's clock holds it.
+/// A resident leaf of a paged map, as the pool's clock holds it: weakly, so a dropped
+/// table's leaves and page file are not kept alive by the clock.
 struct ResidentLeaf<V> {
     leaf: Weak<Mutex<Leaf<V>>>,
-    paging: Arc<Paging>,
+    paging: Weak<Paging>,
 }
 
 impl<V: PageValue + Send + 'static> Resident for ResidentLeaf<V> {
+    fn is_gone(&self) -> bool {
+        let (Some(leaf), Some(_)) = (self.leaf.upgrade(), self.paging.upgrade()) else { return true };
+        leaf.try_lock().is_some_and(|leaf| leaf.page.evicted)
+    }
+
     fn try_evict(&self, pool: &BufferPool) -> Eviction {
-        let Some(leaf) = self.leaf.upgrade() else { return Eviction::Gone };
+        let (Some(leaf), Some(paging)) = (self.leaf.upgrade(), self.paging.upgrade()) else { return Eviction::Gone };
         let Some(mut leaf) = leaf.try_lock() else { return Eviction::Keep };
         if leaf.page.evicted {
             return Eviction::Gone;
@@ -287,7 +293,7 @@ impl<V: PageValue + Send + 'static> Resident for ResidentLeaf<V> {
         }
         let was_dirty = leaf.page.block.is_none();
         if was_dirty {
-            match write_leaf(&leaf, &self.paging) {
+            match write_leaf(&leaf, &paging) {
                 Ok((addr, stable)) => {
                     leaf.page.block = Some(addr);
                     leaf.page.stable = stable;
@@ -296,7 +302,7 @@ impl<V: PageValue + Send + 'static> Resident for ResidentLeaf<V> {
                 Err(e) => {
                     // The leaf stays resident and dirty; the pool stays over its bound
                     // until a write succeeds. Nothing is lost: the log holds every commit.
-                    tracing_error(&self.paging, &e);
+                    tracing_error(&paging, &e);
                     return Eviction::Keep;
                 }
             }
@@ -491,7 +497,7 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
         let Some(paging) = &self.paging else { return };
         leaf.page.charged = leaf.resident_bytes();
         let dirty = leaf.page.block.is_none();
-        paging.pool.admit(Box::new(ResidentLeaf { leaf: Arc::downgrade(leaf_ref), paging: Arc::clone(paging) }), leaf.page.charged, dirty);
+        paging.pool.admit(Box::new(ResidentLeaf { leaf: Arc::downgrade(leaf_ref), paging: Arc::downgrade(paging) }), leaf.page.charged, dirty);
     }
 
     /// A leaf was just locked to be used: mark it used, and read it in if it is on disk.

@@ -141,6 +141,10 @@ impl Tablespace {
     /// Removes every page file that no table uses and that is not in `keep` (the files the
     /// newest durable checkpoint names). Returns how many.
     ///
+    /// REQUIRES: no table is being created meanwhile (a new file is registered as used only
+    /// once made); the checkpointer calls this under the DDL gate, which table creation
+    /// waits for.
+    ///
     /// # Errors
     /// I/O errors listing or removing.
     pub fn remove_unused(&self, keep: &HashSet<u64>) -> io::Result<usize> {

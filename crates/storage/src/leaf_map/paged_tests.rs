@@ -184,6 +184,16 @@ fn an_empty_leaf_removed_from_a_paged_map_gives_its_bytes_back() {
     }
     assert!(map.is_empty());
     assert_eq!(paging.pool.resident_leaves(), 1, "only the first leaf is left of {full}");
+    // Tables made and dropped again and again with a pool never full: the clock does not
+    // keep their leaves' entries, nor their page files alive.
+    for _ in 0..200 {
+        let other: LeafMap<Count> = LeafMap::paged(Arc::clone(&paging));
+        for n in 0..300u32 {
+            other.with_or_insert(&key(n), |c| c.0 = 1);
+        }
+    }
+    assert!(paging.pool.clock_len() <= 2 * 2 + crate::buffer_pool::CLOCK_STALE_ENTRIES_MAX + 10, "{}", paging.pool.clock_len());
+    assert_eq!(Arc::strong_count(&paging), 2, "held by the test and by `map`, not by the clock");
     drop(map);
     assert_eq!(paging.pool.resident_bytes(), 0);
     assert_eq!(paging.pool.dirty_leaves(), 0);

@@ -1,0 +1,211 @@
+"""The paged engine, from outside: data several times larger than the buffer pool answers
+right, the pool stays within innodb_buffer_pool_size and says what it did under InnoDB's
+status names, a restart after kill -9 reads no table data to start, OPTIMIZE TABLE recreates
+a table into a new page file, and a server that evicts every leaf it can
+(quill_debug_evict_always) keeps MVCC snapshots and locking reads as InnoDB users rely on.
+
+Each test runs its own server (PrivateQuill), because it sets the pool's size or kills the
+server; the shared server's pool is the default 128 MiB."""
+
+import threading
+import time
+from pathlib import Path
+
+import pymysql
+import pytest
+
+from conftest import PrivateQuill
+
+# MySQL's smallest innodb_buffer_pool_size; the tables below hold several times that.
+POOL_BYTES = 5 << 20
+ROWS = 60_000
+PAD = "p" * 200
+
+
+def status(conn, name: str) -> int:
+    with conn.cursor() as c:
+        c.execute(f"SHOW GLOBAL STATUS LIKE '{name}'")
+        rows = c.fetchall()
+    assert rows, f"no status variable {name}"
+    return int(rows[0][1])
+
+
+def load(conn, rows: int = ROWS) -> None:
+    with conn.cursor() as c:
+        c.execute("CREATE DATABASE IF NOT EXISTS paged")
+        c.execute("CREATE TABLE paged.t (id INT PRIMARY KEY, k INT NOT NULL, c VARCHAR(255) NOT NULL, KEY k (k))")
+        for start in range(0, rows, 2000):
+            values = ",".join(f"({i},{i % 1000},'{PAD}{i}')" for i in range(start, min(start + 2000, rows)))
+            c.execute(f"INSERT INTO paged.t VALUES {values}")
+
+
+def check_contents(conn, rows: int = ROWS) -> None:
+    with conn.cursor() as c:
+        c.execute("SELECT COUNT(*), SUM(id), SUM(k) FROM paged.t")
+        assert c.fetchone() == (rows, rows * (rows - 1) // 2, sum(i % 1000 for i in range(rows)))
+        # Through the secondary index: every row with k = 7, each once.
+        c.execute("SELECT id FROM paged.t WHERE k = 7 ORDER BY id")
+        assert [r[0] for r in c.fetchall()] == list(range(7, rows, 1000))
+        c.execute("SELECT c FROM paged.t WHERE id = %s", (rows - 1,))
+        assert c.fetchone() == (f"{PAD}{rows - 1}",)
+
+
+def test_data_several_times_the_pool_answers_right_within_the_pool(tmp_path: Path):
+    with PrivateQuill(tmp_path / "d", f"--innodb-buffer-pool-size={POOL_BYTES}") as q:
+        conn = q.connect()
+        load(conn)
+        check_contents(conn)
+        reads_before = status(conn, "Innodb_buffer_pool_reads")
+        # A second full pass must read evicted leaves back: the data is ~3x the pool.
+        check_contents(conn)
+        assert status(conn, "Innodb_buffer_pool_reads") > reads_before
+        assert status(conn, "Innodb_buffer_pool_read_requests") > status(conn, "Innodb_buffer_pool_reads")
+        # Resident bytes stay within the pool (a leaf in use may sit past it for a moment).
+        assert status(conn, "Innodb_buffer_pool_bytes_data") <= POOL_BYTES + (256 << 10)
+        assert status(conn, "Innodb_buffer_pool_pages_flushed") > 0
+        assert status(conn, "Quill_buffer_pool_evictions") > 0
+        assert status(conn, "Innodb_buffer_pool_pages_total") == POOL_BYTES // 16384
+        with conn.cursor() as c:
+            c.execute("SELECT POOL_ID, POOL_SIZE, DATABASE_PAGES, NUMBER_PAGES_READ, NUMBER_PAGES_GET FROM information_schema.INNODB_BUFFER_POOL_STATS")
+            (pool_id, size, pages, read, gets), = c.fetchall()
+            assert (pool_id, size) == (0, POOL_BYTES // 16384)
+            assert pages > 0 and read > 0 and gets > read
+            # The pool grows at once when asked, and the next pass reads less from disk.
+            c.execute("SET GLOBAL innodb_buffer_pool_size = 268435456")
+            c.execute("SELECT @@innodb_buffer_pool_size")
+            assert c.fetchone() == (268435456,)
+        check_contents(conn)
+        reads = status(conn, "Innodb_buffer_pool_reads")
+        check_contents(conn)
+        assert status(conn, "Innodb_buffer_pool_reads") == reads, "everything is resident now"
+
+
+def test_a_restart_after_kill_reads_no_table_until_asked(tmp_path: Path):
+    datadir = tmp_path / "d"
+    options = (f"--innodb-buffer-pool-size={POOL_BYTES}", "--quill-checkpoint-interval-seconds=1")
+    with PrivateQuill(datadir, *options) as q:
+        conn = q.connect()
+        load(conn)
+        q.wait_for_checkpoint()
+        # Committed after the checkpoint: replayed from the log at start-up.
+        with conn.cursor() as c:
+            c.execute("UPDATE paged.t SET c = 'after' WHERE id = 5")
+            c.execute("DELETE FROM paged.t WHERE id = 6")
+            c.execute("INSERT INTO paged.t VALUES (6, 6, '" + PAD + "6')")
+        q.kill()
+    pages = list((datadir / "pages").glob("*.qpage"))
+    assert len(pages) == 1 and pages[0].stat().st_size > 3 * POOL_BYTES, "the rows are in a page file"
+    with PrivateQuill(datadir, f"--innodb-buffer-pool-size={POOL_BYTES}") as q:
+        conn = q.connect()
+        # Start-up replayed three changes: it read at most their leaves, not the table.
+        assert status(conn, "Innodb_buffer_pool_reads") <= 12
+        with conn.cursor() as c:
+            c.execute("SELECT c FROM paged.t WHERE id = 5")
+            assert c.fetchone() == ("after",)
+            c.execute("UPDATE paged.t SET c = %s WHERE id = 5", (f"{PAD}5",))
+        check_contents(conn)
+        assert "checkpoint_rows=60000" in q.log().replace("\x1b[0m", "").replace("\x1b[2m", "").replace("\x1b[3m", "")
+
+
+def test_optimize_table_recreates_a_paged_table_in_a_new_file(tmp_path: Path):
+    datadir = tmp_path / "d"
+    with PrivateQuill(datadir, f"--innodb-buffer-pool-size={POOL_BYTES}", "--quill-checkpoint-interval-seconds=1") as q:
+        conn = q.connect()
+        load(conn, 20_000)
+        with conn.cursor() as c:
+            c.execute("DELETE FROM paged.t WHERE id >= 2000")
+            c.execute("OPTIMIZE TABLE paged.t")
+            assert c.fetchall() == (
+                ("paged.t", "optimize", "note", "Table does not support optimize, doing recreate + analyze instead"),
+                ("paged.t", "optimize", "status", "OK"),
+            )
+            c.execute("SELECT COUNT(*), SUM(id) FROM paged.t")
+            assert c.fetchone() == (2000, 2000 * 1999 // 2)
+            c.execute("SELECT DATA_FREE FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'paged' AND TABLE_NAME = 't'")
+            assert c.fetchone()[0] >= 0
+        # After the next checkpoint only the new, smaller file is left.
+        deadline = time.monotonic() + 20
+        while len(list((datadir / "pages").glob("*.qpage"))) != 1 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        files = list((datadir / "pages").glob("*.qpage"))
+        assert len(files) == 1, files
+        assert files[0].stat().st_size < 2 << 20
+        check_db = q.connect()
+        with check_db.cursor() as c:
+            c.execute("SELECT COUNT(*) FROM paged.t WHERE k = 7")
+            assert c.fetchone() == (2,)
+
+
+def test_snapshots_and_locking_reads_hold_while_every_leaf_is_evicted(tmp_path: Path):
+    with PrivateQuill(tmp_path / "d", "--quill-debug-evict-always=ON") as q:
+        setup = q.connect()
+        load(setup, 3000)
+        reader = q.connect(autocommit=False)
+        writer = q.connect(autocommit=False)
+        with reader.cursor() as r, writer.cursor() as w:
+            r.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+            r.execute("SELECT SUM(k) FROM paged.t")
+            before = r.fetchone()[0]
+            w.execute("UPDATE paged.t SET k = k + 1 WHERE id < 1500")
+            w.execute("COMMIT")
+            # The snapshot's versions went to disk with their leaves and came back.
+            r.execute("SELECT SUM(k) FROM paged.t")
+            assert r.fetchone()[0] == before
+            r.execute("SELECT COUNT(*) FROM paged.t WHERE k = 8")
+            assert r.fetchone()[0] == 3
+            r.execute("COMMIT")
+            r.execute("SELECT SUM(k) FROM paged.t")
+            assert r.fetchone()[0] == before + 1500
+            # A locking read of a row another transaction holds waits, then times out (1205).
+            w.execute("SET SESSION innodb_lock_wait_timeout = 1")
+            r.execute("SELECT * FROM paged.t WHERE id = 10 FOR UPDATE")
+            with pytest.raises(pymysql.err.OperationalError) as e:
+                w.execute("UPDATE paged.t SET k = 0 WHERE id = 10")
+            assert e.value.args[0] == 1205
+            r.execute("ROLLBACK")
+            w.execute("ROLLBACK")
+        assert status(setup, "Innodb_buffer_pool_pages_data") <= 4, "nothing stays resident"
+
+
+def test_a_transaction_larger_than_the_pool_commits_and_rolls_back(tmp_path: Path):
+    with PrivateQuill(tmp_path / "d", f"--innodb-buffer-pool-size={POOL_BYTES}") as q:
+        conn = q.connect()
+        load(conn)
+        tx = q.connect(autocommit=False)
+        with tx.cursor() as c:
+            c.execute("UPDATE paged.t SET c = CONCAT(c, 'x')")
+            assert c.rowcount == ROWS
+            c.execute("ROLLBACK")
+            c.execute("SELECT COUNT(*) FROM paged.t WHERE c LIKE '%x'")
+            assert c.fetchone() == (0,)
+            c.execute("UPDATE paged.t SET k = k + 1000")
+            c.execute("COMMIT")
+        with conn.cursor() as c:
+            c.execute("SELECT MIN(k), MAX(k) FROM paged.t")
+            assert c.fetchone() == (1000, 1999)
+        assert status(conn, "Innodb_buffer_pool_bytes_data") <= POOL_BYTES + (256 << 10)
+
+
+def test_concurrent_writers_over_a_small_pool_lose_nothing(tmp_path: Path):
+    with PrivateQuill(tmp_path / "d", f"--innodb-buffer-pool-size={POOL_BYTES}") as q:
+        load(q.connect())
+        errors = []
+
+        def increment(worker: int) -> None:
+            try:
+                conn = q.connect()
+                with conn.cursor() as c:
+                    for n in range(300):
+                        c.execute("UPDATE paged.t SET k = k + 1 WHERE id = %s", ((n * 197 + worker) % ROWS,))
+            except Exception as e:  # reported below
+                errors.append(e)
+
+        threads = [threading.Thread(target=increment, args=(w,)) for w in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors
+        with q.connect().cursor() as c:
+            c.execute("SELECT SUM(k) FROM paged.t")
+            assert c.fetchone()[0] == sum(i % 1000 for i in range(ROWS)) + 4 * 300
