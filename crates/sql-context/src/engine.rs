@@ -371,7 +371,7 @@ impl Engine {
             ("Innodb_buffer_pool_pages_dirty", count(quill_storage::buffer_pool::BufferPool::dirty_leaves)),
             ("Innodb_buffer_pool_pages_flushed", counter(|c| &c.pages_written)),
             ("Innodb_buffer_pool_pages_total", count(|p| p.capacity_bytes() / INNODB_PAGE_BYTES)),
-            ("Innodb_buffer_pool_read_requests", counter(|c| &c.read_requests)),
+            ("Innodb_buffer_pool_read_requests", pool.map_or(0, |p| p.counters.read_requests.get()).to_string()),
             ("Innodb_buffer_pool_reads", counter(|c| &c.reads)),
             ("Quill_buffer_pool_evictions", counter(|c| &c.evictions)),
         ]

@@ -204,7 +204,7 @@ pub fn buffer_pool_stats(tablespace: Option<&quill_storage::tablespace::Tablespa
     let counters = &pool.counters;
     let capacity_pages = pool.capacity_bytes() / INNODB_PAGE_BYTES;
     let free_pages = pool.capacity_bytes().saturating_sub(pool.resident_bytes()) / INNODB_PAGE_BYTES;
-    let (gets, reads) = (load(&counters.read_requests), load(&counters.reads));
+    let (gets, reads) = (counters.read_requests.get(), load(&counters.reads));
     // InnoDB's hit rate is per thousand gets.
     let hit_rate = (1000 * gets.saturating_sub(reads)).checked_div(gets).unwrap_or(0);
     let value = |name: &str| -> u64 {

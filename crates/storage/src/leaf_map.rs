@@ -88,6 +88,9 @@ struct LeafPage {
     referenced: bool,
     /// Bytes charged to the pool while resident.
     charged: u64,
+    /// The values' own allocations ([`PageValue::heap_bytes`]), summed, kept as values
+    /// change so that charging a change costs one value's count, not the leaf's.
+    heap: u64,
     /// Changes made to the leaf's entries so far: a checkpoint that copied them knows
     /// whether they are still what it wrote.
     changes: u64,
@@ -218,8 +221,12 @@ impl<V: PageValue> Leaf<V> {
     /// Bytes the resident leaf holds, as the pool counts them.
     fn resident_bytes(&self) -> u64 {
         let vectors = self.keys.capacity() + self.ends.capacity() * 4 + self.values.capacity() * std::mem::size_of::<V>();
-        let heap: usize = self.values.iter().map(PageValue::heap_bytes).sum();
-        (vectors + heap) as u64 + LEAF_OVERHEAD_BYTES + self.low.len() as u64
+        vectors as u64 + self.page.heap + LEAF_OVERHEAD_BYTES + self.low.len() as u64
+    }
+
+    /// Counts the values' allocations afresh (a leaf read in, or split).
+    fn recount_heap(&mut self) {
+        self.page.heap = self.values.iter().map(|v| v.heap_bytes() as u64).sum();
     }
 
     /// Appends the leaf's page image.
@@ -312,6 +319,7 @@ impl<V: PageValue + Send + 'static> Resident for ResidentLeaf<V> {
         leaf.ends = Vec::new();
         leaf.values = Vec::new();
         leaf.page.evicted = true;
+        leaf.page.heap = 0;
         pool.release(std::mem::take(&mut leaf.page.charged), was_dirty);
         Eviction::Evicted
     }
@@ -495,6 +503,7 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
     /// A paged map's leaf just made (split off, or the first): resident and charged.
     fn admit_new(&self, leaf: &mut Leaf<V>, leaf_ref: &LeafRef<V>) {
         let Some(paging) = &self.paging else { return };
+        leaf.recount_heap();
         leaf.page.charged = leaf.resident_bytes();
         let dirty = leaf.page.block.is_none();
         paging.pool.admit(Box::new(ResidentLeaf { leaf: Arc::downgrade(leaf_ref), paging: Arc::downgrade(paging) }), leaf.page.charged, dirty);
@@ -503,7 +512,7 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
     /// A leaf was just locked to be used: mark it used, and read it in if it is on disk.
     fn admit(&self, leaf: &mut LockedLeaf<V>) {
         let Some(paging) = &self.paging else { return };
-        paging.pool.counters.read_requests.fetch_add(1, Ordering::Relaxed);
+        paging.pool.counters.read_requests.add(1);
         leaf.page.referenced = true;
         if !leaf.page.evicted {
             return;
@@ -613,7 +622,13 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
     /// if an entry added for `f` took it over its bound.
     fn run<R>(&self, mut leaf: LockedLeaf<V>, i: usize, f: impl FnOnce(&mut V) -> R) -> R {
         self.will_change(&mut leaf);
+        let heap_before = if self.paging.is_some() { leaf.values[i].heap_bytes() as u64 } else { 0 };
         let result = f(&mut leaf.values[i]);
+        if self.paging.is_some() {
+            // A vacant value leaves with its entry below: it holds nothing from then on.
+            let heap_after = if leaf.values[i].is_vacant() { 0 } else { leaf.values[i].heap_bytes() as u64 };
+            leaf.page.heap = leaf.page.heap + heap_after - heap_before;
+        }
         if leaf.values[i].is_vacant() {
             leaf.remove_at(i);
             self.len.fetch_sub(1, Ordering::Relaxed);
@@ -772,6 +787,9 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
         let at = if added == leaf.len() - 1 { added } else { leaf.len() / 2 };
         let right = leaf.split_off(at);
         let low = right.low.clone();
+        if self.paging.is_some() {
+            leaf.recount_heap();
+        }
         self.recharge(&mut leaf);
         let right = Arc::new(Mutex::new(right));
         self.admit_new(&mut right.lock(), &right);
