@@ -1,20 +1,21 @@
-//! The in-memory MVCC row store for one table, safe to read and write from many
+//! The MVCC row store for one table, paged or in memory, safe to read and write from many
 //! threads at once.
 //!
 //! Rows live in the table's primary index, a [`LeafMap`] from encoded primary key to the
 //! row's [`Chain`] of versions: leaves of up to [`crate::leaf_map::LEAF_ENTRIES_MAX`] rows,
 //! each behind its own mutex. Each version records the transaction that wrote it until that
 //! transaction commits, then its commit timestamp; a delete is a version with no row.
-//! Secondary indexes are skip lists of `index key ++ primary key` entries and hold an entry
-//! for every key that any live version of the row has, so a reader always re-checks the
-//! row it finds against the key it looked for.
+//! Secondary indexes are leaf maps of `index key ++ primary key` entries
+//! ([`crate::index_entry`]) and hold an entry for every key that any live version of the row
+//! has, so a reader always re-checks the row it finds against the key it looked for. A
+//! paged table ([`Table::paged`], `table/pages.rs`) is this table with paged leaf maps: its
+//! leaves leave memory when the buffer pool needs room and are read back when used.
 //!
-//! Why leaves and skip lists: readers never take a lock wider than one leaf, and never hold
-//! one across a scan, so a long scan runs beside writers on the same table; writers on
-//! rows of different leaves touch different mutexes. A leaf row costs its key, four bytes
-//! and its chain, which matters at tens of millions of rows. `crossbeam-skiplist` is the
-//! concurrent ordered map of the crossbeam project; a `BTreeMap` behind a latch would make
-//! every long scan hold that latch. See `docs/architecture.md`, "Concurrency".
+//! Why leaves: readers never take a lock wider than one leaf, and never hold one across a
+//! scan, so a long scan runs beside writers on the same table; writers on rows of different
+//! leaves touch different mutexes. A leaf row costs its key, four bytes and its chain, which
+//! matters at tens of millions of rows; and a leaf is the unit a page is. See
+//! `docs/architecture.md`, "Concurrency" and "The paged engine".
 //!
 //! Invariants:
 //! - at most one transaction has uncommitted versions on a row, and they are the
@@ -28,8 +29,11 @@
 //! - inserts and updates run under the table's [`WriteLatch`], so a unique-key check and
 //!   the write it allows are one step (the SQL layer also holds it across its
 //!   insert-intention check, so no gap lock slips in between);
-//! - no method takes a row's leaf while holding another's (each touches one row at a time; only
-//!   the leaf map itself holds two, left to right, to remove an empty leaf).
+//! - no method takes a row's leaf while holding another row's (each touches one row at a time;
+//!   only the leaf map itself holds two, left to right, to remove an empty leaf); a row's leaf
+//!   may be held while one leaf of a secondary index is taken (its entries change), never the
+//!   other way round: a checkpoint copies an index leaf and releases it before it reads the
+//!   rows its entries name.
 //!
 //! Locking, waiting and the choice of read view are the `txn` and `sql` layers'
 //! business; this module only answers "who holds this row" and "what does this
