@@ -7,6 +7,7 @@ a table into a new page file, and a server that evicts every leaf it can
 Each test runs its own server (PrivateQuill), because it sets the pool's size or kills the
 server; the shared server's pool is the default 128 MiB."""
 
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -14,7 +15,7 @@ from pathlib import Path
 import pymysql
 import pytest
 
-from conftest import PrivateQuill
+from conftest import REPO_ROOT, PrivateQuill
 
 # MySQL's smallest innodb_buffer_pool_size; the tables below hold several times that.
 POOL_BYTES = 5 << 20
@@ -86,7 +87,11 @@ def test_a_restart_after_kill_reads_no_table_until_asked(tmp_path: Path):
     with PrivateQuill(datadir, *options) as q:
         conn = q.connect()
         load(conn)
+        assert status(conn, "Innodb_buffer_pool_pages_dirty") > 0
         q.wait_for_checkpoint()
+        # A checkpoint's pages become the leaves' own: nothing is left dirty once one ran
+        # after the last write.
+        assert wait_for(lambda: status(conn, "Innodb_buffer_pool_pages_dirty") == 0)
         # Committed after the checkpoint: replayed from the log at start-up.
         with conn.cursor() as c:
             c.execute("UPDATE paged.t SET c = 'after' WHERE id = 5")
@@ -107,13 +112,31 @@ def test_a_restart_after_kill_reads_no_table_until_asked(tmp_path: Path):
         assert "checkpoint_rows=60000" in q.log().replace("\x1b[0m", "").replace("\x1b[2m", "").replace("\x1b[3m", "")
 
 
+def data_free(conn) -> int:
+    with conn.cursor() as c:
+        c.execute("SELECT DATA_FREE FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'paged' AND TABLE_NAME = 't'")
+        return c.fetchone()[0]
+
+
+def wait_for(condition, timeout_s: float = 20.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return condition()
+
+
 def test_optimize_table_recreates_a_paged_table_in_a_new_file(tmp_path: Path):
     datadir = tmp_path / "d"
     with PrivateQuill(datadir, f"--innodb-buffer-pool-size={POOL_BYTES}", "--quill-checkpoint-interval-seconds=1") as q:
         conn = q.connect()
         load(conn, 20_000)
+        q.wait_for_checkpoint()
         with conn.cursor() as c:
             c.execute("DELETE FROM paged.t WHERE id >= 2000")
+            # The emptied leaves' blocks are free once a checkpoint that does not name them is.
+            assert wait_for(lambda: data_free(conn) > 100_000), data_free(conn)
+            c.execute("SHOW TABLE STATUS FROM paged LIKE 't'")
+            assert c.fetchone()[9] == data_free(conn), "SHOW TABLE STATUS's Data_free is the same figure"
             c.execute("OPTIMIZE TABLE paged.t")
             assert c.fetchall() == (
                 ("paged.t", "optimize", "note", "Table does not support optimize, doing recreate + analyze instead"),
@@ -121,8 +144,7 @@ def test_optimize_table_recreates_a_paged_table_in_a_new_file(tmp_path: Path):
             )
             c.execute("SELECT COUNT(*), SUM(id) FROM paged.t")
             assert c.fetchone() == (2000, 2000 * 1999 // 2)
-            c.execute("SELECT DATA_FREE FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'paged' AND TABLE_NAME = 't'")
-            assert c.fetchone()[0] >= 0
+            assert data_free(conn) == 0, "the recreated table's file is packed"
         # After the next checkpoint only the new, smaller file is left.
         deadline = time.monotonic() + 20
         while len(list((datadir / "pages").glob("*.qpage"))) != 1 and time.monotonic() < deadline:
@@ -209,3 +231,37 @@ def test_concurrent_writers_over_a_small_pool_lose_nothing(tmp_path: Path):
         with q.connect().cursor() as c:
             c.execute("SELECT SUM(k) FROM paged.t")
             assert c.fetchone()[0] == sum(i % 1000 for i in range(ROWS)) + 4 * 300
+
+
+def test_stats_need_process_as_in_mysql(tmp_path: Path):
+    with PrivateQuill(tmp_path / "d") as q:
+        q.run("CREATE USER 'plain'@'%' IDENTIFIED BY 'pw'", "GRANT SELECT ON *.* TO 'plain'@'%'")
+        plain = pymysql.connect(host=q.host, port=q.port, user="plain", password="pw")
+        with plain.cursor() as c, pytest.raises(pymysql.err.OperationalError) as e:
+            c.execute("SELECT * FROM information_schema.INNODB_BUFFER_POOL_STATS")
+        assert e.value.args[0] == 1227
+
+
+def test_memory_storage_keeps_no_pages_and_says_the_pool_does_nothing(tmp_path: Path):
+    datadir = tmp_path / "d"
+    with PrivateQuill(datadir, "--quill-table-storage=memory") as q:
+        conn = q.connect()
+        load(conn, 3000)
+        check_contents(conn, 3000)
+        with conn.cursor() as c:
+            c.execute("SET GLOBAL innodb_buffer_pool_size = 67108864")
+            c.execute("SHOW WARNINGS")
+            assert any("quill_table_storage=memory" in w[2] for w in c.fetchall())
+            c.execute("SELECT COUNT(*) FROM information_schema.INNODB_BUFFER_POOL_STATS")
+            assert c.fetchone() == (0,)
+        assert status(conn, "Innodb_buffer_pool_pages_data") == 0
+    assert not (datadir / "pages").exists()
+
+
+def test_an_unknown_table_storage_is_refused_at_start(tmp_path: Path):
+    binary = REPO_ROOT / "target" / "release" / "quill"
+    result = subprocess.run([str(binary), "serve", "--port=0", f"--datadir={tmp_path / 'd'}", "--quill-table-storage=disk"],
+                            capture_output=True, text=True, timeout=30)
+    assert result.returncode != 0
+    assert "Variable 'quill_table_storage' can't be set to the value of 'disk'" in result.stderr
+    assert not (tmp_path / "d").exists(), "nothing was made"

@@ -356,7 +356,7 @@ impl Engine {
 }
 
 impl Engine {
-    /// The buffer pool's counters under InnoDB's names (`docs/metrics.md`), zero with no
+    /// The buffer pool's counters under InnoDB's names (the README lists them), zero with no
     /// paged tables. InnoDB counts 16 KiB pages; Quill's leaves vary in size, so the page
     /// counts are leaves, and `Innodb_buffer_pool_pages_total` is the capacity in 16 KiB
     /// pages.

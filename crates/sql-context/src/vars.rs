@@ -490,6 +490,10 @@ pub fn normalise(def: &VarDef, v: &Value) -> Result<Normalised> {
                     let up = s.to_ascii_uppercase();
                     if ["FULL", "MINIMAL"].contains(&up.as_str()) { plain(up) } else { Err(wrong()) }
                 }
+                "quill_table_storage" => {
+                    let low = s.to_ascii_lowercase();
+                    if ["paged", "memory"].contains(&low.as_str()) { plain(low) } else { Err(wrong()) }
+                }
                 "log_output" => {
                     let up = s.to_ascii_uppercase();
                     if ["FILE", "NONE"].contains(&up.as_str()) { plain(up) } else { Err(wrong()) }

@@ -88,11 +88,8 @@ pub fn open_with(
     adjust(&mut config);
     fs.create_dir_all(datadir)?;
     globals.values.insert("server_uuid", crate::server_uuid::load_or_create(fs.as_ref(), datadir)?);
-    let paged = match globals.get("quill_table_storage").unwrap_or("paged") {
-        "paged" => true,
-        "memory" => false,
-        other => return Err(OpenError::Io(std::io::Error::other(format!("quill_table_storage must be paged or memory, not {other:?}")))),
-    };
+    // Checked where options are read (`vars::normalise`): paged or memory.
+    let paged = globals.get("quill_table_storage") != Some("memory");
     let pool_bytes = globals.get("innodb_buffer_pool_size").and_then(|v| v.parse().ok()).unwrap_or(quill_storage::buffer_pool::DEFAULT_CAPACITY_BYTES);
     let evict_always = globals.get("quill_debug_evict_always") == Some("ON");
     let engine = Engine::new(globals);
@@ -177,13 +174,15 @@ fn segment_expiry(seconds: u64) -> Option<Duration> {
     (seconds > 0).then(|| Duration::from_secs(seconds))
 }
 
-/// Applies a global variable that configures the log. `value` comes normalised by
-/// `vars::normalise`, which keeps it in the variable's range.
+/// Applies a global variable that configures the log or the buffer pool. `value` comes
+/// normalised by `vars::normalise`, which keeps it in the variable's range. Returns a warning
+/// when the server has nothing the variable acts on (a buffer pool variable with
+/// `quill_table_storage=memory`).
 ///
 /// # Errors
 /// 1231 for a flush mode the log does not have.
-pub fn apply_global(engine: &Engine, name: &str, value: &str) -> Result<()> {
-    let Some(log) = engine.log.get() else { return Ok(()) };
+pub fn apply_global(engine: &Engine, name: &str, value: &str) -> Result<Option<crate::Warning>> {
+    let Some(log) = engine.log.get() else { return Ok(None) };
     let wrong = || SqlError::new(codes::ER_WRONG_VALUE_FOR_VAR, format!("Variable '{name}' can't be set to the value of '{value}'"));
     match name {
         "binlog_expire_logs_seconds" => log.set_segment_expiry(segment_expiry(value.parse().map_err(|_| wrong())?)),
@@ -191,17 +190,20 @@ pub fn apply_global(engine: &Engine, name: &str, value: &str) -> Result<()> {
             let mode = value.parse::<u8>().ok().and_then(FlushMode::from_value).ok_or_else(wrong)?;
             log.set_flush_mode(mode);
         }
-        "quill_debug_evict_always" => {
-            if let Some(space) = engine.catalog().tablespace() {
-                space.pool.set_evict_always(value == "ON");
-                space.pool.make_room();
-            }
-        }
-        "innodb_buffer_pool_size" => {
-            if let Some(space) = engine.catalog().tablespace() {
+        "quill_debug_evict_always" | "innodb_buffer_pool_size" => {
+            let Some(space) = engine.catalog().tablespace() else {
+                return Ok(Some(crate::Warning {
+                    level: "Warning",
+                    code: codes::ER_WARN_DEPRECATED_SYNTAX.0,
+                    message: format!("'{name}' has no effect: tables are kept in memory (quill_table_storage=memory)"),
+                }));
+            };
+            if name == "innodb_buffer_pool_size" {
                 space.pool.set_capacity_bytes(value.parse().map_err(|_| wrong())?);
-                space.pool.make_room();
+            } else {
+                space.pool.set_evict_always(value == "ON");
             }
+            space.pool.make_room();
         }
         "binlog_group_commit_sync_delay" | "binlog_group_commit_sync_no_delay_count" => {
             let globals = engine.globals.read();
@@ -210,7 +212,7 @@ pub fn apply_global(engine: &Engine, name: &str, value: &str) -> Result<()> {
         }
         _ => {}
     }
-    Ok(())
+    Ok(None)
 }
 
 /// Adds to `body` the log change for the row at `pk` of `table` that the transaction whose

@@ -309,7 +309,7 @@ impl<V: PageValue + Send + 'static> Resident for ResidentLeaf<V> {
                 Err(e) => {
                     // The leaf stays resident and dirty; the pool stays over its bound
                     // until a write succeeds. Nothing is lost: the log holds every commit.
-                    tracing_error(&paging, &e);
+                    tracing::error!(file = %paging.file.path().display(), error = %e, "evicting a leaf failed; it stays in memory");
                     return Eviction::Keep;
                 }
             }
@@ -323,12 +323,6 @@ impl<V: PageValue + Send + 'static> Resident for ResidentLeaf<V> {
         pool.release(std::mem::take(&mut leaf.page.charged), was_dirty);
         Eviction::Evicted
     }
-}
-
-/// An eviction's write failed: said once per failure on standard error, as storage has no
-/// logger of its own (the server's log picks standard error up).
-fn tracing_error(paging: &Paging, e: &std::io::Error) {
-    eprintln!("quill: evicting a leaf of {} failed, it stays in memory: {e}", paging.file.path().display());
 }
 
 /// Writes `leaf`'s image to a new block of its page file; `true` with it when the block is
@@ -579,17 +573,11 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
         self.len() == 0
     }
 
-    /// The leaf covering `key`, locked.
+    /// The leaf covering `key`, locked, in memory and marked used.
     fn leaf_for(&self, key: &[u8]) -> LockedLeaf<V> {
-        loop {
-            let entry = self.leaves.upper_bound(Bound::Included(key)).expect("the first leaf starts at the empty key, below every key");
-            let mut leaf = entry.value().lock_arc();
-            if leaf.covers(key) {
-                self.admit(&mut leaf);
-                return leaf;
-            }
-            // Split after we found it: the upper part is published already.
-        }
+        let mut leaf = self.leaf_unadmitted(key);
+        self.admit(&mut leaf);
+        leaf
     }
 
     /// The leaf holding the greatest keys below `key` (exclusive), locked; `None` when
@@ -681,30 +669,30 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
     /// As [`LeafMap::with`], starting from the leaf `finger` used last.
     pub fn with_near<R>(&self, finger: &mut Finger<V>, key: &[u8], f: impl FnOnce(&mut V) -> R) -> Option<R> {
         let leaf = self.leaf_near(finger, key);
-        let hint = [finger.at, finger.at + 1].into_iter().find(|&i| i < leaf.len() && leaf.key(i) == key);
-        let i = match hint.map_or_else(|| leaf.search(key).ok(), Some) {
-            Some(i) => i,
-            None => {
-                drop(leaf);
-                self.make_room();
-                return None;
-            }
+        let Some(i) = Self::find_near(&leaf, finger, key) else {
+            drop(leaf);
+            self.make_room();
+            return None;
         };
-        finger.at = i;
         Some(self.run(leaf, i, f))
     }
 
     /// As [`LeafMap::read`], starting from the leaf `finger` used last.
     pub fn read_near<R>(&self, finger: &mut Finger<V>, key: &[u8], f: impl FnOnce(&V) -> R) -> Option<R> {
         let leaf = self.leaf_near(finger, key);
-        let hint = [finger.at, finger.at + 1].into_iter().find(|&i| i < leaf.len() && leaf.key(i) == key);
-        let result = hint.or_else(|| leaf.search(key).ok()).map(|i| {
-            finger.at = i;
-            f(&leaf.values[i])
-        });
+        let result = Self::find_near(&leaf, finger, key).map(|i| f(&leaf.values[i]));
         drop(leaf);
         self.make_room();
         result
+    }
+
+    /// Where `key` is in the finger's leaf: most often at the finger's place or right after
+    /// it, else found by a search. The finger keeps the place found.
+    fn find_near(leaf: &Leaf<V>, finger: &mut Finger<V>, key: &[u8]) -> Option<usize> {
+        let hint = [finger.at, finger.at + 1].into_iter().find(|&i| i < leaf.len() && leaf.key(i) == key);
+        let i = hint.or_else(|| leaf.search(key).ok())?;
+        finger.at = i;
+        Some(i)
     }
 
     /// Run `f` on the value at `key`, a vacant one inserted first if there is none.
@@ -902,7 +890,8 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
         Ok((DirectoryLeaf { low: low.into(), block: addr, entries }, copied.high))
     }
 
-    /// The leaf covering `key`, locked, as it is: not read in if on disk, not marked used.
+    /// The leaf covering `key`, locked, as it is: not read in if on disk, not marked used
+    /// (what a checkpoint looks at before it knows whether it needs the entries).
     fn leaf_unadmitted(&self, key: &[u8]) -> LockedLeaf<V> {
         loop {
             let entry = self.leaves.upper_bound(Bound::Included(key)).expect("the first leaf starts at the empty key, below every key");
@@ -910,6 +899,7 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
             if leaf.covers(key) {
                 return leaf;
             }
+            // Split after we found it: the upper part is published already.
         }
     }
 

@@ -251,10 +251,17 @@ impl std::fmt::Debug for Table {
 impl Table {
     #[must_use]
     pub fn new(primary: Vec<KeyPart>, indexes: Vec<IndexDef>, format: RowFormat) -> Table {
+        let indexes = indexes.into_iter().map(|def| SecondaryIndex { def, entries: LeafMap::new() }).collect();
+        Table::with_maps(primary, format, LeafMap::new(), indexes, None)
+    }
+
+    /// A table over the maps given, empty or not (an in-memory table's, a paged one's:
+    /// `table/pages.rs`), its counters at their start.
+    fn with_maps(primary: Vec<KeyPart>, format: RowFormat, rows: LeafMap<Chain>, indexes: Vec<SecondaryIndex>, file: Option<TableFile>) -> Table {
         Table {
             primary,
-            indexes: indexes.into_iter().map(|def| SecondaryIndex { def, entries: LeafMap::new() }).collect(),
-            rows: LeafMap::new(),
+            indexes,
+            rows,
             auto_increment: AtomicU64::new(1),
             next_row_id: AtomicU64::new(1),
             latch: Mutex::new(()),
@@ -262,7 +269,7 @@ impl Table {
             format,
             data_bytes: AtomicU64::new(0),
             index_bytes: AtomicU64::new(0),
-            file: None,
+            file,
         }
     }
 

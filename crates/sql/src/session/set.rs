@@ -191,7 +191,7 @@ impl Session {
                 self.warnings.extend(normalised.warning);
                 if global {
                     self.require_global(crate::accounts::SUPER, "SUPER or SYSTEM_VARIABLES_ADMIN")?;
-                    crate::durability::apply_global(&self.info.engine, def.name, &value)?;
+                    self.warnings.extend(crate::durability::apply_global(&self.info.engine, def.name, &value)?);
                 }
                 let pair: [&'static str; 2];
                 let names: &[&'static str] = match def.name {

@@ -7,9 +7,6 @@
 
 use std::ops::Bound;
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
-
-use parking_lot::Mutex;
 
 use super::{SecondaryIndex, Table, TableFile};
 use crate::buffer_pool::BufferPool;
@@ -17,36 +14,20 @@ use crate::chain::{Chain, encode_stable};
 use crate::format::RowFormat;
 use crate::handler::{Handler, ScanOrder};
 use crate::index_entry::{EntryPk, pk_of};
-use crate::leaf_map::{self, LeafMap, Paging, Walk, put_image_entry};
+use crate::leaf_map::{LeafMap, Paging, Walk, put_image_entry};
 use crate::page::put_bytes;
 use crate::page_file::PageFile;
 use crate::table::{IndexDef, KeyPart, ReadView, Timestamp};
 use crate::tablespace::{IndexPages, TablePages};
 
 impl Table {
-    fn with_maps(primary: Vec<KeyPart>, format: RowFormat, rows: LeafMap<Chain>, indexes: Vec<SecondaryIndex>, file: TableFile) -> Table {
-        Table {
-            primary,
-            indexes,
-            rows,
-            auto_increment: AtomicU64::new(1),
-            next_row_id: AtomicU64::new(1),
-            latch: Mutex::new(()),
-            insert_finger: Mutex::new(leaf_map::Finger::default()),
-            format,
-            data_bytes: AtomicU64::new(0),
-            index_bytes: AtomicU64::new(0),
-            file: Some(file),
-        }
-    }
-
     /// A new, empty paged table in page file `number` ([`crate::tablespace::Tablespace::create_table`]).
     #[must_use]
     pub fn paged(primary: Vec<KeyPart>, indexes: Vec<IndexDef>, format: RowFormat, number: u64, file: Arc<PageFile>, pool: Arc<BufferPool>) -> Table {
         let paging =
             |index: usize| Arc::new(Paging { file: Arc::clone(&file), pool: Arc::clone(&pool), index: u32::try_from(index).expect("index count fits u32") });
         let indexes = indexes.into_iter().enumerate().map(|(i, def)| SecondaryIndex { def, entries: LeafMap::paged(paging(i + 1)) }).collect();
-        Table::with_maps(primary, format, LeafMap::paged(paging(0)), indexes, TableFile { number, file: Arc::clone(&file) })
+        Table::with_maps(primary, format, LeafMap::paged(paging(0)), indexes, Some(TableFile { number, file: Arc::clone(&file) }))
     }
 
     /// The paged table a checkpoint named as `pages`, every leaf on disk.
@@ -72,7 +53,7 @@ impl Table {
             .enumerate()
             .map(|(i, def)| SecondaryIndex { def, entries: LeafMap::on_disk(paging(i + 1), &pages.indexes[i + 1].leaves) })
             .collect();
-        let table = Table::with_maps(primary, format, rows, indexes, TableFile { number: pages.file, file: Arc::clone(&file) });
+        let table = Table::with_maps(primary, format, rows, indexes, Some(TableFile { number: pages.file, file: Arc::clone(&file) }));
         let bytes = |dirs: &[IndexPages]| dirs.iter().flat_map(|d| d.leaves.iter()).map(|l| l.block.bytes() as u64).sum::<u64>();
         table.data_bytes.store(bytes(&pages.indexes[..1]), std::sync::atomic::Ordering::Relaxed);
         table.index_bytes.store(bytes(&pages.indexes[1..]), std::sync::atomic::Ordering::Relaxed);
