@@ -24,13 +24,15 @@ WORKLOADS = [
     *[f"sysbench-{t}-{n}" for t in ("point-select", "read-only", "insert", "update-index", "read-write", "write-only") for n in (1, 16)],
     "hot-row-16", "occ-hot-row-8", "long-read-vs-write", "join-no-index", "bulk-insert-select-5k", "load-data-5k", "bulk-buffer-sweep-2k",
     "notify-get-lock", "notify-commit-wait", "replication-lag", "insert-storm-16-replica", "insert-storm-16-replica-semisync", "replica-catch-up-16",
+    "paged-1x", "paged-2x",
 ]
 #: Small counts: the smoke test checks the harness, not the speed.
 SMALL = ["--repetitions", "1", "--sysbench-time", "1", "--hot-row-seconds", "0.5", "--counter-count", "100",
          "--insert-count", "50", "--insert-single-count", "100", "--floor-count", "50",
          "--long-read-rows", "2000", "--long-read-limit", "300", "--insert-select-rows", "5000", "--load-data-rows", "5000",
          "--buffer-sweep-rows", "2000", "--lag-count", "50", "--lag-interval-ms", "2", "--notify-count", "50",
-         "--notify-interval-ms", "2", "--occ-clients", "8", "--occ-seconds", "1"]
+         "--notify-interval-ms", "2", "--occ-clients", "8", "--occ-seconds", "1",
+         "--paged-pool", "5M", "--paged-scales", "1,2", "--paged-tables", "1", "--paged-time", "1", "--paged-threads", "4"]
 FIGURE = re.compile(r"^-?[\d,]+(\.\d+)?( µs| ms|/s|x)?( \[\d+\])?$")
 NOT_SUPPORTED = re.compile(r"^not supported \[(\d+)\]$")
 NO_VALUE = re.compile(r"^n/a \[(\d+)\]$")

@@ -20,14 +20,23 @@ from .servers import TARGETS, Server
 
 FULL = dict(repetitions=3, sysbench_time=10, sysbench_tables=4, sysbench_table_size=10000, hot_row_seconds=5.0,
             long_read_rows=20000, long_read_limit=3000, insert_select_rows=10_000_000, load_data_rows=1_000_000,
-            buffer_sweep_rows=1_000_000, lag_count=1000, notify_count=1000, occ_seconds=10.0, targets="quill,mariadb,mariadb-binlog")
+            buffer_sweep_rows=1_000_000, lag_count=1000, notify_count=1000, occ_seconds=10.0, targets="quill,mariadb,mariadb-binlog",
+            paged_pool=128 << 20, paged_tables=8, paged_time=10)
 QUICK = dict(repetitions=2, sysbench_time=2, sysbench_tables=1, sysbench_table_size=1000, hot_row_seconds=2.0,
              long_read_rows=5000, long_read_limit=1000, insert_select_rows=50_000, load_data_rows=50_000,
-             buffer_sweep_rows=20_000, lag_count=200, notify_count=200, occ_seconds=3.0, targets="quill,mariadb")
+             buffer_sweep_rows=20_000, lag_count=200, notify_count=200, occ_seconds=3.0, targets="quill,mariadb",
+             paged_pool=8 << 20, paged_tables=2, paged_time=2)
 
 
 def comma_list(convert):
     return lambda text: [convert(part) for part in text.split(",") if part.strip()]
+
+
+def byte_size(text):
+    """128M, 1G, 512K or a number of bytes."""
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    text = text.strip().upper()
+    return int(text[:-1]) * units[text[-1]] if text[-1:] in units else int(text)
 
 
 def parse_options(argv):
@@ -36,7 +45,7 @@ def parse_options(argv):
         description="Benchmarks Quill side by side with MariaDB; writes Markdown, JSON and a chart under bench/results/.",
         epilog="Workloads and groups: fsync-floor, counter, counter-1, counter-2-different, counter-2-same, "
                "counter-2-for-update, insert-storm, insert-storm-16, insert-storm-1, sysbench, sysbench-<test>-<threads>, "
-               "hot-row, occ, occ-hot-row-<clients>, long-read, long-read-vs-write, join-no-index, notify, notify-get-lock, notify-commit-wait, replication, replication-lag, bulk, bulk-insert-select-<rows>, load-data-<rows>, bulk-buffer-sweep-<rows>. See bench/README.md.",
+               "hot-row, occ, occ-hot-row-<clients>, long-read, long-read-vs-write, join-no-index, notify, notify-get-lock, notify-commit-wait, replication, replication-lag, bulk, bulk-insert-select-<rows>, load-data-<rows>, bulk-buffer-sweep-<rows>, paged, paged-<scale>x. See bench/README.md.",
     )
     parser.add_argument("--quick", action="store_true", help="every workload, fewer and shorter runs (a few minutes)")
     parser.add_argument("--targets", type=comma_list(str), help=f"servers to compare, from {','.join(TARGETS)} "
@@ -66,6 +75,13 @@ def parse_options(argv):
     parser.add_argument("--occ-seconds", type=float, help="seconds of each occ-hot-row run (default 10; quick 3)")
     parser.add_argument("--notify-count", type=int, help="messages of the notify workloads (default 1000; quick 200)")
     parser.add_argument("--notify-interval-ms", type=int, default=10, help="milliseconds between the notify messages (default 10)")
+    parser.add_argument("--paged-pool", type=byte_size, help="innodb_buffer_pool_size of the paged workloads' servers (default 128M; quick 8M)")
+    parser.add_argument("--paged-scales", type=comma_list(int), default=[1, 10],
+                        help="data sizes of the paged workloads, as multiples of --paged-pool, one workload each (default 1,10)")
+    parser.add_argument("--paged-tables", type=int, help="sysbench tables of the paged workloads (default 8; quick 2)")
+    parser.add_argument("--paged-threads", type=int, default=16, help="sysbench threads of the paged workloads (default 16)")
+    parser.add_argument("--paged-prepare-threads", type=int, default=4, help="sysbench threads of the paged workloads' prepare (default 4)")
+    parser.add_argument("--paged-time", type=int, help="seconds per sysbench run of the paged workloads (default 10; quick 2)")
     parser.add_argument("--floor-count", type=int, default=1000, help="timed write + fdatasync pairs of the floor (default 1000)")
     parser.add_argument("--floor-block-bytes", type=int, default=512, help="bytes per write of the floor (default 512)")
     parser.add_argument("--allow-volatile", action="store_true",

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 from .driver import DRIVER_TIMEOUT_S, run_driver, sql
+from .paged import paged_run
 from .replication import insert_storm_replica, replica_catch_up, replication_lag
 
 SYSBENCH_TESTS = ("oltp_point_select", "oltp_read_only", "oltp_insert", "oltp_update_index", "oltp_read_write", "oltp_write_only")
@@ -117,6 +118,15 @@ def all_workloads(o):
                               f"a backlog of {o.insert_clients} clients x {int(o.insert_count) * 3} autocommit INSERTs applied by a "
                               "fresh replica, with one applier worker and with four",
                               partial(replica_catch_up, o), headline=("applied/s, 1 worker", "applied/s, 4 workers", "4 workers / 1")))
+    for scale in o.paged_scales:
+        workloads.append(Workload(f"paged-{scale}x", "paged",
+                                  f"sysbench on {scale}x the buffer pool ({o.paged_pool >> 20} MiB, both servers started with it): "
+                                  f"{o.paged_tables} tables, {o.paged_threads} threads, uniform and Pareto; a checkpoint during "
+                                  "reads; data bytes per log byte; peak RSS; start-up after kill -9",
+                                  partial(paged_run, o, scale=scale),
+                                  headline=("prepare time", "point_select uniform tps", "read_only uniform tps", "read_write uniform tps",
+                                            "update_index pareto tps", "p99 during checkpoint / idle", "data bytes per log byte",
+                                            "peak RSS", "start-up after kill -9")))
     return workloads
 
 

@@ -100,6 +100,8 @@ pub struct Status {
     pub slow_queries: AtomicU64,
     pub checkpoints: AtomicU64,
     pub checkpoint_lsn: AtomicU64,
+    /// Bytes of checkpoint files written (part of `Innodb_data_written`).
+    pub checkpoint_bytes: AtomicU64,
     /// Connections that failed or timed out before logging in.
     pub aborted_connects: AtomicU64,
     /// Sessions closed because their client idled past `wait_timeout` or stalled mid-packet.
@@ -373,6 +375,13 @@ impl Engine {
             ("Innodb_buffer_pool_pages_total", count(|p| p.capacity_bytes() / INNODB_PAGE_BYTES)),
             ("Innodb_buffer_pool_read_requests", pool.map_or(0, |p| p.counters.read_requests.get()).to_string()),
             ("Innodb_buffer_pool_reads", counter(|c| &c.reads)),
+            // Data files are the page files and the checkpoint files; the commit log's bytes
+            // are `Innodb_os_log_written`.
+            (
+                "Innodb_data_written",
+                (pool.map_or(0, |p| p.counters.bytes_written.load(Ordering::Relaxed)) + self.status.checkpoint_bytes.load(Ordering::Relaxed)).to_string(),
+            ),
+            ("Innodb_pages_written", counter(|c| &c.pages_written)),
             ("Quill_buffer_pool_evictions", counter(|c| &c.evictions)),
         ]
     }

@@ -275,6 +275,7 @@ fn run(engine: &Engine, fs: &Arc<dyn Fs>, datadir: &Path, mut last_lsn: u64, sto
                 last_time = Instant::now();
                 engine.status.checkpoints.fetch_add(1, Ordering::Relaxed);
                 engine.status.checkpoint_lsn.store(report.lsn, Ordering::Relaxed);
+                engine.status.checkpoint_bytes.fetch_add(report.bytes, Ordering::Relaxed);
                 tracing::info!(
                     lsn = report.lsn,
                     tables = report.tables,

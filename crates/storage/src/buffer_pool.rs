@@ -103,6 +103,9 @@ pub struct PoolCounters {
     /// Leaves written to disk by eviction (`Innodb_buffer_pool_pages_flushed`, with
     /// checkpoint writes).
     pub pages_written: AtomicU64,
+    /// Bytes of the blocks counted in `pages_written` (`Innodb_data_written`, with the
+    /// checkpoint files' bytes).
+    pub bytes_written: AtomicU64,
     /// Leaves evicted, clean or dirty (`Innodb_buffer_pool_pages_evicted`: InnoDB has no
     /// status variable for it, so the name is Quill's).
     pub evictions: AtomicU64,

@@ -332,7 +332,9 @@ fn write_leaf<V: PageValue>(leaf: &Leaf<V>, paging: &Paging) -> std::io::Result<
     leaf.encode_image(&mut block);
     let stable = leaf.values.iter().all(PageValue::is_stable);
     let header = BlockHeader { kind: V::KIND, flags: if stable { FLAG_STABLE } else { 0 }, index: paging.index };
-    paging.file.write(&mut block, header).map(|addr| (addr, stable))
+    let addr = paging.file.write(&mut block, header)?;
+    paging.pool.counters.bytes_written.fetch_add(block.len() as u64, Ordering::Relaxed);
+    Ok((addr, stable))
 }
 
 /// A leaf a checkpoint must write: its entries from where the checkpoint stands, copied under
@@ -876,6 +878,7 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
         }
         let addr = paging.file.write(&mut block, BlockHeader { kind: V::KIND, flags: FLAG_STABLE, index: paging.index })?;
         paging.pool.counters.pages_written.fetch_add(1, Ordering::Relaxed);
+        paging.pool.counters.bytes_written.fetch_add(block.len() as u64, Ordering::Relaxed);
         let mut leaf = copied.leaf.lock();
         let adopt = exact && !leaf.page.evicted && leaf.page.block.is_none() && leaf.page.changes == copied.changes && *leaf.low == *low;
         if adopt {
