@@ -21,6 +21,37 @@ use tokio::net::TcpListener;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// mimalloc's settings for a server, applied through its environment variables (it reads
+/// them as it starts, before `main`), and a user's own `MIMALLOC_*` values win:
+/// - `ARENA_EAGER_COMMIT=0`: commit an arena's memory as it is used, so that purged pages
+///   leave the resident set. With eager commit, a sysbench load into an 8 MiB pool left the
+///   server at 350 MB resident for 30 MB of live heap; without it, about 80 MB.
+/// - `PURGE_DELAY=100`: free pages go back to the kernel after 100 ms unused (mimalloc's
+///   default is 1 s); throughput was the same in the same run.
+const ALLOCATOR_ENVIRONMENT: [(&str, &str); 2] = [("MIMALLOC_ARENA_EAGER_COMMIT", "0"), ("MIMALLOC_PURGE_DELAY", "100")];
+/// Set in the environment of the re-executed server, so that it runs once more at most.
+const ALLOCATOR_SET_MARK: &str = "QUILL_ALLOCATOR_SET";
+
+/// Runs the server again with [`ALLOCATOR_ENVIRONMENT`] (`exec`: the same process id, so
+/// whoever started it still holds it), unless that was done. Returns only if `exec` failed,
+/// and then the server goes on with mimalloc's defaults.
+fn reexec_with_allocator_settings() {
+    use std::os::unix::process::CommandExt;
+    if std::env::var_os(ALLOCATOR_SET_MARK).is_some() {
+        return;
+    }
+    let Ok(exe) = std::env::current_exe() else { return };
+    let mut command = std::process::Command::new(exe);
+    command.args(std::env::args_os().skip(1)).env(ALLOCATOR_SET_MARK, "1");
+    for (name, value) in ALLOCATOR_ENVIRONMENT {
+        if std::env::var_os(name).is_none() {
+            command.env(name, value);
+        }
+    }
+    let error = command.exec();
+    tracing::warn!(error = %error, "could not apply the allocator's settings; running with mimalloc's defaults");
+}
+
 /// Stack of each runtime worker thread. Statements run on them, and the recursive walks of
 /// an expression (binding, planning, evaluation) need stack in proportion to its depth,
 /// which `quill_sql::parse::MAX_EXPRESSION_DEPTH` bounds; this leaves several times the
@@ -72,6 +103,7 @@ fn main() {
             std::process::exit(2);
         }
     };
+    reexec_with_allocator_settings();
     raise_open_files_limit();
     // A page fault on a worker thread hands the worker's other tasks to another thread first.
     quill_storage::blocking::set_hook(block_in_place);

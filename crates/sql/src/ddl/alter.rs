@@ -4,7 +4,9 @@
 //! the old one's rows when its rows change shape (`rebuild`), or its definition replaced in
 //! place when they do not.
 
-use quill_storage::{Collation, ReadView, Value};
+use std::ops::Bound;
+
+use quill_storage::{Collation, ReadView, ScanOrder, Value};
 use sqlparser::ast::{self, TableConstraint};
 
 use crate::catalog::{Catalog, Column, ColumnDefault, IndexMeta, TableMeta};
@@ -56,8 +58,9 @@ pub(super) fn rebuild(
         return Err(SqlError::new(codes::ER_DEPENDENT_BY_CHECK_CONSTRAINT, format!("A check constraint of '{name}' no longer reads: {}", e.message)));
     }
     meta.data.set_auto_increment(old.data.auto_increment());
-    let rows = old.data.snapshot_rows(ReadView::current(0));
-    for (n, r) in rows.into_iter().enumerate() {
+    // A cursor, not a copy: the old table may be far larger than memory.
+    let rows = old.data.scan(Bound::Unbounded, Bound::Unbounded, ReadView::current(0), ScanOrder::Ascending);
+    for (n, (_, r)) in rows.enumerate() {
         let mut new_row = Vec::with_capacity(meta.columns.len());
         for (c, src) in meta.columns.iter().zip(&column_map) {
             let v = match src {

@@ -203,7 +203,7 @@ pub fn check_existing_rows(catalog: &Catalog, child: &TableMeta, fk: &ForeignKey
     };
     let mut parents: Vec<Vec<Value>> = parent.data.snapshot_rows(view).iter().filter_map(|p| foreign_keys::key_of(p, &positions)).collect();
     parents.sort_by(|a, b| compare(a, b));
-    for row in child.data.snapshot_rows(view) {
+    for (_, row) in child.data.scan(std::ops::Bound::Unbounded, std::ops::Bound::Unbounded, view, quill_storage::ScanOrder::Ascending) {
         let Some(key) = foreign_keys::key_of(&row, &fk.columns) else { continue };
         if parents.binary_search_by(|p| compare(p, &key)).is_err() {
             return Err(foreign_keys::no_parent(child, fk));

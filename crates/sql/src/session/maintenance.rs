@@ -49,7 +49,7 @@ impl Session {
             match op.as_str() {
                 "check" => {
                     let view = ReadView::current(0);
-                    let by_key = t.data.snapshot_rows(view).len();
+                    let by_key = t.data.scan(std::ops::Bound::Unbounded, std::ops::Bound::Unbounded, view, quill_storage::ScanOrder::Ascending).count();
                     let mismatch = (0..t.indexes.len()).find(|&i| {
                         let entries = t.data.index_keys_in_range(i, std::ops::Bound::Unbounded, std::ops::Bound::Unbounded);
                         entries.iter().filter(|pk| t.data.get(pk, &view).is_some()).count() != by_key
