@@ -124,6 +124,9 @@ pub struct BufferPool {
     /// Resident leaves changed since their block was written (or never written).
     dirty_leaves: AtomicU64,
     clock: Mutex<VecDeque<Box<dyn Resident>>>,
+    /// Moved on by each checkpoint's index pass ([`BufferPool::next_epoch`]); a leaf notes it
+    /// when it takes a block, so a block noted at or below a mark predates the mark.
+    epoch: AtomicU64,
     pub counters: PoolCounters,
 }
 
@@ -134,6 +137,17 @@ impl std::fmt::Debug for BufferPool {
 }
 
 impl BufferPool {
+    /// The epoch a block taken now is noted at.
+    pub(crate) fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::Acquire)
+    }
+
+    /// Ends the current epoch and returns it: every block noted at it or below was taken
+    /// before this call.
+    pub(crate) fn next_epoch(&self) -> u64 {
+        self.epoch.fetch_add(1, Ordering::AcqRel)
+    }
+
     #[must_use]
     pub fn new(capacity_bytes: u64) -> BufferPool {
         BufferPool {
@@ -143,6 +157,7 @@ impl BufferPool {
             resident_leaves: AtomicU64::new(0),
             dirty_leaves: AtomicU64::new(0),
             clock: Mutex::new(VecDeque::new()),
+            epoch: AtomicU64::new(1),
             counters: PoolCounters::default(),
         }
     }

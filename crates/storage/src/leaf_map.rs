@@ -94,6 +94,9 @@ struct LeafPage {
     /// Changes made to the leaf's entries so far: a checkpoint that copied them knows
     /// whether they are still what it wrote.
     changes: u64,
+    /// The pool's epoch when `block` was taken (0: read from a checkpoint's directory at
+    /// start-up): [`LeafMap::stable_since`].
+    block_epoch: u64,
 }
 
 /// Bytes a resident leaf holds besides its entries: the leaf, its mutex and `Arc`, its
@@ -303,6 +306,7 @@ impl<V: PageValue + Send + 'static> Resident for ResidentLeaf<V> {
             match write_leaf(&leaf, &paging) {
                 Ok((addr, stable)) => {
                     leaf.page.block = Some(addr);
+                    leaf.page.block_epoch = pool.epoch();
                     leaf.page.stable = stable;
                     leaf.page.block_entries = leaf.len() as u64;
                 }
@@ -880,17 +884,43 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
         paging.pool.counters.pages_written.fetch_add(1, Ordering::Relaxed);
         paging.pool.counters.bytes_written.fetch_add(block.len() as u64, Ordering::Relaxed);
         let mut leaf = copied.leaf.lock();
-        let adopt = exact && !leaf.page.evicted && leaf.page.block.is_none() && leaf.page.changes == copied.changes && *leaf.low == *low;
+        // The leaf is what was copied if no change came since; its block, if it has one, is
+        // an unstable image of it (eviction's, with the versions' own stamps), which the new
+        // one replaces. An evicted leaf takes the new block too, so that it stays on disk as
+        // a stable image (a row leaf that is one saves the index pass below from reading it).
+        let adopt = exact && leaf.page.changes == copied.changes && *leaf.low == *low && !(leaf.page.block.is_some() && leaf.page.stable);
         if adopt {
-            leaf.page.block = Some(addr);
+            match leaf.page.block.replace(addr) {
+                Some(unstable) => paging.file.retire(unstable),
+                None => paging.pool.cleaned(),
+            }
+            leaf.page.block_epoch = paging.pool.epoch();
             leaf.page.stable = true;
             leaf.page.block_entries = entries;
-            paging.pool.cleaned();
         } else {
             // Only the checkpoint names it: free once a later one does not.
             paging.file.retire(addr);
         }
         Ok((DirectoryLeaf { low: low.into(), block: addr, entries }, copied.high))
+    }
+
+    /// Ends the pool's current epoch and returns it, for [`LeafMap::stable_since`]; `None`
+    /// on a map without paging.
+    pub fn next_epoch(&self) -> Option<u64> {
+        self.paging.as_ref().map(|paging| paging.pool.next_epoch())
+    }
+
+    /// Whether the leaf covering `key` is a stable image that has not changed since before
+    /// `epoch` ended ([`LeafMap::next_epoch`]): it has a [`FLAG_STABLE`] block, taken at or
+    /// before `epoch`, and no change since (a change gives the block up first). Its values
+    /// then are what they were all along from before `epoch` ended. No I/O: the leaf is looked
+    /// at where it is, resident or on disk.
+    pub fn stable_since(&self, key: &[u8], epoch: u64) -> bool {
+        if self.paging.is_none() {
+            return false;
+        }
+        let leaf = self.leaf_unadmitted(key);
+        leaf.page.block.is_some() && leaf.page.stable && leaf.page.block_epoch <= epoch
     }
 
     /// The leaf covering `key`, locked, as it is: not read in if on disk, not marked used

@@ -78,11 +78,23 @@ impl Table {
             matches!(&chain.versions[..], [only] if only.stamp.commit_ts().is_some_and(|ts| ts <= horizon))
         })?;
         let mut indexes = vec![IndexPages { leaves }];
+        // Row leaves stable since before this mark need no look at their rows below.
+        let epoch = self.rows.next_epoch().expect("a table with a page file has paged maps");
         for idx in &self.indexes {
             let leaves = idx.entries.write_stable(|entry, value: EntryPk, out| {
                 // The entry of the version the view sees, and only that: an index whose
                 // entries a reader re-checks anyway, but with none a crash would leave behind.
                 let pk = pk_of(entry, &value);
+                // A row whose leaf has been a stable image since before the mark (so since
+                // before this entry was copied) is one version, committed at or below the
+                // horizon, and its entries are that version's (a version's entries leave
+                // with it, under its leaf's mutex): this one is valid, and its row stays on
+                // disk. This is what keeps a checkpoint of a table larger than the pool from
+                // reading a row leaf for each index entry.
+                if self.rows.stable_since(pk, epoch) {
+                    put_image_entry(out, entry, &value);
+                    return true;
+                }
                 let Some(row) = self.get(pk, &view) else { return false };
                 let key = Self::index_key(&idx.def, &row);
                 if entry.len() != key.len() + pk.len() || !entry.starts_with(&key) {
@@ -246,6 +258,32 @@ mod tests {
         drop(latch);
         commit(&back, 2, &pk, 2);
         assert_eq!(rows_seen(&back, ReadView { txn: 3, read_ts: 2, uncommitted: false }).len(), 501);
+    }
+
+    /// The index pass takes an entry whose row's leaf is a stable image (written by this
+    /// checkpoint's row pass, or before) as it is: a checkpoint of a table many times the
+    /// pool reads each leaf about once, not a row leaf per index entry.
+    #[test]
+    fn a_checkpoint_larger_than_the_pool_reads_each_leaf_about_once() {
+        let fs: Arc<dyn Fs> = Arc::new(SimFs::new());
+        let space = Tablespace::open(Arc::clone(&fs), Path::new("/data"), 48 << 10).unwrap();
+        let (primary, indexes) = shape();
+        let table = space.create_table(primary, indexes, RowFormat::Dynamic).unwrap();
+        for id in 0..4000 {
+            let latch = table.write_latch();
+            // Index keys in another order than the rows': neighbouring entries, far rows.
+            let pk = table.write_row(&latch, 1, &row(id, &format!("n{}", (id * 7919) % 4000), (id * 31) % 97)).unwrap();
+            drop(latch);
+            commit(&table, 1, &pk, 1);
+        }
+        let reads = || space.pool.counters.reads.load(std::sync::atomic::Ordering::Relaxed);
+        let before = reads();
+        let view = ReadView { txn: 9, read_ts: 1, uncommitted: false };
+        let pages = table.write_pages(view, 1).unwrap().unwrap();
+        let leaves: usize = pages.indexes.iter().map(|i| i.leaves.len()).sum();
+        let read = reads() - before;
+        assert!(read <= leaves as u64, "{read} leaves read for a checkpoint of {leaves} leaves and 8,000 index entries");
+        assert_eq!(pages.indexes.iter().map(IndexPages::entries).collect::<Vec<_>>(), vec![4000; 3]);
     }
 
     #[test]
