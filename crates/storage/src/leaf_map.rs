@@ -331,6 +331,15 @@ impl<V: PageValue + Send + 'static> Resident for ResidentLeaf<V> {
 
 /// Writes `leaf`'s image to a new block of its page file; `true` with it when the block is
 /// stable.
+/// A leaf's block is no longer its image. A stable block may be named by a durable
+/// checkpoint (or one being written): it is retired, free once a checkpoint that does not
+/// name it is durable. An unstable one (eviction's) is named by none: its space is free at
+/// once, so that a leaf evicted, changed and evicted again between checkpoints reuses it
+/// rather than growing the file.
+fn release_block(paging: &Paging, block: BlockAddr, stable: bool) {
+    if stable { paging.file.retire(block) } else { paging.file.free_unnamed(block) }
+}
+
 fn write_leaf<V: PageValue>(leaf: &Leaf<V>, paging: &Paging) -> std::io::Result<(BlockAddr, bool)> {
     let mut block = vec![0; BLOCK_HEADER_BYTES];
     leaf.encode_image(&mut block);
@@ -557,7 +566,7 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
         let Some(paging) = &self.paging else { return };
         leaf.page.changes += 1;
         if let Some(block) = leaf.page.block.take() {
-            paging.file.retire(block);
+            release_block(paging, block, leaf.page.stable);
             paging.pool.dirtied();
         }
     }
@@ -814,7 +823,27 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
     ///
     /// # Panics
     /// On a map without paging.
-    pub fn write_stable(&self, mut entry: impl FnMut(&[u8], V, &mut Vec<u8>) -> bool) -> std::io::Result<Vec<DirectoryLeaf>> {
+    pub fn write_stable(&self, entry: impl FnMut(&[u8], V, &mut Vec<u8>) -> bool) -> std::io::Result<Vec<DirectoryLeaf>> {
+        self.write_stable_tidying(|_, _| false, entry)
+    }
+
+    /// [`LeafMap::write_stable`], first calling `tidy` on each entry of a leaf it copies,
+    /// under the leaf's mutex, before the copy: `tidy` may change the value (returning
+    /// `true` when it did), or leave it vacant, and the entry then leaves the map. A table
+    /// purges the row versions no reader needs any more this way, so that the leaf can be a
+    /// stable image (a version's secondary index entries leave with it: `tidy` takes index
+    /// leaves, after this leaf, the one order two leaves are held in).
+    ///
+    /// # Errors
+    /// As [`LeafMap::write_stable`].
+    ///
+    /// # Panics
+    /// On a map without paging.
+    pub fn write_stable_tidying(
+        &self,
+        mut tidy: impl FnMut(&[u8], &mut V) -> bool,
+        mut entry: impl FnMut(&[u8], V, &mut Vec<u8>) -> bool,
+    ) -> std::io::Result<Vec<DirectoryLeaf>> {
         let paging = self.paging.as_ref().expect("only a paged map writes pages");
         let mut directory: Vec<DirectoryLeaf> = Vec::new();
         let mut next: Box<[u8]> = Box::default();
@@ -834,8 +863,9 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
                     }
                     _ => {
                         self.admit(&mut leaf);
-                        let mut image = Vec::new();
                         let from = leaf.search(&next).unwrap_or_else(|i| i);
+                        self.tidy_leaf(&mut leaf, from, &mut tidy);
+                        let mut image = Vec::new();
                         for i in from..leaf.len() {
                             put_image_entry(&mut image, leaf.key(i), &leaf.values[i]);
                         }
@@ -857,6 +887,40 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
         };
         self.make_room();
         written.map(|()| directory)
+    }
+
+    /// [`LeafMap::write_stable_tidying`]'s `tidy` on the entries of a locked, resident leaf
+    /// from index `from` on: a change gives up the leaf's block first (as any change does),
+    /// is charged to the pool, and a value left vacant leaves with its entry. The leaf may be
+    /// left empty; the map keeps it (its range is still covered).
+    fn tidy_leaf(&self, leaf: &mut LockedLeaf<V>, from: usize, tidy: &mut impl FnMut(&[u8], &mut V) -> bool) {
+        let mut changed = false;
+        let mut i = from;
+        while i < leaf.len() {
+            let heap_before = leaf.values[i].heap_bytes() as u64;
+            let (start, end) = (leaf.start(i), leaf.ends[i] as usize);
+            let Leaf { keys, values, .. } = &mut **leaf;
+            if !tidy(&keys[start..end], &mut values[i]) {
+                i += 1;
+                continue;
+            }
+            if !changed {
+                // Under the same hold of the mutex as the change: no one saw the leaf between.
+                self.will_change(leaf);
+                changed = true;
+            }
+            if leaf.values[i].is_vacant() {
+                leaf.page.heap -= heap_before;
+                leaf.remove_at(i);
+                self.len.fetch_sub(1, Ordering::Relaxed);
+            } else {
+                leaf.page.heap = leaf.page.heap + leaf.values[i].heap_bytes() as u64 - heap_before;
+                i += 1;
+            }
+        }
+        if changed {
+            self.recharge(leaf);
+        }
     }
 
     /// Writes the stable image of a leaf [`LeafMap::write_stable`] copied from `low` on, and
@@ -891,7 +955,7 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
         let adopt = exact && leaf.page.changes == copied.changes && *leaf.low == *low && !(leaf.page.block.is_some() && leaf.page.stable);
         if adopt {
             match leaf.page.block.replace(addr) {
-                Some(unstable) => paging.file.retire(unstable),
+                Some(unstable) => release_block(paging, unstable, false),
                 None => paging.pool.cleaned(),
             }
             leaf.page.block_epoch = paging.pool.epoch();

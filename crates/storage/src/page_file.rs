@@ -284,6 +284,14 @@ impl PageFile {
         Ok(Block { bytes, header, payload_end })
     }
 
+    /// The block at `addr`, which no checkpoint names (an unstable image eviction wrote: a
+    /// checkpoint names only stable blocks), is no longer the current image of its page: its
+    /// units are free at once. Only a block that may be named goes through
+    /// [`PageFile::retire`].
+    pub fn free_unnamed(&self, addr: BlockAddr) {
+        self.space.lock().free(addr);
+    }
+
     /// The block at `addr` is no longer the current image of its page. Its units are free
     /// once a checkpoint that does not reference it is durable ([`PageFile::release_retired`]).
     pub fn retire(&self, addr: BlockAddr) {

@@ -480,6 +480,26 @@ impl Table {
         true
     }
 
+    /// On a locked chain: drop the versions older than the newest one committed at or below
+    /// `horizon` (no reader at or after the horizon sees them), and the chain itself when what
+    /// is left is a delete at or below it, with their index entries. Returns whether anything
+    /// went. `commit_chain` does the same at commit, with the horizon of that moment.
+    pub(crate) fn purge_chain(&self, chain: &mut Chain, pk: &[u8], horizon: Timestamp) -> bool {
+        let purgeable = |v: &Version| v.stamp.commit_ts().is_some_and(|t| t <= horizon);
+        let mut removed: Vec<Version> = match chain.versions.iter().rposition(purgeable) {
+            Some(keep_from) if keep_from > 0 => chain.versions.drain(..keep_from).collect(),
+            _ => Vec::new(),
+        };
+        if chain.versions.len() == 1 && chain.versions[0].row.is_none() && purgeable(&chain.versions[0]) {
+            removed.extend(chain.versions.drain(..));
+        }
+        if removed.is_empty() {
+            return false;
+        }
+        self.after_removal(chain, pk, &removed);
+        true
+    }
+
     /// [`WrittenRows::pending_change`] of a locked chain.
     fn pending_in(&self, chain: &Chain, txn: TxnId, before: Option<&mut Vec<u8>>, after: &mut Vec<u8>) -> Option<RowChange> {
         let own_from = chain.versions.iter().position(|v| v.is_pending_for(txn))?;
