@@ -14,6 +14,11 @@ behaviour is specific to MySQL 8 and differs from MariaDB carry the marker
 
 A fresh data directory has ``root`` with an empty password, reachable from
 loopback, so that is the account every test uses.
+
+``QUILL_SERVER_OPTIONS`` (space-separated) is added to the options of every Quill server a
+test starts, the shared one and private ones: `scripts/test-all` runs the isolation, crash
+and replication tests again with a 64 MiB pool that evicts every leaf it can
+(``--innodb-buffer-pool-size=64M --quill-debug-evict-always=ON``).
 """
 
 from __future__ import annotations
@@ -41,6 +46,11 @@ SERVER_LOG_TAIL_LINES = 200
 
 TARGET_QUILL = "quill"
 TARGET_MARIADB = "mariadb"
+
+
+def server_options() -> list[str]:
+    """Options every Quill server of the session gets besides its own (QUILL_SERVER_OPTIONS)."""
+    return os.environ.get("QUILL_SERVER_OPTIONS", "").split()
 
 
 def test_target() -> str:
@@ -161,7 +171,7 @@ class PrivateQuill:
         binary = Path(os.environ.get("QUILL_BIN", REPO_ROOT / "target" / "release" / "quill"))
         log = open(self.log_path, "ab")
         self.process = subprocess.Popen(
-            [str(binary), "serve", f"--port={self.port}", f"--bind={self.bind}", f"--datadir={self.datadir}", *self.options],
+            [str(binary), "serve", f"--port={self.port}", f"--bind={self.bind}", f"--datadir={self.datadir}", *server_options(), *self.options],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self.env,
         )
         wait_for_port(self.host, self.port, self.process, self.log_path)
@@ -246,7 +256,7 @@ def server():
     host, port = "127.0.0.1", free_port()
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
-            [str(binary), "serve", "--port", str(port), "--bind", host, "--datadir", str(datadir)],
+            [str(binary), "serve", "--port", str(port), "--bind", host, "--datadir", str(datadir), *server_options()],
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
