@@ -265,3 +265,58 @@ def test_an_unknown_table_storage_is_refused_at_start(tmp_path: Path):
     assert result.returncode != 0
     assert "Variable 'quill_table_storage' can't be set to the value of 'disk'" in result.stderr
     assert not (tmp_path / "d").exists(), "nothing was made"
+
+
+def test_data_written_counts_page_and_checkpoint_files_apart_from_the_log(tmp_path: Path):
+    with PrivateQuill(tmp_path / "d", f"--innodb-buffer-pool-size={POOL_BYTES}", "--quill-checkpoint-interval-seconds=1") as q:
+        conn = q.connect()
+        assert status(conn, "Innodb_data_written") == 0
+        load(conn, 20_000)
+        q.wait_for_checkpoint()
+        assert wait_for(lambda: status(conn, "Innodb_buffer_pool_pages_dirty") == 0)
+        pages = status(conn, "Innodb_pages_written")
+        assert pages > 0 and pages == status(conn, "Innodb_buffer_pool_pages_flushed")
+        # Each block takes whole 4 KiB units; the checkpoint file adds its own bytes.
+        assert status(conn, "Innodb_data_written") > pages * 4096
+        assert status(conn, "Innodb_os_log_written") > 0
+
+
+def test_a_checkpoint_purges_the_old_versions_a_finished_snapshot_kept(tmp_path: Path):
+    # A commit purges only what no open snapshot needs; an UPDATE committed while a snapshot
+    # is open keeps every old version (and its index entry). Once the snapshot ends, the
+    # next checkpoint purges them, so its leaves are stable images and none stays dirty.
+    with PrivateQuill(tmp_path / "d", "--quill-checkpoint-interval-seconds=1") as q:
+        writer, reader = q.connect(), q.connect()
+        load(writer, 5_000)
+        with reader.cursor() as r, writer.cursor() as w:
+            r.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+            r.execute("SELECT SUM(k) FROM paged.t")
+            (before,) = r.fetchone()
+            w.execute("UPDATE paged.t SET k = k + 1")
+            r.execute("SELECT SUM(k) FROM paged.t")
+            assert r.fetchone() == (before,), "the snapshot still sees the old versions"
+            r.execute("COMMIT")
+            # Something to checkpoint after the snapshot ended.
+            w.execute("CREATE TABLE paged.after_snapshot (id INT PRIMARY KEY)")
+            w.execute("INSERT INTO paged.after_snapshot VALUES (1)")
+        checkpoints = status(writer, "Quill_checkpoints")
+        assert wait_for(lambda: status(writer, "Quill_checkpoints") > checkpoints)
+        assert wait_for(lambda: status(writer, "Innodb_buffer_pool_pages_dirty") == 0), status(writer, "Innodb_buffer_pool_pages_dirty")
+        with writer.cursor() as w:
+            w.execute("SELECT COUNT(*) FROM paged.t WHERE k = 1")
+            assert w.fetchone() == (5,), "k = 0 went to 1 for ids 0, 1000, ..., 4000; no old entry is left"
+            w.execute("SELECT SUM(k) FROM paged.t")
+            assert w.fetchone() == (before + 5_000,)
+
+
+def test_the_server_runs_with_its_allocator_settings_and_a_users_own_win(tmp_path: Path):
+    # The server re-executes itself once (same process id) with mimalloc's settings for a
+    # bounded resident set; a MIMALLOC_* value the user set is kept.
+    with PrivateQuill(tmp_path / "d", env={"MIMALLOC_PURGE_DELAY": "7"}) as q:
+        q.connect().ping()
+        environ = dict(
+            item.split("=", 1) for item in Path(f"/proc/{q.process.pid}/environ").read_bytes().decode().split("\0") if "=" in item
+        )
+        assert environ.get("MIMALLOC_ARENA_EAGER_COMMIT") == "0"
+        assert environ.get("MIMALLOC_PURGE_DELAY") == "7"
+        assert environ.get("QUILL_ALLOCATOR_SET") == "1"

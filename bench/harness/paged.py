@@ -39,6 +39,7 @@ import time
 
 from .driver import DriverError, sql
 from .servers import Server
+from .workloads import SYSBENCH_GRACE_S, SYSBENCH_PATTERNS
 
 #: InnoDB's bytes per sysbench row (120 + 60 character columns, two INTs, the row header and
 #: the `k` index), to size the tables at a multiple of the pool.
@@ -49,17 +50,10 @@ CHECKPOINT_RUN_PER_TIME = 2.4
 CHECKPOINT_RUN_MIN_S = 8
 #: How long a forced checkpoint (or MariaDB's flush) may take.
 CHECKPOINT_TIMEOUT_S = 600
-#: sysbench runs longer than their --time by this much are stuck.
-SYSBENCH_GRACE_S = 300
 #: The tests of step 2, in order: read-only first, so their pages are clean.
 READ_TESTS = ("oltp_point_select", "oltp_read_only")
 WRITE_TESTS = ("oltp_read_write", "oltp_update_index")
 DISTRIBUTIONS = ("uniform", "pareto")
-
-
-def paged_metric_names():
-    """The metrics of a paged run, for the summary (headline) choice."""
-    return [f"{test.removeprefix('oltp_')} {dist} tps" for test in READ_TESTS + WRITE_TESTS for dist in DISTRIBUTIONS]
 
 
 def rows_per_table(o, scale):
@@ -144,7 +138,7 @@ def sysbench_measured(o, server, test, dist, rows):
     cpu_before = cpu_seconds(pid)
     output = sysbench(o, server, test, o.paged_threads, "run", rows, extra=(f"--rand-type={dist}", "--report-interval=0"))
     cpu = cpu_seconds(pid) - cpu_before
-    tps = float(re.search(r"transactions:\s+\d+\s+\(([\d.]+) per sec", output).group(1))
+    tps = float(SYSBENCH_PATTERNS["tps"].search(output).group(1))
     queries = int(re.search(r"queries:\s+(\d+)", output).group(1))
     return tps, cpu / queries * 1e6 if queries else None
 

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Callable
 
 from .driver import DRIVER_TIMEOUT_S, run_driver, sql
-from .paged import paged_run
 from .replication import insert_storm_replica, replica_catch_up, replication_lag
 
 SYSBENCH_TESTS = ("oltp_point_select", "oltp_read_only", "oltp_insert", "oltp_update_index", "oltp_read_write", "oltp_write_only")
@@ -118,6 +117,8 @@ def all_workloads(o):
                               f"a backlog of {o.insert_clients} clients x {int(o.insert_count) * 3} autocommit INSERTs applied by a "
                               "fresh replica, with one applier worker and with four",
                               partial(replica_catch_up, o), headline=("applied/s, 1 worker", "applied/s, 4 workers", "4 workers / 1")))
+    from .paged import paged_run  # paged.py shares this module's sysbench constants
+
     for scale in o.paged_scales:
         workloads.append(Workload(f"paged-{scale}x", "paged",
                                   f"sysbench on {scale}x the buffer pool ({o.paged_pool >> 20} MiB, both servers started with it): "

@@ -317,7 +317,6 @@ impl<V: PageValue + Send + 'static> Resident for ResidentLeaf<V> {
                     return Eviction::Keep;
                 }
             }
-            pool.counters.pages_written.fetch_add(1, Ordering::Relaxed);
         }
         leaf.keys = Vec::new();
         leaf.ends = Vec::new();
@@ -329,8 +328,6 @@ impl<V: PageValue + Send + 'static> Resident for ResidentLeaf<V> {
     }
 }
 
-/// Writes `leaf`'s image to a new block of its page file; `true` with it when the block is
-/// stable.
 /// A leaf's block is no longer its image. A stable block may be named by a durable
 /// checkpoint (or one being written): it is retired, free once a checkpoint that does not
 /// name it is durable. An unstable one (eviction's) is named by none: its space is free at
@@ -340,14 +337,23 @@ fn release_block(paging: &Paging, block: BlockAddr, stable: bool) {
     if stable { paging.file.retire(block) } else { paging.file.free_unnamed(block) }
 }
 
+/// Writes `leaf`'s image to a new block of its page file; `true` with it when the block is
+/// stable.
 fn write_leaf<V: PageValue>(leaf: &Leaf<V>, paging: &Paging) -> std::io::Result<(BlockAddr, bool)> {
     let mut block = vec![0; BLOCK_HEADER_BYTES];
     leaf.encode_image(&mut block);
     let stable = leaf.values.iter().all(PageValue::is_stable);
     let header = BlockHeader { kind: V::KIND, flags: if stable { FLAG_STABLE } else { 0 }, index: paging.index };
-    let addr = paging.file.write(&mut block, header)?;
+    write_block(paging, &mut block, header).map(|addr| (addr, stable))
+}
+
+/// Writes a block (eviction's or a checkpoint's) to the page file, counted in the pool's
+/// `pages_written` and `bytes_written`.
+fn write_block(paging: &Paging, block: &mut Vec<u8>, header: BlockHeader) -> std::io::Result<BlockAddr> {
+    let addr = paging.file.write(block, header)?;
+    paging.pool.counters.pages_written.fetch_add(1, Ordering::Relaxed);
     paging.pool.counters.bytes_written.fetch_add(block.len() as u64, Ordering::Relaxed);
-    Ok((addr, stable))
+    Ok(addr)
 }
 
 /// A leaf a checkpoint must write: its entries from where the checkpoint stands, copied under
@@ -944,9 +950,7 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
             exact &= entry(key, value, &mut block);
             entries += u64::from(block.len() > before);
         }
-        let addr = paging.file.write(&mut block, BlockHeader { kind: V::KIND, flags: FLAG_STABLE, index: paging.index })?;
-        paging.pool.counters.pages_written.fetch_add(1, Ordering::Relaxed);
-        paging.pool.counters.bytes_written.fetch_add(block.len() as u64, Ordering::Relaxed);
+        let addr = write_block(paging, &mut block, BlockHeader { kind: V::KIND, flags: FLAG_STABLE, index: paging.index })?;
         let mut leaf = copied.leaf.lock();
         // The leaf is what was copied if no change came since; its block, if it has one, is
         // an unstable image of it (eviction's, with the versions' own stamps), which the new

@@ -467,32 +467,18 @@ impl Table {
         let mut removed: Vec<Version> = chain.versions.drain(own_from..last_index).collect();
         let last = chain.versions.last_mut().expect("own version present");
         last.stamp = Stamp::committed(ts);
-        let purgeable = |v: &Version| v.stamp.commit_ts().is_some_and(|t| t <= purge_horizon);
-        // Keep the newest version every reader at or after the horizon can see, and all newer.
-        if let Some(keep_from) = chain.versions.iter().rposition(purgeable) {
-            removed.extend(chain.versions.drain(..keep_from));
-        }
-        let dead = chain.versions.len() == 1 && chain.versions[0].row.is_none() && purgeable(&chain.versions[0]);
-        if dead {
-            removed.extend(chain.versions.drain(..));
-        }
+        drain_purgeable(chain, purge_horizon, &mut removed);
         self.after_removal(chain, pk, &removed);
         true
     }
 
-    /// On a locked chain: drop the versions older than the newest one committed at or below
-    /// `horizon` (no reader at or after the horizon sees them), and the chain itself when what
-    /// is left is a delete at or below it, with their index entries. Returns whether anything
-    /// went. `commit_chain` does the same at commit, with the horizon of that moment.
+    /// On a locked chain: purge what no reader at or after `horizon` needs
+    /// ([`drain_purgeable`]), with its index entries. Returns whether anything went. A
+    /// checkpoint calls it for rows whose last commit could purge only to the horizon of
+    /// that moment.
     pub(crate) fn purge_chain(&self, chain: &mut Chain, pk: &[u8], horizon: Timestamp) -> bool {
-        let purgeable = |v: &Version| v.stamp.commit_ts().is_some_and(|t| t <= horizon);
-        let mut removed: Vec<Version> = match chain.versions.iter().rposition(purgeable) {
-            Some(keep_from) if keep_from > 0 => chain.versions.drain(..keep_from).collect(),
-            _ => Vec::new(),
-        };
-        if chain.versions.len() == 1 && chain.versions[0].row.is_none() && purgeable(&chain.versions[0]) {
-            removed.extend(chain.versions.drain(..));
-        }
+        let mut removed = Vec::new();
+        drain_purgeable(chain, horizon, &mut removed);
         if removed.is_empty() {
             return false;
         }
@@ -547,6 +533,20 @@ impl Table {
         if chain.versions.is_empty() && !removed.is_empty() {
             self.index_bytes.fetch_sub(pk.len() as u64, Ordering::Relaxed);
         }
+    }
+}
+
+/// Moves into `removed` the versions of `chain` that no reader at or after `horizon` sees:
+/// those older than the newest version committed at or below it (which every such reader
+/// sees, or a newer one), and then the chain's last version too when it is a delete at or
+/// below it (the row is gone for every reader).
+fn drain_purgeable(chain: &mut Chain, horizon: Timestamp, removed: &mut Vec<Version>) {
+    let purgeable = |v: &Version| v.stamp.commit_ts().is_some_and(|t| t <= horizon);
+    if let Some(keep_from) = chain.versions.iter().rposition(purgeable) {
+        removed.extend(chain.versions.drain(..keep_from));
+    }
+    if chain.versions.len() == 1 && chain.versions[0].row.is_none() && purgeable(&chain.versions[0]) {
+        removed.extend(chain.versions.drain(..));
     }
 }
 

@@ -160,6 +160,20 @@ mod tests {
         assert!(table.commit_row(txn, pk, ts, ts), "txn {txn} wrote the row");
     }
 
+    /// Inserts `rows` as transaction `txn`, each committed at `ts` as it is written; returns
+    /// their primary keys.
+    fn insert_committed(table: &Table, rows: impl IntoIterator<Item = Row>, txn: TxnId, ts: Timestamp) -> Vec<Vec<u8>> {
+        rows.into_iter()
+            .map(|r| {
+                let latch = table.write_latch();
+                let pk = table.write_row(&latch, txn, &r).unwrap();
+                drop(latch);
+                commit(table, txn, &pk, ts);
+                pk
+            })
+            .collect()
+    }
+
     fn rows_seen(table: &Table, view: ReadView) -> Vec<Row> {
         table.scan(Bound::Unbounded, Bound::Unbounded, view, ScanOrder::Ascending).map(|(_, r)| Row::clone(&r)).collect()
     }
@@ -250,12 +264,7 @@ mod tests {
         let fs: Arc<dyn Fs> = Arc::new(SimFs::new());
         let space = Tablespace::open(Arc::clone(&fs), Path::new("/data"), 1 << 20).unwrap();
         let table = space.create_table(Vec::new(), Vec::new(), RowFormat::Dynamic).unwrap();
-        for id in 0..500 {
-            let latch = table.write_latch();
-            let pk = table.write_row(&latch, 1, &vec![Value::Int(id)]).unwrap();
-            drop(latch);
-            commit(&table, 1, &pk, 1);
-        }
+        insert_committed(&table, (0..500).map(|id| vec![Value::Int(id)]), 1, 1);
         let pages = table.write_pages(ReadView { txn: 9, read_ts: 1, uncommitted: false }, 1).unwrap().unwrap();
         let back = space.open_table(Vec::new(), Vec::new(), RowFormat::Dynamic, &pages).unwrap();
         let latch = back.write_latch();
@@ -274,13 +283,8 @@ mod tests {
         let space = Tablespace::open(Arc::clone(&fs), Path::new("/data"), 48 << 10).unwrap();
         let (primary, indexes) = shape();
         let table = space.create_table(primary, indexes, RowFormat::Dynamic).unwrap();
-        for id in 0..4000 {
-            let latch = table.write_latch();
-            // Index keys in another order than the rows': neighbouring entries, far rows.
-            let pk = table.write_row(&latch, 1, &row(id, &format!("n{}", (id * 7919) % 4000), (id * 31) % 97)).unwrap();
-            drop(latch);
-            commit(&table, 1, &pk, 1);
-        }
+        // Index keys in another order than the rows': neighbouring entries, far rows.
+        insert_committed(&table, (0..4000).map(|id| row(id, &format!("n{}", (id * 7919) % 4000), (id * 31) % 97)), 1, 1);
         let reads = || space.pool.counters.reads.load(std::sync::atomic::Ordering::Relaxed);
         let before = reads();
         let view = ReadView { txn: 9, read_ts: 1, uncommitted: false };
@@ -300,14 +304,7 @@ mod tests {
         let space = Tablespace::open(Arc::clone(&fs), Path::new("/data"), 1 << 30).unwrap();
         let (primary, indexes) = shape();
         let table = space.create_table(primary, indexes, RowFormat::Dynamic).unwrap();
-        let mut pks = Vec::new();
-        for id in 0..300 {
-            let latch = table.write_latch();
-            let pk = table.write_row(&latch, 1, &row(id, &format!("n{id}"), 0)).unwrap();
-            drop(latch);
-            commit(&table, 1, &pk, 1);
-            pks.push(pk);
-        }
+        let pks = insert_committed(&table, (0..300).map(|id| row(id, &format!("n{id}"), 0)), 1, 1);
         for (id, pk) in (0..300).zip(&pks) {
             let latch = table.write_latch();
             table.update_row(&latch, 2, pk, row(id, &format!("m{id}"), 1)).unwrap();
@@ -340,15 +337,12 @@ mod tests {
         space.pool.set_evict_always(true);
         let (primary, indexes) = shape();
         let table = space.create_table(primary, indexes, RowFormat::Dynamic).unwrap();
-        let latch = table.write_latch();
-        let pk = table.write_row(&latch, 1, &row(1, "one", 0)).unwrap();
-        drop(latch);
-        commit(&table, 1, &pk, 1);
+        let [pk] = &insert_committed(&table, [row(1, "one", 0)], 1, 1)[..] else { unreachable!("one row") };
         for ts in 2..2000 {
             let latch = table.write_latch();
-            table.update_row(&latch, ts, &pk, row(1, "one", i64::try_from(ts).unwrap())).unwrap();
+            table.update_row(&latch, ts, pk, row(1, "one", i64::try_from(ts).unwrap())).unwrap();
             drop(latch);
-            commit(&table, ts, &pk, ts);
+            commit(&table, ts, pk, ts);
         }
         let written = space.pool.counters.pages_written.load(std::sync::atomic::Ordering::Relaxed);
         let (allocated, _) = table.space().unwrap();
@@ -364,12 +358,7 @@ mod tests {
         let space = Tablespace::open(Arc::clone(&fs), Path::new("/data"), 1 << 30).unwrap();
         let (primary, indexes) = shape();
         let table = space.create_table(primary, indexes, RowFormat::Dynamic).unwrap();
-        for id in 0..2000 {
-            let latch = table.write_latch();
-            let pk = table.write_row(&latch, 1, &row(id, &format!("n{id}"), 0)).unwrap();
-            drop(latch);
-            commit(&table, 1, &pk, 1);
-        }
+        insert_committed(&table, (0..2000).map(|id| row(id, &format!("n{id}"), 0)), 1, 1);
         let view = ReadView { txn: 9, read_ts: 1, uncommitted: false };
         let first = table.write_pages(view, 1).unwrap().unwrap();
         table.pages_durable(&first);
