@@ -4,8 +4,10 @@
 //! ([`crate::page`], `docs/page-format.md`). A page is never written over in place: each
 //! new image of a page goes to free units, and the block it replaces is *retired*. A retired
 //! block becomes free only once a checkpoint that does not reference it is durable
-//! ([`PageFile::release_retired`]), so the blocks the newest durable checkpoint references
-//! are never written while it is the one recovery would start from. That is why a torn write
+//! ([`PageFile::release_retired`]); a block no checkpoint can reference (not stable: an
+//! eviction's image) is free at once ([`PageFile::free_unnamed`]). So the blocks the newest
+//! durable checkpoint references are never written while it is the one recovery would start
+//! from. That is why a torn write
 //! can never damage the only copy of a page: a write lands only on units no durable
 //! checkpoint names, and the log replays everything after the checkpoint (`docs/architecture.md`,
 //! "The paged engine").

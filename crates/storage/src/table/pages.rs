@@ -3,7 +3,13 @@
 //!
 //! A paged table is the in-memory table with every index a paged [`LeafMap`]: the same MVCC,
 //! the same invariants, the same code for every read and write; only where a leaf is differs.
-//! See `docs/architecture.md`, "The paged engine".
+//!
+//! A checkpoint's images ([`Table::write_table_pages`]) first purge, in each row leaf it
+//! copies, the versions no reader needs (a commit purges only to its own horizon), so that
+//! leaf can become a stable image; then each index keeps the entries of the versions the
+//! checkpoint's view sees, taking an entry whose row's leaf has been stable since before the
+//! index pass as it is, without reading the row. See `docs/architecture.md`, "The paged
+//! engine".
 
 use std::ops::Bound;
 use std::sync::Arc;
