@@ -22,6 +22,7 @@ mod replication_lag;
 mod report;
 mod server;
 mod sql;
+mod wait_status;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -64,6 +65,8 @@ enum Workload {
     Notify(notify::Args),
     /// Runs SQL statements and prints their rows and warnings (set-up and feature probes).
     Sql(sql::Args),
+    /// Waits on one connection until a status variable leaves or reaches a value.
+    WaitStatus(wait_status::Args),
 }
 
 fn main() -> ExitCode {
@@ -80,6 +83,7 @@ fn main() -> ExitCode {
         Workload::ReplicationLag(args) => replication_lag::run(&target, &args),
         Workload::Notify(args) => notify::run(&target, &args),
         Workload::Sql(args) => sql::run(&target, &args),
+        Workload::WaitStatus(args) => wait_status::run(&target, &args),
     };
     match result {
         Ok(json) => {

@@ -28,6 +28,16 @@
 //! `quill_checkpoint_log_bytes` since the last checkpoint, whichever comes first, and only if
 //! anything was logged since. A failed checkpoint is logged and retried at the next trigger:
 //! the log still covers everything, so nothing is at risk.
+//!
+//! Priority: each checkpoint of the background checkpointer runs on a thread of its own, which
+//! takes the position (step 1, under `commit_order`) at normal priority and then copies at the
+//! OS's idle scheduling class ([`Priority::Background`], Linux `SCHED_IDLE`): queries keep the
+//! CPU while it runs, and it takes what they leave (InnoDB's page cleaners are held back by
+//! `innodb_io_capacity` to the same end). An idle-class thread still gets a small share of a
+//! busy CPU, so a checkpoint always ends; one that starts with the log grown past
+//! [`URGENT_LOG_FACTOR`] x `quill_checkpoint_log_bytes` since the last (the checkpoints are
+//! falling behind the writes) runs at normal priority throughout. A leaf's mutex is held for
+//! one leaf's copy, so a query waits at most for the idle thread to be scheduled again.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -59,11 +69,33 @@ pub struct CheckpointReport {
     pub elapsed: Duration,
 }
 
-/// Writes one checkpoint now.
+/// A checkpoint whose log has grown past this many times `quill_checkpoint_log_bytes` since
+/// the last one runs at normal priority (see the module documentation).
+pub const URGENT_LOG_FACTOR: u64 = 4;
+
+/// The scheduling priority a checkpoint copies at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Priority {
+    /// The calling thread's own, unchanged.
+    Normal,
+    /// The OS's idle class from the copy on. The thread keeps it: only a thread of its own
+    /// should run such a checkpoint.
+    Background,
+}
+
+/// Writes one checkpoint now, at the calling thread's priority.
 ///
 /// # Errors
 /// I/O errors; nothing is removed then.
 pub fn checkpoint(engine: &Engine, fs: &Arc<dyn Fs>, datadir: &Path) -> std::io::Result<CheckpointReport> {
+    checkpoint_at(engine, fs, datadir, Priority::Normal)
+}
+
+/// [`checkpoint`], copying at `priority`.
+///
+/// # Errors
+/// As [`checkpoint`].
+pub fn checkpoint_at(engine: &Engine, fs: &Arc<dyn Fs>, datadir: &Path, priority: Priority) -> std::io::Result<CheckpointReport> {
     let started = Instant::now();
     let log = engine.log.get().expect("checkpoints need the commit log");
     let _ddl = engine.ddl_gate.read();
@@ -97,6 +129,10 @@ pub fn checkpoint(engine: &Engine, fs: &Arc<dyn Fs>, datadir: &Path) -> std::io:
     // the durable log. In modes 0 and 2 the records before it may still be pending or
     // unsynced; a checkpoint published before them would outlive them in a crash, and
     // recovery would skip their commits (or start-up resume the log below it).
+    // From here on nothing is held that commits wait for, only one leaf's mutex at a time.
+    if priority == Priority::Background {
+        lower_thread_priority();
+    }
     let durable = log.make_durable(position.lsn);
     let verified = durable.and_then(|()| tables.iter().try_for_each(|(db, name, definition, _)| verify_definition(engine, db, name, definition)));
     // Streams committed before `read_from` (recovery reads the rest): a restart keeps their
@@ -123,6 +159,17 @@ pub fn checkpoint(engine: &Engine, fs: &Arc<dyn Fs>, datadir: &Path) -> std::io:
         engine.schemas.lock().forget_before(oldest);
     }
     Ok(CheckpointReport { lsn: position.lsn, path, tables: tables.len(), rows, bytes, segments_removed, elapsed: started.elapsed() })
+}
+
+/// Puts the calling thread in the OS's idle scheduling class (`SCHED_IDLE`); where that fails
+/// (another OS, a sandbox that forbids it) the thread goes on as it was, which is only slower
+/// for queries.
+fn lower_thread_priority() {
+    use thread_priority::{NormalThreadSchedulePolicy, ThreadPriority, ThreadSchedulePolicy};
+    let idle = ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Idle);
+    if let Err(e) = thread_priority::unix::set_thread_priority_and_policy(thread_priority::unix::thread_native_id(), ThreadPriority::Min, idle) {
+        tracing::debug!(error = ?e, "the checkpoint could not take the idle scheduling class; it copies at normal priority");
+    }
 }
 
 /// Runs `definition` in a scratch engine and checks that it defines the same table again.
@@ -268,7 +315,15 @@ fn run(engine: &Engine, fs: &Arc<dyn Fs>, datadir: &Path, mut last_lsn: u64, sto
             continue;
         }
         let ts_before = engine.txns.last_commit_ts();
-        match checkpoint(engine, fs, datadir) {
+        let priority = if grown >= log_bytes.saturating_mul(URGENT_LOG_FACTOR) { Priority::Normal } else { Priority::Background };
+        // A thread per checkpoint: the idle class it may take goes with it.
+        let written = std::thread::scope(|scope| {
+            std::thread::Builder::new()
+                .name("quill-checkpoint".into())
+                .spawn_scoped(scope, || checkpoint_at(engine, fs, datadir, priority))
+                .and_then(|copier| copier.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+        });
+        match written {
             Ok(report) => {
                 last_lsn = report.lsn;
                 last_ts = ts_before;

@@ -318,14 +318,20 @@ impl<V: PageValue + Send + 'static> Resident for ResidentLeaf<V> {
                 }
             }
         }
-        leaf.keys = Vec::new();
-        leaf.ends = Vec::new();
-        leaf.values = Vec::new();
-        leaf.page.evicted = true;
-        leaf.page.heap = 0;
-        pool.release(std::mem::take(&mut leaf.page.charged), was_dirty);
+        drop_entries(&mut leaf, pool, was_dirty);
         Eviction::Evicted
     }
+}
+
+/// The last step of an eviction: a leaf whose block holds it (written just now if it was
+/// `was_dirty`) gives up its entries and their bytes in the pool.
+fn drop_entries<V>(leaf: &mut Leaf<V>, pool: &BufferPool, was_dirty: bool) {
+    leaf.keys = Vec::new();
+    leaf.ends = Vec::new();
+    leaf.values = Vec::new();
+    leaf.page.evicted = true;
+    leaf.page.heap = 0;
+    pool.release(std::mem::take(&mut leaf.page.charged), was_dirty);
 }
 
 /// A leaf's block is no longer its image. A stable block may be named by a durable
@@ -365,6 +371,8 @@ struct Copied<V> {
     changes: u64,
     high: Option<Box<[u8]>>,
     image: Vec<u8>,
+    /// The leaf was on disk and read in only to be copied.
+    on_disk: bool,
 }
 
 /// A walk's place: where the next step starts, and where the walk ends.
@@ -526,9 +534,17 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
 
     /// A leaf was just locked to be used: mark it used, and read it in if it is on disk.
     fn admit(&self, leaf: &mut LockedLeaf<V>) {
-        let Some(paging) = &self.paging else { return };
+        if let Some(paging) = &self.paging {
+            leaf.page.referenced = true;
+            self.read_in(paging, leaf);
+        }
+    }
+
+    /// Reads a locked leaf in if it is on disk, without marking it used: the clock's next
+    /// pass may evict it. What a checkpoint copies, so that its walk does not push out the
+    /// leaves queries use (InnoDB's scans enter its LRU list at the old end likewise).
+    fn read_in(&self, paging: &Paging, leaf: &mut LockedLeaf<V>) {
         paging.pool.counters.read_requests.add(1);
-        leaf.page.referenced = true;
         if !leaf.page.evicted {
             return;
         }
@@ -868,7 +884,8 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
                         }
                     }
                     _ => {
-                        self.admit(&mut leaf);
+                        let on_disk = leaf.page.evicted;
+                        self.read_in(paging, &mut leaf);
                         let from = leaf.search(&next).unwrap_or_else(|i| i);
                         self.tidy_leaf(&mut leaf, from, &mut tidy);
                         let mut image = Vec::new();
@@ -876,7 +893,7 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
                             put_image_entry(&mut image, leaf.key(i), &leaf.values[i]);
                         }
                         let leaf_ref = Arc::clone(ArcMutexGuard::mutex(&leaf));
-                        Copied { leaf: leaf_ref, whole: leaf.low == next, changes: leaf.page.changes, high: leaf.high.clone(), image }
+                        Copied { leaf: leaf_ref, whole: leaf.low == next, changes: leaf.page.changes, high: leaf.high.clone(), image, on_disk }
                     }
                 }
             };
@@ -965,6 +982,11 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
             leaf.page.block_epoch = paging.pool.epoch();
             leaf.page.stable = true;
             leaf.page.block_entries = entries;
+            // Read in only for this copy and not used since: back to disk, where its new
+            // block holds it exactly (the eviction costs no write).
+            if copied.on_disk && !leaf.page.referenced && !leaf.page.evicted {
+                drop_entries(&mut leaf, &paging.pool, false);
+            }
         } else {
             // Only the checkpoint names it: free once a later one does not.
             paging.file.retire(addr);

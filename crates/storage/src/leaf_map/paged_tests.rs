@@ -359,3 +359,69 @@ fn a_checkpoint_beside_writers_that_split_and_drain_leaves_tiles_the_keys() {
     }
     writer.join().unwrap();
 }
+
+/// A count that is stable (as a row of one committed version is) only below 1000.
+#[derive(Default, Debug)]
+struct Pending(u32);
+
+impl super::Vacancy for Pending {
+    fn is_vacant(&self) -> bool {
+        false
+    }
+}
+
+impl PageValue for Pending {
+    const KIND: u8 = crate::page::KIND_ENTRIES;
+
+    fn encode(&self, out: &mut Vec<u8>) {
+        crate::page::put_varint(out, u64::from(self.0));
+    }
+
+    fn decode(reader: &mut Reader<'_>) -> Result<Pending, PageError> {
+        u32::try_from(reader.varint()?).map(Pending).map_err(|_| PageError::Malformed("a count past u32"))
+    }
+
+    fn heap_bytes(&self) -> usize {
+        0
+    }
+
+    fn is_stable(&self) -> bool {
+        self.0 < 1000
+    }
+}
+
+#[test]
+fn a_leaf_read_in_only_to_be_copied_goes_back_to_disk_with_its_new_block() {
+    let fs = SimFs::new();
+    let paging = paging(&fs, 1 << 30);
+    let map: LeafMap<Pending> = LeafMap::paged(Arc::clone(&paging));
+    for n in 0..3000u32 {
+        map.with_or_insert(&key(n), |c| c.0 = 1000 + n);
+    }
+    // Every leaf evicted as an unstable image: a checkpoint must read each back to copy it.
+    paging.pool.set_capacity_bytes(0);
+    paging.pool.make_room();
+    paging.pool.make_room();
+    assert_eq!(paging.pool.resident_leaves(), 0);
+    paging.pool.set_capacity_bytes(1 << 30);
+    // The one leaf a query uses meanwhile is the one that stays.
+    map.read(&key(0), |_| ());
+    let reads = || paging.pool.counters.reads.load(std::sync::atomic::Ordering::Relaxed);
+    let reads_before = reads();
+    let first = map.write_stable(|key, value: Pending, out| {
+        super::put_image_entry(out, key, &value);
+        true
+    });
+    let first = first.unwrap();
+    assert!(first.len() > 20);
+    assert_eq!(reads() - reads_before, first.len() as u64 - 1, "each leaf on disk was read once");
+    assert_eq!(paging.pool.resident_leaves(), 1, "the leaves read in for the copy went back to disk");
+    assert_eq!(paging.pool.dirty_leaves(), 0);
+    // Their new blocks are stable images: the next checkpoint names them without a read.
+    let written = pages_written(&paging);
+    let second = map.write_stable(|_, _, _| panic!("no leaf is copied again")).unwrap();
+    assert!(second == first);
+    assert_eq!(pages_written(&paging), written);
+    assert_eq!(reads() - reads_before, first.len() as u64 - 1);
+    assert_eq!(map.read(&key(2999), |c| c.0), Some(3999));
+}
