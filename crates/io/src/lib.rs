@@ -37,6 +37,11 @@ pub trait File: Send + Sync {
     fn len(&self) -> io::Result<u64>;
     fn set_len(&self, len: u64) -> io::Result<()>;
 
+    /// A hint that `len` bytes at `offset` will be read soon: the OS may start reading them
+    /// now, in the background (`posix_fadvise(WILLNEED)`). Never fails: a file that cannot
+    /// take the hint is read when asked, as before.
+    fn will_need(&self, _offset: u64, _len: u64) {}
+
     fn is_empty(&self) -> io::Result<bool> {
         Ok(self.len()? == 0)
     }

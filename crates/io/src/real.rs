@@ -43,6 +43,11 @@ impl File for RealFile {
     fn set_len(&self, len: u64) -> io::Result<()> {
         self.0.set_len(len)
     }
+
+    fn will_need(&self, offset: u64, len: u64) {
+        // A hint: a kernel or file system without it reads the bytes when they are asked for.
+        let _ = rustix::fs::fadvise(&self.0, offset, std::num::NonZeroU64::new(len), rustix::fs::Advice::WillNeed);
+    }
 }
 
 impl Fs for RealFs {

@@ -103,6 +103,8 @@ struct State {
     syncs_before_failure: Option<u64>,
     /// `Some(n)`: the disk holds `n` bytes of named files.
     capacity: Option<u64>,
+    /// Bytes asked for through [`File::will_need`] (a simulated disk reads nothing ahead).
+    hinted_bytes: u64,
 }
 
 impl State {
@@ -118,6 +120,7 @@ impl State {
             next_inode: self.next_inode,
             syncs_before_failure: None,
             capacity: self.capacity,
+            hinted_bytes: 0,
         }
     }
 
@@ -158,6 +161,12 @@ impl SimFs {
     /// Limits the disk to `capacity` bytes of named files (`None`: unlimited).
     pub fn set_capacity(&self, capacity: Option<u64>) {
         self.state.lock().capacity = capacity;
+    }
+
+    /// Bytes of its files that callers have said they will need ([`File::will_need`]).
+    #[must_use]
+    pub fn hinted_bytes(&self) -> u64 {
+        self.state.lock().hinted_bytes
     }
 
     /// The disk after a power loss now, as `seed` chooses (see the module doc). Handles
@@ -332,6 +341,10 @@ impl SimFile {
 }
 
 impl File for SimFile {
+    fn will_need(&self, _offset: u64, len: u64) {
+        self.state.lock().hinted_bytes += len;
+    }
+
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         let state = self.state.lock();
         let live = &state.contents[&self.inode].live;

@@ -117,11 +117,12 @@ pub fn open_with(
         stream_commits: c.stream_commits.clone(),
         check_history: c.version < quill_storage::checkpoint::VERSION_BEHIND_DURABLE_LOG,
     });
-    let opened = Log::open(fs, &datadir.join(LOG_DIR), config, start, |record| replayer.apply(record));
+    let opened = Log::open(fs, &datadir.join(LOG_DIR), config, start, |record| replayer.take(record));
     let (log, recovered) = opened.map_err(|e| match (e, &checkpoint) {
         (OpenError::Io(e), Some(c)) => OpenError::Io(std::io::Error::other(format!("{e} (starting from checkpoint {})", c.path.display()))),
         (e, _) => e,
     })?;
+    replayer.flush()?;
     drop(replayer);
     if let Some(lost) = &recovered.lost {
         tracing::error!(
@@ -318,12 +319,66 @@ struct Replayer {
     engine: Arc<Engine>,
     /// Runs replayed DDL; never logs it again (the engine has no log during replay).
     session: Session,
+    /// Records read but not yet applied: a batch whose leaves are asked for together.
+    pending: Vec<Record>,
+    /// Row changes in `pending`.
+    pending_changes: usize,
 }
+
+/// Row changes the replay reads ahead for at once (`Replayer::flush`): the leaves they touch
+/// are asked of the OS together, so the reads of a table larger than the pool overlap
+/// instead of waiting one by one. Bounds the records held back from applying.
+pub const READ_AHEAD_CHANGES: usize = 2048;
 
 impl Replayer {
     fn new(engine: Arc<Engine>) -> Replayer {
         let session = Session::new(Arc::clone(&engine), 0, "system user", "localhost");
-        Replayer { engine, session }
+        Replayer { engine, session, pending: Vec::new(), pending_changes: 0 }
+    }
+
+    /// Takes the log's next record: applied with its batch once the batch holds
+    /// [`READ_AHEAD_CHANGES`] row changes, or at [`Replayer::flush`]; a record with DDL at once.
+    fn take(&mut self, record: Record) -> std::result::Result<(), OpenError> {
+        // DDL is applied as it comes, the records before it first: what follows it in the log
+        // is read with the catalog it made.
+        if record.changes.iter().any(|c| matches!(c, Change::Ddl { .. })) {
+            self.flush()?;
+            return self.apply(record);
+        }
+        self.pending_changes += record.changes.len();
+        self.pending.push(record);
+        if self.pending_changes >= READ_AHEAD_CHANGES {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Applies the pending records in log order, after asking for the leaves they use
+    /// (`Handler::read_ahead`): first each row's leaf and its new index entries' leaves, then,
+    /// those reads under way, each row as it stands and the leaves of the entries it loses.
+    fn flush(&mut self) -> std::result::Result<(), OpenError> {
+        let catalog = self.engine.catalog();
+        if catalog.tablespace().is_some() {
+            for newest in [false, true] {
+                for change in self.pending.iter().flat_map(|r| r.changes.iter()) {
+                    let (db, table, key, row) = match change {
+                        Change::Insert { db, table, key, row } | Change::Update { db, table, key, row, .. } | Change::Put { db, table, key, row } => {
+                            (db, table, key, if newest { None } else { decode_log_row(row) })
+                        }
+                        Change::Delete { db, table, key, .. } => (db, table, key, None),
+                        _ => continue,
+                    };
+                    if let Ok(meta) = catalog.table(db, table) {
+                        meta.data.read_ahead(key, row.as_ref(), newest);
+                    }
+                }
+            }
+        }
+        self.pending_changes = 0;
+        for record in std::mem::take(&mut self.pending) {
+            self.apply(record)?;
+        }
+        Ok(())
     }
 
     /// Loads the newest checkpoint in `datadir` that is intact, if there is one. A damaged

@@ -196,6 +196,13 @@ pub trait Handler: Send + Sync + std::fmt::Debug {
     fn written_rows<'a>(&'a self, txn: TxnId) -> Box<dyn WrittenRows + 'a>;
     /// Install a committed image (or a delete) at `pk` as of `ts`: recovery and copies.
     fn apply_committed(&self, pk: Vec<u8>, row: Option<Row>, ts: Timestamp);
+    /// A hint that [`Handler::apply_committed`] will soon install `row` at `pk`: a paged
+    /// table asks the OS to start reading the leaves that will take, in two passes over a
+    /// batch. With `!newest`, the row's leaf and the index leaves of `row`'s entries; with
+    /// `newest`, the row as it stands is read (its leaf, asked for in the first pass) and
+    /// the index leaves of its entries, which the install removes, are asked for. Recovery
+    /// calls it for a batch of log records before applying them, so their reads overlap.
+    fn read_ahead(&self, _pk: &[u8], _row: Option<&Row>, _newest: bool) {}
 
     // ---- pages (a paged engine; an in-memory one has none) -------------------------------
 

@@ -1013,6 +1013,17 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
         leaf.page.block.is_some() && leaf.page.stable && leaf.page.block_epoch <= epoch
     }
 
+    /// A hint that the leaf covering `key` will be used soon: if it is on disk, the OS is asked
+    /// to start reading its block ([`PageFile::will_need`]). Reads nothing itself, and does
+    /// not mark the leaf used.
+    pub fn read_ahead(&self, key: &[u8]) {
+        let Some(paging) = &self.paging else { return };
+        let leaf = self.leaf_unadmitted(key);
+        if let (true, Some(block)) = (leaf.page.evicted, leaf.page.block) {
+            paging.file.will_need(block);
+        }
+    }
+
     /// The leaf covering `key`, locked, as it is: not read in if on disk, not marked used
     /// (what a checkpoint looks at before it knows whether it needs the entries).
     fn leaf_unadmitted(&self, key: &[u8]) -> LockedLeaf<V> {

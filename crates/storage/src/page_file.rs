@@ -286,6 +286,11 @@ impl PageFile {
         Ok(Block { bytes, header, payload_end })
     }
 
+    /// A hint that the block at `addr` will be read soon ([`quill_io::File::will_need`]).
+    pub fn will_need(&self, addr: BlockAddr) {
+        self.file.will_need(addr.offset(), addr.bytes() as u64);
+    }
+
     /// The block at `addr`, which no checkpoint names (an unstable image eviction wrote: a
     /// checkpoint names only stable blocks), is no longer the current image of its page: its
     /// units are free at once. Only a block that may be named goes through

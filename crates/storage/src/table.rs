@@ -864,6 +864,28 @@ impl Handler for Table {
         });
     }
 
+    fn read_ahead(&self, pk: &[u8], row: Option<&Row>, newest: bool) {
+        if self.file.is_none() {
+            return;
+        }
+        let ahead = |row: &Row| {
+            for idx in &self.indexes {
+                let mut entry = Self::index_key(&idx.def, row);
+                entry.extend_from_slice(pk);
+                idx.entries.read_ahead(&entry);
+            }
+        };
+        if newest {
+            let everything = ReadView { txn: RECOVERY_TXN, read_ts: Timestamp::MAX, uncommitted: false };
+            if let Some(current) = self.get(pk, &everything) {
+                ahead(&current);
+            }
+        } else {
+            self.rows.read_ahead(pk);
+            row.map(ahead);
+        }
+    }
+
     fn write_pages(&self, view: ReadView, horizon: Timestamp) -> std::io::Result<Option<crate::tablespace::TablePages>> {
         self.write_table_pages(view, horizon)
     }

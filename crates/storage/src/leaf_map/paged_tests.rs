@@ -425,3 +425,28 @@ fn a_leaf_read_in_only_to_be_copied_goes_back_to_disk_with_its_new_block() {
     assert_eq!(reads() - reads_before, first.len() as u64 - 1);
     assert_eq!(map.read(&key(2999), |c| c.0), Some(3999));
 }
+
+#[test]
+fn read_ahead_asks_for_the_block_of_a_leaf_on_disk_and_for_nothing_else() {
+    let fs = SimFs::new();
+    let paging = paging(&fs, 1 << 30);
+    let map: LeafMap<Count> = LeafMap::paged(Arc::clone(&paging));
+    for n in 0..3000u32 {
+        map.with_or_insert(&key(n), |c| c.0 = n);
+    }
+    // Resident: nothing to ask for.
+    map.read_ahead(&key(10));
+    assert_eq!(fs.hinted_bytes(), 0);
+    paging.pool.set_capacity_bytes(0);
+    paging.pool.make_room();
+    paging.pool.make_room();
+    assert_eq!(paging.pool.resident_leaves(), 0);
+    let reads = paging.pool.counters.reads.load(std::sync::atomic::Ordering::Relaxed);
+    map.read_ahead(&key(10));
+    let hinted = fs.hinted_bytes();
+    assert!(hinted >= crate::page::BLOCK_HEADER_BYTES as u64, "the leaf's block was asked for");
+    assert_eq!(paging.pool.counters.reads.load(std::sync::atomic::Ordering::Relaxed), reads, "and not read");
+    assert_eq!(paging.pool.resident_leaves(), 0);
+    map.read_ahead(&key(2999));
+    assert!(fs.hinted_bytes() > hinted, "another leaf, another block");
+}
