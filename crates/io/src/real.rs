@@ -44,6 +44,14 @@ impl File for RealFile {
         self.0.set_len(len)
     }
 
+    #[cfg(target_os = "linux")]
+    fn read_cached(&self, buf: &mut [u8], offset: u64) -> Option<usize> {
+        // RWF_NOWAIT: EAGAIN rather than wait for the disk; a short read is read again whole.
+        let want = buf.len();
+        let n = rustix::io::preadv2(&self.0, &mut [io::IoSliceMut::new(buf)], offset, rustix::io::ReadWriteFlags::NOWAIT).ok()?;
+        (n == want).then_some(n)
+    }
+
     fn will_need(&self, offset: u64, len: u64) {
         // A hint: a kernel or file system without it reads the bytes when they are asked for.
         let _ = rustix::fs::fadvise(&self.0, offset, std::num::NonZeroU64::new(len), rustix::fs::Advice::WillNeed);
@@ -90,5 +98,27 @@ impl Fs for RealFs {
 
     fn modified(&self, path: &Path) -> io::Result<std::time::SystemTime> {
         std::fs::metadata(path)?.modified()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_read_the_page_cache_holds_is_answered_at_once_and_one_past_the_end_is_not() {
+        let dir = std::env::temp_dir().join(format!("quill-io-read-cached-{}", std::process::id()));
+        RealFs.create_dir_all(&dir).unwrap();
+        let file = RealFs.open(&dir.join("f"), true).unwrap();
+        let data: Vec<u8> = (0..8192u32).map(|i| i as u8).collect();
+        file.write_at(&data, 0).unwrap();
+        let mut buf = vec![0; 4096];
+        // Just written: in the page cache (RWF_NOWAIT needs Linux 4.14; older kernels say no).
+        if let Some(n) = file.read_cached(&mut buf, 4096) {
+            assert_eq!(n, 4096);
+            assert_eq!(buf, data[4096..]);
+        }
+        assert_eq!(file.read_cached(&mut buf, 6144), None, "a read past the end is not whole");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

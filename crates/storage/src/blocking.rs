@@ -6,7 +6,8 @@
 //! Storage knows nothing of async runtimes: without a hook (tests, the crash simulator,
 //! tools) a section just runs. The hook is process-wide and set once.
 //!
-//! Where it sits: called by [`crate::page_file`] around every read and write of a block.
+//! Where it sits: called by [`crate::page_file`] around every write of a block, and every
+//! read the OS cannot answer from memory at once (`quill_io::File::read_cached`).
 
 use std::sync::OnceLock;
 

@@ -276,8 +276,14 @@ impl PageFile {
     /// I/O errors, and a block that fails its checks ([`open_block`]).
     pub fn read(&self, addr: BlockAddr) -> Result<Block, PageFileError> {
         let mut bytes = vec![0; addr.bytes()];
-        let n = crate::blocking::section(|| self.file.read_at(&mut bytes, addr.offset()))
-            .map_err(|source| PageFileError::Io { path: self.path.display().to_string(), source })?;
+        // A block the OS holds in memory is copied at once; only one that may wait for the
+        // disk goes through a blocking section (which, on a runtime's worker, hands its other
+        // tasks to another thread first: a cost worth paying only for a real wait).
+        let n = match self.file.read_cached(&mut bytes, addr.offset()) {
+            Some(n) => n,
+            None => crate::blocking::section(|| self.file.read_at(&mut bytes, addr.offset()))
+                .map_err(|source| PageFileError::Io { path: self.path.display().to_string(), source })?,
+        };
         bytes.truncate(n);
         self.counters.blocks_read.fetch_add(1, Ordering::Relaxed);
         self.counters.bytes_read.fetch_add(n as u64, Ordering::Relaxed);
