@@ -125,14 +125,14 @@ pub fn checkpoint_at(engine: &Engine, fs: &Arc<dyn Fs>, datadir: &Path, priority
     };
     let (view, horizon) = view;
     let (position, definitions_from) = position;
-    // The invariant of `docs/checkpoint-format.md`: a checkpoint's position is never ahead of
-    // the durable log. In modes 0 and 2 the records before it may still be pending or
-    // unsynced; a checkpoint published before them would outlive them in a crash, and
-    // recovery would skip their commits (or start-up resume the log below it).
     // From here on nothing is held that commits wait for, only one leaf's mutex at a time.
     if priority == Priority::Background {
         lower_thread_priority();
     }
+    // The invariant of `docs/checkpoint-format.md`: a checkpoint's position is never ahead of
+    // the durable log. In modes 0 and 2 the records before it may still be pending or
+    // unsynced; a checkpoint published before them would outlive them in a crash, and
+    // recovery would skip their commits (or start-up resume the log below it).
     let durable = log.make_durable(position.lsn);
     let verified = durable.and_then(|()| tables.iter().try_for_each(|(db, name, definition, _)| verify_definition(engine, db, name, definition)));
     // Streams committed before `read_from` (recovery reads the rest): a restart keeps their
