@@ -320,3 +320,45 @@ def test_the_server_runs_with_its_allocator_settings_and_a_users_own_win(tmp_pat
         assert environ.get("MIMALLOC_ARENA_EAGER_COMMIT") == "0"
         assert environ.get("MIMALLOC_PURGE_DELAY") == "7"
         assert environ.get("QUILL_ALLOCATOR_SET") == "1"
+
+
+#: sched(7): SCHED_IDLE, field 41 (`policy`) of /proc/PID/task/TID/stat.
+SCHED_IDLE = 5
+
+
+def thread_policies(pid: int) -> list[tuple[str, int]]:
+    """(name, scheduling policy) of each thread of process `pid` alive now."""
+    threads = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            stat = (task / "stat").read_text()
+        except OSError:
+            continue  # the thread ended meanwhile
+        name = stat[stat.index("(") + 1 : stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2 :].split()
+        threads.append((name, int(fields[41 - 3])))
+    return threads
+
+
+def test_a_checkpoint_copies_in_the_idle_scheduling_class_and_queries_keep_theirs(tmp_path: Path):
+    # Queries keep the CPU while a checkpoint copies: its copier thread takes SCHED_IDLE
+    # after it has its log position. The class goes with the thread, and no other thread
+    # of the server ever has it.
+    with PrivateQuill(tmp_path / "d", f"--innodb-buffer-pool-size={POOL_BYTES}") as q:
+        conn = q.connect()
+        load(conn)
+        with conn.cursor() as c:
+            c.execute("UPDATE paged.t SET k = k + 1")
+        checkpoints = status(conn, "Quill_checkpoints")
+        with conn.cursor() as c:
+            c.execute("SET GLOBAL quill_checkpoint_interval_seconds = 1")
+        seen = set()
+        deadline = time.monotonic() + 60
+        while status(conn, "Quill_checkpoints") == checkpoints and time.monotonic() < deadline:
+            seen.update(thread_policies(q.process.pid))
+        assert status(conn, "Quill_checkpoints") > checkpoints, "the checkpoint ended"
+        assert ("quill-ckpt-copy", SCHED_IDLE) in seen, sorted(seen)
+        assert {name for name, policy in seen if policy == SCHED_IDLE} == {"quill-ckpt-copy"}, sorted(seen)
+        with conn.cursor() as c:
+            c.execute("SET GLOBAL quill_checkpoint_interval_seconds = DEFAULT")
+        assert all(policy != SCHED_IDLE for _, policy in thread_policies(q.process.pid)), "the class left with its thread"

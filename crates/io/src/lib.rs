@@ -37,12 +37,13 @@ pub trait File: Send + Sync {
     fn len(&self) -> io::Result<u64>;
     fn set_len(&self, len: u64) -> io::Result<()>;
 
-    /// [`File::read_at`] of all of `buf`, only if the OS can answer from memory now: `None`
-    /// when any of it would wait for the disk, when it reaches past the end, or when the OS
-    /// cannot tell (the caller then reads with [`File::read_at`], as it would have). Lets a
-    /// caller that must not block skip its precautions for a read the page cache holds.
-    fn read_cached(&self, _buf: &mut [u8], _offset: u64) -> Option<usize> {
-        None
+    /// Fills all of `buf` from `offset` only if the OS can answer from memory now, and says
+    /// whether it did: `false` when any of it would wait for the disk, when it reaches past
+    /// the end, or when the OS cannot tell (the caller then reads with [`File::read_at`], as
+    /// it would have). Lets a caller that must not block skip its precautions for a read the
+    /// page cache holds.
+    fn read_cached(&self, _buf: &mut [u8], _offset: u64) -> bool {
+        false
     }
 
     /// A hint that `len` bytes at `offset` will be read soon: the OS may start reading them

@@ -45,11 +45,10 @@ impl File for RealFile {
     }
 
     #[cfg(target_os = "linux")]
-    fn read_cached(&self, buf: &mut [u8], offset: u64) -> Option<usize> {
+    fn read_cached(&self, buf: &mut [u8], offset: u64) -> bool {
         // RWF_NOWAIT: EAGAIN rather than wait for the disk; a short read is read again whole.
         let want = buf.len();
-        let n = rustix::io::preadv2(&self.0, &mut [io::IoSliceMut::new(buf)], offset, rustix::io::ReadWriteFlags::NOWAIT).ok()?;
-        (n == want).then_some(n)
+        rustix::io::preadv2(&self.0, &mut [io::IoSliceMut::new(buf)], offset, rustix::io::ReadWriteFlags::NOWAIT).is_ok_and(|n| n == want)
     }
 
     fn will_need(&self, offset: u64, len: u64) {
@@ -113,12 +112,10 @@ mod tests {
         let data: Vec<u8> = (0..8192u32).map(|i| i as u8).collect();
         file.write_at(&data, 0).unwrap();
         let mut buf = vec![0; 4096];
-        // Just written: in the page cache (RWF_NOWAIT needs Linux 4.14; older kernels say no).
-        if let Some(n) = file.read_cached(&mut buf, 4096) {
-            assert_eq!(n, 4096);
-            assert_eq!(buf, data[4096..]);
-        }
-        assert_eq!(file.read_cached(&mut buf, 6144), None, "a read past the end is not whole");
+        // Just written: in the page cache (RWF_NOWAIT is Linux 4.14 and later).
+        assert!(file.read_cached(&mut buf, 4096), "a block the page cache holds is read at once");
+        assert_eq!(buf, data[4096..]);
+        assert!(!file.read_cached(&mut buf, 6144), "a read past the end is not whole");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -73,6 +73,10 @@ pub struct CheckpointReport {
 /// the last one runs at normal priority (see the module documentation).
 pub const URGENT_LOG_FACTOR: u64 = 4;
 
+/// The name of the thread each background checkpoint runs on (15 bytes: what Linux keeps of
+/// a thread's name, so `/proc` and `top -H` show it whole).
+pub const COPIER_THREAD: &str = "quill-ckpt-copy";
+
 /// The scheduling priority a checkpoint copies at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Priority {
@@ -319,7 +323,7 @@ fn run(engine: &Engine, fs: &Arc<dyn Fs>, datadir: &Path, mut last_lsn: u64, sto
         // A thread per checkpoint: the idle class it may take goes with it.
         let written = std::thread::scope(|scope| {
             std::thread::Builder::new()
-                .name("quill-checkpoint".into())
+                .name(COPIER_THREAD.into())
                 .spawn_scoped(scope, || checkpoint_at(engine, fs, datadir, priority))
                 .and_then(|copier| copier.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
         });

@@ -279,10 +279,11 @@ impl PageFile {
         // A block the OS holds in memory is copied at once; only one that may wait for the
         // disk goes through a blocking section (which, on a runtime's worker, hands its other
         // tasks to another thread first: a cost worth paying only for a real wait).
-        let n = match self.file.read_cached(&mut bytes, addr.offset()) {
-            Some(n) => n,
-            None => crate::blocking::section(|| self.file.read_at(&mut bytes, addr.offset()))
-                .map_err(|source| PageFileError::Io { path: self.path.display().to_string(), source })?,
+        let n = if self.file.read_cached(&mut bytes, addr.offset()) {
+            bytes.len()
+        } else {
+            crate::blocking::section(|| self.file.read_at(&mut bytes, addr.offset()))
+                .map_err(|source| PageFileError::Io { path: self.path.display().to_string(), source })?
         };
         bytes.truncate(n);
         self.counters.blocks_read.fetch_add(1, Ordering::Relaxed);

@@ -360,7 +360,7 @@ fn a_checkpoint_beside_writers_that_split_and_drain_leaves_tiles_the_keys() {
     writer.join().unwrap();
 }
 
-/// A count that is stable (as a row of one committed version is) only below 1000.
+/// A [`Count`] that is stable (as a row of one committed version is) only below 1000.
 #[derive(Default, Debug)]
 struct Pending(u32);
 
@@ -371,14 +371,14 @@ impl super::Vacancy for Pending {
 }
 
 impl PageValue for Pending {
-    const KIND: u8 = crate::page::KIND_ENTRIES;
+    const KIND: u8 = Count::KIND;
 
     fn encode(&self, out: &mut Vec<u8>) {
-        crate::page::put_varint(out, u64::from(self.0));
+        Count(self.0).encode(out);
     }
 
     fn decode(reader: &mut Reader<'_>) -> Result<Pending, PageError> {
-        u32::try_from(reader.varint()?).map(Pending).map_err(|_| PageError::Malformed("a count past u32"))
+        Count::decode(reader).map(|c| Pending(c.0))
     }
 
     fn heap_bytes(&self) -> usize {
