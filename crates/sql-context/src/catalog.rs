@@ -64,7 +64,7 @@ pub struct Generated {
     pub stored: bool,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IndexMeta {
     pub name: String,
     pub columns: Vec<usize>,
@@ -181,6 +181,26 @@ impl TableMeta {
             checks: self.checks.clone(),
             data: Arc::clone(&self.data),
         }
+    }
+
+    /// The same table, rows and all, with `indexes`: its own, then the ones it adds, built
+    /// from its rows, which the two tables share ([`quill_storage::Handler::with_indexes`]).
+    /// The caller holds the table's exclusive metadata lock and replaces this table with the
+    /// new one.
+    ///
+    /// # Errors
+    /// [`quill_storage::WriteError::Duplicate`] when an added unique index meets two rows
+    /// with one key.
+    ///
+    /// # Panics
+    /// If `indexes` does not start with this table's own.
+    pub fn with_indexes(&self, indexes: Vec<IndexMeta>) -> std::result::Result<TableMeta, quill_storage::WriteError> {
+        assert!(indexes.starts_with(&self.indexes), "indexes are added after the table's own");
+        let (_, defs) = Self::storage_keys(&self.columns, &self.primary, &indexes[self.indexes.len()..]);
+        let mut meta = self.renamed(&self.db, &self.name, self.columns.clone());
+        meta.data = self.data.with_indexes(defs)?;
+        meta.indexes = indexes;
+        Ok(meta)
     }
 
     /// The same new table with `ROW_FORMAT=row_format` (one of [`ROW_FORMATS`]), its rows

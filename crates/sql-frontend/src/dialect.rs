@@ -51,6 +51,12 @@ impl Dialect for QuillDialect {
         // `BINARY` followed by the start of an operand. `BINARY(…)` is the same operator on a
         // parenthesised operand, which parse_subexpr reads as well.
         let [first, second] = parser.peek_tokens();
+        // A literal is a value. sqlparser would first try to read it as a type name (for
+        // `DATE '2020-01-01'`), building and formatting an error to throw away: for a
+        // multi-row INSERT's values that was a tenth of the statement's parse.
+        if matches!(first, Token::Number(..) | Token::SingleQuotedString(_) | Token::DoubleQuotedString(_) | Token::HexStringLiteral(_)) {
+            return Some(parser.parse_value().map(Expr::Value));
+        }
         let is_binary_keyword = matches!(&first, Token::Word(w) if w.keyword == Keyword::BINARY);
         let operand_follows = !matches!(second, Token::EOF | Token::Comma | Token::RParen | Token::SemiColon);
         if is_binary_keyword && operand_follows {

@@ -6,48 +6,66 @@
 //! `quote " two` `` names the table `quote " two`. [`name_parts`] then splits one word that
 //! names an object (`db.t`, `` `d b`.`t.x` ``) into its unquoted parts.
 //!
-//! Invariant: [`words`] returns slices of its input, in order, none empty and none
+//! Invariant: [`words`] (and [`Words`], one at a time) returns slices of its input, in order, none empty and none
 //! containing whitespace outside quotes; an unterminated quote runs to the end of the text.
 
 /// The whitespace-separated words of `sql`, quotes (`` ` ``, `'`, `"`) keeping their
 /// contents in one word.
 #[must_use]
 pub fn words(sql: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut start: Option<usize> = None;
-    let mut quote: Option<char> = None;
-    let mut chars = sql.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        match quote {
-            Some(q) if c == q => {
-                // A doubled quote is the quote character itself.
-                if chars.peek().is_some_and(|&(_, next)| next == q) {
-                    chars.next();
-                } else {
-                    quote = None;
+    Words::new(sql).collect()
+}
+
+/// [`words`] one at a time: a recogniser that reads only the first few words of a long
+/// statement (a multi-row INSERT) does not scan the rest.
+#[derive(Debug, Clone)]
+pub struct Words<'a> {
+    sql: &'a str,
+    chars: std::iter::Peekable<std::str::CharIndices<'a>>,
+}
+
+impl<'a> Words<'a> {
+    #[must_use]
+    pub fn new(sql: &'a str) -> Words<'a> {
+        Words { sql, chars: sql.char_indices().peekable() }
+    }
+}
+
+impl<'a> Iterator for Words<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        let mut start: Option<usize> = None;
+        let mut quote: Option<char> = None;
+        while let Some((i, c)) = self.chars.next() {
+            match quote {
+                Some(q) if c == q => {
+                    // A doubled quote is the quote character itself.
+                    if self.chars.peek().is_some_and(|&(_, next)| next == q) {
+                        self.chars.next();
+                    } else {
+                        quote = None;
+                    }
                 }
-            }
-            Some(q) if c == '\\' && q != '`' => {
-                chars.next();
-            }
-            Some(_) => {}
-            None if c.is_whitespace() => {
-                if let Some(s) = start.take() {
-                    out.push(&sql[s..i]);
+                Some(q) if c == '\\' && q != '`' => {
+                    self.chars.next();
                 }
-            }
-            None => {
-                start.get_or_insert(i);
-                if matches!(c, '`' | '\'' | '"') {
-                    quote = Some(c);
+                Some(_) => {}
+                None if c.is_whitespace() => {
+                    if let Some(s) = start {
+                        return Some(&self.sql[s..i]);
+                    }
+                }
+                None => {
+                    start.get_or_insert(i);
+                    if matches!(c, '`' | '\'' | '"') {
+                        quote = Some(c);
+                    }
                 }
             }
         }
+        start.map(|s| &self.sql[s..])
     }
-    if let Some(s) = start {
-        out.push(&sql[s..]);
-    }
-    out
 }
 
 /// The parts of an object name written as one word: `t`, `db.t`, `` `d b`.`t` `` (a

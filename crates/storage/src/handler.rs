@@ -204,6 +204,16 @@ pub trait Handler: Send + Sync + std::fmt::Debug {
     /// calls it for a batch of log records before applying them, so their reads overlap.
     fn read_ahead(&self, _pk: &[u8], _row: Option<&Row>, _newest: bool) {}
 
+    /// This table with `added` secondary indexes after its own, built from its rows, which
+    /// the new table shares with this one (CREATE INDEX and ALTER TABLE ... ADD INDEX with
+    /// no copy of the rows). The caller keeps every writer out of the table while it runs
+    /// and uses only the new table after (`table/build.rs`).
+    ///
+    /// # Errors
+    /// [`WriteError::Duplicate`] with the new index's position when a unique index meets two
+    /// rows with one key.
+    fn with_indexes(&self, added: Vec<crate::table::IndexDef>) -> Result<std::sync::Arc<dyn Handler>, WriteError>;
+
     // ---- pages (a paged engine; an in-memory one has none) -------------------------------
 
     /// Writes the table as `view` sees it for a checkpoint, as stable pages, and syncs them;

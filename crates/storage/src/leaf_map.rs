@@ -489,6 +489,33 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
         map
     }
 
+    /// An empty map of another kind, paged as this one is (its page file and pool) as index
+    /// `index` of their table, or in memory when this one is: an index added to a table
+    /// whose other maps this one is.
+    #[must_use]
+    pub fn sibling<W: Vacancy + PageValue + Send + 'static>(&self, index: u32) -> LeafMap<W> {
+        match &self.paging {
+            Some(p) => LeafMap::paged(Arc::new(Paging { file: Arc::clone(&p.file), pool: Arc::clone(&p.pool), index })),
+            None => LeafMap::new(),
+        }
+    }
+
+    /// Drops a map no checkpoint has named or will name (an index whose build failed),
+    /// giving the blocks eviction wrote of its leaves back to the page file.
+    pub fn discard(self) {
+        let Some(paging) = &self.paging else { return };
+        for entry in &self.leaves {
+            let mut leaf = entry.value().lock();
+            if let Some(block) = leaf.page.block.take() {
+                release_block(paging, block, leaf.page.stable);
+                if !leaf.page.evicted {
+                    // Resident without a block is dirty, as the drop below counts it.
+                    paging.pool.dirtied();
+                }
+            }
+        }
+    }
+
     /// A paged map of `len` entries whose leaves are all on disk: `leaves` gives each leaf's
     /// lowest key and block, in key order, the first at the empty key (a checkpoint's
     /// directory of the map).

@@ -222,8 +222,9 @@ pub struct Table {
     /// Key parts of the primary key; empty when the table has none and rows are
     /// keyed by a hidden row id, as InnoDB does.
     primary: Vec<KeyPart>,
-    indexes: Vec<SecondaryIndex>,
-    rows: LeafMap<Chain>,
+    /// Shared with the tables [`Table::with_indexes`] makes of this one (as are `rows`).
+    indexes: Vec<Arc<SecondaryIndex>>,
+    rows: Arc<LeafMap<Chain>>,
     /// The next AUTO_INCREMENT value to hand out (not transactional, as in InnoDB).
     auto_increment: AtomicU64,
     next_row_id: AtomicU64,
@@ -260,8 +261,8 @@ impl Table {
     fn with_maps(primary: Vec<KeyPart>, format: RowFormat, rows: LeafMap<Chain>, indexes: Vec<SecondaryIndex>, file: Option<TableFile>) -> Table {
         Table {
             primary,
-            indexes,
-            rows,
+            indexes: indexes.into_iter().map(Arc::new).collect(),
+            rows: Arc::new(rows),
             auto_increment: AtomicU64::new(1),
             next_row_id: AtomicU64::new(1),
             latch: Mutex::new(()),
@@ -682,9 +683,11 @@ impl Handler for Table {
     fn index_keys_in_range(&self, index: usize, lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> Vec<Vec<u8>> {
         let Some(range) = Self::entry_range(lower, upper) else { return Vec::new() };
         let mut out: Vec<Vec<u8>> = Vec::new();
+        // A row may have an entry per live version's key: each row once, in entry order.
+        let mut seen: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
         let (lower, upper) = range;
         for (_, pk) in self.indexes[index].entries_in(lower.as_ref().map(Vec::as_slice), upper.as_ref().map(Vec::as_slice), ScanOrder::Ascending) {
-            if !out.contains(&pk) {
+            if seen.insert(pk.clone()) {
                 out.push(pk);
             }
         }
@@ -897,8 +900,13 @@ impl Handler for Table {
     fn space(&self) -> Option<(u64, u64)> {
         self.table_space()
     }
+
+    fn with_indexes(&self, added: Vec<IndexDef>) -> Result<Arc<dyn Handler>, WriteError> {
+        Ok(Arc::new(self.build_with_indexes(added)?))
+    }
 }
 
+mod build;
 mod pages;
 
 #[cfg(test)]

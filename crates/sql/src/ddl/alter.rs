@@ -45,13 +45,22 @@ pub(super) fn rebuild(
     validate(&columns, &primary, &indexes)?;
     let old = catalog.table(db, name)?;
     check_key_indexes(catalog, old, (&columns, &primary, &indexes), &foreign_keys)?;
-    let mut meta =
-        TableMeta::new(old.id, db, name, columns, primary, indexes, options.collation).with_storage(options.row_format, catalog.tablespace().as_deref())?;
-    row_format_warnings(&meta, warnings);
+    let mut meta = TableMeta::new(old.id, db, name, columns, primary, indexes, options.collation);
+    meta.row_format = options.row_format;
     meta.comment = options.comment;
     meta.created_at = old.created_at;
     meta.foreign_keys = foreign_keys;
     meta.checks = checks.unwrap_or_else(|| old.checks.clone());
+    if indexes_added_only(old, &meta, &column_map) {
+        // Only indexes added: they are built from the rows where they are, not copied.
+        let mut added = old.with_indexes(meta.indexes.clone()).map_err(|e| build_error(old, &meta, e))?;
+        row_format_warnings(&added, warnings);
+        added.comment = meta.comment;
+        added.foreign_keys = meta.foreign_keys;
+        return catalog.replace_table(added);
+    }
+    let meta = meta.with_storage(options.row_format, catalog.tablespace().as_deref())?;
+    row_format_warnings(&meta, warnings);
     let scratch = Catalog::default();
     let env = crate::show::statement_env(&scratch, ReadView::current(0), &[], info.now_us(), info);
     if let Err(e) = crate::check_constraints::validate(&env, &meta) {
@@ -91,6 +100,35 @@ pub(super) fn rebuild(
         meta.data.commit_row(0, &pk, 0, 0);
     }
     catalog.replace_table(meta)
+}
+
+/// Whether `new` is `old` with indexes added after its own and nothing else that its rows
+/// store or must be checked against: the same columns, in place (`column_map`), primary
+/// key, row format, collation and CHECK constraints. Such a table keeps its rows.
+fn indexes_added_only(old: &TableMeta, new: &TableMeta, column_map: &[Option<usize>]) -> bool {
+    column_map.len() == old.columns.len()
+        && column_map.iter().enumerate().all(|(i, m)| *m == Some(i))
+        && new.columns == old.columns
+        && new.primary == old.primary
+        && new.row_format == old.row_format
+        && new.collation == old.collation
+        && new.checks == old.checks
+        && new.indexes.len() > old.indexes.len()
+        && new.indexes.starts_with(&old.indexes)
+}
+
+/// The error of an index build that met a duplicate key, as MySQL words it: the values of
+/// the key in the row that has it.
+fn build_error(old: &TableMeta, new: &TableMeta, e: quill_storage::WriteError) -> SqlError {
+    match e {
+        quill_storage::WriteError::Duplicate { index: Some(i), existing_pk } => {
+            let index = &new.indexes[i];
+            let shown: Vec<String> =
+                old.data.newest(&existing_pk).map(|row| index.columns.iter().map(|&c| crate::ops::to_string_lossy(&row[c])).collect()).unwrap_or_default();
+            SqlError::new(codes::ER_DUP_ENTRY, format!("Duplicate entry '{}' for key '{}.{}'", shown.join("-"), new.name, index.name))
+        }
+        other => SqlError::internal(format!("building an index of '{}': {other}", new.name)),
+    }
 }
 
 /// ALTER TABLE with ADD/DROP/MODIFY/CHANGE/RENAME COLUMN, ADD/DROP INDEX, RENAME [TO] and

@@ -13,10 +13,19 @@ use crate::text::StatementText;
 
 use super::{Outcome, Session, calls_waiting_function, checksum};
 
+/// First words of statements [`Session::recognise`] never answers, and whose text may be
+/// long (a multi-row INSERT may be megabytes): they go to the parser without a scan of
+/// their words.
+const PARSER_ONLY_FIRST_WORDS: &[&str] = &["INSERT", "REPLACE", "UPDATE", "DELETE"];
+
 impl Session {
     /// Statements handled before the parser: SHOW, transaction control, KILL...
     pub(super) async fn recognise(&mut self, statement: &StatementText) -> Option<Result<Outcome>> {
         let sql = statement.text.as_str();
+        let first = crate::words::Words::new(sql).next().unwrap_or_default();
+        if PARSER_ONLY_FIRST_WORDS.iter().any(|w| first.eq_ignore_ascii_case(w)) {
+            return None;
+        }
         let words = crate::words::words(sql);
         let upper: Vec<String> = words.iter().take(6).map(|w| w.to_ascii_uppercase()).collect();
         let up = |i: usize| upper.get(i).map_or("", String::as_str);
