@@ -3,7 +3,8 @@
 //! Quill reads beside `sqlparser`: table options in ALTER TABLE (`alter_options`), LOAD DATA
 //! (`load_data`), the INTO clauses of a SELECT (`into_file`), account statements
 //! (`account_statements`), replica statements (`replica_statements`), SHOW
-//! (`show_statements`), LOCK TABLES (`table_lock_statements`), and the words the session's recognisers read (`words`).
+//! (`show_statements`), LOCK TABLES (`table_lock_statements`), the rows of a bulk INSERT
+//! (`values_rows`), and the words the session's recognisers read (`words`).
 //!
 //! Nothing here reads engine or session state: a grammar gets text (and the session's
 //! lexing options) and returns a syntax tree or an error. It builds only on
@@ -19,4 +20,5 @@ pub mod replica_statements;
 pub mod show_statements;
 pub mod table_lock_statements;
 pub mod text;
+pub mod values_rows;
 pub mod words;

@@ -131,10 +131,29 @@ pub fn parse(sql: &str, operators: usize, div_operators: usize) -> Result<Vec<St
     }
     let rewritten = crate::alter_options::rewrite(sql);
     let sql = rewritten.as_deref().unwrap_or(sql);
+    // A bulk INSERT's rows of plain literals are read without the general parser; any
+    // doubt (the skeleton fails to parse, or reads its row otherwise) parses the whole.
+    if let Some(split) = crate::values_rows::split(sql)
+        && let Ok(statements) = parse_sized(&split.skeleton, operators)
+        && let Some(statements) = crate::values_rows::splice(statements, split.rows)
+    {
+        return Ok(statements);
+    }
+    parse_sized(sql, operators)
+}
+
+/// The general parser on `sql` (with `operators` operators), on a stack sized for it.
+fn parse_sized(sql: &str, operators: usize) -> Result<Vec<Statement>> {
     if operators <= INLINE_PARSE_OPERATORS_MAX {
         return parse_and_shape(sql);
     }
     stacker::grow(STACK_BYTES_BASE + operators * STACK_BYTES_PER_OPERATOR, || parse_and_shape(sql))
+}
+
+/// [`parse`] without its [`crate::values_rows`] path: the oracle its tests compare with.
+#[cfg(test)]
+pub(crate) fn parse_whole(sql: &str) -> Result<Vec<Statement>> {
+    parse_sized(sql, 0)
 }
 
 /// Parse and shape on the current stack. A tree that fails the shape checks is dropped

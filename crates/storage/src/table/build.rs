@@ -31,8 +31,9 @@ use parking_lot::Mutex;
 use super::{IndexDef, SecondaryIndex, Table, TableFile, WriteError};
 use crate::handler::ScanOrder;
 use crate::index_entry::EntryPk;
-use crate::key::prefix_successor;
+use crate::key::{encode_key, prefix_successor};
 use crate::leaf_map::{self, Walk};
+use crate::value::Value;
 
 /// Most bytes a build's runs hold at once (their entries and the offsets that sort them):
 /// MySQL's `innodb_sort_buffer_size` at its largest is 64 MiB; a build is one statement, so
@@ -139,17 +140,19 @@ impl Table {
         let mut seen: Vec<Vec<u8>> = Vec::new();
         while !walk.is_done() {
             self.rows.step(&mut walk, |pk, chain| {
-                let rows: Vec<(crate::Row, bool)> =
-                    chain.versions.iter().rev().enumerate().filter_map(|(age, v)| v.row.as_deref().map(|image| (self.decode(image), age == 0))).collect();
+                let images = chain.versions.iter().rev().enumerate().filter_map(|(age, v)| v.row.as_deref().map(|image| (image, age == 0)));
                 for (idx, run) in new.iter().zip(&mut runs) {
                     seen.clear();
                     // Newest first: the newest version's entry is the one that claims the key.
-                    for (row, newest) in &rows {
-                        let key = Self::index_key(&idx.def, row);
+                    for (image, newest) in images.clone() {
+                        // The key's columns only: the rest of the row stays encoded.
+                        let values: Vec<Value> =
+                            idx.def.parts.iter().map(|&(c, _)| self.format.value_at(image, c).expect("a row version decodes: this table encoded it")).collect();
+                        let key = encode_key(values.iter().zip(&idx.def.parts).map(|(v, &(_, collation))| (v, collation)));
                         if seen.contains(&key) {
                             continue;
                         }
-                        let claims = *newest && idx.def.unique && !idx.def.parts.iter().any(|&(c, _)| row[c].is_null());
+                        let claims = newest && idx.def.unique && !values.iter().any(Value::is_null);
                         run.push(&key, pk, claims);
                         seen.push(key);
                     }
