@@ -201,8 +201,9 @@ class TracedQuill(PrivateQuill):
         wait_for_port(self.host, self.port, self.process, self.log_path)
         return self
 
-    def kill(self):
-        """SIGKILL to the server itself (strace's child), then strace ends."""
+    def signal_server(self, sig):
+        """`sig` to the server itself (strace's child), then waits for strace to end. A signal
+        to strace alone would detach it and leave the server running."""
         for pid in os.listdir("/proc"):
             if pid.isdigit():
                 try:
@@ -210,8 +211,15 @@ class TracedQuill(PrivateQuill):
                 except OSError:
                     continue
                 if int(fields[1]) == self.process.pid:
-                    os.kill(int(pid), signal.SIGKILL)
+                    os.kill(int(pid), sig)
         self.process.wait(timeout=30)
+
+    def kill(self):
+        self.signal_server(signal.SIGKILL)
+
+    def stop(self):
+        if self.process is not None and self.process.poll() is None:
+            self.signal_server(signal.SIGTERM)
 
     def lose_unsynced_writes(self):
         """Overwrites with zeros each range written to a log segment after the segment's
