@@ -402,13 +402,15 @@ impl Session {
     /// `sql` parsed (see [`crate::parse`]), from the session's cache when it was seen
     /// before; `operators` as the lexer counted them.
     fn parse(&mut self, sql: &str, operators: usize, div_operators: usize) -> Result<Arc<Vec<Statement>>> {
+        // A text too long to be cached is not looked up either: hashing a bulk INSERT's
+        // megabyte costs more than a short statement's whole parse.
+        if sql.len() > PLAN_CACHE_TEXT_BYTES_MAX {
+            return Ok(Arc::new(crate::parse::parse(sql, operators, div_operators)?));
+        }
         if let Some(s) = self.cache.get(sql) {
             return Ok(s.clone());
         }
         let stmts = Arc::new(crate::parse::parse(sql, operators, div_operators)?);
-        if sql.len() > PLAN_CACHE_TEXT_BYTES_MAX {
-            return Ok(stmts);
-        }
         if self.cache.len() >= PLAN_CACHE_ENTRIES_MAX {
             self.cache.clear();
         }
@@ -528,7 +530,9 @@ impl Session {
             return r;
         }
         let sql = statement.text.as_str();
-        let rewritten = crate::parse::rewrite_set_assignment(&rewrite_lock_in_share_mode(sql)).into_owned();
+        // Borrowed unless rewritten: a bulk INSERT's text is not copied again.
+        let share = rewrite_lock_in_share_mode(sql);
+        let rewritten = crate::parse::rewrite_set_assignment(&share);
         let stmts = self.parse(&rewritten, statement.operators, statement.div_operators)?;
         let Some(stmt) = stmts.first() else {
             return Err(SqlError::new(codes::ER_EMPTY_QUERY, "Query was empty"));
