@@ -31,10 +31,11 @@ def status(conn, name: str) -> int:
     return int(rows[0][1])
 
 
-def load(conn, rows: int = ROWS) -> None:
+def load(conn, rows: int = ROWS, keys: str = ", KEY k (k)") -> None:
+    """`rows` rows into paged.t, with the secondary index `keys` declares (none: "")."""
     with conn.cursor() as c:
         c.execute("CREATE DATABASE IF NOT EXISTS paged")
-        c.execute("CREATE TABLE paged.t (id INT PRIMARY KEY, k INT NOT NULL, c VARCHAR(255) NOT NULL, KEY k (k))")
+        c.execute(f"CREATE TABLE paged.t (id INT PRIMARY KEY, k INT NOT NULL, c VARCHAR(255) NOT NULL{keys})")
         for start in range(0, rows, 2000):
             values = ",".join(f"({i},{i % 1000},'{PAD}{i}')" for i in range(start, min(start + 2000, rows)))
             c.execute(f"INSERT INTO paged.t VALUES {values}")
@@ -374,12 +375,8 @@ def test_an_index_added_to_a_table_larger_than_the_pool_is_built_in_place_and_su
     checkpoints = lambda q: q.log().count("checkpoint written")  # noqa: E731
     with PrivateQuill(datadir, *options) as q:
         conn = q.connect()
+        load(conn, keys="")
         with conn.cursor() as c:
-            c.execute("CREATE DATABASE paged")
-            c.execute("CREATE TABLE paged.t (id INT PRIMARY KEY, k INT NOT NULL, c VARCHAR(255) NOT NULL)")
-            for start in range(0, ROWS, 2000):
-                values = ",".join(f"({i},{i % 1000},'{PAD}{i}')" for i in range(start, min(start + 2000, ROWS)))
-                c.execute(f"INSERT INTO paged.t VALUES {values}")
             c.execute("UPDATE paged.t SET k = k + 1000 WHERE id % 1000 = 999")
         files = sorted(p.name for p in (datadir / "pages").glob("*.qpage"))
         assert len(files) == 1, files

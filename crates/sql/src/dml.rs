@@ -115,15 +115,19 @@ fn write_error(e: WriteError, t: &TableMeta, row: &Row, cx: &DmlCx<'_>) -> SqlEr
             Err(e) => e,
             Ok(()) => SqlError::must_wait(Wait::RowLock),
         },
-        WriteError::Duplicate { index, .. } => {
-            let (name, cols) = match index {
-                None => ("PRIMARY".to_owned(), t.primary.clone()),
-                Some(i) => (t.indexes[i].name.clone(), t.indexes[i].columns.clone()),
-            };
-            let shown: Vec<String> = cols.iter().map(|&c| ops::to_string_lossy(&row[c])).collect();
-            SqlError::new(codes::ER_DUP_ENTRY, format!("Duplicate entry '{}' for key '{}.{}'", shown.join("-"), t.name, name))
-        }
+        WriteError::Duplicate { index, .. } => duplicate_entry(t, index, Some(row)),
     }
+}
+
+/// MySQL's 1062 for a duplicate in key `index` of `t` (`None`: the primary key), naming the
+/// key's values in `row` (the row that has the key; empty when it is not known).
+pub(crate) fn duplicate_entry(t: &TableMeta, index: Option<usize>, row: Option<&Row>) -> SqlError {
+    let (name, cols) = match index {
+        None => ("PRIMARY", t.primary.as_slice()),
+        Some(i) => (t.indexes[i].name.as_str(), t.indexes[i].columns.as_slice()),
+    };
+    let shown: Vec<String> = row.map(|row| cols.iter().map(|&c| ops::to_string_lossy(&row[c])).collect()).unwrap_or_default();
+    SqlError::new(codes::ER_DUP_ENTRY, format!("Duplicate entry '{}' for key '{}.{}'", shown.join("-"), t.name, name))
 }
 
 /// Insert `row` into `t` with the locks it needs: no other transaction's gap lock over any

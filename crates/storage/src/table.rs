@@ -199,6 +199,16 @@ impl SecondaryIndex {
         walk_cursor(&self.entries, Walk::new(lower, upper, order), |entry, value| Some((entry.to_vec(), pk_of(entry, value).to_vec())))
     }
 
+    /// The primary keys of the entries for exactly `key` (not a longer key it begins),
+    /// other than `pk`'s.
+    fn others_with_key(&self, key: &[u8], pk: &[u8]) -> Vec<Vec<u8>> {
+        let hi = prefix_successor(key).map_or(Bound::Unbounded, Bound::Excluded);
+        self.entries_in(Bound::Included(key), hi.as_ref().map(Vec::as_slice), ScanOrder::Ascending)
+            .filter(|(entry, other_pk)| other_pk != pk && entry.len() == key.len() + other_pk.len())
+            .map(|(_, other_pk)| other_pk)
+            .collect()
+    }
+
     fn insert(&self, entry: &[u8], pk: &[u8]) {
         self.entries.with_or_insert(entry, |value| *value = EntryPk::new(pk));
     }
@@ -337,12 +347,7 @@ impl Table {
                 continue;
             }
             let key = Self::index_key(&idx.def, row);
-            let hi = prefix_successor(&key).map_or(Bound::Unbounded, Bound::Excluded);
-            let same_key: Vec<(Vec<u8>, Vec<u8>)> = idx.entries_in(Bound::Included(&key), hi.as_ref().map(Vec::as_slice), ScanOrder::Ascending).collect();
-            for (entry, other_pk) in &same_key {
-                if other_pk == pk || entry.len() != key.len() + other_pk.len() {
-                    continue;
-                }
+            for other_pk in &idx.others_with_key(&key, pk) {
                 let conflict = self.rows.read(other_pk, |chain| {
                     if let Some(holder) = chain.holder().filter(|&h| h != txn) {
                         return Some(WriteError::Locked { holder, pk: other_pk.clone() });

@@ -121,19 +121,15 @@ fn indexes_added_only(old: &TableMeta, new: &TableMeta, column_map: &[Option<usi
 /// the key in the row that has it.
 fn build_error(old: &TableMeta, new: &TableMeta, e: quill_storage::WriteError) -> SqlError {
     match e {
-        quill_storage::WriteError::Duplicate { index: Some(i), existing_pk } => {
-            let index = &new.indexes[i];
-            let shown: Vec<String> =
-                old.data.newest(&existing_pk).map(|row| index.columns.iter().map(|&c| crate::ops::to_string_lossy(&row[c])).collect()).unwrap_or_default();
-            SqlError::new(codes::ER_DUP_ENTRY, format!("Duplicate entry '{}' for key '{}.{}'", shown.join("-"), new.name, index.name))
-        }
+        quill_storage::WriteError::Duplicate { index, existing_pk } => crate::dml::duplicate_entry(new, index, old.data.newest(&existing_pk).as_deref()),
         other => SqlError::internal(format!("building an index of '{}': {other}", new.name)),
     }
 }
 
 /// ALTER TABLE with ADD/DROP/MODIFY/CHANGE/RENAME COLUMN, ADD/DROP INDEX, RENAME [TO] and
-/// table options (`alter_options`). Renames alone keep the rows where they are; anything else
-/// copies them into the new shape.
+/// table options (`alter_options`). Renames alone keep the rows where they are, and so do
+/// indexes added alone (built from the rows in place, `rebuild`); anything else copies them
+/// into the new shape.
 ///
 /// # Errors
 /// Definition errors; 1091 for a missing column or index.

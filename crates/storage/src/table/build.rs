@@ -31,7 +31,7 @@ use parking_lot::Mutex;
 use super::{IndexDef, SecondaryIndex, Table, TableFile, WriteError};
 use crate::handler::ScanOrder;
 use crate::index_entry::EntryPk;
-use crate::key::{encode_key, prefix_successor};
+use crate::key::encode_key;
 use crate::leaf_map::{self, Walk};
 use crate::value::Value;
 
@@ -192,16 +192,11 @@ impl Table {
     /// `index`, among the entries put so far.
     fn holder_of_key(&self, index: usize, key: &[u8], pk: &[u8]) -> Option<Vec<u8>> {
         let idx = &self.indexes[index];
-        let hi = prefix_successor(key).map_or(Bound::Unbounded, Bound::Excluded);
-        let same_key: Vec<(Vec<u8>, Vec<u8>)> = idx.entries_in(Bound::Included(key), hi.as_ref().map(Vec::as_slice), ScanOrder::Ascending).collect();
-        same_key.into_iter().find_map(|(entry, other_pk)| {
-            if other_pk == pk || entry.len() != key.len() + other_pk.len() {
-                return None;
-            }
-            let newest_has_key = self.rows.read(&other_pk, |chain| {
+        idx.others_with_key(key, pk).into_iter().find(|other_pk| {
+            let newest_has_key = self.rows.read(other_pk, |chain| {
                 chain.versions.last().and_then(|v| v.row.as_deref()).is_some_and(|image| Self::index_key(&idx.def, &self.decode(image)) == key)
             });
-            newest_has_key.unwrap_or(false).then_some(other_pk)
+            newest_has_key.unwrap_or(false)
         })
     }
 }
