@@ -44,8 +44,9 @@ impl std::fmt::Display for CutReason {
 /// I/O errors, or an error `apply` returns (reading stops there).
 fn read_records<E: From<io::Error>>(segments: &Segments, start: Lsn, mut apply: impl FnMut(Record) -> Result<(), E>) -> Result<(Lsn, LogEnd), E> {
     let mut lsn = start;
+    let mut ahead = ReadAhead::new(segments.map());
     loop {
-        match read_one(segments.map(), lsn)? {
+        match read_one(&mut ahead, lsn)? {
             Ok(record) => {
                 let next = lsn + record.encoded_len() as u64;
                 apply(record)?;
@@ -118,8 +119,69 @@ pub fn read_transactions<E: From<io::Error>>(
     Ok((end_lsn, end, streams.len()))
 }
 
+/// Where [`read_one`] reads the stream from.
+pub(crate) trait Source {
+    /// Reads `buf.len()` bytes at `lsn`; `false` when the segments end first.
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn read_at(&mut self, lsn: Lsn, buf: &mut [u8]) -> io::Result<bool>;
+}
+
+impl Source for &SegmentFiles {
+    fn read_at(&mut self, lsn: Lsn, buf: &mut [u8]) -> io::Result<bool> {
+        SegmentFiles::read_at(self, lsn, buf)
+    }
+}
+
+/// Bytes of the stream a [`ReadAhead`] reads at once: reading the log from start to end
+/// costs one read per this many bytes instead of two per record (header, then body).
+pub const READ_AHEAD_BYTES: usize = 1 << 20;
+
+/// A [`Source`] for reading the stream front to back: it reads [`READ_AHEAD_BYTES`] at a
+/// time and serves the reads inside them from memory. A read it does not hold (before its
+/// window, larger than it, or one the segments end in) goes to the segments as it is.
+pub(crate) struct ReadAhead<'a> {
+    files: &'a SegmentFiles,
+    /// The LSN of `window[0]`.
+    start: Lsn,
+    window: Vec<u8>,
+}
+
+impl<'a> ReadAhead<'a> {
+    pub(crate) fn new(files: &'a SegmentFiles) -> ReadAhead<'a> {
+        ReadAhead { files, start: 0, window: Vec::new() }
+    }
+}
+
+impl Source for &mut ReadAhead<'_> {
+    fn read_at(&mut self, lsn: Lsn, buf: &mut [u8]) -> io::Result<bool> {
+        let held = |start: Lsn, window: &[u8]| {
+            let from = usize::try_from(lsn.checked_sub(start)?).ok()?;
+            window.get(from..from.checked_add(buf.len())?).map(|_| from)
+        };
+        if let Some(from) = held(self.start, &self.window) {
+            buf.copy_from_slice(&self.window[from..from + buf.len()]);
+            return Ok(true);
+        }
+        let available = usize::try_from(self.files.end().unwrap_or(0).saturating_sub(lsn)).unwrap_or(usize::MAX);
+        let want = available.min(READ_AHEAD_BYTES);
+        if want < buf.len() || buf.len() >= READ_AHEAD_BYTES {
+            return self.files.read_at(lsn, buf);
+        }
+        self.window.resize(want, 0);
+        if !self.files.read_at(lsn, &mut self.window)? {
+            self.window.clear();
+            return self.files.read_at(lsn, buf);
+        }
+        self.start = lsn;
+        buf.copy_from_slice(&self.window[..buf.len()]);
+        Ok(true)
+    }
+}
+
 /// The record at `lsn`, or why there is none.
-pub(crate) fn read_one(segments: &SegmentFiles, lsn: Lsn) -> io::Result<Result<Record, LogEnd>> {
+pub(crate) fn read_one(mut segments: impl Source, lsn: Lsn) -> io::Result<Result<Record, LogEnd>> {
     let mut header_bytes = [0_u8; HEADER_BYTES];
     if !segments.read_at(lsn, &mut header_bytes)? {
         // Not even a header fits: either no segment holds lsn (clean) or a header was cut off

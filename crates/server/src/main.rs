@@ -171,6 +171,7 @@ async fn run(cfg: config::Config) -> std::io::Result<()> {
         log_records = opened.log.records,
         from_lsn = opened.log.start_lsn,
         to_lsn = opened.log.end_lsn,
+        replay_threads = opened.replay_threads,
         elapsed_ms = started.elapsed().as_millis() as u64,
         "recovery: loaded the checkpoint and replayed the commit log"
     );

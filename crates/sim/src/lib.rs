@@ -28,8 +28,9 @@
 //!
 //! Determinism: the engine runs on one thread (a current-thread runtime, sessions driven one
 //! statement at a time), the log writes inline (`quill_log::WriterMode::Inline`: no writer
-//! thread, the workload's ticks are its clock), and checkpoints are taken by the workload,
-//! not a background thread. So a seed replays exactly: a failure prints the command that
+//! thread, the workload's ticks are its clock), recovery replays on one thread
+//! (`OpenConfig::replay_threads`), and checkpoints are taken by the workload, not a
+//! background thread. So a seed replays exactly: a failure prints the command that
 //! replays it ([`Failure`]).
 //!
 //! Where it sits: on top of everything (`sql` for sessions and recovery, `replication` for
@@ -148,11 +149,12 @@ pub fn settings(setup: Setup) -> VarSet {
 pub fn open(fs: &SimFs, setup: Setup, keep_binlog: bool) -> Result<(Arc<Engine>, quill_sql::durability::OpenReport), String> {
     let fs: Arc<dyn Fs> = Arc::new(fs.clone());
     quill_sql::durability::open_with(settings(setup), fs, Path::new(DATADIR), |config| {
-        config.writer = quill_log::WriterMode::Inline;
+        config.log.writer = quill_log::WriterMode::Inline;
+        config.replay_threads = 1;
         if keep_binlog {
-            config.segment_expiry = None;
+            config.log.segment_expiry = None;
         }
-        config.on_failure = Arc::new(|message| panic!("commit log failure: {message}"));
+        config.log.on_failure = Arc::new(|message| panic!("commit log failure: {message}"));
     })
     .map_err(|e| e.to_string())
 }

@@ -126,8 +126,9 @@ fn open(fs: &SimFs, setup: Setup) -> Result<Arc<Engine>, String> {
     vars.values.insert("server_id", "2".into());
     let fs: Arc<dyn Fs> = Arc::new(fs.clone());
     quill_sql::durability::open_with(vars, fs, Path::new(DATADIR), |config| {
-        config.writer = quill_log::WriterMode::Inline;
-        config.on_failure = Arc::new(|message| panic!("the replica's commit log failed: {message}"));
+        config.log.writer = quill_log::WriterMode::Inline;
+        config.replay_threads = 1;
+        config.log.on_failure = Arc::new(|message| panic!("the replica's commit log failed: {message}"));
     })
     .map(|(engine, _)| engine)
     .map_err(|e| e.to_string())

@@ -29,6 +29,8 @@ use std::time::Duration;
 use quill_io::Fs;
 use quill_log::{Body, Change, DdlContext, FlushMode, Log, LogConfig, Record, Recovered};
 use quill_storage::checkpoint::{CheckpointEntry, CheckpointError, CheckpointPosition, find_checkpoints, read_checkpoint_versioned};
+#[cfg(doc)]
+use quill_storage::handler::Handler;
 use quill_storage::tablespace::Tablespace;
 use quill_storage::{ReadView, RowChange, ScanOrder, Value, WrittenRows, decode_log_row, decode_row, log_row};
 
@@ -61,6 +63,8 @@ pub struct OpenReport {
     pub checkpoint: Option<(u64, u64)>,
     /// The log replayed after it.
     pub log: Recovered,
+    /// Threads that applied its row changes ([`OpenConfig::replay_threads`]).
+    pub replay_threads: usize,
 }
 
 /// Opens the engine on `datadir`: loads the newest complete checkpoint, replays the
@@ -73,8 +77,28 @@ pub fn open(globals: VarSet, fs: Arc<dyn Fs>, datadir: &Path) -> std::result::Re
     open_with(globals, fs, datadir, |_| {})
 }
 
-/// [`open`] with the log's configuration, as the variables make it, changed by
-/// `adjust` first (the crash simulator writes the log inline, `quill_log::WriterMode`).
+/// How [`open_with`] opens: the log's configuration and how recovery replays it.
+#[derive(Clone)]
+pub struct OpenConfig {
+    pub log: LogConfig,
+    /// Threads that apply a batch of row changes at once ([`Replayer::flush`]); 1 applies
+    /// them on the calling thread, in log order, as the crash simulator needs for a seed to
+    /// replay exactly. Defaults to [`replay_threads_default`].
+    pub replay_threads: usize,
+}
+
+/// Most threads recovery applies row changes on ([`OpenConfig::replay_threads`]).
+pub const REPLAY_THREADS_MAX: usize = 8;
+
+/// The machine's cores, at most [`REPLAY_THREADS_MAX`].
+#[must_use]
+pub fn replay_threads_default() -> usize {
+    std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get).min(REPLAY_THREADS_MAX)
+}
+
+/// [`open`] with its configuration, as the variables make it, changed by `adjust` first
+/// (the crash simulator writes the log inline, `quill_log::WriterMode`, and replays on one
+/// thread).
 ///
 /// # Errors
 /// As [`open`].
@@ -82,10 +106,11 @@ pub fn open_with(
     mut globals: VarSet,
     fs: Arc<dyn Fs>,
     datadir: &Path,
-    adjust: impl FnOnce(&mut LogConfig),
+    adjust: impl FnOnce(&mut OpenConfig),
 ) -> std::result::Result<(Arc<Engine>, OpenReport), OpenError> {
-    let mut config = log_config(&globals);
-    adjust(&mut config);
+    let mut open_config = OpenConfig { log: log_config(&globals), replay_threads: replay_threads_default() };
+    adjust(&mut open_config);
+    let OpenConfig { log: config, replay_threads } = open_config;
     fs.create_dir_all(datadir)?;
     globals.values.insert("server_uuid", crate::server_uuid::load_or_create(fs.as_ref(), datadir)?);
     // Checked where options are read (`vars::normalise`): paged or memory.
@@ -100,7 +125,7 @@ pub fn open_with(
         catalog.set_tablespace(Arc::new(space));
         engine.install_catalog(catalog);
     }
-    let mut replayer = Replayer::new(Arc::clone(&engine));
+    let mut replayer = Replayer::new(Arc::clone(&engine), replay_threads);
     // A checkpoint a crash interrupted is of no use, and may be holding the space a full
     // disk needs back.
     let unfinished = quill_storage::checkpoint::remove_unfinished_checkpoints(fs.as_ref(), datadir)?;
@@ -138,7 +163,7 @@ pub fn open_with(
     }
     engine.commit_notify.set_floor(log.next_position().0);
     assert!(engine.log.set(log).is_ok(), "the log is attached once");
-    Ok((engine, OpenReport { checkpoint: checkpoint.map(|c| (c.position.lsn, c.rows)), log: recovered }))
+    Ok((engine, OpenReport { checkpoint: checkpoint.map(|c| (c.position.lsn, c.rows)), log: recovered, replay_threads }))
 }
 
 #[derive(Debug, Clone)]
@@ -323,6 +348,8 @@ struct Replayer {
     pending: Vec<Record>,
     /// Row changes in `pending`.
     pending_changes: usize,
+    /// [`OpenConfig::replay_threads`].
+    threads: usize,
 }
 
 /// Row changes the replay reads ahead for at once (`Replayer::flush`): the leaves they touch
@@ -330,10 +357,36 @@ struct Replayer {
 /// instead of waiting one by one. Bounds the records held back from applying.
 pub const READ_AHEAD_CHANGES: usize = 2048;
 
+/// One row change of a batch, with what applying it needs: its table, resolved in the
+/// batch's catalog, and its transaction's commit timestamp.
+struct RowWork<'a> {
+    lsn: u64,
+    ts: quill_storage::Timestamp,
+    table: &'a crate::catalog::TableMeta,
+    key: &'a [u8],
+    image: RowImage<'a>,
+    /// The committed image the change replaced, when the log holds it (`None` also for an
+    /// insert, which replaced nothing).
+    before: Option<&'a [u8]>,
+}
+
+/// The row a change installs, as the log holds it.
+#[derive(Clone, Copy)]
+enum RowImage<'a> {
+    /// Storage's log layout (`decode_log_row`).
+    Log(&'a [u8]),
+    /// The first row encoding, of logs written before row images (`decode_row`).
+    V1(&'a [u8]),
+    /// A delete.
+    Deleted,
+    /// An insert, which replaced no row: its image in the log layout.
+    Inserted(&'a [u8]),
+}
+
 impl Replayer {
-    fn new(engine: Arc<Engine>) -> Replayer {
+    fn new(engine: Arc<Engine>, threads: usize) -> Replayer {
         let session = Session::new(Arc::clone(&engine), 0, "system user", "localhost");
-        Replayer { engine, session, pending: Vec::new(), pending_changes: 0 }
+        Replayer { engine, session, pending: Vec::new(), pending_changes: 0, threads: threads.max(1) }
     }
 
     /// Takes the log's next record: applied with its batch once the batch holds
@@ -353,32 +406,54 @@ impl Replayer {
         Ok(())
     }
 
-    /// Applies the pending records in log order, after asking for the leaves they use
-    /// (`Handler::read_ahead`): first each row's leaf and its new index entries' leaves, then,
-    /// those reads under way, each row as it stands and the leaves of the entries it loses.
+    /// Applies the pending records (none holds DDL, so one catalog describes them all).
+    ///
+    /// Each record's transaction takes its commit timestamp in log order. Its row changes
+    /// are then shared among [`Replayer::threads`] by table and primary key, so that each
+    /// row's changes stay on one thread in log order: changes to different rows commute
+    /// (each has its own chain and index entries, and the counters they move are maxima or
+    /// sums). Each thread decodes its changes' images once, asks for the leaves they use
+    /// ([`Handler::read_ahead`], then [`Handler::read_ahead_current`] for those whose
+    /// replaced row the log does not hold), and installs them in order.
     fn flush(&mut self) -> std::result::Result<(), OpenError> {
+        let records = std::mem::take(&mut self.pending);
+        self.pending_changes = 0;
+        if records.is_empty() {
+            return Ok(());
+        }
         let catalog = self.engine.catalog();
-        if catalog.tablespace().is_some() {
-            for newest in [false, true] {
-                for change in self.pending.iter().flat_map(|r| r.changes.iter()) {
-                    let (db, table, key, row) = match change {
-                        Change::Insert { db, table, key, row } | Change::Update { db, table, key, row, .. } | Change::Put { db, table, key, row } => {
-                            (db, table, key, if newest { None } else { decode_log_row(row) })
-                        }
-                        Change::Delete { db, table, key, .. } => (db, table, key, None),
-                        _ => continue,
-                    };
-                    if let Ok(meta) = catalog.table(db, table) {
-                        meta.data.read_ahead(key, row.as_ref(), newest);
-                    }
-                }
+        let mut shares: Vec<Vec<RowWork<'_>>> = (0..self.threads).map(|_| Vec::new()).collect();
+        for record in &records {
+            let ts = self.engine.txns.next_commit_ts();
+            let fail = |message: String| OpenError::Replay { lsn: record.lsn, message };
+            for change in &record.changes {
+                let Some(RowChangeRef { db, table, key, image, before }) = row_change(change).map_err(fail)? else { continue };
+                let table = catalog.table(db, table).map_err(|e| fail(e.to_string()))?;
+                let share = if self.threads == 1 { 0 } else { share_of(table, key, self.threads) };
+                shares[share].push(RowWork { lsn: record.lsn, ts, table, key, image, before });
             }
         }
-        self.pending_changes = 0;
-        for record in std::mem::take(&mut self.pending) {
-            self.apply(record)?;
-        }
-        Ok(())
+        let paged = catalog.tablespace().is_some();
+        let mut shares = shares.into_iter().filter(|share| !share.is_empty());
+        let Some(first) = shares.next() else { return Ok(()) };
+        std::thread::scope(|scope| {
+            let others: Vec<_> = shares
+                .map(|share| std::thread::Builder::new().name("quill-replay".into()).spawn_scoped(scope, move || apply_rows(&share, paged)))
+                .collect::<std::io::Result<_>>()?;
+            let mut result = apply_rows(&first, paged);
+            for other in others {
+                let theirs = other.join().expect("a replay thread does not panic");
+                // Of two failures, the one earlier in the log.
+                result = match (result, theirs) {
+                    (Err(OpenError::Replay { lsn: a, message: m }), Err(OpenError::Replay { lsn: b, .. })) if a <= b => {
+                        Err(OpenError::Replay { lsn: a, message: m })
+                    }
+                    (Err(_), Err(e)) | (Ok(()), Err(e)) => Err(e),
+                    (r, Ok(())) => r,
+                };
+            }
+            result
+        })
     }
 
     /// Loads the newest checkpoint in `datadir` that is intact, if there is one. A damaged
@@ -457,54 +532,123 @@ impl Replayer {
         Ok(LoadedCheckpoint { path, position, rows, definitions_from, stream_commits, version })
     }
 
-    /// Replays a PUT of `row` (`None`: its bytes did not decode) at `key` of `db`.`table`,
-    /// committed at `ts`; the table's AUTO_INCREMENT counter moves past the row's value.
-    fn put(&self, db: &str, table: &str, key: Vec<u8>, row: Option<quill_storage::Row>, ts: quill_storage::Timestamp) -> std::result::Result<(), String> {
-        let row = row.ok_or_else(|| format!("malformed row for {db}.{table}"))?;
-        let catalog = self.engine.catalog();
-        let meta = catalog.table(db, table).map_err(|e| e.to_string())?;
-        if let Some(c) = meta.auto_increment_column() {
-            let next = match row.get(c) {
-                Some(Value::Int(i)) => u64::try_from(*i).ok().map(|i| i + 1),
-                Some(Value::UInt(u)) => Some(u + 1),
-                _ => None,
-            };
-            meta.data.raise_auto_increment(next.unwrap_or(0));
-        }
-        meta.data.apply_committed(key, Some(row), ts);
-        Ok(())
-    }
-
+    /// Applies a record that holds DDL, change after change (a `CREATE TABLE ... SELECT`
+    /// record holds the table's rows after its definition).
     fn apply(&mut self, record: Record) -> std::result::Result<(), OpenError> {
         let ts = self.engine.txns.next_commit_ts();
         let lsn = record.lsn;
         let fail = |message: String| OpenError::Replay { lsn, message };
-        for change in record.changes {
-            match change {
-                Change::Ddl { db, sql, context } => {
-                    self.session.replay_ddl_in((!db.is_empty()).then_some(db), &sql, context.as_ref()).map_err(|e| fail(format!("{sql}: {e}")))?;
-                    // Records after this one are described by the catalog it made.
-                    if self.engine.schemas.lock().record(lsn, &self.engine.catalog()) {
-                        self.engine.definitions_from.fetch_max(lsn + 1, std::sync::atomic::Ordering::AcqRel);
-                    }
+        for change in &record.changes {
+            if let Change::Ddl { db, sql, context } = change {
+                self.session.replay_ddl_in((!db.is_empty()).then(|| db.clone()), sql, context.as_ref()).map_err(|e| fail(format!("{sql}: {e}")))?;
+                // Records after this one are described by the catalog it made.
+                if self.engine.schemas.lock().record(lsn, &self.engine.catalog()) {
+                    self.engine.definitions_from.fetch_max(lsn + 1, std::sync::atomic::Ordering::AcqRel);
                 }
-                Change::Insert { db, table, key, row } | Change::Update { db, table, key, row, .. } | Change::Put { db, table, key, row } => {
-                    self.put(&db, &table, key, decode_log_row(&row), ts).map_err(fail)?;
-                }
-                Change::PutV1 { db, table, key, row } => self.put(&db, &table, key, decode_row(&row), ts).map_err(fail)?,
-                Change::Delete { db, table, key, .. } => {
-                    self.engine.catalog().table(&db, &table).map_err(|e| fail(e.to_string()))?.data.apply_committed(key, None, ts);
-                }
-                // Where a replicated transaction came from: for binary log readers only.
-                Change::Origin(_) => {}
-                // The log hands over a streamed transaction's changes without their markers.
-                Change::StreamPart { .. } | Change::StreamCommit { .. } | Change::StreamAbort { .. } => {
-                    return Err(fail("a stream marker where changes belong".into()));
-                }
+                continue;
             }
+            let Some(row) = row_change(change).map_err(fail)? else { continue };
+            let catalog = self.engine.catalog();
+            let table = catalog.table(row.db, row.table).map_err(|e| fail(e.to_string()))?;
+            install(table, row.key, decode_image(row.image), ts).map_err(fail)?;
         }
         Ok(())
     }
+}
+
+/// The row a log change installs, borrowed from the change.
+struct RowChangeRef<'a> {
+    db: &'a str,
+    table: &'a str,
+    key: &'a [u8],
+    image: RowImage<'a>,
+    /// The committed image the change replaced, when the log holds it.
+    before: Option<&'a [u8]>,
+}
+
+/// The row `change` installs; `None` for a change that installs no row.
+///
+/// # Errors
+/// A stream marker: the log hands over a streamed transaction's changes without them.
+fn row_change(change: &Change) -> std::result::Result<Option<RowChangeRef<'_>>, String> {
+    let (db, table, key, image, before) = match change {
+        Change::Insert { db, table, key, row } => (db, table, key, RowImage::Inserted(row), None),
+        Change::Update { db, table, key, row, before } => (db, table, key, RowImage::Log(row), before.as_deref()),
+        Change::Put { db, table, key, row } => (db, table, key, RowImage::Log(row), None),
+        Change::PutV1 { db, table, key, row } => (db, table, key, RowImage::V1(row), None),
+        Change::Delete { db, table, key, before } => (db, table, key, RowImage::Deleted, before.as_deref()),
+        // Where a replicated transaction came from: for binary log readers only. DDL is the
+        // caller's.
+        Change::Origin(_) | Change::Ddl { .. } => return Ok(None),
+        Change::StreamPart { .. } | Change::StreamCommit { .. } | Change::StreamAbort { .. } => {
+            return Err("a stream marker where changes belong".into());
+        }
+    };
+    Ok(Some(RowChangeRef { db, table, key, image, before }))
+}
+
+/// Which of `threads` replay threads applies the changes of the row at `key` of `table`.
+fn share_of(table: &crate::catalog::TableMeta, key: &[u8], threads: usize) -> usize {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    std::ptr::hash(table, &mut hasher);
+    key.hash(&mut hasher);
+    usize::try_from(hasher.finish() % threads as u64).expect("below threads")
+}
+
+/// A change's row, decoded: `Ok(None)` for a delete, `Err(())` for bytes that do not decode.
+fn decode_image(image: RowImage<'_>) -> std::result::Result<Option<quill_storage::Row>, ()> {
+    match image {
+        RowImage::Log(bytes) | RowImage::Inserted(bytes) => decode_log_row(bytes).map(Some).ok_or(()),
+        RowImage::V1(bytes) => decode_row(bytes).map(Some).ok_or(()),
+        RowImage::Deleted => Ok(None),
+    }
+}
+
+/// Installs `row` (`Ok(None)`: a delete; `Err`: its bytes did not decode) at `key` of
+/// `table` as committed at `ts`; the table's AUTO_INCREMENT counter moves past the row's
+/// value.
+fn install(
+    table: &crate::catalog::TableMeta,
+    key: &[u8],
+    row: std::result::Result<Option<quill_storage::Row>, ()>,
+    ts: quill_storage::Timestamp,
+) -> std::result::Result<(), String> {
+    let row = row.map_err(|()| format!("malformed row for {}.{}", table.db, table.name))?;
+    if let (Some(row), Some(c)) = (&row, table.auto_increment_column()) {
+        let next = match row.get(c) {
+            Some(Value::Int(i)) => u64::try_from(*i).ok().map(|i| i + 1),
+            Some(Value::UInt(u)) => Some(u + 1),
+            _ => None,
+        };
+        table.data.raise_auto_increment(next.unwrap_or(0));
+    }
+    table.data.apply_committed(key.to_vec(), row, ts);
+    Ok(())
+}
+
+/// One replay thread's share of a batch (`Replayer::flush`): its images decoded once, the
+/// leaves they use asked for (`paged`), then each change installed in log order.
+fn apply_rows(share: &[RowWork<'_>], paged: bool) -> std::result::Result<(), OpenError> {
+    let mut rows: Vec<_> = share.iter().map(|w| decode_image(w.image)).collect();
+    if paged {
+        let befores: Vec<Option<quill_storage::Row>> = share.iter().map(|w| w.before.and_then(decode_log_row)).collect();
+        for ((w, row), before) in share.iter().zip(&rows).zip(&befores) {
+            let wanted: Vec<&quill_storage::Row> = row.iter().flatten().chain(before).collect();
+            w.table.data.read_ahead(w.key, &wanted);
+        }
+        // Those reads under way, the rows whose replaced image the log does not hold are read
+        // as they stand, for the entries the install removes.
+        for (w, before) in share.iter().zip(&befores) {
+            if before.is_none() && !matches!(w.image, RowImage::Inserted(_)) {
+                w.table.data.read_ahead_current(w.key);
+            }
+        }
+    }
+    for (w, row) in share.iter().zip(rows.iter_mut()) {
+        install(w.table, w.key, std::mem::replace(row, Ok(None)), w.ts).map_err(|message| OpenError::Replay { lsn: w.lsn, message })?;
+    }
+    Ok(())
 }
 
 impl Drop for Replayer {

@@ -196,13 +196,17 @@ pub trait Handler: Send + Sync + std::fmt::Debug {
     fn written_rows<'a>(&'a self, txn: TxnId) -> Box<dyn WrittenRows + 'a>;
     /// Install a committed image (or a delete) at `pk` as of `ts`: recovery and copies.
     fn apply_committed(&self, pk: Vec<u8>, row: Option<Row>, ts: Timestamp);
-    /// A hint that [`Handler::apply_committed`] will soon install `row` at `pk`: a paged
-    /// table asks the OS to start reading the leaves that will take, in two passes over a
-    /// batch. With `!newest`, the row's leaf and the index leaves of `row`'s entries; with
-    /// `newest`, the row as it stands is read (its leaf, asked for in the first pass) and
-    /// the index leaves of its entries, which the install removes, are asked for. Recovery
-    /// calls it for a batch of log records before applying them, so their reads overlap.
-    fn read_ahead(&self, _pk: &[u8], _row: Option<&Row>, _newest: bool) {}
+    /// A hint that [`Handler::apply_committed`] will soon install a row at `pk`: a paged
+    /// table asks the OS to start reading the leaves the install uses, and reads nothing
+    /// itself: the row's leaf, and the index leaves of the entries of each of `rows` (the
+    /// row to install, and the row it replaces when the caller knows it). Recovery calls it
+    /// for a batch of log records before applying them, so that their reads overlap.
+    fn read_ahead(&self, _pk: &[u8], _rows: &[&Row]) {}
+    /// The second pass of [`Handler::read_ahead`], for an install whose replaced row the
+    /// caller does not know: the row at `pk` is read as it stands (its leaf asked for by the
+    /// first pass), and the index leaves of its entries, which the install removes, are
+    /// asked for.
+    fn read_ahead_current(&self, _pk: &[u8]) {}
 
     /// This table with `added` secondary indexes after its own, built from its rows, which
     /// the new table shares with this one (CREATE INDEX and ALTER TABLE ... ADD INDEX with

@@ -45,6 +45,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::{Mutex, MutexGuard};
+use smallvec::SmallVec;
 
 use crate::chain::{Chain, EncodedRow, Stamp, Version};
 use crate::format::RowFormat;
@@ -297,6 +298,13 @@ impl Table {
         encode_key(def.parts.iter().map(|&(c, coll)| (&row[c], coll)))
     }
 
+    /// [`Table::index_key`] of a version's encoded `image`, decoding its key's columns only.
+    fn index_key_of_image(&self, def: &IndexDef, image: &[u8]) -> Vec<u8> {
+        let values: SmallVec<[Value; 2]> =
+            def.parts.iter().map(|&(c, _)| self.format.value_at(image, c).expect("a row version decodes: this table encoded it")).collect();
+        encode_key(values.iter().zip(&def.parts).map(|(v, &(_, collation))| (v, collation)))
+    }
+
     /// Entry-space bounds of an index-key prefix range: entries are `index key ++ pk`.
     /// `None` when the range holds no entry (see [`range_is_empty`]).
     fn entry_range(lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> Option<KeyRange> {
@@ -404,6 +412,54 @@ impl Table {
     /// A version of `row` to push: its image in the table's format, and the row.
     fn new_version<'r>(&self, row: &'r Row) -> NewVersion<'r> {
         NewVersion { row: Some(row), image: self.format.encode(row) }
+    }
+
+    /// [`Handler::apply_committed`] on a locked chain whose versions are all committed: what
+    /// [`Table::push_version`] and then [`Table::commit_chain`] with nothing older kept
+    /// come to (the chain becomes `version` alone, or leaves the map with a delete), with
+    /// the index keys of the versions replaced read from their images' key columns only,
+    /// and each index's entry changed only where the key changed. The property test
+    /// `replacing_committed_versions_is_pushing_and_committing` holds the two paths equal.
+    fn replace_committed(&self, chain: &mut Chain, pk: &[u8], version: Option<NewVersion<'_>>, ts: Timestamp) {
+        let old = std::mem::take(&mut chain.versions);
+        let old_bytes: usize = old.iter().filter_map(|v| v.row.as_ref()).map(|image| image.len()).sum();
+        let new_bytes = version.as_ref().map_or(0, |v| v.image.len());
+        self.data_bytes.fetch_add(new_bytes as u64, Ordering::Relaxed);
+        self.data_bytes.fetch_sub(old_bytes as u64, Ordering::Relaxed);
+        for idx in &self.indexes {
+            let new_key = version.as_ref().map(|v| Self::index_key(&idx.def, v.row.expect("a table with secondary indexes is given the row")));
+            let mut old_keys: SmallVec<[Vec<u8>; 1]> = SmallVec::new();
+            for image in old.iter().filter_map(|v| v.row.as_deref()) {
+                let key = self.index_key_of_image(&idx.def, image);
+                if !old_keys.contains(&key) {
+                    old_keys.push(key);
+                }
+            }
+            if let Some(key) = new_key.as_ref().filter(|key| !old_keys.contains(key)) {
+                let mut entry = key.clone();
+                entry.extend_from_slice(pk);
+                self.index_bytes.fetch_add((entry.len() + pk.len()) as u64, Ordering::Relaxed);
+                idx.insert(&entry, pk);
+            }
+            for mut entry in old_keys.into_iter().filter(|key| new_key.as_ref() != Some(key)) {
+                entry.extend_from_slice(pk);
+                if idx.entries.with(&entry, |value| *value = EntryPk::default()).is_some() {
+                    self.index_bytes.fetch_sub((entry.len() + pk.len()) as u64, Ordering::Relaxed);
+                }
+            }
+        }
+        match version {
+            Some(v) => {
+                if old.is_empty() {
+                    self.index_bytes.fetch_add(pk.len() as u64, Ordering::Relaxed);
+                }
+                chain.versions.push(Version { stamp: Stamp::committed(ts), row: Some(v.image) });
+            }
+            None if !old.is_empty() => {
+                self.index_bytes.fetch_sub(pk.len() as u64, Ordering::Relaxed);
+            }
+            None => {}
+        }
     }
 
     /// Push a version unless another transaction holds the row; with `fresh`, also fail
@@ -867,30 +923,38 @@ impl Handler for Table {
         }
         let version = row.as_ref().map(|r| self.new_version(r));
         self.rows.with_or_insert(&pk, |chain| {
-            self.push_version(chain, RECOVERY_TXN, &pk, version, None);
-            self.commit_chain(chain, RECOVERY_TXN, &pk, ts, Timestamp::MAX);
+            if chain.versions.iter().all(|v| v.stamp.commit_ts().is_some()) {
+                self.replace_committed(chain, &pk, version, ts);
+            } else {
+                self.push_version(chain, RECOVERY_TXN, &pk, version, None);
+                self.commit_chain(chain, RECOVERY_TXN, &pk, ts, Timestamp::MAX);
+            }
         });
     }
 
-    fn read_ahead(&self, pk: &[u8], row: Option<&Row>, newest: bool) {
+    fn read_ahead(&self, pk: &[u8], rows: &[&Row]) {
         if self.file.is_none() {
             return;
         }
-        let ahead = |row: &Row| {
+        self.rows.read_ahead(pk);
+        for row in rows {
             for idx in &self.indexes {
                 let mut entry = Self::index_key(&idx.def, row);
                 entry.extend_from_slice(pk);
                 idx.entries.read_ahead(&entry);
             }
-        };
-        if newest {
-            let everything = ReadView { txn: RECOVERY_TXN, read_ts: Timestamp::MAX, uncommitted: false };
-            if let Some(current) = self.get(pk, &everything) {
-                ahead(&current);
-            }
-        } else {
-            self.rows.read_ahead(pk);
-            row.map(ahead);
+        }
+    }
+
+    fn read_ahead_current(&self, pk: &[u8]) {
+        if self.file.is_none() || self.indexes.is_empty() {
+            return;
+        }
+        let Some(Some(image)) = self.rows.read(pk, |chain| chain.versions.last().and_then(|v| v.row.clone())) else { return };
+        for idx in &self.indexes {
+            let mut entry = self.index_key_of_image(&idx.def, &image);
+            entry.extend_from_slice(pk);
+            idx.entries.read_ahead(&entry);
         }
     }
 
@@ -1130,6 +1194,92 @@ mod tests {
     /// Readers scan while writers insert, update and delete other rows, and two writers
     /// race for one unique key: every scan sees a consistent committed state (no torn
     /// rows), and the unique key is taken exactly once.
+    /// The plain path [`Table::replace_committed`] stands for: push the version, then commit
+    /// it keeping nothing older.
+    fn apply_committed_plain(t: &Table, pk: &[u8], row: Option<&Row>, ts: Timestamp) {
+        if row.is_none() && !t.has_chain(pk) {
+            return;
+        }
+        let version = row.map(|r| t.new_version(r));
+        t.rows.with_or_insert(pk, |chain| {
+            t.push_version(chain, RECOVERY_TXN, pk, version, None);
+            t.commit_chain(chain, RECOVERY_TXN, pk, ts, Timestamp::MAX);
+        });
+    }
+
+    /// Every chain's versions, every index's entries (with their primary keys) and the byte
+    /// counts.
+    type WholeState = (Vec<String>, Vec<Vec<(Vec<u8>, Vec<u8>)>>, Statistics);
+
+    fn whole_state(t: &Table) -> WholeState {
+        let mut chains = Vec::new();
+        let mut walk = Walk::new(Bound::Unbounded, Bound::Unbounded, ScanOrder::Ascending);
+        while !walk.is_done() {
+            t.rows.step(&mut walk, |pk, chain| {
+                chains.push(format!("{pk:?} {:?}", chain.versions));
+                true
+            });
+        }
+        let entries = t.indexes.iter().map(|idx| idx.entries_in(Bound::Unbounded, Bound::Unbounded, ScanOrder::Ascending).collect()).collect();
+        (chains, entries, t.statistics())
+    }
+
+    /// The fast path against the plain one: installing committed versions as recovery does
+    /// ([`Handler::apply_committed`], [`Table::replace_committed`]) leaves the same chains,
+    /// index entries and byte counts as pushing each version and committing it, over chains
+    /// with older versions a reader kept, NULL keys, keys equal under a case-insensitive
+    /// collation, updates that keep or change a key, and deletes.
+    #[test]
+    fn replacing_committed_versions_is_pushing_and_committing() {
+        use rand::rngs::StdRng;
+        use rand::{RngExt, SeedableRng};
+        let indexes = || {
+            vec![
+                IndexDef { name: "grp".into(), parts: vec![(1, Collation::Binary), (2, Collation::Utf8mb4AiCi)], unique: false },
+                IndexDef { name: "name".into(), parts: vec![(2, Collation::Utf8mb4AiCi)], unique: true },
+            ]
+        };
+        let names = ["a", "A", "b", "bee", "B"];
+        for seed in 0..40 {
+            let replay = format!("seed {seed}: cargo test -p quill-storage replacing_committed_versions");
+            let fast = Table::new(vec![(0, Collation::Binary)], indexes(), RowFormat::Dynamic);
+            let plain = Table::new(vec![(0, Collation::Binary)], indexes(), RowFormat::Dynamic);
+            let mut rng = StdRng::seed_from_u64(seed);
+            let mut ts = 0;
+            for txn in 1..=400 {
+                ts += 1;
+                let id = rng.random_range(0..40_i64);
+                let grp = if rng.random_bool(0.2) { Value::Null } else { Value::Int(rng.random_range(0..4)) };
+                let r = rng.random_bool(0.8).then(|| vec![Value::Int(id), grp, Value::Str(names[rng.random_range(0..names.len())].into())]);
+                let as_transaction = rng.random_bool(0.3);
+                for t in [&fast, &plain] {
+                    let pk = t.encode_primary(&[Value::Int(id)]);
+                    if as_transaction {
+                        // A transaction's write, under a reader that keeps the versions before it.
+                        let latch = t.write_latch();
+                        let written = match &r {
+                            Some(r) if t.get(&pk, &ReadView::current(txn)).is_some() => t.update_row(&latch, txn, &pk, r.clone()).map(drop),
+                            Some(r) => t.write_row(&latch, txn, r).map(drop),
+                            None if t.get(&pk, &ReadView::current(txn)).is_some() => t.delete_row(txn, &pk),
+                            None => continue,
+                        };
+                        drop(latch);
+                        if written.is_ok() {
+                            t.commit_row(txn, &pk, ts, 0);
+                        } else {
+                            t.rollback_row(txn, &pk);
+                        }
+                    } else if std::ptr::eq(t, &fast) {
+                        t.apply_committed(pk, r.clone(), ts);
+                    } else {
+                        apply_committed_plain(t, &pk, r.as_ref(), ts);
+                    }
+                }
+            }
+            assert_eq!(whole_state(&fast), whole_state(&plain), "{replay}");
+        }
+    }
+
     #[test]
     fn readers_and_writers_share_a_table_across_threads() {
         const WRITERS: u64 = 4;
