@@ -182,6 +182,11 @@ def main(argv):
         log(f"server logs and data kept in {options.workdir}")
     else:
         shutil.rmtree(options.workdir, ignore_errors=True)
+    if not machine_details:
+        # It stopped before the machine was described (starting the servers or asking their
+        # versions failed): nothing was measured, and a report would have no header.
+        log("no report: " + "; ".join(results["problems"]))
+        return 1
     paths = report.write(results, options, can_chart)
     print()
     print(report.summary_markdown(results))
