@@ -434,23 +434,27 @@ impl Replayer {
             }
         }
         let paged = catalog.tablespace().is_some();
-        let mut shares = shares.into_iter().filter(|share| !share.is_empty());
-        let Some(first) = shares.next() else { return Ok(()) };
+        let shares: Vec<Vec<RowWork<'_>>> = shares.into_iter().filter(|share| !share.is_empty()).collect();
+        let Some((first, others)) = shares.split_first() else { return Ok(()) };
         std::thread::scope(|scope| {
-            let others: Vec<_> = shares
-                .map(|share| std::thread::Builder::new().name("quill-replay".into()).spawn_scoped(scope, move || apply_rows(&share, paged)))
-                .collect::<std::io::Result<_>>()?;
-            let mut result = apply_rows(&first, paged);
-            for other in others {
-                let theirs = other.join().expect("a replay thread does not panic");
-                // Of two failures, the one earlier in the log.
-                result = match (result, theirs) {
-                    (Err(OpenError::Replay { lsn: a, message: m }), Err(OpenError::Replay { lsn: b, .. })) if a <= b => {
-                        Err(OpenError::Replay { lsn: a, message: m })
+            let mut here = vec![first];
+            let mut spawned = Vec::new();
+            for share in others {
+                match std::thread::Builder::new().name("quill-replay".into()).spawn_scoped(scope, move || apply_rows(share, paged)) {
+                    Ok(thread) => spawned.push(thread),
+                    // No thread to be had (the process at its limit): this one applies the share.
+                    Err(e) => {
+                        tracing::warn!(error = %e, "recovery: no replay thread could be started; applying its share on the recovering thread");
+                        here.push(share);
                     }
-                    (Err(_), Err(e)) | (Ok(()), Err(e)) => Err(e),
-                    (r, Ok(())) => r,
-                };
+                }
+            }
+            let mut result = Ok(());
+            for share in here {
+                result = earlier_failure(result, apply_rows(share, paged));
+            }
+            for thread in spawned {
+                result = earlier_failure(result, thread.join().expect("a replay thread does not panic"));
             }
             result
         })
@@ -585,6 +589,15 @@ fn row_change(change: &Change) -> std::result::Result<Option<RowChangeRef<'_>>, 
         }
     };
     Ok(Some(RowChangeRef { db, table, key, image, before }))
+}
+
+/// Of two shares' outcomes, the failure earlier in the log (any failure stops start-up).
+fn earlier_failure(a: std::result::Result<(), OpenError>, b: std::result::Result<(), OpenError>) -> std::result::Result<(), OpenError> {
+    match (a, b) {
+        (Err(OpenError::Replay { lsn: x, message }), Err(OpenError::Replay { lsn: y, .. })) if x <= y => Err(OpenError::Replay { lsn: x, message }),
+        (Err(_), Err(e)) | (Ok(()), Err(e)) => Err(e),
+        (a, Ok(())) => a,
+    }
 }
 
 /// Which of `threads` replay threads applies the changes of the row at `key` of `table`.

@@ -1191,9 +1191,6 @@ mod tests {
         assert!(t.write_row(&t.write_latch(), 3, &row(2, "a")).is_ok(), "unique key free again");
     }
 
-    /// Readers scan while writers insert, update and delete other rows, and two writers
-    /// race for one unique key: every scan sees a consistent committed state (no torn
-    /// rows), and the unique key is taken exactly once.
     /// The plain path [`Table::replace_committed`] stands for: push the version, then commit
     /// it keeping nothing older.
     fn apply_committed_plain(t: &Table, pk: &[u8], row: Option<&Row>, ts: Timestamp) {
@@ -1280,6 +1277,9 @@ mod tests {
         }
     }
 
+    /// Readers scan while writers insert, update and delete other rows, and two writers
+    /// race for one unique key: every scan sees a consistent committed state (no torn
+    /// rows), and the unique key is taken exactly once.
     #[test]
     fn readers_and_writers_share_a_table_across_threads() {
         const WRITERS: u64 = 4;
