@@ -523,7 +523,7 @@ impl Replayer {
                 }
                 CheckpointEntry::Row { key, row } => {
                     let (db, name) = table.as_ref().ok_or_else(|| fail("a row before any table".into()))?;
-                    self.engine.catalog().table(db, name).map_err(|e| fail(e.to_string()))?.data.apply_committed(key, Some(row), ts);
+                    self.engine.catalog().table(db, name).map_err(|e| fail(e.to_string()))?.data.apply_committed(&key, Some(row), ts);
                     rows += 1;
                 }
             }
@@ -636,7 +636,7 @@ fn install(
         };
         table.data.raise_auto_increment(next.unwrap_or(0));
     }
-    table.data.apply_committed(key.to_vec(), row, ts);
+    table.data.apply_committed(key, row, ts);
     Ok(())
 }
 

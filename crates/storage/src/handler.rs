@@ -195,7 +195,7 @@ pub trait Handler: Send + Sync + std::fmt::Debug {
     /// [`Handler::commit_row`], row after row, cheapest when the rows come in key order.
     fn written_rows<'a>(&'a self, txn: TxnId) -> Box<dyn WrittenRows + 'a>;
     /// Install a committed image (or a delete) at `pk` as of `ts`: recovery and copies.
-    fn apply_committed(&self, pk: Vec<u8>, row: Option<Row>, ts: Timestamp);
+    fn apply_committed(&self, pk: &[u8], row: Option<Row>, ts: Timestamp);
     /// A hint that [`Handler::apply_committed`] will soon install a row at `pk`: a paged
     /// table asks the OS to start reading the leaves the install uses, and reads nothing
     /// itself: the row's leaf, and the index leaves of the entries of each of `rows` (the

@@ -298,11 +298,20 @@ impl Table {
         encode_key(def.parts.iter().map(|&(c, coll)| (&row[c], coll)))
     }
 
+    /// The values of `def`'s key columns in a version's encoded `image`, the rest of the row
+    /// left encoded.
+    fn index_values_of_image(&self, def: &IndexDef, image: &[u8]) -> SmallVec<[Value; 2]> {
+        def.parts.iter().map(|&(c, _)| self.format.value_at(image, c).expect("a row version decodes: this table encoded it")).collect()
+    }
+
+    /// [`Table::index_key`] of `def`'s key column `values`, in its parts' order.
+    fn index_key_of_values(def: &IndexDef, values: &[Value]) -> Vec<u8> {
+        encode_key(values.iter().zip(&def.parts).map(|(v, &(_, collation))| (v, collation)))
+    }
+
     /// [`Table::index_key`] of a version's encoded `image`, decoding its key's columns only.
     fn index_key_of_image(&self, def: &IndexDef, image: &[u8]) -> Vec<u8> {
-        let values: SmallVec<[Value; 2]> =
-            def.parts.iter().map(|&(c, _)| self.format.value_at(image, c).expect("a row version decodes: this table encoded it")).collect();
-        encode_key(values.iter().zip(&def.parts).map(|(v, &(_, collation))| (v, collation)))
+        Self::index_key_of_values(def, &self.index_values_of_image(def, image))
     }
 
     /// Entry-space bounds of an index-key prefix range: entries are `index key ++ pk`.
@@ -912,22 +921,22 @@ impl Handler for Table {
     /// Installs a committed row image (or a delete, `None`) at `pk`, as of `ts`, replacing
     /// what was there and keeping indexes and the hidden row id in step. Recovery and
     /// table copies only: no transaction may have a pending version on the table.
-    fn apply_committed(&self, pk: Vec<u8>, row: Option<Row>, ts: Timestamp) {
+    fn apply_committed(&self, pk: &[u8], row: Option<Row>, ts: Timestamp) {
         if !self.has_primary_key()
-            && let Some(id) = crate::key::decode_uint_key(&pk)
+            && let Some(id) = crate::key::decode_uint_key(pk)
         {
             self.next_row_id.fetch_max(id + 1, Ordering::AcqRel);
         }
-        if row.is_none() && !self.has_chain(&pk) {
+        if row.is_none() && !self.has_chain(pk) {
             return;
         }
         let version = row.as_ref().map(|r| self.new_version(r));
-        self.rows.with_or_insert(&pk, |chain| {
+        self.rows.with_or_insert(pk, |chain| {
             if chain.versions.iter().all(|v| v.stamp.commit_ts().is_some()) {
-                self.replace_committed(chain, &pk, version, ts);
+                self.replace_committed(chain, pk, version, ts);
             } else {
-                self.push_version(chain, RECOVERY_TXN, &pk, version, None);
-                self.commit_chain(chain, RECOVERY_TXN, &pk, ts, Timestamp::MAX);
+                self.push_version(chain, RECOVERY_TXN, pk, version, None);
+                self.commit_chain(chain, RECOVERY_TXN, pk, ts, Timestamp::MAX);
             }
         });
     }
@@ -1267,7 +1276,7 @@ mod tests {
                             t.rollback_row(txn, &pk);
                         }
                     } else if std::ptr::eq(t, &fast) {
-                        t.apply_committed(pk, r.clone(), ts);
+                        t.apply_committed(&pk, r.clone(), ts);
                     } else {
                         apply_committed_plain(t, &pk, r.as_ref(), ts);
                     }

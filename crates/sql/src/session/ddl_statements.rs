@@ -166,7 +166,7 @@ impl Session {
                     {
                         // Committed with the statement, as recovery replays the record.
                         let ts = engine.txns.commit_ts_to_assign();
-                        table.data.apply_committed(key, Some(row), ts);
+                        table.data.apply_committed(&key, Some(row), ts);
                         engine.txns.publish_commit(ts);
                     }
                     engine.install_catalog(catalog);

@@ -31,7 +31,6 @@ use parking_lot::Mutex;
 use super::{IndexDef, SecondaryIndex, Table, TableFile, WriteError};
 use crate::handler::ScanOrder;
 use crate::index_entry::EntryPk;
-use crate::key::encode_key;
 use crate::leaf_map::{self, Walk};
 use crate::value::Value;
 
@@ -145,10 +144,8 @@ impl Table {
                     seen.clear();
                     // Newest first: the newest version's entry is the one that claims the key.
                     for (image, newest) in images.clone() {
-                        // The key's columns only: the rest of the row stays encoded.
-                        let values: Vec<Value> =
-                            idx.def.parts.iter().map(|&(c, _)| self.format.value_at(image, c).expect("a row version decodes: this table encoded it")).collect();
-                        let key = encode_key(values.iter().zip(&idx.def.parts).map(|(v, &(_, collation))| (v, collation)));
+                        let values = self.index_values_of_image(&idx.def, image);
+                        let key = Self::index_key_of_values(&idx.def, &values);
                         if seen.contains(&key) {
                             continue;
                         }
