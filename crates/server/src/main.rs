@@ -172,6 +172,7 @@ async fn run(cfg: config::Config) -> std::io::Result<()> {
         from_lsn = opened.log.start_lsn,
         to_lsn = opened.log.end_lsn,
         replay_threads = opened.replay_threads,
+        redo_waiting = opened.redo_pending,
         elapsed_ms = started.elapsed().as_millis() as u64,
         "recovery: loaded the checkpoint and replayed the commit log"
     );

@@ -125,6 +125,9 @@ pub struct Setup {
     /// read after a write comes back from the page file, and evictions interleave with
     /// everything the workload does.
     pub evict_always: bool,
+    /// [`quill_sql::durability::OpenConfig::redo_waiting_bytes`]: recovery leaves every
+    /// change waiting for its leaves, none, or the first few.
+    pub redo_waiting_bytes: u64,
 }
 
 /// The settings a simulated server starts with (see [`Setup`]).
@@ -151,6 +154,10 @@ pub fn open(fs: &SimFs, setup: Setup, keep_binlog: bool) -> Result<(Arc<Engine>,
     quill_sql::durability::open_with(settings(setup), fs, Path::new(DATADIR), |config| {
         config.log.writer = quill_log::WriterMode::Inline;
         config.replay_threads = 1;
+        config.redo_waiting_bytes = setup.redo_waiting_bytes;
+        // A background thread would make runs differ: leaves take their changes as the
+        // workload and checkpoints read them.
+        config.drain_redo_in_background = false;
         if keep_binlog {
             config.log.segment_expiry = None;
         }
@@ -193,7 +200,10 @@ fn simulate(seed: u64, trail: &Trail) -> Result<Report, String> {
     let segment_bytes = 4096 << rng.random_range(0..5_u32);
     // Half the seeds (by parity, so the draws below are the same either way) evict every
     // leaf as soon as it is not in use.
-    let setup = Setup { segment_bytes, evict_always: seed % 2 == 1 };
+    // A third of the seeds by the next digit replay with every change waiting for its
+    // leaves, a third with none, a third with the first few only.
+    let redo_waiting_bytes = [u64::MAX, 0, 2048][usize::try_from(seed / 2 % 3).expect("below 3")];
+    let setup = Setup { segment_bytes, evict_always: seed % 2 == 1, redo_waiting_bytes };
     // A quarter of the seeds have a replica, which pulls the binary log now and then and
     // crashes too.
     let with_replica = rng.random_bool(0.25);

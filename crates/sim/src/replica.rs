@@ -128,6 +128,8 @@ fn open(fs: &SimFs, setup: Setup) -> Result<Arc<Engine>, String> {
     quill_sql::durability::open_with(vars, fs, Path::new(DATADIR), |config| {
         config.log.writer = quill_log::WriterMode::Inline;
         config.replay_threads = 1;
+        config.redo_waiting_bytes = setup.redo_waiting_bytes;
+        config.drain_redo_in_background = false;
         config.log.on_failure = Arc::new(|message| panic!("the replica's commit log failed: {message}"));
     })
     .map(|(engine, _)| engine)

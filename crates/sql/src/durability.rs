@@ -32,7 +32,7 @@ use quill_storage::checkpoint::{CheckpointEntry, CheckpointError, CheckpointPosi
 #[cfg(doc)]
 use quill_storage::handler::Handler;
 use quill_storage::tablespace::Tablespace;
-use quill_storage::{ReadView, RowChange, ScanOrder, Value, WrittenRows, decode_log_row, decode_row, log_row};
+use quill_storage::{ReadView, Replaced, RowChange, ScanOrder, Value, WrittenRows, decode_log_row, decode_row, log_row};
 
 use crate::catalog::Catalog;
 use crate::engine::Engine;
@@ -65,6 +65,9 @@ pub struct OpenReport {
     pub log: Recovered,
     /// Threads that applied its row changes ([`OpenConfig::replay_threads`]).
     pub replay_threads: usize,
+    /// Row changes and index entries replayed that wait for their leaves to be read in
+    /// ([`quill_storage::Handler::redo_committed`]), as start-up ended.
+    pub redo_pending: u64,
 }
 
 /// Opens the engine on `datadir`: loads the newest complete checkpoint, replays the
@@ -85,7 +88,30 @@ pub struct OpenConfig {
     /// them on the calling thread, in log order, as the crash simulator needs for a seed to
     /// replay exactly. Defaults to [`replay_threads_default`].
     pub replay_threads: usize,
+    /// Bytes of replayed changes that may wait in memory for their leaves
+    /// ([`quill_storage::Handler::redo_committed`]); changes past it are applied as they are
+    /// replayed, reading their leaves. Defaults to half of `innodb_buffer_pool_size`
+    /// ([`REDO_WAITING_POOL_SHARE`]), and at least [`REDO_WAITING_BYTES_MIN`]: a memory
+    /// bound beside the pool's, held only until the changes are applied.
+    pub redo_waiting_bytes: u64,
+    /// Whether a background thread applies the changes left waiting once the server is up
+    /// ([`drain_redo`]); without it, a leaf takes its changes when a query or a checkpoint
+    /// reads it (the crash simulator, whose runs must repeat exactly).
+    pub drain_redo_in_background: bool,
 }
+
+/// The share of the buffer pool's size that replayed changes may hold while they wait for
+/// their leaves: [`OpenConfig::redo_waiting_bytes`] is the pool's size divided by this.
+pub const REDO_WAITING_POOL_SHARE: u64 = 2;
+
+/// The least [`OpenConfig::redo_waiting_bytes`] defaults to, whatever the pool's size: room
+/// for the changes of about 64 MiB of log.
+pub const REDO_WAITING_BYTES_MIN: u64 = 64 << 20;
+
+/// Bytes a replayed change is counted as holding while it waits, besides its key and image:
+/// its closure, its queue node and key allocations, and those of the two index entries an
+/// update that moves a key changes (an estimate, for [`OpenConfig::redo_waiting_bytes`]).
+const REDO_WAITING_OVERHEAD_BYTES: u64 = 256;
 
 /// Most threads recovery applies row changes on ([`OpenConfig::replay_threads`]).
 pub const REPLAY_THREADS_MAX: usize = 8;
@@ -108,14 +134,19 @@ pub fn open_with(
     datadir: &Path,
     adjust: impl FnOnce(&mut OpenConfig),
 ) -> std::result::Result<(Arc<Engine>, OpenReport), OpenError> {
-    let mut open_config = OpenConfig { log: log_config(&globals), replay_threads: replay_threads_default() };
-    adjust(&mut open_config);
-    let OpenConfig { log: config, replay_threads } = open_config;
-    fs.create_dir_all(datadir)?;
-    globals.values.insert("server_uuid", crate::server_uuid::load_or_create(fs.as_ref(), datadir)?);
     // Checked where options are read (`vars::normalise`): paged or memory.
     let paged = globals.get("quill_table_storage") != Some("memory");
     let pool_bytes = globals.get("innodb_buffer_pool_size").and_then(|v| v.parse().ok()).unwrap_or(quill_storage::buffer_pool::DEFAULT_CAPACITY_BYTES);
+    let mut open_config = OpenConfig {
+        log: log_config(&globals),
+        replay_threads: replay_threads_default(),
+        redo_waiting_bytes: (pool_bytes / REDO_WAITING_POOL_SHARE).max(REDO_WAITING_BYTES_MIN),
+        drain_redo_in_background: true,
+    };
+    adjust(&mut open_config);
+    let OpenConfig { log: config, replay_threads, redo_waiting_bytes, drain_redo_in_background } = open_config;
+    fs.create_dir_all(datadir)?;
+    globals.values.insert("server_uuid", crate::server_uuid::load_or_create(fs.as_ref(), datadir)?);
     let evict_always = globals.get("quill_debug_evict_always") == Some("ON");
     let engine = Engine::new(globals);
     if paged {
@@ -125,7 +156,7 @@ pub fn open_with(
         catalog.set_tablespace(Arc::new(space));
         engine.install_catalog(catalog);
     }
-    let mut replayer = Replayer::new(Arc::clone(&engine), replay_threads);
+    let mut replayer = Replayer::new(Arc::clone(&engine), replay_threads, redo_waiting_bytes);
     // A checkpoint a crash interrupted is of no use, and may be holding the space a full
     // disk needs back.
     let unfinished = quill_storage::checkpoint::remove_unfinished_checkpoints(fs.as_ref(), datadir)?;
@@ -163,7 +194,41 @@ pub fn open_with(
     }
     engine.commit_notify.set_floor(log.next_position().0);
     assert!(engine.log.set(log).is_ok(), "the log is attached once");
-    Ok((engine, OpenReport { checkpoint: checkpoint.map(|c| (c.position.lsn, c.rows)), log: recovered, replay_threads }))
+    let redo_pending = redo_pending(&engine);
+    if redo_pending > 0 && drain_redo_in_background {
+        let drained = Arc::clone(&engine);
+        if let Err(e) = std::thread::Builder::new().name("quill-redo-drain".into()).spawn(move || drain_redo(&drained)) {
+            // Nothing is lost: each leaf takes its changes when it is next read.
+            tracing::warn!(error = %e, "recovery: no thread to apply the replayed changes in the background; leaves take them as they are read");
+        }
+    }
+    Ok((engine, OpenReport { checkpoint: checkpoint.map(|c| (c.position.lsn, c.rows)), log: recovered, replay_threads, redo_pending }))
+}
+
+/// Replayed changes of every table still waiting for their leaves
+/// ([`quill_storage::Handler::redo_pending`]).
+#[must_use]
+pub fn redo_pending(engine: &Engine) -> u64 {
+    let catalog = engine.catalog();
+    catalog.databases.values().flat_map(|db| db.tables.values()).map(|t| t.data.redo_pending()).sum()
+}
+
+/// Applies the replayed changes still waiting for their leaves, table by table, reading the
+/// leaves in ([`quill_storage::Handler::drain_redo`]): what start-up left to do in the
+/// background. Queries meanwhile find every leaf they read with its changes in, and a
+/// checkpoint applies a table's before it writes it. A table dropped meanwhile is drained
+/// still (its leaves are readable until its last handle goes).
+pub fn drain_redo(engine: &Engine) {
+    let started = std::time::Instant::now();
+    let pending = redo_pending(engine);
+    let tables: Vec<Arc<dyn quill_storage::Handler>> = {
+        let catalog = engine.catalog();
+        catalog.databases.values().flat_map(|db| db.tables.values()).map(|t| Arc::clone(&t.data)).collect()
+    };
+    for table in tables {
+        table.drain_redo();
+    }
+    tracing::info!(changes = pending, elapsed_ms = started.elapsed().as_millis() as u64, "recovery: replayed changes all applied to their leaves");
 }
 
 #[derive(Debug, Clone)]
@@ -350,6 +415,9 @@ struct Replayer {
     pending_changes: usize,
     /// [`OpenConfig::replay_threads`].
     threads: usize,
+    /// [`OpenConfig::redo_waiting_bytes`], and the bytes of changes left waiting so far (an
+    /// estimate: [`REDO_WAITING_OVERHEAD_BYTES`]).
+    redo_waiting_bytes: (u64, u64),
 }
 
 /// Row changes the replay reads ahead for at once (`Replayer::flush`): the leaves they touch
@@ -368,6 +436,8 @@ struct RowWork<'a> {
     /// The committed image the change replaced, when the log holds it (`None` also for an
     /// insert, which replaced nothing).
     before: Option<&'a [u8]>,
+    /// The change may wait for its leaves ([`quill_storage::Handler::redo_committed`]).
+    lazy: bool,
 }
 
 /// The row a change installs, as the log holds it.
@@ -383,10 +453,20 @@ enum RowImage<'a> {
     Inserted(&'a [u8]),
 }
 
+impl RowImage<'_> {
+    /// Bytes of the image as the log holds it.
+    fn bytes(&self) -> usize {
+        match self {
+            RowImage::Log(image) | RowImage::V1(image) | RowImage::Inserted(image) => image.len(),
+            RowImage::Deleted => 0,
+        }
+    }
+}
+
 impl Replayer {
-    fn new(engine: Arc<Engine>, threads: usize) -> Replayer {
+    fn new(engine: Arc<Engine>, threads: usize, redo_waiting_bytes: u64) -> Replayer {
         let session = Session::new(Arc::clone(&engine), 0, "system user", "localhost");
-        Replayer { engine, session, pending: Vec::new(), pending_changes: 0, threads: threads.max(1) }
+        Replayer { engine, session, pending: Vec::new(), pending_changes: 0, threads: threads.max(1), redo_waiting_bytes: (redo_waiting_bytes, 0) }
     }
 
     /// Takes the log's next record: applied with its batch once the batch holds
@@ -423,6 +503,8 @@ impl Replayer {
         }
         let catalog = self.engine.catalog();
         let mut shares: Vec<Vec<RowWork<'_>>> = (0..self.threads).map(|_| Vec::new()).collect();
+        let paged = catalog.tablespace().is_some();
+        let (bound, waiting) = &mut self.redo_waiting_bytes;
         for record in &records {
             let ts = self.engine.txns.next_commit_ts();
             let fail = |message: String| OpenError::Replay { lsn: record.lsn, message };
@@ -430,10 +512,15 @@ impl Replayer {
                 let Some(RowChangeRef { db, table, key, image, before }) = row_change(change).map_err(fail)? else { continue };
                 let table = catalog.table(db, table).map_err(|e| fail(e.to_string()))?;
                 let share = if self.threads == 1 { 0 } else { share_of(table, key, self.threads) };
-                shares[share].push(RowWork { lsn: record.lsn, ts, table, key, image, before });
+                // A change may wait for its leaves while the changes waiting are within their
+                // bound; past it, each reads its leaves as it is applied.
+                let lazy = paged && *waiting < *bound;
+                if lazy {
+                    *waiting += REDO_WAITING_OVERHEAD_BYTES + key.len() as u64 + image.bytes() as u64;
+                }
+                shares[share].push(RowWork { lsn: record.lsn, ts, table, key, image, before, lazy });
             }
         }
-        let paged = catalog.tablespace().is_some();
         let shares: Vec<Vec<RowWork<'_>>> = shares.into_iter().filter(|share| !share.is_empty()).collect();
         let Some((first, others)) = shares.split_first() else { return Ok(()) };
         std::thread::scope(|scope| {
@@ -554,7 +641,7 @@ impl Replayer {
             let Some(row) = row_change(change).map_err(fail)? else { continue };
             let catalog = self.engine.catalog();
             let table = catalog.table(row.db, row.table).map_err(|e| fail(e.to_string()))?;
-            install(table, row.key, decode_image(row.image), ts).map_err(fail)?;
+            install(table, row.key, decode_image(row.image), Replaced::Unknown, ts, false).map_err(fail)?;
         }
         Ok(())
     }
@@ -619,13 +706,16 @@ fn decode_image(image: RowImage<'_>) -> std::result::Result<Option<quill_storage
 }
 
 /// Installs `row` (`Ok(None)`: a delete; `Err`: its bytes did not decode) at `key` of
-/// `table` as committed at `ts`; the table's AUTO_INCREMENT counter moves past the row's
-/// value.
+/// `table` as committed at `ts`, where it replaced `replaced`, leaving it to wait for its
+/// leaves if `lazy` ([`quill_storage::Handler::redo_committed`]); the table's
+/// AUTO_INCREMENT counter moves past the row's value.
 fn install(
     table: &crate::catalog::TableMeta,
     key: &[u8],
     row: std::result::Result<Option<quill_storage::Row>, ()>,
+    replaced: Replaced<'_>,
     ts: quill_storage::Timestamp,
+    lazy: bool,
 ) -> std::result::Result<(), String> {
     let row = row.map_err(|()| format!("malformed row for {}.{}", table.db, table.name))?;
     if let (Some(row), Some(c)) = (&row, table.auto_increment_column()) {
@@ -636,30 +726,39 @@ fn install(
         };
         table.data.raise_auto_increment(next.unwrap_or(0));
     }
-    table.data.apply_committed(key, row, ts);
+    table.data.redo_committed(key, row, replaced, ts, lazy);
     Ok(())
 }
 
-/// One replay thread's share of a batch (`Replayer::flush`): its images decoded once, the
-/// leaves they use asked for (`paged`), then each change installed in log order.
+/// One replay thread's share of a batch (`Replayer::flush`): its images decoded once, then
+/// each change installed in log order. A change that may be `lazy` waits for its leaves when
+/// the log holds what it replaced; the leaves of the others are asked for first (`paged`).
 fn apply_rows(share: &[RowWork<'_>], paged: bool) -> std::result::Result<(), OpenError> {
     let mut rows: Vec<_> = share.iter().map(|w| decode_image(w.image)).collect();
+    let befores: Vec<Option<quill_storage::Row>> = if paged { share.iter().map(|w| w.before.and_then(decode_log_row)).collect() } else { Vec::new() };
+    let replaced = |i: usize| match (share[i].image, befores.get(i)) {
+        (RowImage::Inserted(_), _) => Replaced::Nothing,
+        (_, Some(Some(before))) => Replaced::Row(before),
+        _ => Replaced::Unknown,
+    };
     if paged {
-        let befores: Vec<Option<quill_storage::Row>> = share.iter().map(|w| w.before.and_then(decode_log_row)).collect();
-        for ((w, row), before) in share.iter().zip(&rows).zip(&befores) {
-            let wanted: Vec<&quill_storage::Row> = row.iter().flatten().chain(before).collect();
+        for (i, (w, row)) in share.iter().zip(&rows).enumerate() {
+            if w.lazy && !matches!(replaced(i), Replaced::Unknown) {
+                continue;
+            }
+            let wanted: Vec<&quill_storage::Row> = row.iter().flatten().chain(befores[i].as_ref()).collect();
             w.table.data.read_ahead(w.key, &wanted);
         }
         // Those reads under way, the rows whose replaced image the log does not hold are read
         // as they stand, for the entries the install removes.
-        for (w, before) in share.iter().zip(&befores) {
-            if before.is_none() && !matches!(w.image, RowImage::Inserted(_)) {
+        for (i, w) in share.iter().enumerate() {
+            if matches!(replaced(i), Replaced::Unknown) {
                 w.table.data.read_ahead_current(w.key);
             }
         }
     }
-    for (w, row) in share.iter().zip(rows.iter_mut()) {
-        install(w.table, w.key, std::mem::replace(row, Ok(None)), w.ts).map_err(|message| OpenError::Replay { lsn: w.lsn, message })?;
+    for (i, (w, row)) in share.iter().zip(rows.iter_mut()).enumerate() {
+        install(w.table, w.key, std::mem::replace(row, Ok(None)), replaced(i), w.ts, w.lazy).map_err(|message| OpenError::Replay { lsn: w.lsn, message })?;
     }
     Ok(())
 }

@@ -51,6 +51,17 @@ pub struct Statistics {
     pub index_bytes: u64,
 }
 
+/// The row a logged change replaced, as recovery knows it ([`Handler::redo_committed`]).
+#[derive(Debug, Clone, Copy)]
+pub enum Replaced<'a> {
+    /// None: the change is an insert.
+    Nothing,
+    /// This row.
+    Row(&'a Row),
+    /// The log does not hold it.
+    Unknown,
+}
+
 /// One table of a storage engine. See the module documentation.
 pub trait Handler: Send + Sync + std::fmt::Debug {
     /// The engine's name, as `SHOW ENGINES` and `information_schema.TABLES` show it.
@@ -196,6 +207,21 @@ pub trait Handler: Send + Sync + std::fmt::Debug {
     fn written_rows<'a>(&'a self, txn: TxnId) -> Box<dyn WrittenRows + 'a>;
     /// Install a committed image (or a delete) at `pk` as of `ts`: recovery and copies.
     fn apply_committed(&self, pk: &[u8], row: Option<Row>, ts: Timestamp);
+    /// Recovery's [`Handler::apply_committed`] of a logged change, told the row the change
+    /// replaced as the log holds it. With `lazy`, a paged table may leave the change for the
+    /// leaves it touches to take when they are next read in ([`Handler::redo_pending`]),
+    /// instead of reading them now: it must read them when the change moves index entries
+    /// and the log does not hold the row replaced.
+    fn redo_committed(&self, pk: &[u8], row: Option<Row>, replaced: Replaced<'_>, ts: Timestamp, lazy: bool) {
+        let _ = (replaced, lazy);
+        self.apply_committed(pk, row, ts);
+    }
+    /// Recovery's changes still waiting for their leaves ([`Handler::redo_committed`]).
+    fn redo_pending(&self) -> u64 {
+        0
+    }
+    /// Reads in every leaf that recovery's changes wait for, applying them.
+    fn drain_redo(&self) {}
     /// A hint that [`Handler::apply_committed`] will soon install a row at `pk`: a paged
     /// table asks the OS to start reading the leaves the install uses, and reads nothing
     /// itself: the row's leaf, and the index leaves of the entries of each of `rows` (the

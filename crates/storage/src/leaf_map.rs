@@ -30,6 +30,7 @@
 //! about 150 bytes before the row's image; a leaf entry costs its key and value. A bulk
 //! load's ascending keys fill the last leaf and start a new one, so leaves stay full.
 
+use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
@@ -276,7 +277,16 @@ pub struct LeafMap<V> {
     len: AtomicU64,
     /// Where evicted leaves go; `None`: every leaf stays in memory.
     paging: Option<Arc<Paging>>,
+    /// Recovery's changes waiting for their leaves to be read in ([`LeafMap::redo`]), by key:
+    /// only for keys whose leaf is on disk. Locked after a leaf's mutex, never before.
+    redo: Mutex<BTreeMap<Box<[u8]>, Redo<V>>>,
+    /// Entries in `redo`, read without its lock: 0 once recovery's changes are all in.
+    redo_pending: AtomicU64,
 }
+
+/// A change recovery makes to the value at one key ([`LeafMap::redo`]): run on the value,
+/// or on a default one when the key has none; a value it leaves vacant leaves the map.
+pub type Redo<V> = Box<dyn FnOnce(&mut V) + Send>;
 
 /// A resident leaf of a paged map, as the pool's clock holds it: weakly, so a dropped
 /// table's leaves and page file are not kept alive by the clock.
@@ -477,7 +487,7 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
         let leaves = SkipMap::new();
         let first: Box<[u8]> = Box::default();
         leaves.insert(first.clone(), Arc::new(Mutex::new(Leaf::new(first, None))));
-        LeafMap { leaves, len: AtomicU64::new(0), paging }
+        LeafMap { leaves, len: AtomicU64::new(0), paging, redo: Mutex::default(), redo_pending: AtomicU64::new(0) }
     }
 
     /// An empty paged map: its leaves leave memory when `paging`'s pool needs room.
@@ -534,7 +544,7 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
             map.insert(l.low.clone(), Arc::new(Mutex::new(leaf)));
         }
         let len = leaves.iter().map(|l| l.entries).sum();
-        LeafMap { leaves: map, len: AtomicU64::new(len), paging: Some(paging) }
+        LeafMap { leaves: map, len: AtomicU64::new(len), paging: Some(paging), redo: Mutex::default(), redo_pending: AtomicU64::new(0) }
     }
 
     /// Every leaf's lowest key and block, in key order, when every leaf is on disk or
@@ -559,11 +569,14 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
         paging.pool.admit(Box::new(ResidentLeaf { leaf: Arc::downgrade(leaf_ref), paging: Arc::downgrade(paging) }), leaf.page.charged, dirty);
     }
 
-    /// A leaf was just locked to be used: mark it used, and read it in if it is on disk.
+    /// A leaf was just locked to be used: mark it used, read it in if it is on disk, and
+    /// apply recovery's changes waiting for it ([`LeafMap::redo`]). Those may split it: the
+    /// caller checks that it still covers the key it wants.
     fn admit(&self, leaf: &mut LockedLeaf<V>) {
         if let Some(paging) = &self.paging {
             leaf.page.referenced = true;
             self.read_in(paging, leaf);
+            self.apply_redo(leaf);
         }
     }
 
@@ -639,9 +652,14 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
 
     /// The leaf covering `key`, locked, in memory and marked used.
     fn leaf_for(&self, key: &[u8]) -> LockedLeaf<V> {
-        let mut leaf = self.leaf_unadmitted(key);
-        self.admit(&mut leaf);
-        leaf
+        loop {
+            let mut leaf = self.leaf_unadmitted(key);
+            self.admit(&mut leaf);
+            if leaf.covers(key) {
+                return leaf;
+            }
+            // Recovery's changes split it on the way in: the part for `key` is published.
+        }
     }
 
     /// The leaf holding the greatest keys below `key` (exclusive), locked; `None` when
@@ -652,7 +670,10 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
             let mut leaf = entry.value().lock_arc();
             if leaf.high.as_deref().is_none_or(|high| high >= key) {
                 self.admit(&mut leaf);
-                return Some(leaf);
+                // (Unless recovery's changes split it on the way in: look again.)
+                if leaf.high.as_deref().is_none_or(|high| high >= key) {
+                    return Some(leaf);
+                }
             }
         }
     }
@@ -664,7 +685,9 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
             let mut leaf = entry.value().lock_arc();
             if leaf.high.is_none() {
                 self.admit(&mut leaf);
-                return leaf;
+                if leaf.high.is_none() {
+                    return leaf;
+                }
             }
         }
     }
@@ -721,9 +744,9 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
     /// finger keeps it for next time. The finger's leaf is unlocked before another is locked
     /// (one leaf at a time).
     fn leaf_near(&self, finger: &mut Finger<V>, key: &[u8]) -> LockedLeaf<V> {
-        let near = finger.leaf.take().map(|leaf| leaf.lock_arc()).filter(|leaf| leaf.covers(key)).map(|mut leaf| {
+        let near = finger.leaf.take().map(|leaf| leaf.lock_arc()).filter(|leaf| leaf.covers(key)).and_then(|mut leaf| {
             self.admit(&mut leaf);
-            leaf
+            leaf.covers(key).then_some(leaf)
         });
         let leaf = near.unwrap_or_else(|| self.leaf_for(key));
         finger.leaf = Some(Arc::clone(ArcMutexGuard::mutex(&leaf)));
@@ -894,6 +917,9 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
         mut entry: impl FnMut(&[u8], V, &mut Vec<u8>) -> bool,
     ) -> std::io::Result<Vec<DirectoryLeaf>> {
         let paging = self.paging.as_ref().expect("only a paged map writes pages");
+        // A leaf's stable block does not hold recovery's changes waiting for it: they go in
+        // first, or the checkpoint would name blocks without them.
+        self.drain_redo();
         let mut directory: Vec<DirectoryLeaf> = Vec::new();
         let mut next: Box<[u8]> = Box::default();
         let written = loop {
@@ -1048,6 +1074,130 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
         let leaf = self.leaf_unadmitted(key);
         if let (true, Some(block)) = (leaf.page.evicted, leaf.page.block) {
             paging.file.will_need(block);
+        }
+    }
+
+    /// Recovery's change `f` to the value at `key` (see [`Redo`]). With `lazy`, a change
+    /// whose leaf is on disk waits for it ([`LeafMap::redo_pending`]): it is applied, with the
+    /// others waiting in the leaf's range, in key order, when the leaf is next read in for any
+    /// use, or by [`LeafMap::drain_redo`]; a later change to the same key replaces it (each
+    /// change gives the whole value the key ends with). Otherwise, and for a leaf in memory,
+    /// `f` runs now. So start-up reads no leaf for the changes it replays, as InnoDB applies
+    /// its redo to a page when the page is read.
+    ///
+    /// Invariant: a waiting change's leaf is on disk (it is queued under the leaf's mutex,
+    /// and a leaf read in takes its range's changes under it).
+    pub fn redo(&self, key: &[u8], f: Redo<V>, lazy: bool) {
+        if lazy && self.paging.is_some() {
+            let leaf = self.leaf_unadmitted(key);
+            if leaf.page.evicted {
+                if self.redo.lock().insert(key.into(), f).is_none() {
+                    self.redo_pending.fetch_add(1, Ordering::Release);
+                }
+                return;
+            }
+            drop(leaf);
+        }
+        self.with_or_insert(key, f);
+    }
+
+    /// Recovery's changes still waiting for their leaves ([`LeafMap::redo`]).
+    pub fn redo_pending(&self) -> u64 {
+        self.redo_pending.load(Ordering::Acquire)
+    }
+
+    /// Reads in every leaf that recovery's changes wait for, applying them, until none waits.
+    pub fn drain_redo(&self) {
+        while self.redo_pending() > 0 {
+            let Some(key) = self.redo.lock().keys().next().cloned() else { return };
+            // Reading the leaf in takes its range's changes, `key`'s among them.
+            drop(self.leaf_for(&key));
+            self.make_room();
+        }
+    }
+
+    /// Applies the changes recovery left for a locked, resident leaf's range
+    /// ([`LeafMap::redo`]) in key order, then splits the leaf if they took it over
+    /// [`LEAF_ENTRIES_MAX`] (the leaf keeps the lowest keys).
+    fn apply_redo(&self, leaf: &mut LockedLeaf<V>) {
+        if self.redo_pending() == 0 {
+            return;
+        }
+        let taken: Vec<(Box<[u8]>, Redo<V>)> = {
+            let mut queue = self.redo.lock();
+            let upper = leaf.high.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
+            let keys: Vec<Box<[u8]>> = queue.range::<[u8], _>((Bound::Included(&leaf.low[..]), upper)).map(|(k, _)| k.clone()).collect();
+            keys.into_iter().map(|k| queue.remove(&k).map(|f| (k, f))).collect::<Option<_>>().expect("the keys just found are there")
+        };
+        if taken.is_empty() {
+            return;
+        }
+        self.redo_pending.fetch_sub(taken.len() as u64, Ordering::Release);
+        self.will_change(leaf);
+        for (key, f) in taken {
+            match leaf.search(&key) {
+                Ok(i) => {
+                    f(&mut leaf.values[i]);
+                    if leaf.values[i].is_vacant() {
+                        leaf.remove_at(i);
+                        self.len.fetch_sub(1, Ordering::Relaxed);
+                    }
+                }
+                Err(i) => {
+                    let mut value = V::default();
+                    f(&mut value);
+                    if !value.is_vacant() {
+                        leaf.insert_at(i, &key, value);
+                        self.len.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+        }
+        self.split_to_bound(leaf);
+        leaf.recount_heap();
+        self.recharge(leaf);
+    }
+
+    /// Splits a locked leaf over [`LEAF_ENTRIES_MAX`] into as few leaves as hold its
+    /// entries, of equal size: it keeps the first part, and the others are published before
+    /// its mutex is released (the module's invariant). One pass over the entries, however
+    /// many parts.
+    fn split_to_bound(&self, leaf: &mut LockedLeaf<V>) {
+        let n = leaf.len();
+        if n <= LEAF_ENTRIES_MAX {
+            return;
+        }
+        let per = n.div_ceil(n.div_ceil(LEAF_ENTRIES_MAX));
+        let keys = std::mem::take(&mut leaf.keys);
+        let ends = std::mem::take(&mut leaf.ends);
+        let mut values = std::mem::take(&mut leaf.values).into_iter();
+        let high = leaf.high.take();
+        let mut parts: Vec<Leaf<V>> = Vec::new();
+        for from in (0..n).step_by(per) {
+            let to = (from + per).min(n);
+            let start = if from == 0 { 0 } else { ends[from - 1] };
+            let low: Box<[u8]> = if from == 0 { leaf.low.clone() } else { keys[start as usize..ends[from] as usize].into() };
+            let mut part = Leaf::new(low, None);
+            part.keys = keys[start as usize..ends[to - 1] as usize].to_vec();
+            part.ends = ends[from..to].iter().map(|e| e - start).collect();
+            part.values = values.by_ref().take(to - from).collect();
+            if let Some(before) = parts.last_mut() {
+                before.high = Some(part.low.clone());
+            }
+            parts.push(part);
+        }
+        parts.last_mut().expect("a leaf over its bound has parts").high = high;
+        let mut parts = parts.into_iter();
+        let first = parts.next().expect("a leaf over its bound has parts");
+        leaf.keys = first.keys;
+        leaf.ends = first.ends;
+        leaf.values = first.values;
+        leaf.high = first.high;
+        for part in parts {
+            let low = part.low.clone();
+            let part = Arc::new(Mutex::new(part));
+            self.admit_new(&mut part.lock(), &part);
+            self.leaves.insert(low, part);
         }
     }
 

@@ -27,7 +27,8 @@ pub mod value;
 pub use decimal::{Decimal, RoundingStrategy};
 pub use format::{ColumnWidth, FixedLayout, RowFormat, decode_log_row, log_row};
 pub use handler::{
-    ChainCursor, DeferredEntries, Handler, IMAGE_BATCH_ROWS, ImageBatch, ImageCursor, ImageRef, RowChange, RowCursor, ScanOrder, Statistics, WrittenRows,
+    ChainCursor, DeferredEntries, Handler, IMAGE_BATCH_ROWS, ImageBatch, ImageCursor, ImageRef, Replaced, RowChange, RowCursor, ScanOrder, Statistics,
+    WrittenRows,
 };
 pub use row::{decode_row, encode_row, row_bytes};
 pub use table::{IndexDef, KeyPart, ReadView, Table, Timestamp, TxnId, WriteError};

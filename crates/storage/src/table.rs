@@ -50,7 +50,7 @@ use smallvec::SmallVec;
 use crate::chain::{Chain, EncodedRow, Stamp, Version};
 use crate::format::RowFormat;
 use crate::handler::{
-    ChainCursor, DeferredEntries, Handler, IMAGE_BATCH_ROWS, ImageBatch, ImageCursor, RowChange, RowCursor, ScanOrder, Statistics, WrittenRows,
+    ChainCursor, DeferredEntries, Handler, IMAGE_BATCH_ROWS, ImageBatch, ImageCursor, Replaced, RowChange, RowCursor, ScanOrder, Statistics, WrittenRows,
 };
 use crate::index_entry::{EntryPk, pk_of};
 use crate::key::{encode_key, prefix_successor, range_is_empty};
@@ -222,6 +222,15 @@ pub struct WriteLatch<'a> {
     guard: MutexGuard<'a, ()>,
 }
 
+/// A table's bytes, as `SHOW TABLE STATUS` reports them.
+#[derive(Debug, Default)]
+struct Sizes {
+    /// Bytes of every version's image (`Data_length`).
+    data: AtomicU64,
+    /// Bytes of every primary key and secondary-index entry (`Index_length`).
+    index: AtomicU64,
+}
+
 /// A paged table's page file ([`crate::tablespace`]).
 struct TableFile {
     number: u64,
@@ -246,10 +255,9 @@ pub struct Table {
     insert_finger: Mutex<leaf_map::Finger<Chain>>,
     /// How versions lay out their images.
     format: RowFormat,
-    /// Bytes of every version's image (`Data_length`).
-    data_bytes: AtomicU64,
-    /// Bytes of every primary key and secondary-index entry (`Index_length`).
-    index_bytes: AtomicU64,
+    /// `Data_length` and `Index_length`: shared with recovery's changes waiting for their
+    /// leaves ([`Table::redo_committed`]), which count what they change when they run.
+    sizes: Arc<Sizes>,
     /// Where a paged table's leaves go when the pool needs room; `None`: all in memory.
     file: Option<TableFile>,
 }
@@ -279,8 +287,7 @@ impl Table {
             latch: Mutex::new(()),
             insert_finger: Mutex::new(leaf_map::Finger::default()),
             format,
-            data_bytes: AtomicU64::new(0),
-            index_bytes: AtomicU64::new(0),
+            sizes: Arc::default(),
             file,
         }
     }
@@ -385,7 +392,7 @@ impl Table {
     /// [`Handler::write_image_deferred`]).
     fn push_version(&self, chain: &mut Chain, txn: TxnId, pk: &[u8], version: Option<NewVersion<'_>>, mut deferred: Option<&mut DeferredEntries>) {
         if chain.versions.is_empty() {
-            self.index_bytes.fetch_add(pk.len() as u64, Ordering::Relaxed);
+            self.sizes.index.fetch_add(pk.len() as u64, Ordering::Relaxed);
         }
         if let Some(v) = version.as_ref().filter(|_| !self.indexes.is_empty()) {
             let r = v.row.expect("a table with secondary indexes is given the row");
@@ -401,7 +408,7 @@ impl Table {
                     continue;
                 }
                 entry.extend_from_slice(pk);
-                self.index_bytes.fetch_add((entry.len() + pk.len()) as u64, Ordering::Relaxed);
+                self.sizes.index.fetch_add((entry.len() + pk.len()) as u64, Ordering::Relaxed);
                 match deferred.as_deref_mut() {
                     Some(d) if !idx.def.unique => {
                         if d.per_index.len() <= i {
@@ -414,8 +421,17 @@ impl Table {
             }
         }
         let row = version.map(|v| v.image);
-        self.data_bytes.fetch_add(row.as_ref().map_or(0, |image| image.len() as u64), Ordering::Relaxed);
+        self.sizes.data.fetch_add(row.as_ref().map_or(0, |image| image.len() as u64), Ordering::Relaxed);
         chain.versions.push(Version { stamp: Stamp::pending(txn), row });
+    }
+
+    /// Applies every change recovery left waiting for the table's leaves
+    /// ([`Handler::redo_committed`]): the rows' first, then each index's.
+    fn drain_redo_all(&self) {
+        self.rows.drain_redo();
+        for idx in &self.indexes {
+            idx.entries.drain_redo();
+        }
     }
 
     /// A version of `row` to push: its image in the table's format, and the row.
@@ -433,8 +449,8 @@ impl Table {
         let old = std::mem::take(&mut chain.versions);
         let old_bytes: usize = old.iter().filter_map(|v| v.row.as_ref()).map(|image| image.len()).sum();
         let new_bytes = version.as_ref().map_or(0, |v| v.image.len());
-        self.data_bytes.fetch_add(new_bytes as u64, Ordering::Relaxed);
-        self.data_bytes.fetch_sub(old_bytes as u64, Ordering::Relaxed);
+        self.sizes.data.fetch_add(new_bytes as u64, Ordering::Relaxed);
+        self.sizes.data.fetch_sub(old_bytes as u64, Ordering::Relaxed);
         for idx in &self.indexes {
             let new_key = version.as_ref().map(|v| Self::index_key(&idx.def, v.row.expect("a table with secondary indexes is given the row")));
             let mut old_keys: SmallVec<[Vec<u8>; 1]> = SmallVec::new();
@@ -447,25 +463,25 @@ impl Table {
             if let Some(key) = new_key.as_ref().filter(|key| !old_keys.contains(key)) {
                 let mut entry = key.clone();
                 entry.extend_from_slice(pk);
-                self.index_bytes.fetch_add((entry.len() + pk.len()) as u64, Ordering::Relaxed);
+                self.sizes.index.fetch_add((entry.len() + pk.len()) as u64, Ordering::Relaxed);
                 idx.insert(&entry, pk);
             }
             for mut entry in old_keys.into_iter().filter(|key| new_key.as_ref() != Some(key)) {
                 entry.extend_from_slice(pk);
                 if idx.entries.with(&entry, |value| *value = EntryPk::default()).is_some() {
-                    self.index_bytes.fetch_sub((entry.len() + pk.len()) as u64, Ordering::Relaxed);
+                    self.sizes.index.fetch_sub((entry.len() + pk.len()) as u64, Ordering::Relaxed);
                 }
             }
         }
         match version {
             Some(v) => {
                 if old.is_empty() {
-                    self.index_bytes.fetch_add(pk.len() as u64, Ordering::Relaxed);
+                    self.sizes.index.fetch_add(pk.len() as u64, Ordering::Relaxed);
                 }
                 chain.versions.push(Version { stamp: Stamp::committed(ts), row: Some(v.image) });
             }
             None if !old.is_empty() => {
-                self.index_bytes.fetch_sub(pk.len() as u64, Ordering::Relaxed);
+                self.sizes.index.fetch_sub(pk.len() as u64, Ordering::Relaxed);
             }
             None => {}
         }
@@ -584,7 +600,7 @@ impl Table {
     /// referenced (the map removes the chain itself when no version is left).
     fn after_removal(&self, chain: &mut Chain, pk: &[u8], removed: &[Version]) {
         let removed_bytes: usize = removed.iter().filter_map(|v| v.row.as_ref()).map(|image| image.len()).sum();
-        self.data_bytes.fetch_sub(removed_bytes as u64, Ordering::Relaxed);
+        self.sizes.data.fetch_sub(removed_bytes as u64, Ordering::Relaxed);
         if !self.indexes.is_empty() && !removed.is_empty() {
             let kept: Vec<Row> = chain.versions.iter().filter_map(|v| v.row.as_deref()).map(|image| self.decode(image)).collect();
             for row in removed.iter().filter_map(|v| v.row.as_deref()).map(|image| self.decode(image)) {
@@ -596,13 +612,13 @@ impl Table {
                     let mut entry = key;
                     entry.extend_from_slice(pk);
                     if idx.entries.with(&entry, |value| *value = EntryPk::default()).is_some() {
-                        self.index_bytes.fetch_sub((entry.len() + pk.len()) as u64, Ordering::Relaxed);
+                        self.sizes.index.fetch_sub((entry.len() + pk.len()) as u64, Ordering::Relaxed);
                     }
                 }
             }
         }
         if chain.versions.is_empty() && !removed.is_empty() {
-            self.index_bytes.fetch_sub(pk.len() as u64, Ordering::Relaxed);
+            self.sizes.index.fetch_sub(pk.len() as u64, Ordering::Relaxed);
         }
     }
 }
@@ -627,7 +643,7 @@ impl Handler for Table {
     }
 
     fn statistics(&self) -> Statistics {
-        Statistics { rows: self.rows.len(), data_bytes: self.data_bytes.load(Ordering::Relaxed), index_bytes: self.index_bytes.load(Ordering::Relaxed) }
+        Statistics { rows: self.rows.len(), data_bytes: self.sizes.data.load(Ordering::Relaxed), index_bytes: self.sizes.index.load(Ordering::Relaxed) }
     }
 
     fn row_format(&self) -> &RowFormat {
@@ -941,6 +957,88 @@ impl Handler for Table {
         });
     }
 
+    /// Lazily (a paged table, `lazy`, and the entries the change moves known), the change
+    /// goes to the leaf maps as changes waiting for their leaves ([`LeafMap::redo`]): the
+    /// row's chain becomes the one committed version (or leaves the map), each index whose key
+    /// the change moved loses the old entry and gains the new one, and each counts the bytes
+    /// it changes when it runs. What [`Table::replace_committed`] does, in pieces that may run
+    /// in any order: each piece sets a key to its final state, and a leaf takes all of its
+    /// range's pieces at once, so readers see every leaf either before recovery or after it,
+    /// and never before once anyone has seen it after.
+    fn redo_committed(&self, pk: &[u8], row: Option<Row>, replaced: Replaced<'_>, ts: Timestamp, lazy: bool) {
+        if self.file.is_none() || !lazy || (matches!(replaced, Replaced::Unknown) && !self.indexes.is_empty()) {
+            self.apply_committed(pk, row, ts);
+            return;
+        }
+        if !self.has_primary_key()
+            && let Some(id) = crate::key::decode_uint_key(pk)
+        {
+            self.next_row_id.fetch_max(id + 1, Ordering::AcqRel);
+        }
+        let pk_len = pk.len() as u64;
+        for idx in &self.indexes {
+            let new_key = row.as_ref().map(|r| Self::index_key(&idx.def, r));
+            let old_key = match replaced {
+                Replaced::Row(before) => Some(Self::index_key(&idx.def, before)),
+                Replaced::Nothing | Replaced::Unknown => None,
+            };
+            if new_key == old_key {
+                continue;
+            }
+            if let Some(mut entry) = old_key {
+                entry.extend_from_slice(pk);
+                let (sizes, bytes) = (Arc::clone(&self.sizes), entry.len() as u64 + pk_len);
+                let remove = move |value: &mut EntryPk| {
+                    if !value.is_vacant() {
+                        sizes.index.fetch_sub(bytes, Ordering::Relaxed);
+                        *value = EntryPk::default();
+                    }
+                };
+                idx.entries.redo(&entry, Box::new(remove), true);
+            }
+            if let Some(mut entry) = new_key {
+                entry.extend_from_slice(pk);
+                let (sizes, bytes, new) = (Arc::clone(&self.sizes), entry.len() as u64 + pk_len, EntryPk::new(pk));
+                let insert = move |value: &mut EntryPk| {
+                    if value.is_vacant() {
+                        sizes.index.fetch_add(bytes, Ordering::Relaxed);
+                    }
+                    *value = new;
+                };
+                idx.entries.redo(&entry, Box::new(insert), true);
+            }
+        }
+        let image = row.as_ref().map(|r| self.format.encode(r));
+        let sizes = Arc::clone(&self.sizes);
+        let replace = move |chain: &mut Chain| {
+            let old = std::mem::take(&mut chain.versions);
+            let old_bytes: usize = old.iter().filter_map(|v| v.row.as_ref()).map(|image| image.len()).sum();
+            sizes.data.fetch_sub(old_bytes as u64, Ordering::Relaxed);
+            match image {
+                Some(image) => {
+                    sizes.data.fetch_add(image.len() as u64, Ordering::Relaxed);
+                    if old.is_empty() {
+                        sizes.index.fetch_add(pk_len, Ordering::Relaxed);
+                    }
+                    chain.versions.push(Version { stamp: Stamp::committed(ts), row: Some(image) });
+                }
+                None if !old.is_empty() => {
+                    sizes.index.fetch_sub(pk_len, Ordering::Relaxed);
+                }
+                None => {}
+            }
+        };
+        self.rows.redo(pk, Box::new(replace), true);
+    }
+
+    fn redo_pending(&self) -> u64 {
+        self.rows.redo_pending() + self.indexes.iter().map(|idx| idx.entries.redo_pending()).sum::<u64>()
+    }
+
+    fn drain_redo(&self) {
+        self.drain_redo_all();
+    }
+
     fn read_ahead(&self, pk: &[u8], rows: &[&Row]) {
         if self.file.is_none() {
             return;
@@ -988,7 +1086,7 @@ mod build;
 mod pages;
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::handler::Handler;
 
@@ -1215,9 +1313,9 @@ mod tests {
 
     /// Every chain's versions, every index's entries (with their primary keys) and the byte
     /// counts.
-    type WholeState = (Vec<String>, Vec<Vec<(Vec<u8>, Vec<u8>)>>, Statistics);
+    pub(crate) type WholeState = (Vec<String>, Vec<Vec<(Vec<u8>, Vec<u8>)>>, Statistics);
 
-    fn whole_state(t: &Table) -> WholeState {
+    pub(crate) fn whole_state(t: &Table) -> WholeState {
         let mut chains = Vec::new();
         let mut walk = Walk::new(Bound::Unbounded, Bound::Unbounded, ScanOrder::Ascending);
         while !walk.is_done() {

@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
-use super::{IndexDef, SecondaryIndex, Table, TableFile, WriteError};
+use super::{IndexDef, SecondaryIndex, Sizes, Table, TableFile, WriteError};
 use crate::handler::ScanOrder;
 use crate::index_entry::EntryPk;
 use crate::leaf_map::{self, Walk};
@@ -98,6 +98,8 @@ impl Table {
 
     /// [`Table::build_with_indexes`] with runs of at most `run_bytes`.
     fn build_in_runs(&self, added: Vec<IndexDef>, run_bytes: usize) -> Result<Table, WriteError> {
+        // Recovery's changes still waiting count into this table's sizes: in before they are copied.
+        self.drain_redo_all();
         let first_new = self.indexes.len();
         let mut indexes = self.indexes.clone();
         for (i, def) in added.into_iter().enumerate() {
@@ -113,8 +115,10 @@ impl Table {
             latch: Mutex::new(()),
             insert_finger: Mutex::new(leaf_map::Finger::default()),
             format: self.format.clone(),
-            data_bytes: AtomicU64::new(self.data_bytes.load(Ordering::Relaxed)),
-            index_bytes: AtomicU64::new(self.index_bytes.load(Ordering::Relaxed)),
+            sizes: Arc::new(Sizes {
+                data: AtomicU64::new(self.sizes.data.load(Ordering::Relaxed)),
+                index: AtomicU64::new(self.sizes.index.load(Ordering::Relaxed)),
+            }),
             file: self.file.as_ref().map(|f| TableFile { number: f.number, file: Arc::clone(&f.file) }),
         };
         match table.build_indexes(first_new, run_bytes) {
@@ -179,7 +183,7 @@ impl Table {
                 return Err(WriteError::Duplicate { index: Some(index), existing_pk });
             }
             idx.entries.with_or_insert_near(&mut finger, entry, |value| *value = EntryPk::new(pk));
-            self.index_bytes.fetch_add((entry.len() + pk.len()) as u64, Ordering::Relaxed);
+            self.sizes.index.fetch_add((entry.len() + pk.len()) as u64, Ordering::Relaxed);
         }
         run.clear();
         Ok(())
