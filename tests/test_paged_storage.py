@@ -7,6 +7,7 @@ a table into a new page file, and a server that evicts every leaf it can
 Each test runs its own server (PrivateQuill), because it sets the pool's size or kills the
 server; the shared server's pool is the default 128 MiB."""
 
+import re
 import subprocess
 import threading
 import time
@@ -111,6 +112,78 @@ def test_a_restart_after_kill_reads_no_table_until_asked(tmp_path: Path):
             c.execute("UPDATE paged.t SET c = %s WHERE id = 5", (f"{PAD}5",))
         check_contents(conn)
         assert "checkpoint_rows=60000" in q.log().replace("\x1b[0m", "").replace("\x1b[2m", "").replace("\x1b[3m", "")
+
+
+def changed_rows() -> dict[int, int]:
+    """id -> k of paged.t after `change_after_checkpoint` on `load`'s rows."""
+    rows = {i: i % 1000 + (1000 if i % 7 == 0 else 0) for i in range(ROWS) if i % 11 != 0}
+    rows.update({i: i % 1000 for i in range(ROWS, ROWS + 2000)})
+    return rows
+
+
+def change_after_checkpoint(conn) -> None:
+    """Updates that move index keys, deletes, and inserts past the last leaf."""
+    with conn.cursor() as c:
+        c.execute("UPDATE paged.t SET k = k + 1000 WHERE id % 7 = 0")
+        c.execute("DELETE FROM paged.t WHERE id % 11 = 0")
+        for start in range(ROWS, ROWS + 2000, 500):
+            c.execute("INSERT INTO paged.t VALUES " + ",".join(f"({i},{i % 1000},'new {i}')" for i in range(start, start + 500)))
+
+
+def check_changed(conn) -> None:
+    rows = changed_rows()
+    with conn.cursor() as c:
+        c.execute("SELECT COUNT(*), SUM(id), SUM(k) FROM paged.t")
+        assert c.fetchone() == (len(rows), sum(rows), sum(rows.values()))
+        for k in (7, 1007, 999):
+            # Through the secondary index, whose entries moved.
+            c.execute("SELECT id FROM paged.t FORCE INDEX (k) WHERE k = %s ORDER BY id", (k,))
+            assert [r[0] for r in c.fetchall()] == sorted(i for i, v in rows.items() if v == k), f"k = {k}"
+        c.execute("SELECT c FROM paged.t WHERE id = %s", (ROWS + 1999,))
+        assert c.fetchone() == (f"new {ROWS + 1999}",)
+        c.execute("CHECK TABLE paged.t")
+        assert c.fetchall()[-1][-1] == "OK"
+
+
+def replayed_waiting(log: str) -> int:
+    """What the last start-up's recovery line says it left waiting for leaves."""
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", log)
+    found = re.findall(r"recovery: loaded the checkpoint and replayed the commit log .*redo_waiting=(\d+)", plain)
+    assert found, "no recovery line"
+    return int(found[-1])
+
+
+def test_changes_replayed_at_start_up_wait_for_their_leaves_and_reach_the_next_checkpoint(tmp_path: Path):
+    """After kill -9, start-up replays the log since the checkpoint without reading the leaves
+    the changes touch (as InnoDB applies redo when a page is read): they wait, and each leaf
+    takes its own when a query reads it, or when the background thread reads the rest in.
+    Queries answer with every change in; the waiting count falls to 0; and a checkpoint after
+    that, then another kill -9, loses none of them."""
+    datadir = tmp_path / "d"
+    with PrivateQuill(datadir, f"--innodb-buffer-pool-size={POOL_BYTES}", "--quill-checkpoint-interval-seconds=1") as q:
+        conn = q.connect()
+        load(conn)
+        q.wait_for_checkpoint()
+        with conn.cursor() as c:
+            c.execute("SET GLOBAL quill_checkpoint_interval_seconds = 86400")
+        change_after_checkpoint(conn)
+        q.kill()
+    with PrivateQuill(datadir, f"--innodb-buffer-pool-size={POOL_BYTES}") as q:
+        conn = q.connect()
+        assert replayed_waiting(q.log()) > 10_000, "the replayed changes wait for their leaves"
+        check_changed(conn)
+        assert wait_for(lambda: status(conn, "Quill_recovery_changes_waiting") == 0)
+        assert wait_for(lambda: "replayed changes all applied to their leaves" in q.log())
+        check_changed(conn)
+        with conn.cursor() as c:
+            checkpoints = status(conn, "Quill_checkpoints")
+            c.execute("SET GLOBAL quill_checkpoint_interval_seconds = 1")
+            assert wait_for(lambda: status(conn, "Quill_checkpoints") > checkpoints)
+        q.kill()
+    with PrivateQuill(datadir, f"--innodb-buffer-pool-size={POOL_BYTES}") as q:
+        conn = q.connect()
+        assert replayed_waiting(q.log()) == 0, "the checkpoint holds every change"
+        check_changed(conn)
 
 
 def data_free(conn) -> int:

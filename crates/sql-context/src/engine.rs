@@ -383,7 +383,18 @@ impl Engine {
             ),
             ("Innodb_pages_written", counter(|c| &c.pages_written)),
             ("Quill_buffer_pool_evictions", counter(|c| &c.evictions)),
+            ("Quill_recovery_changes_waiting", self.redo_pending().to_string()),
         ]
+    }
+}
+
+impl Engine {
+    /// Replayed changes of every table still waiting for their leaves
+    /// ([`quill_storage::Handler::redo_pending`]): 0 once recovery's are all applied.
+    #[must_use]
+    pub fn redo_pending(&self) -> u64 {
+        let catalog = self.catalog();
+        catalog.databases.values().flat_map(|db| db.tables.values()).map(|t| t.data.redo_pending()).sum()
     }
 }
 

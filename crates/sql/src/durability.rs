@@ -194,7 +194,7 @@ pub fn open_with(
     }
     engine.commit_notify.set_floor(log.next_position().0);
     assert!(engine.log.set(log).is_ok(), "the log is attached once");
-    let redo_pending = redo_pending(&engine);
+    let redo_pending = engine.redo_pending();
     if redo_pending > 0 && drain_redo_in_background {
         let drained = Arc::clone(&engine);
         if let Err(e) = std::thread::Builder::new().name("quill-redo-drain".into()).spawn(move || drain_redo(&drained)) {
@@ -205,28 +205,23 @@ pub fn open_with(
     Ok((engine, OpenReport { checkpoint: checkpoint.map(|c| (c.position.lsn, c.rows)), log: recovered, replay_threads, redo_pending }))
 }
 
-/// Replayed changes of every table still waiting for their leaves
-/// ([`quill_storage::Handler::redo_pending`]).
-#[must_use]
-pub fn redo_pending(engine: &Engine) -> u64 {
-    let catalog = engine.catalog();
-    catalog.databases.values().flat_map(|db| db.tables.values()).map(|t| t.data.redo_pending()).sum()
-}
-
 /// Applies the replayed changes still waiting for their leaves, table by table, reading the
 /// leaves in ([`quill_storage::Handler::drain_redo`]): what start-up left to do in the
 /// background. Queries meanwhile find every leaf they read with its changes in, and a
-/// checkpoint applies a table's before it writes it. A table dropped meanwhile is drained
-/// still (its leaves are readable until its last handle goes).
+/// checkpoint applies a table's before it writes it. A table dropped or rebuilt meanwhile
+/// (its data no longer the catalog's) is passed over: its changes go with it.
 pub fn drain_redo(engine: &Engine) {
     let started = std::time::Instant::now();
-    let pending = redo_pending(engine);
-    let tables: Vec<Arc<dyn quill_storage::Handler>> = {
+    let pending = engine.redo_pending();
+    let tables: Vec<(String, String, Arc<dyn quill_storage::Handler>)> = {
         let catalog = engine.catalog();
-        catalog.databases.values().flat_map(|db| db.tables.values()).map(|t| Arc::clone(&t.data)).collect()
+        catalog.databases.values().flat_map(|db| db.tables.values()).map(|t| (t.db.clone(), t.name.clone(), Arc::clone(&t.data))).collect()
     };
-    for table in tables {
-        table.drain_redo();
+    for (db, name, table) in tables {
+        let current = engine.catalog().table(&db, &name).is_ok_and(|t| Arc::ptr_eq(&t.data, &table));
+        if current {
+            table.drain_redo();
+        }
     }
     tracing::info!(changes = pending, elapsed_ms = started.elapsed().as_millis() as u64, "recovery: replayed changes all applied to their leaves");
 }

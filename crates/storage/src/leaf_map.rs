@@ -19,7 +19,11 @@
 //!   the leaf's mutex is released;
 //! - a leaf left empty is removed (but the first), its range going to the leaf before it,
 //!   under both their mutexes, taken left to right; a removed leaf covers nothing, so a
-//!   caller that locks it looks again.
+//!   caller that locks it looks again;
+//! - recovery's changes waiting for a leaf ([`LeafMap::redo`]) are for a leaf on disk: one is
+//!   queued under its leaf's mutex, and a leaf read in takes its range's changes under its
+//!   mutex before the caller sees it (which may split it: callers check that the leaf they
+//!   were given still covers their key). The queue's lock is taken after a leaf's, never before.
 //!
 //! Nobody holds a leaf's mutex across a call of this module's API. Every operation locks one
 //! leaf at a time, but the removal of an empty leaf, which locks its left neighbour first. Walks
