@@ -173,6 +173,8 @@ async fn run(cfg: config::Config) -> std::io::Result<()> {
         to_lsn = opened.log.end_lsn,
         replay_threads = opened.replay_threads,
         redo_waiting = opened.redo_pending,
+        checkpoint_ms = opened.checkpoint_time.as_millis() as u64,
+        replay_ms = opened.replay_time.as_millis() as u64,
         elapsed_ms = started.elapsed().as_millis() as u64,
         "recovery: loaded the checkpoint and replayed the commit log"
     );

@@ -68,6 +68,9 @@ pub struct OpenReport {
     /// Row changes and index entries replayed that wait for their leaves to be read in
     /// ([`quill_storage::Handler::redo_committed`]), as start-up ended.
     pub redo_pending: u64,
+    /// Time spent loading the checkpoint, and reading and replaying the log after it.
+    pub checkpoint_time: Duration,
+    pub replay_time: Duration,
 }
 
 /// Opens the engine on `datadir`: loads the newest complete checkpoint, replays the
@@ -163,7 +166,10 @@ pub fn open_with(
     if unfinished > 0 {
         tracing::info!(files = unfinished, "removed unfinished checkpoint files");
     }
+    let loading = std::time::Instant::now();
     let checkpoint = replayer.load_checkpoint(fs.as_ref(), datadir)?;
+    let checkpoint_time = loading.elapsed();
+    let replaying = std::time::Instant::now();
     engine.schemas.lock().record(0, &engine.catalog());
     let start = checkpoint.as_ref().map(|c| quill_log::Start {
         lsn: c.position.lsn,
@@ -180,6 +186,7 @@ pub fn open_with(
     })?;
     replayer.flush()?;
     drop(replayer);
+    let replay_time = replaying.elapsed();
     if let Some(lost) = &recovered.lost {
         tracing::error!(
             log_end = lost.log_end,
@@ -202,7 +209,10 @@ pub fn open_with(
             tracing::warn!(error = %e, "recovery: no thread to apply the replayed changes in the background; leaves take them as they are read");
         }
     }
-    Ok((engine, OpenReport { checkpoint: checkpoint.map(|c| (c.position.lsn, c.rows)), log: recovered, replay_threads, redo_pending }))
+    Ok((
+        engine,
+        OpenReport { checkpoint: checkpoint.map(|c| (c.position.lsn, c.rows)), log: recovered, replay_threads, redo_pending, checkpoint_time, replay_time },
+    ))
 }
 
 /// Applies the replayed changes still waiting for their leaves, table by table, reading the
