@@ -231,6 +231,29 @@ struct Sizes {
     index: AtomicU64,
 }
 
+impl Sizes {
+    /// The end of replacing a chain's versions (taken out, their image bytes uncounted, and
+    /// `had_versions` if there were any) with `image` committed at `ts`, or with nothing (a
+    /// delete): the new image counted, and the primary key's bytes counted or uncounted as
+    /// the row comes into being or leaves. [`Table::replace_committed`] and recovery's
+    /// waiting change ([`Handler::redo_committed`]) end alike.
+    fn settle_chain(&self, chain: &mut Chain, had_versions: bool, pk_len: u64, image: Option<EncodedRow>, ts: Timestamp) {
+        match image {
+            Some(image) => {
+                self.data.fetch_add(image.len() as u64, Ordering::Relaxed);
+                if !had_versions {
+                    self.index.fetch_add(pk_len, Ordering::Relaxed);
+                }
+                chain.versions.push(Version { stamp: Stamp::committed(ts), row: Some(image) });
+            }
+            None if had_versions => {
+                self.index.fetch_sub(pk_len, Ordering::Relaxed);
+            }
+            None => {}
+        }
+    }
+}
+
 /// A paged table's page file ([`crate::tablespace`]).
 struct TableFile {
     number: u64,
@@ -448,9 +471,6 @@ impl Table {
     fn replace_committed(&self, chain: &mut Chain, pk: &[u8], version: Option<NewVersion<'_>>, ts: Timestamp) {
         let old = std::mem::take(&mut chain.versions);
         let old_bytes: usize = old.iter().filter_map(|v| v.row.as_ref()).map(|image| image.len()).sum();
-        let new_bytes = version.as_ref().map_or(0, |v| v.image.len());
-        self.sizes.data.fetch_add(new_bytes as u64, Ordering::Relaxed);
-        self.sizes.data.fetch_sub(old_bytes as u64, Ordering::Relaxed);
         for idx in &self.indexes {
             let new_key = version.as_ref().map(|v| Self::index_key(&idx.def, v.row.expect("a table with secondary indexes is given the row")));
             let mut old_keys: SmallVec<[Vec<u8>; 1]> = SmallVec::new();
@@ -473,18 +493,8 @@ impl Table {
                 }
             }
         }
-        match version {
-            Some(v) => {
-                if old.is_empty() {
-                    self.sizes.index.fetch_add(pk.len() as u64, Ordering::Relaxed);
-                }
-                chain.versions.push(Version { stamp: Stamp::committed(ts), row: Some(v.image) });
-            }
-            None if !old.is_empty() => {
-                self.sizes.index.fetch_sub(pk.len() as u64, Ordering::Relaxed);
-            }
-            None => {}
-        }
+        self.sizes.data.fetch_sub(old_bytes as u64, Ordering::Relaxed);
+        self.sizes.settle_chain(chain, !old.is_empty(), pk.len() as u64, version.map(|v| v.image), ts);
     }
 
     /// Push a version unless another transaction holds the row; with `fresh`, also fail
@@ -1014,19 +1024,7 @@ impl Handler for Table {
             let old = std::mem::take(&mut chain.versions);
             let old_bytes: usize = old.iter().filter_map(|v| v.row.as_ref()).map(|image| image.len()).sum();
             sizes.data.fetch_sub(old_bytes as u64, Ordering::Relaxed);
-            match image {
-                Some(image) => {
-                    sizes.data.fetch_add(image.len() as u64, Ordering::Relaxed);
-                    if old.is_empty() {
-                        sizes.index.fetch_add(pk_len, Ordering::Relaxed);
-                    }
-                    chain.versions.push(Version { stamp: Stamp::committed(ts), row: Some(image) });
-                }
-                None if !old.is_empty() => {
-                    sizes.index.fetch_sub(pk_len, Ordering::Relaxed);
-                }
-                None => {}
-            }
+            sizes.settle_chain(chain, !old.is_empty(), pk_len, image, ts);
         };
         self.rows.redo(pk, Box::new(replace), true);
     }
