@@ -9,7 +9,10 @@
 //! At start-up ([`open`]) the log is replayed in commit order through [`Replayer`]
 //! (the log hands over a streamed transaction's parts at its commit, as records of their own):
 //! - row changes are installed as committed versions, with indexes, hidden row ids and
-//!   AUTO_INCREMENT counters kept in step;
+//!   AUTO_INCREMENT counters kept in step. On paged tables a change whose replaced row the
+//!   log holds is not applied to its leaves at start-up: it waits until they are read in
+//!   (`Handler::redo_committed`), within [`OpenConfig::redo_waiting_bytes`], and a
+//!   background thread ([`drain_redo`]) applies what is left once the server is up;
 //! - DDL is executed again through a session, which rebuilds the catalog as it was at that
 //!   point of the log.
 //!
