@@ -1,6 +1,7 @@
 """Durability as a user meets it through a client: the log's counters in SHOW GLOBAL STATUS,
 the flush-mode variables and their bounds, statements that must not commit or half-apply,
-a clean shutdown in flush mode 0, a restart on a log whose last record was damaged, the
+a clean shutdown in flush mode 0, a restart on a log whose last record was damaged or which
+lost a block with records after it, the
 server's UUID kept in the data directory, `binlog_row_image`, and a log of a newer format
 refused at start-up.
 (SIGKILL under load is tests/test_crash_recovery.py.)
@@ -216,6 +217,51 @@ def test_a_damaged_last_record_is_cut_reported_and_kept_aside(tmp_path):
         with server.connect().cursor() as cur:
             cur.execute("SELECT id, note FROM t ORDER BY id")
             assert cur.fetchall() == ((0, "row 0"), (1, "row 1"), (2, "again"))
+
+
+def log_records(segment):
+    """(offset, bytes) of each record in a log segment, up to the first zeros (docs/log-format.md)."""
+    data = segment.read_bytes()
+    records, at = [], 0
+    while at + 32 <= len(data):
+        body_len = int.from_bytes(data[at:at + 4], "little")
+        if body_len == 0:
+            break
+        records.append((at, data[at:at + 32 + body_len]))
+        at += 32 + body_len
+    return records
+
+
+@quill_only
+def test_records_after_a_lost_block_never_return_even_where_new_records_end(tmp_path):
+    # A block the disk lost reads as zeros, so the log ends cleanly there; records written
+    # after it must never be replayed. The trap: a new record the same size as the lost one
+    # ends exactly where a stale record starts, whose LSN then matches its position and whose
+    # sequence number follows the new one's. Start-up zeroes the tail to defuse it.
+    with Server(tmp_path / "data", 1) as server:
+        with server.connect(database=None).cursor() as cur:
+            cur.execute("CREATE DATABASE crash")
+            cur.execute("CREATE TABLE crash.t (id INT PRIMARY KEY, note VARCHAR(20))")
+            for i in range(10, 20):
+                cur.execute("INSERT INTO crash.t VALUES (%s, %s)", (i, f"row {i}"))
+        server.stop()
+        [segment] = (tmp_path / "data" / "log").glob("*.qlog")
+        [(at, lost)] = [(at, r) for at, r in log_records(segment) if b"row 13" in r]
+        data = bytearray(segment.read_bytes())
+        data[at:at + len(lost)] = bytes(len(lost))
+        segment.write_bytes(bytes(data))
+        server.start()
+        with server.connect().cursor() as cur:
+            cur.execute("SELECT id FROM t ORDER BY id")
+            assert cur.fetchall() == ((10,), (11,), (12,)), "the log ends at the lost block"
+            cur.execute("INSERT INTO t VALUES (13, 'row 13')")
+        server.stop()
+        again = [(a, r) for a, r in log_records(segment) if b"row 13" in r]
+        assert [(a, len(r)) for a, r in again] == [(at, len(lost))], "the new record fills the lost one's place exactly"
+        server.start()
+        with server.connect().cursor() as cur:
+            cur.execute("SELECT id, note FROM t ORDER BY id")
+            assert cur.fetchall() == ((10, "row 10"), (11, "row 11"), (12, "row 12"), (13, "row 13"))
 
 
 @quill_only

@@ -51,6 +51,14 @@ pub trait File: Send + Sync {
     /// take the hint is read when asked, as before.
     fn will_need(&self, _offset: u64, _len: u64) {}
 
+    /// Makes the `len` bytes at `offset`, which lie within the file, read as zeros; durable
+    /// as a write is (after [`File::sync_data`]). The default writes the zeros; a real file
+    /// asks the file system to mark the range zero instead where it can
+    /// (`fallocate(ZERO_RANGE)`), which costs no data I/O however long the range.
+    fn zero_range(&self, offset: u64, len: u64) -> io::Result<()> {
+        write_zeros(self, offset, len)
+    }
+
     fn is_empty(&self) -> io::Result<bool> {
         Ok(self.len()? == 0)
     }
@@ -70,6 +78,24 @@ pub trait File: Send + Sync {
         }
         Ok(buf)
     }
+}
+
+/// The bytes written at a time by [`write_zeros`].
+pub const ZERO_CHUNK_BYTES: usize = 1 << 20;
+
+/// Writes `len` zeros at `offset`, [`ZERO_CHUNK_BYTES`] at a time.
+///
+/// # Errors
+/// I/O errors of the writes.
+pub fn write_zeros(file: &(impl File + ?Sized), offset: u64, len: u64) -> io::Result<()> {
+    let zeros = vec![0_u8; usize::try_from(len).unwrap_or(usize::MAX).min(ZERO_CHUNK_BYTES)];
+    let mut done = 0;
+    while done < len {
+        let n = usize::try_from(len - done).unwrap_or(usize::MAX).min(zeros.len());
+        file.write_at(&zeros[..n], offset + done)?;
+        done += n as u64;
+    }
+    Ok(())
 }
 
 /// A file system: the directory operations, and opening files.

@@ -16,14 +16,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use quill_io::{File, Fs};
+use quill_io::{File, Fs, ZERO_CHUNK_BYTES};
 
 use crate::format::{Lsn, SEGMENT_BYTES_MIN, parse_segment_name, segment_name};
 
 /// The name prefix of a segment set aside by [`Segments::set_aside`].
 pub const LOST_PREFIX: &str = "lost-";
-/// Zeros are written in chunks of this size when a segment is created.
-const ZERO_CHUNK_BYTES: usize = 1 << 20;
 
 /// One segment file and the length of the stream it holds.
 #[derive(Clone)]
@@ -231,13 +229,8 @@ impl Segments {
         let path = self.dir.join(segment_name(start));
         let file = self.fs.open(&path, true)?;
         let filled = (|| {
-            let zeros = vec![0_u8; ZERO_CHUNK_BYTES];
-            let mut offset = 0;
-            while offset < len {
-                let n = usize::try_from(len - offset).unwrap_or(usize::MAX).min(zeros.len());
-                file.write_at(&zeros[..n], offset)?;
-                offset += n as u64;
-            }
+            // Written, not marked zero: a commit writing into them then changes no metadata.
+            quill_io::write_zeros(&*file, 0, len)?;
             file.sync_data()?;
             self.fs.sync_dir(&self.dir)
         })();
@@ -300,13 +293,19 @@ impl Segments {
     /// Cuts the stream at `lsn`: zeros from `lsn` to the end of its segment, removes every
     /// later segment, and syncs both. Used once, after recovery found the end of the log.
     ///
+    /// The zeros are marked, not written ([`File::zero_range`]): start-up takes no longer
+    /// however far from the segment's end the log stopped. On ext4 and XFS the range becomes
+    /// unwritten extents, so until the segment fills, a sync after writing into a new block of
+    /// it also journals that block's conversion: the price, paid by commits rather than by
+    /// start-up, of one segment's tail.
+    ///
     /// # Errors
     /// I/O errors.
     pub fn cut_at(&mut self, lsn: Lsn) -> io::Result<()> {
         let start = match self.holding(lsn) {
             Some((start, segment)) => {
-                let zeros = vec![0_u8; usize::try_from(segment.len - (lsn - start)).expect("segment fits in memory")];
-                segment.file.write_at(&zeros, lsn - start)?;
+                // Marked zero rather than written: no data I/O, however far the tail reaches.
+                segment.file.zero_range(lsn - start, segment.len - (lsn - start))?;
                 segment.file.sync_data()?;
                 start
             }
