@@ -36,7 +36,7 @@
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 use crossbeam_skiplist::SkipMap;
@@ -286,6 +286,11 @@ pub struct LeafMap<V> {
     redo: Mutex<BTreeMap<Box<[u8]>, Redo<V>>>,
     /// Entries in `redo`, read without its lock: 0 once recovery's changes are all in.
     redo_pending: AtomicU64,
+    /// Every leaf is on disk: the map was opened so ([`LeafMap::on_disk`]) and none has been
+    /// read in since. A change recovery replays then waits without looking its leaf up
+    /// ([`LeafMap::redo`]). Cleared under `redo`'s lock before the first leaf is read in, so
+    /// a change queued on its word is in the queue when that leaf takes its range's changes.
+    all_on_disk: AtomicBool,
 }
 
 /// A change recovery makes to the value at one key ([`LeafMap::redo`]): run on the value,
@@ -491,7 +496,7 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
         let leaves = SkipMap::new();
         let first: Box<[u8]> = Box::default();
         leaves.insert(first.clone(), Arc::new(Mutex::new(Leaf::new(first, None))));
-        LeafMap { leaves, len: AtomicU64::new(0), paging, redo: Mutex::default(), redo_pending: AtomicU64::new(0) }
+        LeafMap { leaves, len: AtomicU64::new(0), paging, redo: Mutex::default(), redo_pending: AtomicU64::new(0), all_on_disk: AtomicBool::new(false) }
     }
 
     /// An empty paged map: its leaves leave memory when `paging`'s pool needs room.
@@ -548,7 +553,14 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
             map.insert(l.low.clone(), Arc::new(Mutex::new(leaf)));
         }
         let len = leaves.iter().map(|l| l.entries).sum();
-        LeafMap { leaves: map, len: AtomicU64::new(len), paging: Some(paging), redo: Mutex::default(), redo_pending: AtomicU64::new(0) }
+        LeafMap {
+            leaves: map,
+            len: AtomicU64::new(len),
+            paging: Some(paging),
+            redo: Mutex::default(),
+            redo_pending: AtomicU64::new(0),
+            all_on_disk: AtomicBool::new(true),
+        }
     }
 
     /// Every leaf's lowest key and block, in key order, when every leaf is on disk or
@@ -591,6 +603,11 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
         paging.pool.counters.read_requests.add(1);
         if !leaf.page.evicted {
             return;
+        }
+        if self.all_on_disk.load(Ordering::Acquire) {
+            // (The leaf's mutex is held: the queue's lock comes after it.)
+            let _queue = self.redo.lock();
+            self.all_on_disk.store(false, Ordering::Release);
         }
         let addr = leaf.page.block.expect("an evicted leaf has a block");
         // A block that does not read back is a damaged disk: stop rather than answer without
@@ -1090,9 +1107,21 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
     /// its redo to a page when the page is read.
     ///
     /// Invariant: a waiting change's leaf is on disk (it is queued under the leaf's mutex,
-    /// and a leaf read in takes its range's changes under it).
+    /// or while no leaf has been read in, `all_on_disk`, and a leaf read in takes its
+    /// range's changes under its mutex).
     pub fn redo(&self, key: &[u8], f: Redo<V>, lazy: bool) {
         if lazy && self.paging.is_some() {
+            if self.all_on_disk.load(Ordering::Acquire) {
+                // No leaf read in yet: the key's is on disk, no need to look (a lookup
+                // was most of replay's time).
+                let mut queue = self.redo.lock();
+                if self.all_on_disk.load(Ordering::Acquire) {
+                    if queue.insert(key.into(), f).is_none() {
+                        self.redo_pending.fetch_add(1, Ordering::Release);
+                    }
+                    return;
+                }
+            }
             let leaf = self.leaf_unadmitted(key);
             if leaf.page.evicted {
                 if self.redo.lock().insert(key.into(), f).is_none() {
