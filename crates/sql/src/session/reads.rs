@@ -80,7 +80,7 @@ impl Session {
         let (plan, _) = query::plan_query(env, q, &[])?;
         let limit_ms = if env.lock.is_none() { vars::int_value(&self.info.vars, "max_execution_time") } else { 0 };
         self.info.interrupt.set_deadline((limit_ms > 0).then(|| Instant::now() + Duration::from_millis(limit_ms)));
-        let heavy = cost::is_heavy(&plan, env.catalog);
+        let heavy = cost::is_heavy(&plan, env.catalog, env.params);
         let result = match sink {
             None => cost::run_heavy(heavy, || query::run_select(&plan, env, None)).map(Outcome::Rows),
             Some(sink) => {
