@@ -35,16 +35,15 @@ pub fn rows_examined(plan: &SelectPlan, catalog: &Catalog, params: &[Value]) -> 
             let mut product = 1.0;
             let mut derived = 0.0;
             for source in &block.sources {
-                let meta = match &source.data {
-                    SourceData::Table { db, name, .. } => catalog.table(db, name).ok(),
-                    _ => None,
-                };
-                let table_rows = match &source.data {
-                    SourceData::Table { .. } => meta.map_or(0.0, |t| t.data.statistics().rows as f64),
-                    SourceData::Work(_) => DERIVED_ROWS,
+                let (meta, table_rows) = match &source.data {
+                    SourceData::Table { db, name, .. } => {
+                        let meta = catalog.table(db, name).ok();
+                        (meta, meta.map_or(0.0, |t| t.data.statistics().rows as f64))
+                    }
+                    SourceData::Work(_) => (None, DERIVED_ROWS),
                     SourceData::Rows(_, sub) => {
                         derived += sub.as_ref().map_or(0.0, |p| rows_examined(p, catalog, params));
-                        DERIVED_ROWS
+                        (None, DERIVED_ROWS)
                     }
                 };
                 let read = match &source.access {

@@ -1116,22 +1116,25 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
                 // was most of replay's time).
                 let mut queue = self.redo.lock();
                 if self.all_on_disk.load(Ordering::Acquire) {
-                    if queue.insert(key.into(), f).is_none() {
-                        self.redo_pending.fetch_add(1, Ordering::Release);
-                    }
+                    self.queue_redo(&mut queue, key, f);
                     return;
                 }
             }
             let leaf = self.leaf_unadmitted(key);
             if leaf.page.evicted {
-                if self.redo.lock().insert(key.into(), f).is_none() {
-                    self.redo_pending.fetch_add(1, Ordering::Release);
-                }
+                self.queue_redo(&mut self.redo.lock(), key, f);
                 return;
             }
             drop(leaf);
         }
         self.with_or_insert(key, f);
+    }
+
+    /// Puts `f` in the locked queue at `key`, in place of a change waiting there, counted.
+    fn queue_redo(&self, queue: &mut BTreeMap<Box<[u8]>, Redo<V>>, key: &[u8], f: Redo<V>) {
+        if queue.insert(key.into(), f).is_none() {
+            self.redo_pending.fetch_add(1, Ordering::Release);
+        }
     }
 
     /// Recovery's changes still waiting for their leaves ([`LeafMap::redo`]).

@@ -232,6 +232,15 @@ struct Sizes {
 }
 
 impl Sizes {
+    /// The start of replacing a chain's versions: they are taken out, their image bytes
+    /// uncounted. [`Sizes::settle_chain`] ends it.
+    fn take_versions(&self, chain: &mut Chain) -> SmallVec<[Version; 1]> {
+        let old = std::mem::take(&mut chain.versions);
+        let old_bytes: usize = old.iter().filter_map(|v| v.row.as_ref()).map(|image| image.len()).sum();
+        self.data.fetch_sub(old_bytes as u64, Ordering::Relaxed);
+        old
+    }
+
     /// The end of replacing a chain's versions (taken out, their image bytes uncounted, and
     /// `had_versions` if there were any) with `image` committed at `ts`, or with nothing (a
     /// delete): the new image counted, and the primary key's bytes counted or uncounted as
@@ -469,8 +478,7 @@ impl Table {
     /// and each index's entry changed only where the key changed. The property test
     /// `replacing_committed_versions_is_pushing_and_committing` holds the two paths equal.
     fn replace_committed(&self, chain: &mut Chain, pk: &[u8], version: Option<NewVersion<'_>>, ts: Timestamp) {
-        let old = std::mem::take(&mut chain.versions);
-        let old_bytes: usize = old.iter().filter_map(|v| v.row.as_ref()).map(|image| image.len()).sum();
+        let old = self.sizes.take_versions(chain);
         for idx in &self.indexes {
             let new_key = version.as_ref().map(|v| Self::index_key(&idx.def, v.row.expect("a table with secondary indexes is given the row")));
             let mut old_keys: SmallVec<[Vec<u8>; 1]> = SmallVec::new();
@@ -493,7 +501,6 @@ impl Table {
                 }
             }
         }
-        self.sizes.data.fetch_sub(old_bytes as u64, Ordering::Relaxed);
         self.sizes.settle_chain(chain, !old.is_empty(), pk.len() as u64, version.map(|v| v.image), ts);
     }
 
@@ -1021,9 +1028,7 @@ impl Handler for Table {
         let image = row.as_ref().map(|r| self.format.encode(r));
         let sizes = Arc::clone(&self.sizes);
         let replace = move |chain: &mut Chain| {
-            let old = std::mem::take(&mut chain.versions);
-            let old_bytes: usize = old.iter().filter_map(|v| v.row.as_ref()).map(|image| image.len()).sum();
-            sizes.data.fetch_sub(old_bytes as u64, Ordering::Relaxed);
+            let old = sizes.take_versions(chain);
             sizes.settle_chain(chain, !old.is_empty(), pk_len, image, ts);
         };
         self.rows.redo(pk, Box::new(replace), true);

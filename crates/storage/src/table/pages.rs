@@ -26,11 +26,6 @@ use crate::page_file::PageFile;
 use crate::table::{IndexDef, KeyPart, ReadView, Timestamp};
 use crate::tablespace::{IndexPages, TablePages};
 
-/// The leaves a table opened from a checkpoint must have, all its maps together, for its
-/// secondary indexes' maps to be built on a thread of their own beside its rows' map
-/// ([`Table::from_pages`]): some 10 ms of work below it, not worth a thread.
-pub const PARALLEL_OPEN_LEAVES_MIN: usize = 16 * 1024;
-
 impl Table {
     /// A new, empty paged table in page file `number` ([`crate::tablespace::Tablespace::create_table`]).
     #[must_use]
@@ -58,20 +53,12 @@ impl Table {
         assert_eq!(pages.indexes.len(), indexes.len() + 1, "page file {}: one directory per index", pages.file);
         let paging =
             |index: usize| Arc::new(Paging { file: Arc::clone(&file), pool: Arc::clone(&pool), index: u32::try_from(index).expect("index count fits u32") });
-        let secondary = || pages.indexes[1..].iter().enumerate().map(|(i, dir)| LeafMap::on_disk(paging(i + 1), &dir.leaves)).collect::<Vec<_>>();
-        let leaves: usize = pages.indexes.iter().map(|dir| dir.leaves.len()).sum();
-        // The secondary indexes' maps are built beside the rows' when there are enough leaves
-        // to pay for a thread: most of a large table's share of start-up.
-        let (rows, entries) = std::thread::scope(|scope| {
-            let beside = (leaves >= PARALLEL_OPEN_LEAVES_MIN && pages.indexes.len() > 1).then(|| scope.spawn(secondary));
-            let rows = LeafMap::on_disk(paging(0), &pages.indexes[0].leaves);
-            let entries = match beside {
-                Some(thread) => thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-                None => secondary(),
-            };
-            (rows, entries)
-        });
-        let indexes = indexes.into_iter().zip(entries).map(|(def, entries)| SecondaryIndex { def, entries }).collect();
+        let rows = LeafMap::on_disk(paging(0), &pages.indexes[0].leaves);
+        let indexes = indexes
+            .into_iter()
+            .enumerate()
+            .map(|(i, def)| SecondaryIndex { def, entries: LeafMap::on_disk(paging(i + 1), &pages.indexes[i + 1].leaves) })
+            .collect();
         let table = Table::with_maps(primary, format, rows, indexes, Some(TableFile { number: pages.file, file: Arc::clone(&file) }));
         let bytes = |dirs: &[IndexPages]| dirs.iter().flat_map(|d| d.leaves.iter()).map(|l| l.block.bytes() as u64).sum::<u64>();
         table.sizes.data.store(bytes(&pages.indexes[..1]), std::sync::atomic::Ordering::Relaxed);
