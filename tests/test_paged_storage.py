@@ -186,6 +186,34 @@ def test_changes_replayed_at_start_up_wait_for_their_leaves_and_reach_the_next_c
         check_changed(conn)
 
 
+def test_leaves_changed_since_a_checkpoint_leave_memory_keeping_their_changes_not_written(tmp_path: Path):
+    """A leaf that came from a checkpoint's block and changed since leaves memory without a
+    write, keeping only its changed rows and entries (within half the pool); reading it back
+    applies them to the block. Answers stay right, the next checkpoint writes those leaves,
+    and a kill -9 after it loses nothing."""
+    datadir = tmp_path / "d"
+    with PrivateQuill(datadir, f"--innodb-buffer-pool-size={POOL_BYTES}", "--quill-checkpoint-interval-seconds=1") as q:
+        conn = q.connect()
+        load(conn)
+        q.wait_for_checkpoint()
+        assert wait_for(lambda: status(conn, "Innodb_buffer_pool_pages_dirty") == 0)
+        with conn.cursor() as c:
+            c.execute("SET GLOBAL quill_checkpoint_interval_seconds = 86400")
+        kept_before = status(conn, "Quill_buffer_pool_evictions_kept")
+        change_after_checkpoint(conn)
+        assert status(conn, "Quill_buffer_pool_evictions_kept") > kept_before
+        assert 0 < status(conn, "Quill_buffer_pool_kept_bytes") <= POOL_BYTES // 2
+        check_changed(conn)
+        with conn.cursor() as c:
+            checkpoints = status(conn, "Quill_checkpoints")
+            c.execute("SET GLOBAL quill_checkpoint_interval_seconds = 1")
+            assert wait_for(lambda: status(conn, "Quill_checkpoints") > checkpoints)
+        assert wait_for(lambda: status(conn, "Quill_buffer_pool_kept_bytes") == 0), "the checkpoint wrote every kept change"
+        q.kill()
+    with PrivateQuill(datadir, f"--innodb-buffer-pool-size={POOL_BYTES}") as q:
+        check_changed(q.connect())
+
+
 def data_free(conn) -> int:
     with conn.cursor() as c:
         c.execute("SELECT DATA_FREE FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'paged' AND TABLE_NAME = 't'")

@@ -383,6 +383,8 @@ impl Engine {
             ),
             ("Innodb_pages_written", counter(|c| &c.pages_written)),
             ("Quill_buffer_pool_evictions", counter(|c| &c.evictions)),
+            ("Quill_buffer_pool_evictions_kept", counter(|c| &c.evictions_kept)),
+            ("Quill_buffer_pool_kept_bytes", count(quill_storage::buffer_pool::BufferPool::kept_bytes)),
             ("Quill_recovery_changes_waiting", self.redo_pending().to_string()),
         ]
     }

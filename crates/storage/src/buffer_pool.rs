@@ -9,7 +9,11 @@
 //! that passed it makes room ([`BufferPool::make_room`]) before it goes on: a second-chance
 //! clock over the admitted leaves, oldest first, skips a leaf used since the hand last passed
 //! (and clears its mark) or one another thread holds, and evicts the first other one: a dirty
-//! leaf's image is written to a new block of its page file first ([`crate::page_file`]).
+//! leaf's image is written to a new block of its page file first ([`crate::page_file`]),
+//! unless the leaf came from a stable block and changed little since: then it keeps only
+//! its changed entries in memory, with no write, while those of all such leaves stay within
+//! [`crate::leaf_map::KEPT_SHARE_OF_POOL`] of the capacity. Kept changes count in the
+//! resident bytes; the next checkpoint writes their leaves.
 //!
 //! Bounds: the clock holds an entry per resident leaf, and entries of leaves gone since
 //! (removed, or dropped with their table) until they are passed over or swept out, at most
@@ -109,6 +113,9 @@ pub struct PoolCounters {
     /// Leaves evicted, clean or dirty (`Innodb_buffer_pool_pages_evicted`: InnoDB has no
     /// status variable for it, so the name is Quill's).
     pub evictions: AtomicU64,
+    /// Of `evictions`, the dirty leaves evicted without a write, keeping their changes in
+    /// memory (`Quill_buffer_pool_evictions_kept`).
+    pub evictions_kept: AtomicU64,
     /// Times a thread found the pool full and made room (`Innodb_buffer_pool_wait_free`
     /// counts the times it had to wait; here it never waits, it evicts).
     pub make_room_calls: AtomicU64,
@@ -121,8 +128,12 @@ pub struct BufferPool {
     evict_always: AtomicBool,
     resident_bytes: AtomicU64,
     resident_leaves: AtomicU64,
-    /// Resident leaves changed since their block was written (or never written).
+    /// Leaves changed since their block was written (or never written): resident ones, and
+    /// those on disk with their changes kept in memory.
     dirty_leaves: AtomicU64,
+    /// Bytes of the changes kept in memory by leaves evicted without a write (part of
+    /// `resident_bytes`): [`BufferPool::try_keep`].
+    kept_bytes: AtomicU64,
     clock: Mutex<VecDeque<Box<dyn Resident>>>,
     /// Moved on by each checkpoint's index pass ([`BufferPool::next_epoch`]); a leaf notes it
     /// when it takes a block, so a block noted at or below a mark predates the mark.
@@ -156,6 +167,7 @@ impl BufferPool {
             resident_bytes: AtomicU64::new(0),
             resident_leaves: AtomicU64::new(0),
             dirty_leaves: AtomicU64::new(0),
+            kept_bytes: AtomicU64::new(0),
             clock: Mutex::new(VecDeque::new()),
             epoch: AtomicU64::new(1),
             counters: PoolCounters::default(),
@@ -185,10 +197,40 @@ impl BufferPool {
         self.resident_leaves.load(Ordering::Relaxed)
     }
 
-    /// Resident leaves changed since their block was written (`Innodb_buffer_pool_pages_dirty`).
+    /// Leaves changed since their block was written, resident or with their changes kept
+    /// (`Innodb_buffer_pool_pages_dirty`).
     #[must_use]
     pub fn dirty_leaves(&self) -> u64 {
         self.dirty_leaves.load(Ordering::Relaxed)
+    }
+
+    /// Bytes of the changes evicted leaves keep in memory (`Quill_buffer_pool_kept_bytes`),
+    /// counted in [`BufferPool::resident_bytes`] too.
+    #[must_use]
+    pub fn kept_bytes(&self) -> u64 {
+        self.kept_bytes.load(Ordering::Relaxed)
+    }
+
+    /// A dirty leaf leaving memory would keep `bytes` of changes: charged (and counted dirty
+    /// still) if the kept changes stay within `share` (numerator, denominator) of the
+    /// capacity; `false`, with nothing charged, otherwise.
+    pub(crate) fn try_keep(&self, bytes: u64, share: (u64, u64)) -> bool {
+        let bound = self.capacity_bytes() / share.1 * share.0;
+        let taken = self.kept_bytes.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |kept| (kept + bytes <= bound).then_some(kept + bytes));
+        if taken.is_err() {
+            return false;
+        }
+        self.resident_bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.dirty_leaves.fetch_add(1, Ordering::Relaxed);
+        true
+    }
+
+    /// A leaf's kept changes (`bytes`, as [`BufferPool::try_keep`] charged them) are no
+    /// longer held: read back into the leaf, written, or dropped with it.
+    pub(crate) fn unkeep(&self, bytes: u64) {
+        self.kept_bytes.fetch_sub(bytes, Ordering::Relaxed);
+        self.resident_bytes.fetch_sub(bytes, Ordering::Relaxed);
+        self.dirty_leaves.fetch_sub(1, Ordering::Relaxed);
     }
 
     /// Testing (`quill_debug_evict_always`): with `on`, every leaf no call holds is evicted
@@ -199,7 +241,8 @@ impl BufferPool {
 
     #[must_use]
     pub fn is_over_capacity(&self) -> bool {
-        let floor = if self.evict_always.load(Ordering::Relaxed) { 0 } else { self.capacity_bytes() };
+        // Evicting always: every leaf no call holds goes; kept changes are not leaves.
+        let floor = if self.evict_always.load(Ordering::Relaxed) { self.kept_bytes() } else { self.capacity_bytes() };
         self.resident_bytes() > floor
     }
 

@@ -23,7 +23,13 @@
 //! - recovery's changes waiting for a leaf ([`LeafMap::redo`]) are for a leaf on disk: one is
 //!   queued under its leaf's mutex, and a leaf read in takes its range's changes under its
 //!   mutex before the caller sees it (which may split it: callers check that the leaf they
-//!   were given still covers their key). The queue's lock is taken after a leaf's, never before.
+//!   were given still covers their key). The queue's lock is taken after a leaf's, never before;
+//! - a paged leaf with a base (a stable block it was the image of until it changed) has no
+//!   block of its own, and is the base's image with its touched keys changed: every change
+//!   to an entry notes the entry's key first, and a change the base cannot follow (a split,
+//!   a removal of the leaf) retires the base. On disk without a block, a leaf keeps its
+//!   touched keys' values in memory ([`Leaf::kept`]), and reading it in applies them to the
+//!   base's image.
 //!
 //! Nobody holds a leaf's mutex across a call of this module's API. Every operation locks one
 //! leaf at a time, but the removal of an empty leaf, which locks its left neighbour first. Walks
@@ -102,6 +108,15 @@ struct LeafPage {
     /// The pool's epoch when `block` was taken (0: read from a checkpoint's directory at
     /// start-up): [`LeafMap::stable_since`].
     block_epoch: u64,
+    /// A stable block the leaf was its image until it changed (`block` is `None` then): the
+    /// leaf is that image with the `touched` keys changed. Held, not retired, until the leaf
+    /// takes a block of its own, so that eviction can drop the entries the base still holds
+    /// and keep only the changed ones ([`Leaf::kept`]) instead of writing the whole leaf.
+    base: Option<BlockAddr>,
+    /// The keys changed since `base`, ascending, each once (empty without a base).
+    touched: Vec<Box<[u8]>>,
+    /// Bytes of [`Leaf::kept`] charged to the pool while the leaf is on disk with them.
+    kept_charged: u64,
 }
 
 /// Bytes a resident leaf holds besides its entries: the leaf, its mutex and `Arc`, its
@@ -119,11 +134,15 @@ struct Leaf<V> {
     ends: Vec<u32>,
     values: Vec<V>,
     page: LeafPage,
+    /// While on disk with a base ([`LeafPage::base`]) and no block: the touched keys' values
+    /// (`None`: the key has no entry now), ascending. Reading the leaf in applies them to the
+    /// base's image.
+    kept: Vec<(Box<[u8]>, Option<V>)>,
 }
 
 impl<V> Leaf<V> {
     fn new(low: Box<[u8]>, high: Option<Box<[u8]>>) -> Leaf<V> {
-        Leaf { low, high, keys: Vec::new(), ends: Vec::new(), values: Vec::new(), page: LeafPage::default() }
+        Leaf { low, high, keys: Vec::new(), ends: Vec::new(), values: Vec::new(), page: LeafPage::default(), kept: Vec::new() }
     }
 
     fn len(&self) -> usize {
@@ -229,7 +248,8 @@ impl<V: PageValue> Leaf<V> {
     /// Bytes the resident leaf holds, as the pool counts them.
     fn resident_bytes(&self) -> u64 {
         let vectors = self.keys.capacity() + self.ends.capacity() * 4 + self.values.capacity() * std::mem::size_of::<V>();
-        vectors as u64 + self.page.heap + LEAF_OVERHEAD_BYTES + self.low.len() as u64
+        let touched: usize = self.page.touched.iter().map(|k| k.len() + std::mem::size_of::<Box<[u8]>>()).sum();
+        (vectors + touched) as u64 + self.page.heap + LEAF_OVERHEAD_BYTES + self.low.len() as u64
     }
 
     /// Counts the values' allocations afresh (a leaf read in, or split).
@@ -304,7 +324,7 @@ struct ResidentLeaf<V> {
     paging: Weak<Paging>,
 }
 
-impl<V: PageValue + Send + 'static> Resident for ResidentLeaf<V> {
+impl<V: PageValue + Default + Send + 'static> Resident for ResidentLeaf<V> {
     fn is_gone(&self) -> bool {
         let (Some(leaf), Some(_)) = (self.leaf.upgrade(), self.paging.upgrade()) else { return true };
         leaf.try_lock().is_some_and(|leaf| leaf.page.evicted)
@@ -321,7 +341,16 @@ impl<V: PageValue + Send + 'static> Resident for ResidentLeaf<V> {
             return Eviction::Keep;
         }
         let was_dirty = leaf.page.block.is_none();
+        if was_dirty && keep_changes(&mut leaf, pool) {
+            pool.counters.evictions_kept.fetch_add(1, Ordering::Relaxed);
+            return Eviction::Evicted;
+        }
         if was_dirty {
+            if let Some(base) = leaf.page.base.take() {
+                // Written whole below: the base is no longer needed to read it back.
+                paging.file.retire(base);
+                leaf.page.touched = Vec::new();
+            }
             match write_leaf(&leaf, &paging) {
                 Ok((addr, stable)) => {
                     leaf.page.block = Some(addr);
@@ -342,8 +371,48 @@ impl<V: PageValue + Send + 'static> Resident for ResidentLeaf<V> {
     }
 }
 
+/// Most of the pool the changes evicted leaves keep in memory ([`Leaf::kept`]) may take, as a
+/// fraction: past it, a dirty leaf is evicted by writing it whole. InnoDB lets dirty pages
+/// fill up to `innodb_max_dirty_pages_pct` (90 %) of its pool; half leaves the other half
+/// for the leaves reads use.
+pub const KEPT_SHARE_OF_POOL: (u64, u64) = (1, 2);
+
+/// Bytes a kept change holds besides its key and its value's own allocations.
+const KEPT_ENTRY_OVERHEAD_BYTES: u64 = 16;
+
+/// Evicts a dirty leaf that has a base ([`LeafPage::base`]) without writing it: its entries
+/// go, but the changed ones, which it keeps in memory. Only when that frees at least half
+/// of what the leaf holds and the pool has room for kept changes
+/// ([`KEPT_SHARE_OF_POOL`]); `false` (and nothing done) otherwise.
+fn keep_changes<V: PageValue + Default>(leaf: &mut Leaf<V>, pool: &BufferPool) -> bool {
+    if leaf.page.base.is_none() {
+        return false;
+    }
+    let mut bytes = LEAF_OVERHEAD_BYTES;
+    for key in &leaf.page.touched {
+        bytes += key.len() as u64 + KEPT_ENTRY_OVERHEAD_BYTES + std::mem::size_of::<(Box<[u8]>, Option<V>)>() as u64;
+        if let Ok(i) = leaf.search(key) {
+            bytes += leaf.values[i].heap_bytes() as u64;
+        }
+    }
+    if bytes.saturating_mul(2) > leaf.page.charged || !pool.try_keep(bytes, KEPT_SHARE_OF_POOL) {
+        return false;
+    }
+    let touched = std::mem::take(&mut leaf.page.touched);
+    let mut kept = Vec::with_capacity(touched.len());
+    for key in touched {
+        let value = leaf.search(&key).ok().map(|i| std::mem::take(&mut leaf.values[i]));
+        kept.push((key, value));
+    }
+    leaf.kept = kept;
+    leaf.page.kept_charged = bytes;
+    drop_entries(leaf, pool, true);
+    true
+}
+
 /// The last step of an eviction: a leaf whose block holds it (written just now if it was
-/// `was_dirty`) gives up its entries and their bytes in the pool.
+/// `was_dirty`), or whose base and kept changes do, gives up its entries and their bytes in
+/// the pool.
 fn drop_entries<V>(leaf: &mut Leaf<V>, pool: &BufferPool, was_dirty: bool) {
     leaf.keys = Vec::new();
     leaf.ends = Vec::new();
@@ -360,6 +429,13 @@ fn drop_entries<V>(leaf: &mut Leaf<V>, pool: &BufferPool, was_dirty: bool) {
 /// rather than growing the file.
 fn release_block(paging: &Paging, block: BlockAddr, stable: bool) {
     if stable { paging.file.retire(block) } else { paging.file.free_unnamed(block) }
+}
+
+/// Adds `key` to a leaf's ascending touched keys ([`LeafPage::touched`]) unless it is there.
+fn note_touched(touched: &mut Vec<Box<[u8]>>, key: &[u8]) {
+    if let Err(at) = touched.binary_search_by(|k| (**k).cmp(key)) {
+        touched.insert(at, key.into());
+    }
 }
 
 /// Writes `leaf`'s image to a new block of its page file; `true` with it when the block is
@@ -480,6 +556,10 @@ impl<V> Drop for LeafMap<V> {
             if !leaf.page.evicted {
                 leaf.page.evicted = true;
                 paging.pool.release(std::mem::take(&mut leaf.page.charged), leaf.page.block.is_none());
+            } else if leaf.page.kept_charged > 0 {
+                // On disk with kept changes: they go with the map.
+                leaf.kept = Vec::new();
+                paging.pool.unkeep(std::mem::take(&mut leaf.page.kept_charged));
             }
         }
     }
@@ -531,6 +611,9 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
                     // Resident without a block is dirty, as the drop below counts it.
                     paging.pool.dirtied();
                 }
+            }
+            if let Some(base) = leaf.page.base.take() {
+                paging.file.retire(base);
             }
         }
     }
@@ -609,7 +692,7 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
             let _queue = self.redo.lock();
             self.all_on_disk.store(false, Ordering::Release);
         }
-        let addr = leaf.page.block.expect("an evicted leaf has a block");
+        let addr = leaf.page.block.or(leaf.page.base).expect("an evicted leaf has a block or a base");
         // A block that does not read back is a damaged disk: stop rather than answer without
         // the rows it holds (InnoDB stops on a corrupt page too).
         let block = paging.file.read(addr).unwrap_or_else(|e| panic!("reading a leaf back: {e}"));
@@ -630,6 +713,22 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
         leaf.keys = image.keys;
         leaf.ends = image.ends;
         leaf.values = image.values;
+        if leaf.page.kept_charged > 0 {
+            // The base's image with the changes the leaf kept: the keys stay touched.
+            let kept = std::mem::take(&mut leaf.kept);
+            paging.pool.unkeep(std::mem::take(&mut leaf.page.kept_charged));
+            let mut touched = Vec::with_capacity(kept.len());
+            for (key, value) in kept {
+                match (leaf.search(&key), value) {
+                    (Ok(i), Some(value)) => leaf.values[i] = value,
+                    (Ok(i), None) => leaf.remove_at(i),
+                    (Err(i), Some(value)) => leaf.insert_at(i, &key, value),
+                    (Err(_), None) => {}
+                }
+                touched.push(key);
+            }
+            leaf.page.touched = touched;
+        }
         leaf.page.evicted = false;
         paging.pool.counters.reads.fetch_add(1, Ordering::Relaxed);
         let leaf_ref = Arc::clone(ArcMutexGuard::mutex(leaf));
@@ -643,14 +742,47 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
         }
     }
 
-    /// A locked leaf is about to change: its block no longer holds it, and is retired.
-    /// Counted, for [`LeafMap::write_stable`].
+    /// A locked leaf is about to change: its block no longer holds it. A stable block becomes
+    /// its base ([`LeafPage::base`]), an unstable one is freed. Counted, for
+    /// [`LeafMap::write_stable`]. The caller then says which entry changes
+    /// ([`LeafMap::touch_at`], [`LeafMap::touch_key`]), or that the leaf leaves its base
+    /// behind ([`LeafMap::drop_base`]).
     fn will_change(&self, leaf: &mut Leaf<V>) {
         let Some(paging) = &self.paging else { return };
         leaf.page.changes += 1;
         if let Some(block) = leaf.page.block.take() {
-            release_block(paging, block, leaf.page.stable);
+            debug_assert!(leaf.page.base.is_none() && leaf.page.touched.is_empty(), "a leaf with a block of its own has no base");
+            if leaf.page.stable {
+                leaf.page.base = Some(block);
+            } else {
+                paging.file.free_unnamed(block);
+            }
             paging.pool.dirtied();
+        }
+    }
+
+    /// The entry at `i` of a locked leaf changes (or leaves): noted against the leaf's base.
+    fn touch_at(leaf: &mut Leaf<V>, i: usize) {
+        if leaf.page.base.is_some() {
+            let (start, end) = (leaf.start(i), leaf.ends[i] as usize);
+            note_touched(&mut leaf.page.touched, &leaf.keys[start..end]);
+        }
+    }
+
+    /// The entry at `key` of a locked leaf changes, arrives or leaves: noted against the
+    /// leaf's base.
+    fn touch_key(leaf: &mut Leaf<V>, key: &[u8]) {
+        if leaf.page.base.is_some() {
+            note_touched(&mut leaf.page.touched, key);
+        }
+    }
+
+    /// A locked leaf changes in a way its base cannot follow (a split, a removal): the base is
+    /// retired and the leaf is dirty throughout.
+    fn drop_base(&self, leaf: &mut Leaf<V>) {
+        if let (Some(paging), Some(base)) = (&self.paging, leaf.page.base.take()) {
+            paging.file.retire(base);
+            leaf.page.touched = Vec::new();
         }
     }
 
@@ -718,6 +850,7 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
     /// if an entry added for `f` took it over its bound.
     fn run<R>(&self, mut leaf: LockedLeaf<V>, i: usize, f: impl FnOnce(&mut V) -> R) -> R {
         self.will_change(&mut leaf);
+        Self::touch_at(&mut leaf, i);
         let heap_before = if self.paging.is_some() { leaf.values[i].heap_bytes() as u64 } else { 0 };
         let result = f(&mut leaf.values[i]);
         if self.paging.is_some() {
@@ -869,6 +1002,7 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
             if let Some(paging) = &self.paging {
                 // Gone from the map: no block, no bytes; the clock forgets it.
                 self.will_change(&mut dead);
+                self.drop_base(&mut dead);
                 dead.page.evicted = true;
                 paging.pool.release(std::mem::take(&mut dead.page.charged), true);
             }
@@ -881,6 +1015,7 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
     /// it in half.
     fn split(&self, mut leaf: LockedLeaf<V>, added: usize) {
         let at = if added == leaf.len() - 1 { added } else { leaf.len() / 2 };
+        self.drop_base(&mut leaf);
         let right = leaf.split_off(at);
         let low = right.low.clone();
         if self.paging.is_some() {
@@ -1006,6 +1141,7 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
                 self.will_change(leaf);
                 changed = true;
             }
+            Self::touch_at(leaf, i);
             if leaf.values[i].is_vacant() {
                 leaf.page.heap -= heap_before;
                 leaf.remove_at(i);
@@ -1051,7 +1187,16 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
         if adopt {
             match leaf.page.block.replace(addr) {
                 Some(unstable) => release_block(paging, unstable, false),
+                // On disk again since the copy, with its changes kept: the block holds them.
+                None if leaf.page.kept_charged > 0 => {
+                    leaf.kept = Vec::new();
+                    paging.pool.unkeep(std::mem::take(&mut leaf.page.kept_charged));
+                }
                 None => paging.pool.cleaned(),
+            }
+            if let Some(base) = leaf.page.base.take() {
+                paging.file.retire(base);
+                leaf.page.touched = Vec::new();
             }
             leaf.page.block_epoch = paging.pool.epoch();
             leaf.page.stable = true;
@@ -1093,7 +1238,7 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
     pub fn read_ahead(&self, key: &[u8]) {
         let Some(paging) = &self.paging else { return };
         let leaf = self.leaf_unadmitted(key);
-        if let (true, Some(block)) = (leaf.page.evicted, leaf.page.block) {
+        if let (true, Some(block)) = (leaf.page.evicted, leaf.page.block.or(leaf.page.base)) {
             paging.file.will_need(block);
         }
     }
@@ -1171,6 +1316,7 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
         self.redo_pending.fetch_sub(taken.len() as u64, Ordering::Release);
         self.will_change(leaf);
         for (key, f) in taken {
+            Self::touch_key(leaf, &key);
             match leaf.search(&key) {
                 Ok(i) => {
                     f(&mut leaf.values[i]);
@@ -1203,6 +1349,7 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
         if n <= LEAF_ENTRIES_MAX {
             return;
         }
+        self.drop_base(leaf);
         let per = n.div_ceil(n.div_ceil(LEAF_ENTRIES_MAX));
         let keys = std::mem::take(&mut leaf.keys);
         let ends = std::mem::take(&mut leaf.ends);
