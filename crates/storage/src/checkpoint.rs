@@ -25,6 +25,7 @@ use quill_io::{File, Fs};
 use crate::format::decode_log_row;
 use crate::leaf_map::DirectoryLeaf;
 use crate::page::BlockAddr;
+use crate::page_file::DeltaRef;
 use crate::row::decode_row;
 use crate::tablespace::{IndexPages, TablePages};
 use crate::value::Row;
@@ -32,9 +33,9 @@ use crate::value::Row;
 pub const MAGIC: &[u8; 8] = b"QUILLCKP";
 /// The version written. Versions 1 (no `read_from`, a 32-byte header), 2 (rows in the
 /// first row encoding, `crate::row`), 3 (no DEFINITIONS_FROM entry), 4 (no VIEW entry),
-/// 5 (no STREAM_COMMIT entry), 6 (no DATABASE_COLLATION entry) and 7 (no TABLE_PAGES
-/// entry) are still read.
-pub const VERSION: u32 = 8;
+/// 5 (no STREAM_COMMIT entry), 6 (no DATABASE_COLLATION entry), 7 (no TABLE_PAGES
+/// entry) and 8 (no delta records in TABLE_PAGES) are still read.
+pub const VERSION: u32 = 9;
 pub const MAGIC_OFFSET: usize = 0;
 pub const VERSION_OFFSET: usize = MAGIC_OFFSET + 8;
 pub const LSN_OFFSET: usize = VERSION_OFFSET + 8; // 4 bytes of version, 4 reserved
@@ -293,6 +294,16 @@ impl CheckpointWriter {
                 payload.extend_from_slice(&leaf.block.unit.to_le_bytes());
                 payload.extend_from_slice(&leaf.block.units.to_le_bytes());
                 payload.extend_from_slice(&leaf.entries.to_le_bytes());
+                match leaf.delta {
+                    None => payload.push(0),
+                    Some(delta) => {
+                        payload.push(1);
+                        payload.extend_from_slice(&delta.block.unit.to_le_bytes());
+                        payload.extend_from_slice(&delta.block.units.to_le_bytes());
+                        payload.extend_from_slice(&delta.at.to_le_bytes());
+                        payload.extend_from_slice(&delta.len.to_le_bytes());
+                    }
+                }
             }
         }
         self.buffer.push(ENTRY_TABLE_PAGES);
@@ -468,7 +479,7 @@ pub fn read_checkpoint_versioned<E: From<CheckpointError>>(
             }
             ENTRY_TABLE_PAGES if version >= 8 => {
                 let payload = take_len32(&mut rest).ok_or_else(|| damaged("bad table pages entry"))?;
-                CheckpointEntry::TablePages(parse_table_pages(payload).ok_or_else(|| damaged("bad table pages entry"))?)
+                CheckpointEntry::TablePages(parse_table_pages(payload, version >= 9).ok_or_else(|| damaged("bad table pages entry"))?)
             }
             ENTRY_END => {
                 let count = take(&mut rest, 8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
@@ -484,9 +495,10 @@ pub fn read_checkpoint_versioned<E: From<CheckpointError>>(
     }
 }
 
-/// A TABLE_PAGES entry's payload; `None` when it is not one. Each index's leaves must start
-/// at the empty key and ascend.
-fn parse_table_pages(mut rest: &[u8]) -> Option<TablePages> {
+/// A TABLE_PAGES entry's payload (`with_deltas`: of version 9 on, each leaf with its delta
+/// record, if any); `None` when it is not one. Each index's leaves must start at the empty
+/// key and ascend.
+fn parse_table_pages(mut rest: &[u8], with_deltas: bool) -> Option<TablePages> {
     let u64_of = |rest: &mut &[u8]| take(rest, 8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
     let file = u64_of(&mut rest)?;
     let count = u16::from_le_bytes(take(&mut rest, 2)?.try_into().ok()?);
@@ -507,7 +519,20 @@ fn parse_table_pages(mut rest: &[u8]) -> Option<TablePages> {
             if !ascends || units == 0 {
                 return None;
             }
-            leaves.push(DirectoryLeaf { low, block: BlockAddr { unit, units }, entries });
+            let u32_of = |rest: &mut &[u8]| take(rest, 4).map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")));
+            let delta = match if with_deltas { take(&mut rest, 1)?[0] } else { 0 } {
+                0 => None,
+                1 => {
+                    let block = BlockAddr { unit: u64_of(&mut rest)?, units: u32_of(&mut rest)? };
+                    let (at, len) = (u32_of(&mut rest)?, u32_of(&mut rest)?);
+                    if block.units == 0 || u64::from(at) + u64::from(len) > block.bytes() as u64 {
+                        return None;
+                    }
+                    Some(DeltaRef { block, at, len })
+                }
+                _ => return None,
+            };
+            leaves.push(DirectoryLeaf { low, block: BlockAddr { unit, units }, delta, entries });
         }
         indexes.push(IndexPages { leaves });
     }
@@ -720,7 +745,7 @@ mod tests {
     }
 
     fn leaf(low: &[u8], unit: u64, entries: u64) -> DirectoryLeaf {
-        DirectoryLeaf { low: low.into(), block: BlockAddr { unit, units: 1 }, entries }
+        DirectoryLeaf { low: low.into(), block: BlockAddr { unit, units: 1 }, delta: None, entries }
     }
 
     #[test]
@@ -730,7 +755,19 @@ mod tests {
         let pages = TablePages {
             file: 12,
             indexes: vec![
-                IndexPages { leaves: (0..3000u64).map(|i| leaf(&i.to_be_bytes()[..if i == 0 { 0 } else { 8 }], 1 + i, 64)).collect() },
+                IndexPages {
+                    leaves: (0..3000u64)
+                        .map(|i| {
+                            let mut l = leaf(&i.to_be_bytes()[..if i == 0 { 0 } else { 8 }], 1 + i, 64);
+                            // Some leaves with a delta record, several in one delta block.
+                            if i % 7 == 3 {
+                                l.delta =
+                                    Some(DeltaRef { block: BlockAddr { unit: 9000 + i / 70, units: 2 }, at: u32::try_from(i % 70).unwrap() * 60, len: 60 });
+                            }
+                            l
+                        })
+                        .collect(),
+                },
                 IndexPages { leaves: vec![leaf(&[], 5000, 0)] },
             ],
         };

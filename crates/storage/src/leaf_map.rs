@@ -50,8 +50,8 @@ use parking_lot::{ArcMutexGuard, Mutex, RawMutex};
 
 use crate::buffer_pool::{BufferPool, Eviction, Resident};
 use crate::handler::ScanOrder;
-use crate::page::{BLOCK_HEADER_BYTES, BlockAddr, BlockHeader, FLAG_STABLE, PageError, PageValue, Reader, put_bytes};
-use crate::page_file::PageFile;
+use crate::page::{BLOCK_HEADER_BYTES, BlockAddr, BlockHeader, DELTA_PUT, DELTA_REMOVED, FLAG_STABLE, PageError, PageValue, Reader, put_bytes};
+use crate::page_file::{DeltaRef, PageFile};
 
 /// Most entries a leaf holds: one more splits it. Small enough that an insert in the
 /// middle of a leaf moves little and that a leaf's mutex is held briefly; large enough that
@@ -79,7 +79,10 @@ pub struct DirectoryLeaf {
     /// The lowest key the leaf covers; it covers up to the next leaf's.
     pub low: Box<[u8]>,
     pub block: BlockAddr,
-    /// Entries the block holds.
+    /// The delta record applied to the block's image, if any (`docs/page-format.md`, "Delta
+    /// blocks").
+    pub delta: Option<DeltaRef>,
+    /// Entries the leaf holds (the block's, with the delta applied).
     pub entries: u64,
 }
 
@@ -117,6 +120,17 @@ struct LeafPage {
     touched: Vec<Box<[u8]>>,
     /// Bytes of [`Leaf::kept`] charged to the pool while the leaf is on disk with them.
     kept_charged: u64,
+    /// The delta record of the stable block the leaf has (`block`, or `base`): that block's
+    /// image is the leaf's (or its base) with the record's entries applied. Its keys are
+    /// among `touched`.
+    delta: Option<DeltaRef>,
+}
+
+impl LeafPage {
+    /// The stable block the leaf is, or was until it changed, the image of (with `delta`).
+    fn stable_block(&self) -> Option<BlockAddr> {
+        self.base.or(self.block.filter(|_| self.stable))
+    }
 }
 
 /// Bytes a resident leaf holds besides its entries: the leaf, its mutex and `Arc`, its
@@ -346,11 +360,8 @@ impl<V: PageValue + Default + Send + 'static> Resident for ResidentLeaf<V> {
             return Eviction::Evicted;
         }
         if was_dirty {
-            if let Some(base) = leaf.page.base.take() {
-                // Written whole below: the base is no longer needed to read it back.
-                paging.file.retire(base);
-                leaf.page.touched = Vec::new();
-            }
+            // Written whole below: the base is no longer needed to read it back.
+            forget_base(&mut leaf, &paging);
             match write_leaf(&leaf, &paging) {
                 Ok((addr, stable)) => {
                     leaf.page.block = Some(addr);
@@ -414,6 +425,8 @@ fn keep_changes<V: PageValue + Default>(leaf: &mut Leaf<V>, pool: &BufferPool) -
 /// `was_dirty`), or whose base and kept changes do, gives up its entries and their bytes in
 /// the pool.
 fn drop_entries<V>(leaf: &mut Leaf<V>, pool: &BufferPool, was_dirty: bool) {
+    // A clean leaf reads its touched keys back from its delta record.
+    leaf.page.touched = Vec::new();
     leaf.keys = Vec::new();
     leaf.ends = Vec::new();
     leaf.values = Vec::new();
@@ -429,6 +442,88 @@ fn drop_entries<V>(leaf: &mut Leaf<V>, pool: &BufferPool, was_dirty: bool) {
 /// rather than growing the file.
 fn release_block(paging: &Paging, block: BlockAddr, stable: bool) {
     if stable { paging.file.retire(block) } else { paging.file.free_unnamed(block) }
+}
+
+/// A leaf no longer needs its base (it is written whole, split or removed): the base is
+/// retired, its delta record released, and no key is touched.
+fn forget_base<V>(leaf: &mut Leaf<V>, paging: &Paging) {
+    if let Some(base) = leaf.page.base.take() {
+        paging.file.retire(base);
+        if let Some(delta) = leaf.page.delta.take() {
+            paging.file.release_delta(delta);
+        }
+        leaf.page.touched = Vec::new();
+    }
+}
+
+/// Applies a delta record's entries (`docs/page-format.md`, "Delta blocks") to a leaf just
+/// read from the record's base block; the keys become the leaf's touched keys.
+fn apply_delta<V: PageValue + Default>(leaf: &mut Leaf<V>, entries: &[u8]) -> Result<(), PageError> {
+    let mut reader = Reader::new(entries);
+    let mut touched: Vec<Box<[u8]>> = Vec::new();
+    while !reader.is_empty() {
+        let key = reader.bytes()?;
+        if !leaf.covers(key) || touched.last().is_some_and(|before| **before >= *key) {
+            return Err(PageError::Malformed("a delta record's keys out of order or out of its leaf's range"));
+        }
+        match (reader.u8()?, leaf.search(key)) {
+            (DELTA_PUT, found) => {
+                let value = V::decode(&mut reader)?;
+                match found {
+                    Ok(i) => leaf.values[i] = value,
+                    Err(i) => leaf.insert_at(i, key, value),
+                }
+            }
+            (DELTA_REMOVED, Ok(i)) => leaf.remove_at(i),
+            (DELTA_REMOVED, Err(_)) => {}
+            _ => return Err(PageError::Malformed("a delta entry's operation is neither 0 nor 1")),
+        }
+        touched.push(key.into());
+    }
+    leaf.page.touched = touched;
+    Ok(())
+}
+
+/// Whether a leaf's delta record lies in a block mostly given up by the leaves that used it
+/// ([`DELTA_BLOCK_LIVE_MIN`]): the checkpoint then writes the record again elsewhere.
+fn delta_block_sparse(paging: &Paging, delta: Option<DeltaRef>) -> bool {
+    delta.is_some_and(|d| {
+        let (live, total) = paging.file.delta_block_use(d);
+        live * DELTA_BLOCK_LIVE_MIN.1 < total * DELTA_BLOCK_LIVE_MIN.0
+    })
+}
+
+/// A delta copy's record entries (`docs/page-format.md`, "Delta blocks"), each touched key
+/// with what `entry` writes for its value (removed when it writes nothing), how many entries
+/// the leaf then holds, and whether every value reads back as it was given.
+fn delta_entries<V: PageValue>(copied: &Copied<V>, entry: &mut impl FnMut(&[u8], V, &mut Vec<u8>) -> bool) -> (Vec<u8>, u64, bool) {
+    let mut out = Vec::new();
+    let mut scratch = Vec::new();
+    let (mut present, mut exact) = (0, true);
+    let mut reader = Reader::new(&copied.image);
+    while !reader.is_empty() {
+        let key = reader.bytes().expect("an image this map encoded decodes");
+        put_bytes(&mut out, key);
+        if reader.u8().expect("an image this map encoded decodes") == DELTA_PUT {
+            let value = V::decode(&mut reader).expect("an image this map encoded decodes");
+            scratch.clear();
+            exact &= entry(key, value, &mut scratch);
+            if scratch.is_empty() {
+                out.push(DELTA_REMOVED);
+            } else {
+                // `entry` wrote the key as an image entry does, then the value.
+                let mut prefix = Vec::new();
+                put_bytes(&mut prefix, key);
+                debug_assert!(scratch.starts_with(&prefix), "an entry is written key first");
+                out.push(DELTA_PUT);
+                out.extend_from_slice(&scratch[prefix.len()..]);
+                present += 1;
+            }
+        } else {
+            out.push(DELTA_REMOVED);
+        }
+    }
+    (out, copied.untouched + present, exact)
 }
 
 /// Adds `key` to a leaf's ascending touched keys ([`LeafPage::touched`]) unless it is there.
@@ -468,7 +563,45 @@ struct Copied<V> {
     image: Vec<u8>,
     /// The leaf was on disk and read in only to be copied.
     on_disk: bool,
+    /// The copy is of the leaf's touched keys only, to be written as a delta record against
+    /// this stable block: `image` holds each touched key, a byte 1 and its value if the leaf
+    /// has it, else a byte 0.
+    delta_of: Option<BlockAddr>,
+    /// Entries of the leaf the copy leaves out (untouched ones, the same as the block's).
+    untouched: u64,
 }
+
+/// Delta records a checkpoint has made and not yet written: written together into one
+/// delta block once they reach [`DELTA_BLOCK_BYTES`], or at the walk's end.
+struct PendingDeltas<V> {
+    records: Vec<PendingDelta<V>>,
+    bytes: usize,
+}
+
+struct PendingDelta<V> {
+    /// Where the leaf is in the directory being built.
+    at: usize,
+    copied: Copied<V>,
+    entries: Vec<u8>,
+    exact: bool,
+}
+
+/// Bytes of delta records a checkpoint gathers before it writes them as one delta block: a
+/// few dozen leaves' changes in one write, and a block that a few leaves' later rewrites do
+/// not pin for long (a block is free once no leaf uses a record in it).
+pub const DELTA_BLOCK_BYTES: usize = 64 << 10;
+
+/// A checkpoint writes a leaf as a delta record against its stable block while its keys
+/// changed since that block are at most this share of its entries (numerator,
+/// denominator); past it, it writes the leaf whole, which becomes its new base. The records
+/// are cumulative (each holds every change since the base), so this bounds a record's size
+/// against the base's and what reading the leaf back applies.
+pub const DELTA_SHARE_OF_LEAF: (usize, usize) = (1, 4);
+
+/// A delta block whose records in use hold less than this share of it (numerator,
+/// denominator) has its records moved by the next checkpoint that meets their leaves, so that
+/// the block can be freed: what a leaf's old record leaves behind is bounded.
+pub const DELTA_BLOCK_LIVE_MIN: (u64, u64) = (1, 2);
 
 /// A walk's place: where the next step starts, and where the walk ends.
 #[derive(Debug, Clone)]
@@ -615,6 +748,9 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
             if let Some(base) = leaf.page.base.take() {
                 paging.file.retire(base);
             }
+            if let Some(delta) = leaf.page.delta.take() {
+                paging.file.release_delta(delta);
+            }
         }
     }
 
@@ -632,7 +768,7 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
         for (l, high) in leaves.iter().zip(highs) {
             assert!(high.as_ref().is_none_or(|high| *high > l.low), "a map's leaves ascend");
             let mut leaf = Leaf::new(l.low.clone(), high);
-            leaf.page = LeafPage { evicted: true, block: Some(l.block), stable: true, block_entries: l.entries, ..LeafPage::default() };
+            leaf.page = LeafPage { evicted: true, block: Some(l.block), stable: true, block_entries: l.entries, delta: l.delta, ..LeafPage::default() };
             map.insert(l.low.clone(), Arc::new(Mutex::new(leaf)));
         }
         let len = leaves.iter().map(|l| l.entries).sum();
@@ -654,7 +790,7 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
             .iter()
             .map(|e| {
                 let leaf = e.value().lock();
-                leaf.page.block.map(|block| DirectoryLeaf { low: leaf.low.clone(), block, entries: leaf.page.block_entries })
+                leaf.page.block.map(|block| DirectoryLeaf { low: leaf.low.clone(), block, delta: leaf.page.delta, entries: leaf.page.block_entries })
             })
             .collect()
     }
@@ -728,6 +864,9 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
                 touched.push(key);
             }
             leaf.page.touched = touched;
+        } else if let Some(delta) = leaf.page.delta {
+            let entries = paging.file.read_delta(delta, addr.unit, paging.index).unwrap_or_else(|e| panic!("reading a leaf's delta back: {e}"));
+            apply_delta(leaf, &entries).unwrap_or_else(|e| panic!("{}: delta record at {}+{}: {e}", paging.file.path().display(), delta.block, delta.at));
         }
         leaf.page.evicted = false;
         paging.pool.counters.reads.fetch_add(1, Ordering::Relaxed);
@@ -755,6 +894,7 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
             if leaf.page.stable {
                 leaf.page.base = Some(block);
             } else {
+                debug_assert!(leaf.page.delta.is_none(), "only a stable block has a delta record");
                 paging.file.free_unnamed(block);
             }
             paging.pool.dirtied();
@@ -780,9 +920,8 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
     /// A locked leaf changes in a way its base cannot follow (a split, a removal): the base is
     /// retired and the leaf is dirty throughout.
     fn drop_base(&self, leaf: &mut Leaf<V>) {
-        if let (Some(paging), Some(base)) = (&self.paging, leaf.page.base.take()) {
-            paging.file.retire(base);
-            leaf.page.touched = Vec::new();
+        if let Some(paging) = &self.paging {
+            forget_base(leaf, paging);
         }
     }
 
@@ -1077,13 +1216,14 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
         // first, or the checkpoint would name blocks without them.
         self.drain_redo();
         let mut directory: Vec<DirectoryLeaf> = Vec::new();
+        let mut pending = PendingDeltas { records: Vec::new(), bytes: 0 };
         let mut next: Box<[u8]> = Box::default();
         let written = loop {
             let copied = {
                 let mut leaf = self.leaf_unadmitted(&next);
                 match leaf.page.block {
-                    Some(block) if leaf.page.stable && leaf.low == next => {
-                        directory.push(DirectoryLeaf { low: next, block, entries: leaf.page.block_entries });
+                    Some(block) if leaf.page.stable && leaf.low == next && !delta_block_sparse(paging, leaf.page.delta) => {
+                        directory.push(DirectoryLeaf { low: next, block, delta: leaf.page.delta, entries: leaf.page.block_entries });
                         match leaf.high.clone() {
                             Some(high) => {
                                 next = high;
@@ -1097,28 +1237,120 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
                         self.read_in(paging, &mut leaf);
                         let from = leaf.search(&next).unwrap_or_else(|i| i);
                         self.tidy_leaf(&mut leaf, from, &mut tidy);
+                        let few = leaf.page.touched.len() * DELTA_SHARE_OF_LEAF.1 <= leaf.len().max(1) * DELTA_SHARE_OF_LEAF.0;
+                        let delta_of = leaf.page.stable_block().filter(|_| few && leaf.low == next);
                         let mut image = Vec::new();
-                        for i in from..leaf.len() {
-                            put_image_entry(&mut image, leaf.key(i), &leaf.values[i]);
+                        let mut untouched = 0;
+                        if delta_of.is_some() {
+                            let mut present = 0;
+                            for key in &leaf.page.touched {
+                                put_bytes(&mut image, key);
+                                match leaf.search(key) {
+                                    Ok(i) => {
+                                        image.push(DELTA_PUT);
+                                        leaf.values[i].encode(&mut image);
+                                        present += 1;
+                                    }
+                                    Err(_) => image.push(DELTA_REMOVED),
+                                }
+                            }
+                            untouched = (leaf.len() - present) as u64;
+                        } else {
+                            for i in from..leaf.len() {
+                                put_image_entry(&mut image, leaf.key(i), &leaf.values[i]);
+                            }
                         }
                         let leaf_ref = Arc::clone(ArcMutexGuard::mutex(&leaf));
-                        Copied { leaf: leaf_ref, whole: leaf.low == next, changes: leaf.page.changes, high: leaf.high.clone(), image, on_disk }
+                        Copied {
+                            leaf: leaf_ref,
+                            whole: leaf.low == next,
+                            changes: leaf.page.changes,
+                            high: leaf.high.clone(),
+                            image,
+                            on_disk,
+                            delta_of,
+                            untouched,
+                        }
                     }
                 }
             };
-            match self.write_copied(paging, &next, copied, &mut entry) {
-                Ok((written, high)) => {
-                    directory.push(DirectoryLeaf { low: next, block: written.block, entries: written.entries });
-                    match high {
-                        Some(high) => next = high,
-                        None => break Ok(()),
-                    }
+            let high = copied.high.clone();
+            if let Some(base) = copied.delta_of {
+                let (entries, count, exact) = delta_entries(&copied, &mut entry);
+                directory.push(DirectoryLeaf { low: next, block: base, delta: None, entries: count });
+                pending.bytes += crate::page::DELTA_HEADER_BYTES + entries.len();
+                pending.records.push(PendingDelta { at: directory.len() - 1, copied, entries, exact });
+                if pending.bytes >= DELTA_BLOCK_BYTES
+                    && let Err(e) = self.write_pending(paging, &mut pending, &mut directory)
+                {
+                    break Err(e);
                 }
-                Err(e) => break Err(e),
+            } else {
+                match self.write_copied(paging, &next, copied, &mut entry) {
+                    Ok(written) => directory.push(written),
+                    Err(e) => break Err(e),
+                }
+            }
+            match high {
+                Some(high) => next = high,
+                None => break Ok(()),
             }
         };
+        // Records not written (after an error) are dropped: nothing refers to them.
+        let written = written.and_then(|()| self.write_pending(paging, &mut pending, &mut directory));
         self.make_room();
         written.map(|()| directory)
+    }
+
+    /// Writes the pending delta records as one delta block, fills in their directory entries,
+    /// and makes each the leaf's own when the leaf is still what was copied and still has the
+    /// record's base ([`LeafMap::adopt`]); a record no leaf takes is released at once (the
+    /// checkpoint names it; its block is freed once no durable checkpoint does).
+    fn write_pending(&self, paging: &Paging, pending: &mut PendingDeltas<V>, directory: &mut [DirectoryLeaf]) -> std::io::Result<()> {
+        if pending.records.is_empty() {
+            return Ok(());
+        }
+        let records = std::mem::take(&mut pending.records);
+        pending.bytes = 0;
+        let refs = {
+            let list: Vec<(u64, u32, &[u8])> =
+                records.iter().map(|r| (r.copied.delta_of.expect("a pending record has a base").unit, paging.index, &r.entries[..])).collect();
+            paging.file.write_deltas(&list)?
+        };
+        paging.pool.counters.pages_written.fetch_add(records.len() as u64, Ordering::Relaxed);
+        paging.pool.counters.bytes_written.fetch_add(refs.iter().map(|r| u64::from(r.len)).sum::<u64>(), Ordering::Relaxed);
+        for (record, delta) in records.into_iter().zip(refs) {
+            let dir = &mut directory[record.at];
+            dir.delta = Some(delta);
+            let base = dir.block;
+            let entries = dir.entries;
+            let mut leaf = record.copied.leaf.lock();
+            let adopt = record.exact && leaf.page.changes == record.copied.changes && leaf.low == dir.low && leaf.page.stable_block() == Some(base);
+            if !adopt {
+                paging.file.release_delta(delta);
+                continue;
+            }
+            if leaf.page.block.is_none() {
+                // Changed since its block: the base with the new record is its image now.
+                if leaf.page.kept_charged > 0 {
+                    leaf.kept = Vec::new();
+                    paging.pool.unkeep(std::mem::take(&mut leaf.page.kept_charged));
+                } else {
+                    paging.pool.cleaned();
+                }
+                leaf.page.block = leaf.page.base.take();
+            }
+            if let Some(old) = leaf.page.delta.replace(delta) {
+                paging.file.release_delta(old);
+            }
+            leaf.page.stable = true;
+            leaf.page.block_epoch = paging.pool.epoch();
+            leaf.page.block_entries = entries;
+            if record.copied.on_disk && !leaf.page.referenced && !leaf.page.evicted {
+                drop_entries(&mut leaf, &paging.pool, false);
+            }
+        }
+        Ok(())
     }
 
     /// [`LeafMap::write_stable_tidying`]'s `tidy` on the entries of a locked, resident leaf
@@ -1164,7 +1396,7 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
         low: &[u8],
         copied: Copied<V>,
         entry: &mut impl FnMut(&[u8], V, &mut Vec<u8>) -> bool,
-    ) -> std::io::Result<(DirectoryLeaf, Option<Box<[u8]>>)> {
+    ) -> std::io::Result<DirectoryLeaf> {
         let mut block = vec![0; BLOCK_HEADER_BYTES];
         put_image_range(&mut block, low, copied.high.as_deref());
         let mut exact = copied.whole;
@@ -1183,10 +1415,18 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
         // an unstable image of it (eviction's, with the versions' own stamps), which the new
         // one replaces. An evicted leaf takes the new block too, so that it stays on disk as
         // a stable image (a row leaf that is one saves the index pass below from reading it).
-        let adopt = exact && leaf.page.changes == copied.changes && *leaf.low == *low && !(leaf.page.block.is_some() && leaf.page.stable);
+        // (A stable block with a delta record is replaced too: a checkpoint moving the record
+        // out of a sparse delta block may write the leaf whole instead.)
+        let adopt =
+            exact && leaf.page.changes == copied.changes && *leaf.low == *low && !(leaf.page.block.is_some() && leaf.page.stable && leaf.page.delta.is_none());
         if adopt {
             match leaf.page.block.replace(addr) {
-                Some(unstable) => release_block(paging, unstable, false),
+                Some(old) => {
+                    release_block(paging, old, leaf.page.stable);
+                    if let Some(delta) = leaf.page.delta.take() {
+                        paging.file.release_delta(delta);
+                    }
+                }
                 // On disk again since the copy, with its changes kept: the block holds them.
                 None if leaf.page.kept_charged > 0 => {
                     leaf.kept = Vec::new();
@@ -1194,10 +1434,7 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
                 }
                 None => paging.pool.cleaned(),
             }
-            if let Some(base) = leaf.page.base.take() {
-                paging.file.retire(base);
-                leaf.page.touched = Vec::new();
-            }
+            forget_base(&mut leaf, paging);
             leaf.page.block_epoch = paging.pool.epoch();
             leaf.page.stable = true;
             leaf.page.block_entries = entries;
@@ -1210,7 +1447,7 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
             // Only the checkpoint names it: free once a later one does not.
             paging.file.retire(addr);
         }
-        Ok((DirectoryLeaf { low: low.into(), block: addr, entries }, copied.high))
+        Ok(DirectoryLeaf { low: low.into(), block: addr, delta: None, entries })
     }
 
     /// Ends the pool's current epoch and returns it, for [`LeafMap::stable_since`]; `None`

@@ -160,6 +160,71 @@ pub fn open_block(bytes: &[u8], addr: BlockAddr) -> Result<(BlockHeader, &[u8]),
     Ok((header, &bytes[BLOCK_HEADER_BYTES..end]))
 }
 
+// ---- delta records ---------------------------------------------------------------------------
+
+/// Offset in a delta record of the CRC-32C of its bytes from [`DELTA_LEN_OFFSET`] to its end.
+pub const DELTA_CRC_OFFSET: usize = 0;
+/// Offset of the record's length in bytes, header included (u32).
+pub const DELTA_LEN_OFFSET: usize = DELTA_CRC_OFFSET + 4;
+/// Offset of the byte offset in its file the record was written at (u64).
+pub const DELTA_AT_OFFSET: usize = DELTA_LEN_OFFSET + 4;
+/// Offset of the first unit of the base block the record changes (u64).
+pub const DELTA_BASE_OFFSET: usize = DELTA_AT_OFFSET + 8;
+/// Offset of the number of the index the record belongs to (u32, as [`BLOCK_INDEX_OFFSET`]).
+pub const DELTA_INDEX_OFFSET: usize = DELTA_BASE_OFFSET + 8;
+/// Bytes before the record's entries.
+pub const DELTA_HEADER_BYTES: usize = DELTA_INDEX_OFFSET + 4;
+/// A delta entry's operation: the key has no entry.
+pub const DELTA_REMOVED: u8 = 0;
+/// A delta entry's operation: the key's value follows.
+pub const DELTA_PUT: u8 = 1;
+
+const _: () = assert!(DELTA_HEADER_BYTES == 28, "docs/page-format.md gives a delta record's header 28 bytes");
+
+/// Seals a delta record in place: `record` is [`DELTA_HEADER_BYTES`] of room and then its
+/// entries, to be written at byte `at` of its file, changing the base block at unit `base`
+/// of index `index`.
+///
+/// # Panics
+/// If the record is shorter than its header or longer than [`BLOCK_PAYLOAD_MAX`].
+pub fn seal_delta(record: &mut [u8], at: u64, base: u64, index: u32) {
+    assert!(record.len() >= DELTA_HEADER_BYTES && record.len() <= BLOCK_PAYLOAD_MAX, "a delta record of {} bytes", record.len());
+    let len = u32::try_from(record.len()).expect("bounded above");
+    record[DELTA_LEN_OFFSET..DELTA_AT_OFFSET].copy_from_slice(&len.to_le_bytes());
+    record[DELTA_AT_OFFSET..DELTA_BASE_OFFSET].copy_from_slice(&at.to_le_bytes());
+    record[DELTA_BASE_OFFSET..DELTA_INDEX_OFFSET].copy_from_slice(&base.to_le_bytes());
+    record[DELTA_INDEX_OFFSET..DELTA_HEADER_BYTES].copy_from_slice(&index.to_le_bytes());
+    let crc = crc32c::crc32c(&record[DELTA_LEN_OFFSET..]);
+    record[DELTA_CRC_OFFSET..DELTA_LEN_OFFSET].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// Checks a delta record read from byte `at` of its file, expected to change the base block
+/// at unit `base` of index `index`, and returns its entries.
+///
+/// # Errors
+/// [`PageError::Malformed`] when the length, checksum, offset, base or index is not what was
+/// expected (a torn, damaged or misdirected write, or a reference to another record).
+pub fn open_delta(bytes: &[u8], at: u64, base: u64, index: u32) -> Result<&[u8], PageError> {
+    if bytes.len() < DELTA_HEADER_BYTES {
+        return Err(PageError::Malformed("a delta record shorter than its header"));
+    }
+    let u32_at = |o: usize| u32::from_le_bytes(bytes[o..o + 4].try_into().expect("four bytes"));
+    let u64_at = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().expect("eight bytes"));
+    if u32_at(DELTA_LEN_OFFSET) as usize != bytes.len() {
+        return Err(PageError::Malformed("a delta record's length is not its reference's"));
+    }
+    if crc32c::crc32c(&bytes[DELTA_LEN_OFFSET..]) != u32_at(DELTA_CRC_OFFSET) {
+        return Err(PageError::Malformed("a delta record's checksum mismatch (a torn or damaged write)"));
+    }
+    if u64_at(DELTA_AT_OFFSET) != at {
+        return Err(PageError::Malformed("a delta record written elsewhere (a misdirected write)"));
+    }
+    if u64_at(DELTA_BASE_OFFSET) != base || u32_at(DELTA_INDEX_OFFSET) != index {
+        return Err(PageError::Malformed("a delta record of another leaf"));
+    }
+    Ok(&bytes[DELTA_HEADER_BYTES..])
+}
+
 // ---- the encodings a page image is written with -------------------------------------------
 
 /// Appends `n` as an unsigned LEB128 varint (7 bits a byte, low first, high bit: more).
@@ -331,6 +396,23 @@ mod tests {
         // Short reads and zeros.
         assert!(open_block(&block[..UNIT_BYTES], addr).is_err());
         assert!(open_block(&vec![0; addr.bytes()], addr).is_err());
+    }
+
+    #[test]
+    fn a_delta_record_opens_only_where_and_for_what_it_was_written() {
+        let mut record = vec![0; DELTA_HEADER_BYTES];
+        record.extend_from_slice(b"entries");
+        seal_delta(&mut record, 8192 + 40, 5, 2);
+        assert_eq!(open_delta(&record, 8232, 5, 2).unwrap(), b"entries");
+        assert!(open_delta(&record, 8192, 5, 2).is_err(), "read from elsewhere");
+        assert!(open_delta(&record, 8232, 6, 2).is_err(), "another base");
+        assert!(open_delta(&record, 8232, 5, 1).is_err(), "another index");
+        assert!(open_delta(&record[..record.len() - 1], 8232, 5, 2).is_err(), "cut short");
+        for byte in 0..record.len() {
+            let mut bad = record.clone();
+            bad[byte] ^= 0x10;
+            assert!(open_delta(&bad, 8232, 5, 2).is_err(), "byte {byte}");
+        }
     }
 
     #[test]

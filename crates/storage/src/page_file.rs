@@ -12,6 +12,13 @@
 //! checkpoint names, and the log replays everything after the checkpoint (`docs/architecture.md`,
 //! "The paged engine").
 //!
+//! Delta blocks ([`PageFile::write_deltas`], `docs/page-format.md`) hold the delta records
+//! of many leaves, each read alone ([`PageFile::read_delta`]). Such a block is held while a
+//! leaf's image uses one of its records (a reference each). When the last is released
+//! ([`PageFile::release_delta`]) the block is retired like any other block: free once no
+//! durable checkpoint names it (a record no leaf took is released as soon as it is written,
+//! and its block is kept for the checkpoint that names it that way).
+//!
 //! Nothing about free space is kept on disk: at start-up the file's free units are exactly
 //! those the checkpoint recovery starts from does not reference ([`PageFile::open`]).
 //!
@@ -24,7 +31,7 @@
 //! Thread safety: every method takes `&self`; allocation is under one short mutex, reads and
 //! writes are positional and run beside each other.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -33,7 +40,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::Mutex;
 use quill_io::{File, Fs};
 
-use crate::page::{BLOCK_HEADER_BYTES, BlockAddr, BlockHeader, PageError, UNIT_BYTES, open_block, seal_block, units_for};
+use crate::page::{
+    BLOCK_HEADER_BYTES, BlockAddr, BlockHeader, DELTA_HEADER_BYTES, PageError, UNIT_BYTES, open_block, open_delta, seal_block, seal_delta, units_for,
+};
 
 /// The file's first bytes.
 pub const FILE_MAGIC: &[u8; 8] = b"QUILLPGF";
@@ -97,8 +106,42 @@ impl Block {
     }
 }
 
+/// Where a leaf's delta record is ([`PageFile::write_deltas`]): the delta block that holds it,
+/// and its bytes in that block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DeltaRef {
+    pub block: BlockAddr,
+    /// Byte offset of the record in its block.
+    pub at: u32,
+    /// Bytes of the record, header included.
+    pub len: u32,
+}
+
+impl DeltaRef {
+    /// Byte offset of the record in its file.
+    #[must_use]
+    pub fn offset(self) -> u64 {
+        self.block.offset() + u64::from(self.at)
+    }
+}
+
+/// A delta block's records that leaves (or the checkpoint being written) still use.
+#[derive(Debug)]
+struct DeltaUse {
+    addr: BlockAddr,
+    /// References not yet released.
+    refs: u32,
+    /// Bytes of those records.
+    live_bytes: u64,
+    /// Bytes of the records the block held when written (at start-up: those named then).
+    records_bytes: u64,
+}
+
 #[derive(Debug, Default)]
 struct Space {
+    /// Delta blocks by first unit, while any of their records is referenced; retired when the
+    /// last reference goes.
+    deltas: HashMap<u64, DeltaUse>,
     /// First unit past every block written (free units below it are in the maps).
     end: u64,
     /// Free extents by first unit: units.
@@ -203,13 +246,14 @@ impl PageFile {
         Ok(PageFile { file, path: path.to_path_buf(), space: Mutex::new(space), counters: PageFileCounters::default() })
     }
 
-    /// Opens the page file at `path`, in which `referenced` are the blocks of the checkpoint
-    /// recovery starts from: every other unit is free.
+    /// Opens the page file at `path`, in which `referenced` are the leaf blocks and `deltas`
+    /// the delta records of the checkpoint recovery starts from: every other unit is free,
+    /// and each delta block is held by the records named in it.
     ///
     /// # Errors
     /// I/O errors, a header that is not a page file's of this version, or referenced blocks
     /// that overlap each other or the header.
-    pub fn open(fs: &dyn Fs, path: &Path, referenced: &[BlockAddr]) -> Result<PageFile, PageFileError> {
+    pub fn open(fs: &dyn Fs, path: &Path, referenced: &[BlockAddr], deltas: &[DeltaRef]) -> Result<PageFile, PageFileError> {
         let name = path.display().to_string();
         let io_error = |source| PageFileError::Io { path: name.clone(), source };
         let file = fs.open(path, false).map_err(io_error)?;
@@ -230,9 +274,19 @@ impl PageFile {
                 u32_at(FILE_UNIT_OFFSET)
             )));
         }
-        let mut blocks = referenced.to_vec();
-        blocks.sort_unstable();
         let mut space = Space { end: FILE_HEADER_UNITS, ..Space::default() };
+        for delta in deltas {
+            let used = space.deltas.entry(delta.block.unit).or_insert(DeltaUse { addr: delta.block, refs: 0, live_bytes: 0, records_bytes: 0 });
+            if used.addr != delta.block || u64::from(delta.at) + u64::from(delta.len) > delta.block.bytes() as u64 {
+                return Err(header_error(format!("a delta record at {} + {} does not lie in its block", delta.block, delta.at)));
+            }
+            used.refs += 1;
+            used.live_bytes += u64::from(delta.len);
+            used.records_bytes += u64::from(delta.len);
+        }
+        let mut blocks = referenced.to_vec();
+        blocks.extend(space.deltas.values().map(|d| d.addr));
+        blocks.sort_unstable();
         for addr in blocks {
             if addr.unit < space.end {
                 return Err(header_error(format!("checkpoint blocks overlap at {addr}")));
@@ -291,6 +345,85 @@ impl PageFile {
         let (header, payload) = open_block(&bytes, addr).map_err(|source| PageFileError::Page { path: self.path.display().to_string(), source })?;
         let payload_end = BLOCK_HEADER_BYTES + payload.len();
         Ok(Block { bytes, header, payload_end })
+    }
+
+    /// Writes delta records into one new delta block, back to back, and returns where each
+    /// went. Each is `(base unit, index, entries)`; its header is filled in here. Each record
+    /// returned holds a reference to the block until [`PageFile::release_delta`]. Not durable
+    /// until [`PageFile::sync`].
+    ///
+    /// # Errors
+    /// I/O errors; the units allocated are given back.
+    pub fn write_deltas(&self, records: &[(u64, u32, &[u8])]) -> io::Result<Vec<DeltaRef>> {
+        let bytes: usize = records.iter().map(|(_, _, entries)| DELTA_HEADER_BYTES + entries.len()).sum();
+        let units = u32::try_from(bytes.div_ceil(UNIT_BYTES)).expect("a delta block is bounded");
+        let unit = self.space.lock().allocate(units);
+        let addr = BlockAddr { unit, units };
+        let mut block = Vec::with_capacity(addr.bytes());
+        let mut refs = Vec::with_capacity(records.len());
+        for &(base, index, entries) in records {
+            let at = block.len();
+            block.resize(at + DELTA_HEADER_BYTES, 0);
+            block.extend_from_slice(entries);
+            seal_delta(&mut block[at..], addr.offset() + at as u64, base, index);
+            let r = DeltaRef { block: addr, at: u32::try_from(at).expect("bounded"), len: u32::try_from(block.len() - at).expect("bounded") };
+            refs.push(r);
+        }
+        block.resize(addr.bytes(), 0);
+        if let Err(e) = crate::blocking::section(|| self.file.write_at(&block, addr.offset())) {
+            self.space.lock().free(addr);
+            return Err(e);
+        }
+        self.counters.blocks_written.fetch_add(1, Ordering::Relaxed);
+        self.counters.bytes_written.fetch_add(block.len() as u64, Ordering::Relaxed);
+        let refs_count = u32::try_from(refs.len()).expect("bounded");
+        self.space.lock().deltas.insert(unit, DeltaUse { addr, refs: refs_count, live_bytes: bytes as u64, records_bytes: bytes as u64 });
+        Ok(refs)
+    }
+
+    /// Reads and checks the delta record `delta` of the leaf whose base block starts at unit
+    /// `base`, index `index`, and returns its entries.
+    ///
+    /// # Errors
+    /// I/O errors, and a record that fails its checks ([`open_delta`]).
+    pub fn read_delta(&self, delta: DeltaRef, base: u64, index: u32) -> Result<Vec<u8>, PageFileError> {
+        let mut bytes = vec![0; delta.len as usize];
+        let n = if self.file.read_cached(&mut bytes, delta.offset()) {
+            bytes.len()
+        } else {
+            crate::blocking::section(|| self.file.read_at(&mut bytes, delta.offset()))
+                .map_err(|source| PageFileError::Io { path: self.path.display().to_string(), source })?
+        };
+        bytes.truncate(n);
+        self.counters.bytes_read.fetch_add(n as u64, Ordering::Relaxed);
+        let page_error = |source| PageFileError::Page { path: self.path.display().to_string(), source };
+        let entries = open_delta(&bytes, delta.offset(), base, index).map_err(page_error)?.len();
+        bytes.drain(..bytes.len() - entries);
+        Ok(bytes)
+    }
+
+    /// A leaf (or a checkpoint's name for one) no longer uses the delta record `delta`: once
+    /// no record of its block is used, the block is retired ([`PageFile::retire`]).
+    ///
+    /// # Panics
+    /// If the record's block holds no reference (a record released twice).
+    pub fn release_delta(&self, delta: DeltaRef) {
+        let mut space = self.space.lock();
+        let used = space.deltas.get_mut(&delta.block.unit).expect("a delta record is released once");
+        used.refs -= 1;
+        used.live_bytes -= u64::from(delta.len);
+        if used.refs == 0 {
+            let addr = used.addr;
+            space.deltas.remove(&delta.block.unit);
+            space.retired.push(addr);
+        }
+    }
+
+    /// How much of `delta`'s block is still used: (bytes of the records in use, bytes of the
+    /// records it was written with).
+    #[must_use]
+    pub fn delta_block_use(&self, delta: DeltaRef) -> (u64, u64) {
+        self.space.lock().deltas.get(&delta.block.unit).map_or((0, 0), |d| (d.live_bytes, d.records_bytes))
     }
 
     /// A hint that the block at `addr` will be read soon ([`quill_io::File::will_need`]).
@@ -429,13 +562,13 @@ mod tests {
         let blocks: Vec<BlockAddr> = (0..6).map(|i| pf.write(&mut payload_block(&vec![i; 5000]), HEADER).unwrap()).collect();
         pf.sync().unwrap();
         let kept = [blocks[1], blocks[4]];
-        let reopened = PageFile::open(&fs, path, &kept).unwrap();
+        let reopened = PageFile::open(&fs, path, &kept, &[]).unwrap();
         assert_eq!(reopened.bytes_allocated(), blocks[4].end() * UNIT_BYTES as u64 - UNIT_BYTES as u64);
         assert_eq!(reopened.bytes_free(), 6 * UNIT_BYTES as u64, "blocks 0, 2 and 3 (two units each)");
         assert_eq!(reopened.read(blocks[4]).unwrap().payload(), &vec![4; 5000][..]);
         let overlapping = [blocks[1], BlockAddr { unit: blocks[1].unit + 1, units: 1 }];
-        assert!(PageFile::open(&fs, path, &overlapping).is_err());
-        assert!(PageFile::open(&fs, path, &[BlockAddr { unit: 0, units: 1 }]).is_err(), "the header is no block");
+        assert!(PageFile::open(&fs, path, &overlapping, &[]).is_err());
+        assert!(PageFile::open(&fs, path, &[BlockAddr { unit: 0, units: 1 }], &[]).is_err(), "the header is no block");
     }
 
     #[test]
@@ -443,12 +576,12 @@ mod tests {
         let fs = sim_fs();
         let path = Path::new("/d/x.qpage");
         fs.open(path, true).unwrap().write_at(b"QUILLCKPxxxxxxxxxxxxxxxx", 0).unwrap();
-        assert!(matches!(PageFile::open(&fs, path, &[]), Err(PageFileError::Header { .. })));
+        assert!(matches!(PageFile::open(&fs, path, &[], &[]), Err(PageFileError::Header { .. })));
         let pf = PageFile::create(&fs, path).unwrap();
         drop(pf);
         let file = fs.open(path, false).unwrap();
         file.write_at(&[9], u64::try_from(FILE_VERSION_OFFSET).unwrap()).unwrap();
-        assert!(matches!(PageFile::open(&fs, path, &[]), Err(PageFileError::Header { .. })));
+        assert!(matches!(PageFile::open(&fs, path, &[], &[]), Err(PageFileError::Header { .. })));
     }
 
     /// The copy-on-write promise under power loss: pages are rewritten again and again while
@@ -495,7 +628,7 @@ mod tests {
             }
             let (crashed, _) = fs.crash(seed);
             let referenced: Vec<BlockAddr> = durable.iter().map(|(a, _)| *a).collect();
-            let reopened = PageFile::open(&crashed, path, &referenced).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+            let reopened = PageFile::open(&crashed, path, &referenced, &[]).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
             for (addr, payload) in &durable {
                 let block = reopened.read(*addr).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
                 assert_eq!(block.payload(), &payload[..], "seed {seed}: {addr}");

@@ -28,7 +28,7 @@ use crate::buffer_pool::BufferPool;
 use crate::format::RowFormat;
 use crate::leaf_map::DirectoryLeaf;
 use crate::page::BlockAddr;
-use crate::page_file::{FILE_SUFFIX, PageFile, PageFileError};
+use crate::page_file::{DeltaRef, FILE_SUFFIX, PageFile, PageFileError};
 use crate::table::{IndexDef, KeyPart, Table};
 
 /// The directory of page files, under the data directory.
@@ -58,15 +58,21 @@ pub struct TablePages {
 }
 
 impl TablePages {
-    /// Every block named.
+    /// Every leaf's block named.
     pub fn blocks(&self) -> impl Iterator<Item = BlockAddr> + '_ {
         self.indexes.iter().flat_map(|i| i.leaves.iter().map(|l| l.block))
     }
 
-    /// The first units of every block named (what [`PageFile::release_retired`] keeps).
+    /// Every delta record named (several may share a block).
+    pub fn deltas(&self) -> impl Iterator<Item = DeltaRef> + '_ {
+        self.indexes.iter().flat_map(|i| i.leaves.iter().filter_map(|l| l.delta))
+    }
+
+    /// The first units of every block named, leaves' and delta blocks' (what
+    /// [`PageFile::release_retired`] keeps).
     #[must_use]
     pub fn units(&self) -> HashSet<u64> {
-        self.blocks().map(|b| b.unit).collect()
+        self.blocks().chain(self.deltas().map(|d| d.block)).map(|b| b.unit).collect()
     }
 }
 
@@ -132,7 +138,8 @@ impl Tablespace {
     /// The file cannot be opened, or the checkpoint's blocks overlap in it.
     pub fn open_table(&self, primary: Vec<KeyPart>, indexes: Vec<IndexDef>, format: RowFormat, pages: &TablePages) -> Result<Table, PageFileError> {
         let blocks: Vec<BlockAddr> = pages.blocks().collect();
-        let file = Arc::new(PageFile::open(self.fs.as_ref(), &self.file_path(pages.file), &blocks)?);
+        let deltas: Vec<DeltaRef> = pages.deltas().collect();
+        let file = Arc::new(PageFile::open(self.fs.as_ref(), &self.file_path(pages.file), &blocks, &deltas)?);
         self.register(pages.file, &file);
         self.next_file.fetch_max(pages.file + 1, Ordering::Relaxed);
         Ok(Table::from_pages(primary, indexes, format, pages, file, Arc::clone(&self.pool)))

@@ -23,6 +23,11 @@ fn paging(fs: &SimFs, capacity_bytes: u64) -> Arc<Paging> {
     Arc::new(Paging { file, pool: Arc::new(BufferPool::new(capacity_bytes)), index: 0 })
 }
 
+/// The delta records a directory names, for [`PageFile::open`].
+fn deltas(directory: &[super::DirectoryLeaf]) -> Vec<crate::page_file::DeltaRef> {
+    directory.iter().filter_map(|l| l.delta).collect()
+}
+
 fn key(n: u32) -> Vec<u8> {
     n.to_be_bytes().to_vec()
 }
@@ -104,7 +109,7 @@ fn a_map_opened_from_its_directory_holds_what_it_held() {
     let blocks: Vec<BlockAddr> = directory.iter().map(|l| l.block).collect();
     // What a restart sees: the file as the directory names it, nothing else.
     let crashed = fs.crash_process();
-    let file = Arc::new(PageFile::open(&crashed, Path::new("/d/t.qpage"), &blocks).unwrap());
+    let file = Arc::new(PageFile::open(&crashed, Path::new("/d/t.qpage"), &blocks, &deltas(&directory)).unwrap());
     let reopened = Arc::new(Paging { file, pool: Arc::new(BufferPool::new(64 << 10)), index: 0 });
     let map_again: LeafMap<Count> = LeafMap::on_disk(Arc::clone(&reopened), &directory);
     assert_eq!(reopened.pool.resident_bytes(), 0, "opening reads no leaf");
@@ -285,7 +290,7 @@ fn a_checkpoint_rewrites_only_the_leaves_changed_since_the_last() {
     paging.file.sync().unwrap();
     let blocks: Vec<BlockAddr> = second.iter().map(|l| l.block).collect();
     let crashed = fs.crash_process();
-    let file = Arc::new(PageFile::open(&crashed, Path::new("/d/t.qpage"), &blocks).unwrap());
+    let file = Arc::new(PageFile::open(&crashed, Path::new("/d/t.qpage"), &blocks, &deltas(&second)).unwrap());
     let reopened = Arc::new(Paging { file, pool: Arc::new(BufferPool::new(32 << 10)), index: 0 });
     let back: LeafMap<Count> = LeafMap::on_disk(reopened, &second);
     assert_eq!(back.read(&key(2500), |c| c.0), Some(7));
@@ -315,7 +320,7 @@ fn a_checkpoint_leaves_out_what_its_entry_function_drops_and_keeps_those_leaves_
     assert_eq!(pages_written(&paging), 2 * written);
     paging.file.sync().unwrap();
     let blocks: Vec<BlockAddr> = directory.iter().map(|l| l.block).collect();
-    let file = Arc::new(PageFile::open(&fs.crash_process(), Path::new("/d/t.qpage"), &blocks).unwrap());
+    let file = Arc::new(PageFile::open(&fs.crash_process(), Path::new("/d/t.qpage"), &blocks, &deltas(&directory)).unwrap());
     let back: LeafMap<Count> = LeafMap::on_disk(Arc::new(Paging { file, pool: Arc::new(BufferPool::new(1 << 20)), index: 0 }), &directory);
     let seen = everything(&back);
     assert_eq!(seen.len(), 500);
@@ -353,7 +358,7 @@ fn a_checkpoint_beside_writers_that_split_and_drain_leaves_tiles_the_keys() {
         // Every key that stays put is in the block of the leaf whose range covers it.
         paging.file.sync().unwrap();
         let blocks: Vec<BlockAddr> = directory.iter().map(|l| l.block).collect();
-        let file = Arc::new(PageFile::open(&fs.crash_process(), Path::new("/d/t.qpage"), &blocks).unwrap());
+        let file = Arc::new(PageFile::open(&fs.crash_process(), Path::new("/d/t.qpage"), &blocks, &deltas(&directory)).unwrap());
         let back: LeafMap<Count> = LeafMap::on_disk(Arc::new(Paging { file, pool: Arc::new(BufferPool::new(1 << 20)), index: 0 }), &directory);
         let stable: Vec<u32> = everything(&back).into_iter().map(|(k, _)| k).filter(|k| k % 4 == 0).collect();
         assert_eq!(stable, (0..4000u32).step_by(4).collect::<Vec<_>>());
@@ -510,8 +515,125 @@ fn a_leaf_changed_since_its_checkpoint_block_leaves_memory_without_a_write_and_c
     let expected: Vec<(u32, u32)> = model.iter().map(|(&k, &v)| (k, v)).collect();
     paging.file.sync().unwrap();
     let blocks: Vec<BlockAddr> = directory.iter().map(|l| l.block).collect();
-    let file = Arc::new(PageFile::open(&fs.crash_process(), Path::new("/d/t.qpage"), &blocks).unwrap());
+    let file = Arc::new(PageFile::open(&fs.crash_process(), Path::new("/d/t.qpage"), &blocks, &deltas(&directory)).unwrap());
     let back: LeafMap<Count> = LeafMap::on_disk(Arc::new(Paging { file, pool: Arc::new(BufferPool::new(1 << 20)), index: 0 }), &directory);
     assert_eq!(everything(&back), expected);
     assert_eq!(everything(&map), expected);
+}
+
+/// What a checkpoint that named `directory` being durable frees ([`PageFile::release_retired`]).
+fn units_named(directory: &[super::DirectoryLeaf]) -> std::collections::HashSet<u64> {
+    directory.iter().map(|l| l.block.unit).chain(deltas(directory).iter().map(|d| d.block.unit)).collect()
+}
+
+/// Bytes of the distinct blocks a directory names, leaves' and delta blocks'.
+fn bytes_named(directory: &[super::DirectoryLeaf]) -> u64 {
+    let mut blocks: Vec<BlockAddr> = directory.iter().map(|l| l.block).chain(deltas(directory).iter().map(|d| d.block)).collect();
+    blocks.sort_unstable();
+    blocks.dedup();
+    blocks.iter().map(|b| b.bytes() as u64).sum()
+}
+
+/// Checkpoints that write few changes as delta records against the leaves' blocks, over a
+/// pool smaller than the map: every checkpoint reads back, after a crash, as the map was;
+/// the map reads right throughout (leaves read back from a block and its record, or with
+/// their changes kept); and the file stays within a bound of what the newest checkpoint
+/// names, however many records later ones left behind (sparse delta blocks are moved).
+#[test]
+fn delta_checkpoints_read_back_after_a_crash_and_the_file_stays_bounded() {
+    for seed in 0..24u64 {
+        let fs = SimFs::new();
+        let paging = paging(&fs, 24 << 10);
+        let map: LeafMap<Count> = LeafMap::paged(Arc::clone(&paging));
+        let mut model: BTreeMap<u32, u32> = BTreeMap::new();
+        let mut rng = StdRng::seed_from_u64(seed);
+        for n in (0..6000u32).step_by(2) {
+            map.with_or_insert(&key(n), |c| c.0 = n + 1);
+            model.insert(n, n + 1);
+        }
+        let mut durable = (map.write_stable(as_is).unwrap(), model.clone());
+        let mut records = 0;
+        for round in 0..150 {
+            // Mostly a few changes; now and then many, whose records a block holds together and
+            // later rounds leave one by one.
+            let changes = if round % 10 == 0 { 400 } else { rng.random_range(1..6) };
+            for _ in 0..changes {
+                let n = rng.random_range(0..6000u32);
+                let v = if rng.random_range(0..8) == 0 { 0 } else { rng.random_range(1..1000) };
+                map.with_or_insert(&key(n), |c| c.0 = v);
+                if v == 0 {
+                    model.remove(&n)
+                } else {
+                    model.insert(n, v)
+                };
+            }
+            let directory = map.write_stable(as_is).unwrap();
+            records += deltas(&directory).len();
+            paging.file.sync().unwrap();
+            paging.file.release_retired(&units_named(&directory));
+            let (allocated, free) = (paging.file.bytes_allocated(), paging.file.bytes_free());
+            let named = bytes_named(&directory);
+            assert!(allocated - free <= 2 * named + (256 << 10), "seed {seed} round {round}: {allocated} allocated, {free} free, {named} named");
+            // The delta blocks named: those with few records in use are moved, so they never
+            // outgrow the leaves' own blocks.
+            let leaf_bytes: u64 = directory.iter().map(|l| l.block.bytes() as u64).sum();
+            let delta_bytes = named - leaf_bytes.min(named);
+            assert!(delta_bytes <= leaf_bytes, "seed {seed} round {round}: delta blocks {delta_bytes} bytes, leaves {leaf_bytes}");
+            durable = (directory, model.clone());
+            if round % 10 == 0 {
+                assert_eq!(everything(&map), model.iter().map(|(&k, &v)| (k, v)).collect::<Vec<_>>(), "seed {seed} round {round}");
+            }
+        }
+        assert!(records > 100, "seed {seed}: changes went as delta records ({records})");
+        let (directory, expected) = durable;
+        let blocks: Vec<BlockAddr> = directory.iter().map(|l| l.block).collect();
+        let file = Arc::new(PageFile::open(&fs.crash_process(), Path::new("/d/t.qpage"), &blocks, &deltas(&directory)).unwrap());
+        let back: LeafMap<Count> = LeafMap::on_disk(Arc::new(Paging { file, pool: Arc::new(BufferPool::new(16 << 10)), index: 0 }), &directory);
+        assert_eq!(everything(&back), expected.iter().map(|(&k, &v)| (k, v)).collect::<Vec<_>>(), "seed {seed}");
+        assert_eq!(back.len(), expected.len() as u64, "seed {seed}: the directory counts the entries");
+    }
+}
+
+/// A delta block whose leaves mostly moved on to newer records is emptied by the next
+/// checkpoint, which writes the few records still in it again elsewhere: then no checkpoint
+/// names it, and it is free once one that does not is durable.
+#[test]
+fn a_delta_block_its_leaves_mostly_left_is_emptied_and_freed() {
+    let fs = SimFs::new();
+    let paging = paging(&fs, 1 << 30);
+    let map: LeafMap<Count> = LeafMap::paged(Arc::clone(&paging));
+    for n in 0..12_800u32 {
+        map.with_or_insert(&key(n), |c| c.0 = 1);
+    }
+    let durable = |directory: &[super::DirectoryLeaf]| {
+        paging.file.sync().unwrap();
+        paging.file.release_retired(&units_named(directory));
+    };
+    durable(&map.write_stable(as_is).unwrap());
+    // One change in every leaf: a record each, all in one delta block.
+    for n in (0..12_800u32).step_by(64) {
+        map.with(&key(n), |c| c.0 = 2);
+    }
+    let second = map.write_stable(as_is).unwrap();
+    durable(&second);
+    let old = second[0].delta.expect("a record").block;
+    assert!(deltas(&second).iter().all(|d| d.block == old) && deltas(&second).len() == 200);
+    // A second change in three leaves of four: their records move to a new block.
+    for n in (0..12_800u32).step_by(64).filter(|n| n % 256 != 0) {
+        map.with(&key(n + 1), |c| c.0 = 3);
+    }
+    let third = map.write_stable(as_is).unwrap();
+    durable(&third);
+    // Nothing changed since: the records left in the old block, a quarter of it, move.
+    let fourth = map.write_stable(as_is).unwrap();
+    assert_eq!(deltas(&fourth).len(), 200);
+    assert!(deltas(&fourth).iter().all(|d| d.block != old), "no record is left in the old block");
+    let free_before = paging.file.bytes_free();
+    durable(&fourth);
+    assert!(paging.file.bytes_free() >= free_before + old.bytes() as u64, "the old block is free");
+    assert_eq!(everything(&map).iter().filter(|&&(_, v)| v > 1).count(), 200 + 150);
+    // Moving records is a one-time cost: the next checkpoint writes nothing.
+    let written = pages_written(&paging);
+    assert!(map.write_stable(as_is).unwrap() == fourth);
+    assert_eq!(pages_written(&paging), written);
 }

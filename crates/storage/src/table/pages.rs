@@ -143,6 +143,7 @@ mod tests {
     use quill_io::{Fs, SimFs};
 
     use crate::handler::{Handler, ScanOrder};
+    use crate::leaf_map::DirectoryLeaf;
     use crate::table::{IndexDef, ReadView, Table, TxnId};
     use crate::tablespace::{IndexPages, Tablespace};
     use crate::value::{Collation, Row, Value};
@@ -381,10 +382,28 @@ mod tests {
         let third = table.write_pages(view, 2).unwrap().unwrap();
         let differing: usize = third.indexes.iter().zip(&second.indexes).map(|(a, b)| a.leaves.iter().zip(&b.leaves).filter(|(x, y)| x != y).count()).sum();
         assert!((3..=5).contains(&differing), "{differing} leaves written");
+        // Each as a delta record against its block: a one-unit delta block per index.
+        let changed: Vec<&DirectoryLeaf> = third.indexes.iter().flat_map(|i| i.leaves.iter()).filter(|l| l.delta.is_some()).collect();
+        assert_eq!(changed.len(), differing);
+        assert!(changed.iter().all(|l| l.delta.unwrap().block.units == 1));
         table.pages_durable(&third);
-        let (allocated_after, free_after) = table.space().unwrap();
-        assert!(allocated_after <= allocated + 5 * 4096 * 4);
-        assert!(free_after > 0, "the replaced blocks are free once the third checkpoint is durable");
+        let (allocated_after, _) = table.space().unwrap();
+        assert!(allocated_after <= allocated + 4096 * third.indexes.len() as u64, "{allocated_after} bytes after {allocated}");
+        // Every row changed: every leaf written whole, its old block and the delta block
+        // retired, and free once a checkpoint that names none of them is durable.
+        for id in 0..2000 {
+            let pk = table.encode_primary(&[Value::Int(id)]);
+            let latch = table.write_latch();
+            table.update_row(&latch, 3, &pk, row(id, &format!("again{id}"), 6)).unwrap();
+            drop(latch);
+            commit(&table, 3, &pk, 3);
+        }
+        let view = ReadView { txn: 9, read_ts: 3, uncommitted: false };
+        let fourth = table.write_pages(view, 3).unwrap().unwrap();
+        assert!(fourth.indexes[0].leaves.iter().all(|l| l.delta.is_none()), "the rows' leaves are written whole");
+        table.pages_durable(&fourth);
+        let (_, free_after) = table.space().unwrap();
+        assert!(free_after > 0, "the replaced blocks are free once the fourth checkpoint is durable");
     }
 
     /// Recovery's changes left waiting for their leaves ([`Handler::redo_committed`] with
