@@ -214,6 +214,48 @@ def test_leaves_changed_since_a_checkpoint_leave_memory_keeping_their_changes_no
         check_changed(q.connect())
 
 
+def test_a_checkpoint_writes_a_few_changed_rows_as_delta_records_that_survive_kill(tmp_path: Path):
+    """Rows changed here and there since the last checkpoint: the next one writes only those
+    rows and index entries (delta records against their leaves' blocks), not their leaves
+    whole; after kill -9 the leaves read back from their blocks with the records applied."""
+    datadir = tmp_path / "d"
+    changed = {i * 977 % ROWS: f"changed {i}" for i in range(12)}
+    with PrivateQuill(datadir, f"--innodb-buffer-pool-size={POOL_BYTES}", "--quill-checkpoint-interval-seconds=1") as q:
+        conn = q.connect()
+        load(conn)
+        q.wait_for_checkpoint()
+        assert wait_for(lambda: status(conn, "Innodb_buffer_pool_pages_dirty") == 0)
+        with conn.cursor() as c:
+            c.execute("SET GLOBAL quill_checkpoint_interval_seconds = 86400")
+            for i, text in changed.items():
+                # A new c, and a k that moves the row's index entry.
+                c.execute("UPDATE paged.t SET c = %s, k = k + 1000 WHERE id = %s", (text, i))
+            written = status(conn, "Innodb_data_written")
+            checkpoints = status(conn, "Quill_checkpoints")
+            c.execute("SET GLOBAL quill_checkpoint_interval_seconds = 1")
+            assert wait_for(lambda: status(conn, "Quill_checkpoints") > checkpoints)
+            c.execute("SET GLOBAL quill_checkpoint_interval_seconds = 86400")
+        newest = max(datadir.glob("checkpoint-*.qckpt"))
+        pages_written = status(conn, "Innodb_data_written") - written - newest.stat().st_size
+        # Twelve rows in twelve leaves of each index: one delta block per index (a 4 KiB unit
+        # or two), where writing the leaves whole would take well over 100 KiB.
+        assert 0 < pages_written <= 32 << 10, pages_written
+        q.kill()
+    with PrivateQuill(datadir, f"--innodb-buffer-pool-size={POOL_BYTES}") as q:
+        conn = q.connect()
+        assert replayed_waiting(q.log()) == 0, "the checkpoint holds every change"
+        with conn.cursor() as c:
+            for i, text in changed.items():
+                c.execute("SELECT c, k FROM paged.t WHERE id = %s", (i,))
+                assert c.fetchone() == (text, i % 1000 + 1000)
+            c.execute("SELECT COUNT(*) FROM paged.t FORCE INDEX (k) WHERE k >= 1000")
+            assert c.fetchone() == (len(changed),)
+            c.execute("SELECT COUNT(*), SUM(id) FROM paged.t")
+            assert c.fetchone() == (ROWS, ROWS * (ROWS - 1) // 2)
+            c.execute("CHECK TABLE paged.t")
+            assert c.fetchall()[-1][-1] == "OK"
+
+
 def data_free(conn) -> int:
     with conn.cursor() as c:
         c.execute("SELECT DATA_FREE FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'paged' AND TABLE_NAME = 't'")
