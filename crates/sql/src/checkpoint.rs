@@ -25,8 +25,13 @@
 //!    Older checkpoints and the segments before `read_from` are removed after that.
 //!
 //! When: every `quill_checkpoint_interval_seconds`, or as soon as the log has grown by
-//! `quill_checkpoint_log_bytes` since the last checkpoint, whichever comes first, and only if
-//! anything was logged since. A failed checkpoint is logged and retried at the next trigger:
+//! `quill_checkpoint_log_bytes` since the last checkpoint, or as soon as the changes evicted
+//! leaves keep in memory take [`KEPT_CHANGES_TRIGGER`] of the buffer pool (at most every
+//! [`KEPT_TRIGGER_MIN_INTERVAL`]), whichever comes first, and only if anything was logged
+//! since. The last writes those leaves' changes (as delta records, mostly) so that their
+//! memory is free again before it fills the share eviction may keep, past which a changed
+//! leaf is written whole when it leaves memory (InnoDB's page cleaners likewise flush
+//! harder as dirty pages near `innodb_max_dirty_pages_pct`). A failed checkpoint is logged and retried at the next trigger:
 //! the log still covers everything, so nothing is at risk.
 //!
 //! Priority: each checkpoint of the background checkpointer runs on a thread of its own, which
@@ -56,6 +61,15 @@ use crate::session::Session;
 
 /// How often the checkpointer looks at its triggers.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(100);
+
+/// A checkpoint starts when evicted leaves' kept changes take this share of the buffer pool
+/// (numerator, denominator): half of what they may take
+/// (`quill_storage::leaf_map::KEPT_SHARE_OF_POOL`).
+pub const KEPT_CHANGES_TRIGGER: (u64, u64) = (1, 4);
+
+/// The least time between two checkpoints the kept changes start: a checkpoint that could
+/// not write them (a long transaction's versions in their leaves) is not retried at once.
+pub const KEPT_TRIGGER_MIN_INTERVAL: Duration = Duration::from_secs(5);
 
 /// What one checkpoint wrote.
 #[derive(Debug, Clone)]
@@ -307,7 +321,11 @@ fn run(engine: &Engine, fs: &Arc<dyn Fs>, datadir: &Path, mut last_lsn: u64, sto
         let interval = Duration::from_secs(setting("quill_checkpoint_interval_seconds", 300));
         let log_bytes = setting("quill_checkpoint_log_bytes", 256 << 20);
         let grown = log.next_position().0.saturating_sub(last_lsn);
-        if grown == 0 || (grown < log_bytes && last_time.elapsed() < interval) {
+        let kept_full = last_time.elapsed() >= KEPT_TRIGGER_MIN_INTERVAL
+            && engine.catalog().tablespace().is_some_and(|space| {
+                space.pool.kept_bytes() * KEPT_CHANGES_TRIGGER.1 >= space.pool.capacity_bytes() * KEPT_CHANGES_TRIGGER.0
+            });
+        if grown == 0 || (grown < log_bytes && last_time.elapsed() < interval && !kept_full) {
             continue;
         }
         // Nothing committed since the last checkpoint, and a transaction still streaming that
