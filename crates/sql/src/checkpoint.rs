@@ -322,9 +322,10 @@ fn run(engine: &Engine, fs: &Arc<dyn Fs>, datadir: &Path, mut last_lsn: u64, sto
         let log_bytes = setting("quill_checkpoint_log_bytes", 256 << 20);
         let grown = log.next_position().0.saturating_sub(last_lsn);
         let kept_full = last_time.elapsed() >= KEPT_TRIGGER_MIN_INTERVAL
-            && engine.catalog().tablespace().is_some_and(|space| {
-                space.pool.kept_bytes() * KEPT_CHANGES_TRIGGER.1 >= space.pool.capacity_bytes() * KEPT_CHANGES_TRIGGER.0
-            });
+            && engine
+                .catalog()
+                .tablespace()
+                .is_some_and(|space| space.pool.kept_bytes() * KEPT_CHANGES_TRIGGER.1 >= space.pool.capacity_bytes() * KEPT_CHANGES_TRIGGER.0);
         if grown == 0 || (grown < log_bytes && last_time.elapsed() < interval && !kept_full) {
             continue;
         }

@@ -225,6 +225,18 @@ impl BufferPool {
         true
     }
 
+    /// A leaf's kept changes went from `before` to `after` bytes (a checkpoint purged
+    /// versions from them).
+    pub(crate) fn recharge_kept(&self, before: u64, after: u64) {
+        if after >= before {
+            self.kept_bytes.fetch_add(after - before, Ordering::Relaxed);
+            self.resident_bytes.fetch_add(after - before, Ordering::Relaxed);
+        } else {
+            self.kept_bytes.fetch_sub(before - after, Ordering::Relaxed);
+            self.resident_bytes.fetch_sub(before - after, Ordering::Relaxed);
+        }
+    }
+
     /// A leaf's kept changes (`bytes`, as [`BufferPool::try_keep`] charged them) are no
     /// longer held: read back into the leaf, written, or dropped with it.
     pub(crate) fn unkeep(&self, bytes: u64) {

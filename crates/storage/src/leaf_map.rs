@@ -120,6 +120,8 @@ struct LeafPage {
     touched: Vec<Box<[u8]>>,
     /// Bytes of [`Leaf::kept`] charged to the pool while the leaf is on disk with them.
     kept_charged: u64,
+    /// Entries the leaf holds while on disk with kept changes.
+    kept_len: u64,
     /// The delta record of the stable block the leaf has (`block`, or `base`): that block's
     /// image is the leaf's (or its base) with the record's entries applied. Its keys are
     /// among `touched`.
@@ -417,6 +419,7 @@ fn keep_changes<V: PageValue + Default>(leaf: &mut Leaf<V>, pool: &BufferPool) -
     }
     leaf.kept = kept;
     leaf.page.kept_charged = bytes;
+    leaf.page.kept_len = leaf.len() as u64;
     drop_entries(leaf, pool, true);
     true
 }
@@ -1232,6 +1235,40 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
                             None => break Ok(()),
                         }
                     }
+                    // On disk with its changes kept, few enough for a record: the record is
+                    // made from them, with no read of the base.
+                    _ if leaf.page.kept_charged > 0
+                        && leaf.low == next
+                        && leaf.kept.len() * DELTA_SHARE_OF_LEAF.1
+                            <= usize::try_from(leaf.page.kept_len).unwrap_or(usize::MAX).max(1) * DELTA_SHARE_OF_LEAF.0 =>
+                    {
+                        self.tidy_kept(paging, &mut leaf, &mut tidy);
+                        let mut image = Vec::new();
+                        let mut present = 0;
+                        for (key, value) in &leaf.kept {
+                            put_bytes(&mut image, key);
+                            match value {
+                                Some(value) => {
+                                    image.push(DELTA_PUT);
+                                    value.encode(&mut image);
+                                    present += 1;
+                                }
+                                None => image.push(DELTA_REMOVED),
+                            }
+                        }
+                        let leaf_ref = Arc::clone(ArcMutexGuard::mutex(&leaf));
+                        let untouched = leaf.page.kept_len - present;
+                        Copied {
+                            leaf: leaf_ref,
+                            whole: true,
+                            changes: leaf.page.changes,
+                            high: leaf.high.clone(),
+                            image,
+                            on_disk: true,
+                            delta_of: leaf.page.base,
+                            untouched,
+                        }
+                    }
                     _ => {
                         let on_disk = leaf.page.evicted;
                         self.read_in(paging, &mut leaf);
@@ -1351,6 +1388,37 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
             }
         }
         Ok(())
+    }
+
+    /// [`LeafMap::write_stable_tidying`]'s `tidy` on the kept changes of a locked leaf on disk
+    /// ([`Leaf::kept`]): a change is counted, re-charged, and a value left vacant becomes a
+    /// removal.
+    fn tidy_kept(&self, paging: &Paging, leaf: &mut LockedLeaf<V>, tidy: &mut impl FnMut(&[u8], &mut V) -> bool) {
+        let mut heap_change: i64 = 0;
+        let mut changed = false;
+        let Leaf { kept, page, .. } = &mut **leaf;
+        for (key, value) in kept.iter_mut() {
+            let Some(v) = value else { continue };
+            let before = v.heap_bytes() as i64;
+            if !tidy(key, v) {
+                continue;
+            }
+            changed = true;
+            if v.is_vacant() {
+                heap_change -= before;
+                *value = None;
+                page.kept_len -= 1;
+                self.len.fetch_sub(1, Ordering::Relaxed);
+            } else {
+                heap_change += v.heap_bytes() as i64 - before;
+            }
+        }
+        if changed {
+            leaf.page.changes += 1;
+            let after = leaf.page.kept_charged.saturating_add_signed(heap_change);
+            paging.pool.recharge_kept(leaf.page.kept_charged, after);
+            leaf.page.kept_charged = after;
+        }
     }
 
     /// [`LeafMap::write_stable_tidying`]'s `tidy` on the entries of a locked, resident leaf

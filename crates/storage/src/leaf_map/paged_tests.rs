@@ -506,10 +506,14 @@ fn a_leaf_changed_since_its_checkpoint_block_leaves_memory_without_a_write_and_c
     paging.pool.make_room();
     assert_eq!(pages_written(&paging), written + 2, "no leaf with a base is written by eviction");
     paging.pool.set_evict_always(false);
-    // The checkpoint writes the three leaves with kept changes whole, and each takes its new
-    // block (the split halves' eviction blocks are stable images already: counts are).
+    // The checkpoint writes the three leaves with kept changes as delta records made from
+    // those changes, reading no block, and each takes its record (the split halves'
+    // eviction blocks are stable images already: counts are).
+    let reads = paging.pool.counters.reads.load(std::sync::atomic::Ordering::Relaxed);
     let directory = map.write_stable(as_is).unwrap();
     assert_eq!(pages_written(&paging), written + 2 + 3);
+    assert_eq!(paging.pool.counters.reads.load(std::sync::atomic::Ordering::Relaxed), reads, "no leaf was read to be written");
+    assert_eq!(deltas(&directory).len(), 3);
     assert_eq!(paging.pool.kept_bytes(), 0);
     assert_eq!(paging.pool.dirty_leaves(), 0);
     let expected: Vec<(u32, u32)> = model.iter().map(|(&k, &v)| (k, v)).collect();
