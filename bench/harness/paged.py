@@ -5,6 +5,10 @@ One run of `paged-<scale>x`, on a fresh server:
 1. `sysbench oltp_read_write prepare`: `--paged-tables` tables (8) whose rows add up to about
    `scale` x the pool, at ROW_BYTES bytes a row (InnoDB's size of a sysbench row with its
    secondary index), `--paged-prepare-threads` (4) loading in parallel. Timed.
+   Then each server writes what the load left only in memory (Quill a checkpoint, MariaDB
+   its dirty pages flushed, as in step 3), timed as "load written back": steps 2-4 measure
+   the workloads on data at rest, and step 4's bytes are the workloads' writes, not the
+   load's.
 2. `oltp_point_select` and `oltp_read_only`, then `oltp_read_write` and `oltp_update_index`, each
    with uniform and with Pareto access (`--rand-type`), 16 threads (`--paged-threads`),
    `--paged-time` seconds each: transactions/s, and the server's CPU (utime + stime from
@@ -81,6 +85,7 @@ def paged_run(o, server, scale):
         data = data_bytes(target)
         metric("data files", data / 2**20, "MiB", "lower")
         metric("data / pool", data / o.paged_pool, "x", "lower")
+        metric("load written back", force_checkpoint(target), "s", "lower")
 
         for test in READ_TESTS:
             for dist in DISTRIBUTIONS:
