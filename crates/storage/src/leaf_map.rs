@@ -1355,7 +1355,9 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
             paging.file.write_deltas(&list)?
         };
         paging.pool.counters.pages_written.fetch_add(records.len() as u64, Ordering::Relaxed);
-        paging.pool.counters.bytes_written.fetch_add(refs.iter().map(|r| u64::from(r.len)).sum::<u64>(), Ordering::Relaxed);
+        // The block's bytes as written, padding to whole units included.
+        let block_bytes = refs.first().map_or(0, |r| r.block.bytes() as u64);
+        paging.pool.counters.bytes_written.fetch_add(block_bytes, Ordering::Relaxed);
         for (record, delta) in records.into_iter().zip(refs) {
             let dir = &mut directory[record.at];
             dir.delta = Some(delta);
