@@ -42,6 +42,16 @@ def load(conn, rows: int = ROWS, keys: str = ", KEY k (k)") -> None:
             c.execute(f"INSERT INTO paged.t VALUES {values}")
 
 
+def load_at_rest(q, conn) -> None:
+    """`load`'s rows, written by a checkpoint (every leaf clean), and no checkpoint after it
+    until the test asks (the server runs with checkpoints every second to get there)."""
+    load(conn)
+    q.wait_for_checkpoint()
+    assert wait_for(lambda: status(conn, "Innodb_buffer_pool_pages_dirty") == 0)
+    with conn.cursor() as c:
+        c.execute("SET GLOBAL quill_checkpoint_interval_seconds = 86400")
+
+
 def check_contents(conn, rows: int = ROWS) -> None:
     with conn.cursor() as c:
         c.execute("SELECT COUNT(*), SUM(id), SUM(k) FROM paged.t")
@@ -194,11 +204,7 @@ def test_leaves_changed_since_a_checkpoint_leave_memory_keeping_their_changes_no
     datadir = tmp_path / "d"
     with PrivateQuill(datadir, f"--innodb-buffer-pool-size={POOL_BYTES}", "--quill-checkpoint-interval-seconds=1") as q:
         conn = q.connect()
-        load(conn)
-        q.wait_for_checkpoint()
-        assert wait_for(lambda: status(conn, "Innodb_buffer_pool_pages_dirty") == 0)
-        with conn.cursor() as c:
-            c.execute("SET GLOBAL quill_checkpoint_interval_seconds = 86400")
+        load_at_rest(q, conn)
         kept_before = status(conn, "Quill_buffer_pool_evictions_kept")
         change_after_checkpoint(conn)
         assert status(conn, "Quill_buffer_pool_evictions_kept") > kept_before
@@ -222,11 +228,8 @@ def test_a_checkpoint_writes_a_few_changed_rows_as_delta_records_that_survive_ki
     changed = {i * 977 % ROWS: f"changed {i}" for i in range(12)}
     with PrivateQuill(datadir, f"--innodb-buffer-pool-size={POOL_BYTES}", "--quill-checkpoint-interval-seconds=1") as q:
         conn = q.connect()
-        load(conn)
-        q.wait_for_checkpoint()
-        assert wait_for(lambda: status(conn, "Innodb_buffer_pool_pages_dirty") == 0)
+        load_at_rest(q, conn)
         with conn.cursor() as c:
-            c.execute("SET GLOBAL quill_checkpoint_interval_seconds = 86400")
             for i, text in changed.items():
                 # A new c, and a k that moves the row's index entry.
                 c.execute("UPDATE paged.t SET c = %s, k = k + 1000 WHERE id = %s", (text, i))

@@ -329,19 +329,8 @@ impl PageFile {
     /// # Errors
     /// I/O errors, and a block that fails its checks ([`open_block`]).
     pub fn read(&self, addr: BlockAddr) -> Result<Block, PageFileError> {
-        let mut bytes = vec![0; addr.bytes()];
-        // A block the OS holds in memory is copied at once; only one that may wait for the
-        // disk goes through a blocking section (which, on a runtime's worker, hands its other
-        // tasks to another thread first: a cost worth paying only for a real wait).
-        let n = if self.file.read_cached(&mut bytes, addr.offset()) {
-            bytes.len()
-        } else {
-            crate::blocking::section(|| self.file.read_at(&mut bytes, addr.offset()))
-                .map_err(|source| PageFileError::Io { path: self.path.display().to_string(), source })?
-        };
-        bytes.truncate(n);
+        let bytes = self.read_bytes(addr.offset(), addr.bytes())?;
         self.counters.blocks_read.fetch_add(1, Ordering::Relaxed);
-        self.counters.bytes_read.fetch_add(n as u64, Ordering::Relaxed);
         let (header, payload) = open_block(&bytes, addr).map_err(|source| PageFileError::Page { path: self.path.display().to_string(), source })?;
         let payload_end = BLOCK_HEADER_BYTES + payload.len();
         Ok(Block { bytes, header, payload_end })
@@ -387,15 +376,7 @@ impl PageFile {
     /// # Errors
     /// I/O errors, and a record that fails its checks ([`open_delta`]).
     pub fn read_delta(&self, delta: DeltaRef, base: u64, index: u32) -> Result<Vec<u8>, PageFileError> {
-        let mut bytes = vec![0; delta.len as usize];
-        let n = if self.file.read_cached(&mut bytes, delta.offset()) {
-            bytes.len()
-        } else {
-            crate::blocking::section(|| self.file.read_at(&mut bytes, delta.offset()))
-                .map_err(|source| PageFileError::Io { path: self.path.display().to_string(), source })?
-        };
-        bytes.truncate(n);
-        self.counters.bytes_read.fetch_add(n as u64, Ordering::Relaxed);
+        let mut bytes = self.read_bytes(delta.offset(), delta.len as usize)?;
         let page_error = |source| PageFileError::Page { path: self.path.display().to_string(), source };
         let entries = open_delta(&bytes, delta.offset(), base, index).map_err(page_error)?.len();
         bytes.drain(..bytes.len() - entries);
@@ -424,6 +405,23 @@ impl PageFile {
     #[must_use]
     pub fn delta_block_use(&self, delta: DeltaRef) -> (u64, u64) {
         self.space.lock().deltas.get(&delta.block.unit).map_or((0, 0), |d| (d.live_bytes, d.records_bytes))
+    }
+
+    /// Up to `len` bytes from `offset` (fewer at the file's end), counted in `bytes_read`. Bytes
+    /// the OS holds in memory are copied at once; only a read that may wait for the disk goes
+    /// through a blocking section (which, on a runtime's worker, hands its other tasks to
+    /// another thread first: a cost worth paying only for a real wait).
+    fn read_bytes(&self, offset: u64, len: usize) -> Result<Vec<u8>, PageFileError> {
+        let mut bytes = vec![0; len];
+        let n = if self.file.read_cached(&mut bytes, offset) {
+            bytes.len()
+        } else {
+            crate::blocking::section(|| self.file.read_at(&mut bytes, offset))
+                .map_err(|source| PageFileError::Io { path: self.path.display().to_string(), source })?
+        };
+        bytes.truncate(n);
+        self.counters.bytes_read.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(bytes)
     }
 
     /// A hint that the block at `addr` will be read soon ([`quill_io::File::will_need`]).
