@@ -529,6 +529,30 @@ fn delta_entries<V: PageValue>(copied: &Copied<V>, entry: &mut impl FnMut(&[u8],
     (out, copied.untouched + present, exact)
 }
 
+/// Appends one key of a delta copy ([`Copied::delta_of`]): the key, then 1 and its value, or
+/// 0 when the leaf has no entry at it. `true` when a value went.
+fn put_delta_copy<V: PageValue>(image: &mut Vec<u8>, key: &[u8], value: Option<&V>) -> bool {
+    put_bytes(image, key);
+    match value {
+        Some(value) => {
+            image.push(DELTA_PUT);
+            value.encode(image);
+            true
+        }
+        None => {
+            image.push(DELTA_REMOVED);
+            false
+        }
+    }
+}
+
+/// A leaf on disk with kept changes ([`Leaf::kept`]) no longer holds them (a block holds
+/// them now, or the leaf is gone): their memory goes back to the pool.
+fn release_kept<V>(leaf: &mut Leaf<V>, pool: &BufferPool) {
+    leaf.kept = Vec::new();
+    pool.unkeep(std::mem::take(&mut leaf.page.kept_charged));
+}
+
 /// Adds `key` to a leaf's ascending touched keys ([`LeafPage::touched`]) unless it is there.
 fn note_touched(touched: &mut Vec<Box<[u8]>>, key: &[u8]) {
     if let Err(at) = touched.binary_search_by(|k| (**k).cmp(key)) {
@@ -694,8 +718,7 @@ impl<V> Drop for LeafMap<V> {
                 paging.pool.release(std::mem::take(&mut leaf.page.charged), leaf.page.block.is_none());
             } else if leaf.page.kept_charged > 0 {
                 // On disk with kept changes: they go with the map.
-                leaf.kept = Vec::new();
-                paging.pool.unkeep(std::mem::take(&mut leaf.page.kept_charged));
+                release_kept(&mut leaf, &paging.pool);
             }
         }
     }
@@ -1246,15 +1269,7 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
                         let mut image = Vec::new();
                         let mut present = 0;
                         for (key, value) in &leaf.kept {
-                            put_bytes(&mut image, key);
-                            match value {
-                                Some(value) => {
-                                    image.push(DELTA_PUT);
-                                    value.encode(&mut image);
-                                    present += 1;
-                                }
-                                None => image.push(DELTA_REMOVED),
-                            }
+                            present += u64::from(put_delta_copy(&mut image, key, value.as_ref()));
                         }
                         let leaf_ref = Arc::clone(ArcMutexGuard::mutex(&leaf));
                         let untouched = leaf.page.kept_len - present;
@@ -1281,15 +1296,7 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
                         if delta_of.is_some() {
                             let mut present = 0;
                             for key in &leaf.page.touched {
-                                put_bytes(&mut image, key);
-                                match leaf.search(key) {
-                                    Ok(i) => {
-                                        image.push(DELTA_PUT);
-                                        leaf.values[i].encode(&mut image);
-                                        present += 1;
-                                    }
-                                    Err(_) => image.push(DELTA_REMOVED),
-                                }
+                                present += put_delta_copy(&mut image, key, leaf.search(key).ok().map(|i| &leaf.values[i])) as usize;
                             }
                             untouched = (leaf.len() - present) as u64;
                         } else {
@@ -1372,8 +1379,7 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
             if leaf.page.block.is_none() {
                 // Changed since its block: the base with the new record is its image now.
                 if leaf.page.kept_charged > 0 {
-                    leaf.kept = Vec::new();
-                    paging.pool.unkeep(std::mem::take(&mut leaf.page.kept_charged));
+                    release_kept(&mut leaf, &paging.pool);
                 } else {
                     paging.pool.cleaned();
                 }
@@ -1499,8 +1505,7 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
                 }
                 // On disk again since the copy, with its changes kept: the block holds them.
                 None if leaf.page.kept_charged > 0 => {
-                    leaf.kept = Vec::new();
-                    paging.pool.unkeep(std::mem::take(&mut leaf.page.kept_charged));
+                    release_kept(&mut leaf, &paging.pool);
                 }
                 None => paging.pool.cleaned(),
             }
