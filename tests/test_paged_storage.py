@@ -220,6 +220,19 @@ def test_leaves_changed_since_a_checkpoint_leave_memory_keeping_their_changes_no
         check_changed(q.connect())
 
 
+def test_kept_changes_past_a_quarter_of_the_pool_start_a_checkpoint(tmp_path: Path):
+    """With the interval and the log far from their triggers, changes kept in memory by
+    evicted leaves reaching a quarter of the pool start a checkpoint, which writes them."""
+    with PrivateQuill(tmp_path / "d", f"--innodb-buffer-pool-size={POOL_BYTES}", "--quill-checkpoint-interval-seconds=1") as q:
+        conn = q.connect()
+        load_at_rest(q, conn)
+        checkpoints = status(conn, "Quill_checkpoints")
+        change_after_checkpoint(conn)
+        assert wait_for(lambda: status(conn, "Quill_checkpoints") > checkpoints), "kept changes started a checkpoint"
+        assert wait_for(lambda: status(conn, "Quill_buffer_pool_kept_bytes") < POOL_BYTES // 4)
+        check_changed(conn)
+
+
 def test_a_checkpoint_writes_a_few_changed_rows_as_delta_records_that_survive_kill(tmp_path: Path):
     """Rows changed here and there since the last checkpoint: the next one writes only those
     rows and index entries (delta records against their leaves' blocks), not their leaves

@@ -6,7 +6,9 @@
 //! carries a CRC-32C of everything after the CRC, the payload's length, what the payload is
 //! (a leaf of version chains or of index entries), and the unit the block was written at, so
 //! a torn write, a bit flip and a block read from the wrong place (a misdirected write) all
-//! fail [`open_block`] rather than decode as data.
+//! fail [`open_block`] rather than decode as data. A delta record (a leaf's entries changed
+//! since its block, many records to a delta block) carries its own header with the same
+//! checks, and names the base block it applies to ([`seal_delta`], [`open_delta`]).
 //!
 //! Where it sits: the lowest piece of the paged engine. [`crate::page_file`] allocates and
 //! reads blocks; the leaf map encodes a leaf's entries into a payload
