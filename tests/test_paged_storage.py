@@ -233,6 +233,29 @@ def test_kept_changes_past_a_quarter_of_the_pool_start_a_checkpoint(tmp_path: Pa
         check_changed(conn)
 
 
+def test_a_load_leaves_room_in_each_leaf_so_a_few_inserts_split_none(tmp_path: Path):
+    """A bulk load fills leaves to 60 of their 64 entries, in the primary key and in an index
+    built after it: one insert into each leaf splits none (a split leaf leaves its checkpoint
+    block and is written whole), and five more into one leaf split it."""
+    with PrivateQuill(tmp_path / "d") as q:
+        conn = q.connect()
+        with conn.cursor() as c:
+            c.execute("CREATE DATABASE paged")
+            c.execute("CREATE TABLE paged.s (id INT PRIMARY KEY, k INT NOT NULL)")
+            for start in range(0, 6000, 2000):
+                c.execute("INSERT INTO paged.s VALUES " + ",".join(f"({2 * i},{10 * i})" for i in range(start, start + 2000)))
+            c.execute("CREATE INDEX k ON paged.s (k)")
+            splits = status(conn, "Quill_buffer_pool_leaf_splits")
+            # The 60th entry of every leaf of both trees is followed by one insert each.
+            c.execute("INSERT INTO paged.s VALUES " + ",".join(f"({2 * 60 * j + 1},{10 * 60 * j + 5})" for j in range(100)))
+            assert status(conn, "Quill_buffer_pool_leaf_splits") == splits
+            c.execute("INSERT INTO paged.s VALUES " + ",".join(f"({2 * n + 1},{10 * n + 5})" for n in range(1, 6)))
+            assert status(conn, "Quill_buffer_pool_leaf_splits") == splits + 2
+            c.execute("SELECT COUNT(*), SUM(id), SUM(k) FROM paged.s FORCE INDEX (k) WHERE k >= 0")
+            added = [(2 * 60 * j + 1, 10 * 60 * j + 5) for j in range(100)] + [(2 * n + 1, 10 * n + 5) for n in range(1, 6)]
+            assert c.fetchone() == (6105, sum(2 * i for i in range(6000)) + sum(a for a, _ in added), sum(10 * i for i in range(6000)) + sum(b for _, b in added))
+
+
 def test_a_checkpoint_writes_a_few_changed_rows_as_delta_records_that_survive_kill(tmp_path: Path):
     """Rows changed here and there since the last checkpoint: the next one writes only those
     rows and index entries (delta records against their leaves' blocks), not their leaves

@@ -385,6 +385,7 @@ impl Engine {
             ("Quill_buffer_pool_evictions", counter(|c| &c.evictions)),
             ("Quill_buffer_pool_evictions_kept", counter(|c| &c.evictions_kept)),
             ("Quill_buffer_pool_kept_bytes", count(quill_storage::buffer_pool::BufferPool::kept_bytes)),
+            ("Quill_buffer_pool_leaf_splits", counter(|c| &c.leaf_splits)),
             ("Quill_recovery_changes_waiting", self.redo_pending().to_string()),
         ]
     }

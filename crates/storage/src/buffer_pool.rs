@@ -116,6 +116,11 @@ pub struct PoolCounters {
     /// Of `evictions`, the dirty leaves evicted without a write, keeping their changes in
     /// memory (`Quill_buffer_pool_evictions_kept`).
     pub evictions_kept: AtomicU64,
+    /// Paged leaves split, by an insert past their bound or by recovery's changes
+    /// (`Quill_buffer_pool_leaf_splits`; InnoDB counts its page splits in
+    /// `INNODB_METRICS.index_page_splits`). A split leaf leaves its base, so each one costs
+    /// two whole-leaf writes.
+    pub leaf_splits: AtomicU64,
     /// Times a thread found the pool full and made room (`Innodb_buffer_pool_wait_free`
     /// counts the times it had to wait; here it never waits, it evicts).
     pub make_room_calls: AtomicU64,

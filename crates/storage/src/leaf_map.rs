@@ -38,7 +38,8 @@
 //!
 //! Why leaves and not one skip-list node per row: a node with its own key allocation costs
 //! about 150 bytes before the row's image; a leaf entry costs its key and value. A bulk
-//! load's ascending keys fill the last leaf and start a new one, so leaves stay full.
+//! load's ascending keys fill the last leaf to [`LEAF_APPEND_FILL`] and start a new one, so
+//! leaves stay nearly full, with room for a few later inserts each.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -57,6 +58,15 @@ use crate::page_file::{DeltaRef, PageFile};
 /// middle of a leaf moves little and that a leaf's mutex is held briefly; large enough that
 /// the skip list's node per leaf is a small share of a row.
 pub const LEAF_ENTRIES_MAX: usize = 64;
+
+/// Entries an ascending load leaves in each full leaf of a map's end: a key added past the
+/// last leaf's last key, taking that leaf over this many, starts a new leaf. The leaf keeps
+/// a sixteenth of [`LEAF_ENTRIES_MAX`] free, as InnoDB keeps a sixteenth of a page its sorted
+/// builds fill: a later insert among the loaded keys then lands in room left for it instead
+/// of splitting the leaf, and a split leaf leaves its base (so eviction and the next
+/// checkpoint write both halves whole, where a leaf that kept its base writes only its
+/// changes).
+pub const LEAF_APPEND_FILL: usize = LEAF_ENTRIES_MAX - LEAF_ENTRIES_MAX / 16;
 
 /// A value that can be empty: the map removes an entry whose value a call left vacant.
 pub trait Vacancy: Default {
@@ -916,7 +926,8 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
         let Some(paging) = &self.paging else { return };
         leaf.page.changes += 1;
         if let Some(block) = leaf.page.block.take() {
-            debug_assert!(leaf.page.base.is_none() && leaf.page.touched.is_empty(), "a leaf with a block of its own has no base");
+            debug_assert!(leaf.page.base.is_none(), "a leaf with a block of its own has no base");
+            debug_assert!(leaf.page.touched.is_empty() || leaf.page.delta.is_some(), "a leaf with a block touched only its record's keys");
             if leaf.page.stable {
                 leaf.page.base = Some(block);
             } else {
@@ -948,6 +959,13 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
     fn drop_base(&self, leaf: &mut Leaf<V>) {
         if let Some(paging) = &self.paging {
             forget_base(leaf, paging);
+        }
+    }
+
+    /// A paged leaf splits: counted for `Quill_buffer_pool_leaf_splits`.
+    fn count_split(&self) {
+        if let Some(paging) = &self.paging {
+            paging.pool.counters.leaf_splits.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -1028,7 +1046,7 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
             self.len.fetch_sub(1, Ordering::Relaxed);
             self.recharge(&mut leaf);
             self.remove_if_empty(leaf);
-        } else if leaf.len() > LEAF_ENTRIES_MAX {
+        } else if leaf.len() > LEAF_ENTRIES_MAX || (leaf.len() > LEAF_APPEND_FILL && i == leaf.len() - 1 && leaf.high.is_none()) {
             self.split(leaf, i);
         } else {
             self.recharge(&mut leaf);
@@ -1175,12 +1193,14 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
         }
     }
 
-    /// Split a leaf one entry over its bound. An entry added at the leaf's end (ascending
-    /// keys: a bulk load) starts a new leaf alone and leaves this one full; any other splits
-    /// it in half.
+    /// Split a leaf one entry over its bound ([`LEAF_ENTRIES_MAX`], or [`LEAF_APPEND_FILL`]
+    /// for the last leaf). An entry added at the leaf's end (ascending keys: a bulk load)
+    /// starts a new leaf alone and leaves this one as full as it was; any other splits it in
+    /// half.
     fn split(&self, mut leaf: LockedLeaf<V>, added: usize) {
         let at = if added == leaf.len() - 1 { added } else { leaf.len() / 2 };
         self.drop_base(&mut leaf);
+        self.count_split();
         let right = leaf.split_off(at);
         let low = right.low.clone();
         if self.paging.is_some() {
@@ -1501,6 +1521,8 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
                     release_block(paging, old, leaf.page.stable);
                     if let Some(delta) = leaf.page.delta.take() {
                         paging.file.release_delta(delta);
+                        // The record's keys were touched against the old block only.
+                        leaf.page.touched = Vec::new();
                     }
                 }
                 // On disk again since the copy, with its changes kept: the block holds them.
@@ -1662,6 +1684,7 @@ impl<V: Vacancy + PageValue + Send + 'static> LeafMap<V> {
             return;
         }
         self.drop_base(leaf);
+        self.count_split();
         let per = n.div_ceil(n.div_ceil(LEAF_ENTRIES_MAX));
         let keys = std::mem::take(&mut leaf.keys);
         let ends = std::mem::take(&mut leaf.ends);
@@ -1878,8 +1901,9 @@ mod tests {
             set(&map, n, n + 1);
         }
         assert_eq!(map.len(), 1000);
-        // Every leaf but the last is full: ascending keys start a new leaf rather than halve one.
-        assert_eq!(map.leaves.len(), 1000usize.div_ceil(LEAF_ENTRIES_MAX));
+        // Every leaf but the last is filled to its append fill: ascending keys start a new
+        // leaf rather than halve one.
+        assert_eq!(map.leaves.len(), 1000usize.div_ceil(LEAF_APPEND_FILL));
         for batch in [1, 7, 1000] {
             assert_eq!(walk_all(&map, Bound::Unbounded, Bound::Unbounded, ScanOrder::Ascending, batch), (0..1000).collect::<Vec<_>>());
             assert_eq!(walk_all(&map, Bound::Unbounded, Bound::Unbounded, ScanOrder::Descending, batch), (0..1000).rev().collect::<Vec<_>>());

@@ -469,8 +469,9 @@ fn a_leaf_changed_since_its_checkpoint_block_leaves_memory_without_a_write_and_c
     }
     map.write_stable(as_is).unwrap();
     let written = pages_written(&paging);
-    // Changes, a removal and an insert in three leaves that keep their blocks as bases; an
-    // insert into a full leaf splits it, and its two halves have none.
+    // Changes, a removal and an insert in three leaves that keep their blocks as bases;
+    // inserts that take a leaf over its bound (a load leaves room for four) split it, and its
+    // two halves have none.
     let change = |model: &mut BTreeMap<u32, u32>, n: u32, v: u32| {
         map.with_or_insert(&key(n), |c| c.0 = v);
         if v == 0 {
@@ -479,11 +480,16 @@ fn a_leaf_changed_since_its_checkpoint_block_leaves_memory_without_a_write_and_c
             model.insert(n, v)
         };
     };
+    let splits = || paging.pool.counters.leaf_splits.load(std::sync::atomic::Ordering::Relaxed);
+    let loaded_splits = splits();
     change(&mut model, 10, 77);
     change(&mut model, 3000, 0);
     change(&mut model, 3001, 4);
     change(&mut model, 8000, 5);
-    change(&mut model, 6001, 9);
+    for n in (6001..6010).step_by(2) {
+        change(&mut model, n, 9);
+    }
+    assert_eq!(splits(), loaded_splits + 1);
     assert_eq!(paging.pool.dirty_leaves(), 5);
     paging.pool.set_evict_always(true);
     paging.pool.make_room();
