@@ -22,6 +22,7 @@ mod temporal;
 mod user_locks;
 
 pub use cast::{CAST_LENGTH_UNSIZED, cast, cast_in};
+pub use numeric::Math;
 pub use user_locks::{USER_LOCK_NAME_CHARS_MAX, lock_name};
 
 use user_locks::user_lock;
@@ -142,6 +143,9 @@ pub enum Func {
     Sign,
     Power,
     Sqrt,
+    /// A function of real numbers computed in DOUBLE (`numeric::math`): LN, LOG, EXP, the
+    /// trigonometric functions, DEGREES and RADIANS.
+    Math(Math),
     Rand,
     Greatest,
     Least,
@@ -236,6 +240,21 @@ impl Func {
             "SIGN" => Func::Sign,
             "POW" | "POWER" => Func::Power,
             "SQRT" => Func::Sqrt,
+            "LN" => Func::Math(Math::Ln),
+            "LOG" => Func::Math(Math::Log),
+            "LOG2" => Func::Math(Math::Log2),
+            "LOG10" => Func::Math(Math::Log10),
+            "EXP" => Func::Math(Math::Exp),
+            "SIN" => Func::Math(Math::Sin),
+            "COS" => Func::Math(Math::Cos),
+            "TAN" => Func::Math(Math::Tan),
+            "COT" => Func::Math(Math::Cot),
+            "ASIN" => Func::Math(Math::Asin),
+            "ACOS" => Func::Math(Math::Acos),
+            "ATAN" => Func::Math(Math::Atan),
+            "ATAN2" => Func::Math(Math::Atan2),
+            "DEGREES" => Func::Math(Math::Degrees),
+            "RADIANS" => Func::Math(Math::Radians),
             "RAND" => Func::Rand,
             "GREATEST" => Func::Greatest,
             "LEAST" => Func::Least,
@@ -285,6 +304,9 @@ impl Func {
             Locate => (2, 3),
             Now(_) | SysDate(_) | CurTime(_) | UtcTimestamp(_) | LastInsertId | UnixTimestamp | Rand => (0, 1),
             Round => (1, 2),
+            Math(numeric::Math::Log | numeric::Math::Atan) => (1, 2),
+            Math(numeric::Math::Atan2) => (2, 2),
+            Math(_) => (1, 1),
             CurDate | RowCount | FoundRows | Database | Version | ConnectionId | User | CurrentUser | ReleaseAllLocks | Uuid => (0, 0),
             ReleaseLock | IsFreeLock | IsUsedLock | Sleep => (1, 1),
             GetLock => (2, 2),
@@ -408,7 +430,7 @@ impl Func {
                 Some(SqlType::Decimal { .. }) => SqlType::Decimal { precision: 65, scale: types::DECIMAL_SCALE_NOT_FIXED, unsigned: false },
                 _ => SqlType::Double,
             },
-            Power | Sqrt | Rand => SqlType::Double,
+            Power | Sqrt | Math(_) | Rand => SqlType::Double,
             Greatest | Least | Coalesce | IfNull => crate::type_aggregation::aggregate(args),
             If => crate::type_aggregation::aggregate(args.get(1..).unwrap_or_default()),
             NullIf => args.first().cloned().unwrap_or(SqlType::Null),
@@ -545,6 +567,7 @@ pub fn call(f: Func, args: &[Expr], env: &Env<'_>, cx: &RowCtx<'_>) -> Result<Va
             temporal::call(f, &vals, env)?
         }
         Round | Truncate | Floor | Ceil | Abs | Mod | Sign | Power | Sqrt | Rand => numeric::call(f, &vals)?,
+        Math(m) => numeric::math(m, &vals, info)?,
         Greatest | Least => {
             if null_in {
                 return Ok(Value::Null);

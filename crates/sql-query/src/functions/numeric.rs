@@ -1,5 +1,10 @@
 //! Numeric functions: ROUND / TRUNCATE (exact on DECIMAL), FLOOR, CEIL, ABS, MOD, SIGN, POWER,
-//! SQRT and RAND.
+//! SQRT and RAND; and the functions of real numbers ([`Math`]), computed in DOUBLE with MySQL's
+//! formulas (`LOG(b, x)` is `ln(x) / ln(b)`, `LOG2(x)` is `ln(x) / ln(2)`, `COT(x)` is
+//! `1 / tan(x)`, `DEGREES(x)` is `x * (180 / pi)`), so that results agree to the last bit.
+//! A logarithm of a number at or below 0 (or to a base at or below 0, or 1) is NULL with warning
+//! 3020, a result past DOUBLE's range is error 1690, and ASIN / ACOS outside [-1, 1] are
+//! NULL, as in MySQL 8.
 
 use quill_sql_types::error::{Result, SqlError, codes};
 use quill_sql_types::ops;
@@ -7,6 +12,95 @@ use quill_storage::RoundingStrategy;
 use quill_storage::Value;
 
 use super::{Func, int_arg};
+use quill_sql_context::session_info::SessionInfo;
+
+/// The functions of real numbers (`Func::Math`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Math {
+    Ln,
+    /// LOG(x), the natural logarithm, or LOG(b, x).
+    Log,
+    Log2,
+    Log10,
+    Exp,
+    Sin,
+    Cos,
+    Tan,
+    Cot,
+    Asin,
+    Acos,
+    /// ATAN(x), or ATAN(y, x) as ATAN2.
+    Atan,
+    Atan2,
+    Degrees,
+    Radians,
+}
+
+impl Math {
+    /// The function's name as MySQL prints it in messages.
+    fn name(self) -> &'static str {
+        match self {
+            Math::Ln => "ln",
+            Math::Log => "log",
+            Math::Log2 => "log2",
+            Math::Log10 => "log10",
+            Math::Exp => "exp",
+            Math::Sin => "sin",
+            Math::Cos => "cos",
+            Math::Tan => "tan",
+            Math::Cot => "cot",
+            Math::Asin => "asin",
+            Math::Acos => "acos",
+            Math::Atan => "atan",
+            Math::Atan2 => "atan2",
+            Math::Degrees => "degrees",
+            Math::Radians => "radians",
+        }
+    }
+}
+
+/// Evaluates a function of real numbers on its arguments' values (none NULL).
+pub(super) fn math(m: Math, vals: &[Value], info: &SessionInfo) -> Result<Value> {
+    let x = ops::to_f64(&vals[0]);
+    let invalid_log = || {
+        info.warn(codes::ER_INVALID_ARGUMENT_FOR_LOGARITHM.0, "Invalid argument for logarithm".to_owned());
+        Ok(Value::Null)
+    };
+    let y = match m {
+        Math::Ln | Math::Log | Math::Log2 | Math::Log10 if vals.len() == 1 && x <= 0.0 => return invalid_log(),
+        Math::Log if vals.len() == 2 => {
+            let v = ops::to_f64(&vals[1]);
+            // A base in (0, 1) is a logarithm too (LOG(0.5, 8) is -3); base 1 has none.
+            if x <= 0.0 || x == 1.0 || v <= 0.0 {
+                return invalid_log();
+            }
+            v.ln() / x.ln()
+        }
+        Math::Ln | Math::Log => x.ln(),
+        Math::Log2 => x.ln() / std::f64::consts::LN_2,
+        Math::Log10 => x.log10(),
+        Math::Exp => x.exp(),
+        Math::Sin => x.sin(),
+        Math::Cos => x.cos(),
+        Math::Tan => x.tan(),
+        Math::Cot => 1.0 / x.tan(),
+        Math::Asin => x.asin(),
+        Math::Acos => x.acos(),
+        Math::Atan if vals.len() == 2 => x.atan2(ops::to_f64(&vals[1])),
+        Math::Atan => x.atan(),
+        Math::Atan2 => x.atan2(ops::to_f64(&vals[1])),
+        Math::Degrees => x * (180.0 / std::f64::consts::PI),
+        Math::Radians => x * (std::f64::consts::PI / 180.0),
+    };
+    if y.is_nan() {
+        return Ok(Value::Null);
+    }
+    if y.is_infinite() {
+        let args: Vec<String> = vals.iter().map(ops::to_string_lossy).collect();
+        return Err(SqlError::new(codes::ER_DATA_OUT_OF_RANGE, format!("DOUBLE value is out of range in '{}({})'", m.name(), args.join(","))));
+    }
+    Ok(Value::Double(y))
+}
 
 /// Evaluates `f`, one of this family, on its arguments' values.
 pub(super) fn call(f: Func, vals: &[Value]) -> Result<Value> {

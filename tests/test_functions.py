@@ -1,0 +1,116 @@
+"""Functions of real numbers (LN, LOG, LOG2, LOG10, EXP, the trigonometric functions, DEGREES,
+RADIANS) against an oracle: Python's `math`, on the platform's libm as the server's, with
+MySQL's formulas (`LOG(b, x)` is `ln(x) / ln(b)`, `COT(x)` is `1 / tan(x)`, ...), so that every
+result must agree to the last bit. Inputs are drawn from a seeded generator; a failure names
+the seed and the statement:
+
+    python3 -m pytest tests/test_functions.py -k oracle   (seeds 0..SEEDS-1)
+"""
+
+import math
+import random
+
+import pymysql
+import pytest
+
+SEEDS = 8
+CALLS_PER_SEED = 60
+
+# name, arity, MySQL's formula (None: the result is NULL).
+ONE_ARG = {
+    "LN": lambda x: math.log(x) if x > 0 else None,
+    "LOG": lambda x: math.log(x) if x > 0 else None,
+    "LOG2": lambda x: math.log(x) / math.log(2) if x > 0 else None,
+    "LOG10": lambda x: math.log10(x) if x > 0 else None,
+    "EXP": math.exp,
+    "SIN": math.sin,
+    "COS": math.cos,
+    "TAN": math.tan,
+    "COT": lambda x: 1 / math.tan(x),
+    "ASIN": lambda x: math.asin(x) if -1 <= x <= 1 else None,
+    "ACOS": lambda x: math.acos(x) if -1 <= x <= 1 else None,
+    "ATAN": math.atan,
+    "DEGREES": lambda x: x * (180 / math.pi),
+    "RADIANS": lambda x: x * (math.pi / 180),
+}
+TWO_ARGS = {
+    "LOG": lambda b, x: math.log(x) / math.log(b) if b > 0 and b != 1 and x > 0 else None,
+    "ATAN": math.atan2,
+    "ATAN2": math.atan2,
+}
+
+
+def literal(rng: random.Random) -> float:
+    """A number in the ranges these functions meet: small, negative, near 0 and 1, large."""
+    kind = rng.randrange(5)
+    if kind == 0:
+        return float(rng.randint(-10, 10))
+    if kind == 1:
+        return rng.uniform(-1.0, 1.0)
+    if kind == 2:
+        return rng.uniform(0.0, 700.0)
+    if kind == 3:
+        return rng.choice([0.0, 1.0, -1.0, 0.5, 2.0, 1e-300, 1e300])
+    return rng.uniform(-1e6, 1e6)
+
+
+@pytest.mark.parametrize("seed", range(SEEDS))
+def test_functions_of_real_numbers_agree_with_the_oracle(conn, seed):
+    rng = random.Random(seed)
+    with conn.cursor() as c:
+        for _ in range(CALLS_PER_SEED):
+            if rng.random() < 0.3:
+                name = rng.choice(sorted(TWO_ARGS))
+                args = (literal(rng), literal(rng))
+                formula = TWO_ARGS[name]
+            else:
+                name = rng.choice(sorted(ONE_ARG))
+                args = (literal(rng),)
+                formula = ONE_ARG[name]
+            sql = f"SELECT {name}({', '.join(repr(a) + 'e0' if 'e' not in repr(a) else repr(a) for a in args)})"
+            try:
+                expected = formula(*args)
+            except (OverflowError, ZeroDivisionError):
+                expected = "out of range"
+            if isinstance(expected, float) and math.isinf(expected):
+                expected = "out of range"
+            try:
+                c.execute(sql)
+                got = c.fetchone()[0]
+            except pymysql.err.OperationalError as e:
+                assert e.args[0] == 1690 and expected == "out of range", f"seed {seed}: {sql}: {e}"
+                continue
+            assert got == expected, f"seed {seed}: {sql} gave {got!r}, the oracle {expected!r}"
+
+
+def test_out_of_range_results_are_error_1690_and_the_connection_stays(conn):
+    with conn.cursor() as c:
+        for sql, message in [("SELECT EXP(1000)", "exp(1000)"), ("SELECT COT(0)", "cot(0)")]:
+            with pytest.raises(pymysql.err.OperationalError) as e:
+                c.execute(sql)
+            assert e.value.args[0] == 1690
+            assert f"DOUBLE value is out of range in '{message}'" in e.value.args[1]
+        c.execute("SELECT EXP(-1000), ASIN(2), ACOS(-1.5), LOG(0.5, 8), LN(NULL), ATAN2(NULL, 1)")
+        assert c.fetchone() == (0.0, None, None, -3.0, None, None)
+
+
+@pytest.mark.mysql8_only
+def test_a_logarithm_of_a_number_at_or_below_zero_is_null_with_warning_3020(conn):
+    with conn.cursor() as c:
+        for sql in ["SELECT LN(0)", "SELECT LOG(-1)", "SELECT LOG2(0)", "SELECT LOG10(-5)", "SELECT LOG(1, 8)", "SELECT LOG(2, 0)"]:
+            c.execute(sql)
+            assert c.fetchone() == (None,), sql
+            c.execute("SHOW WARNINGS")
+            assert c.fetchall() == (("Warning", 3020, "Invalid argument for logarithm"),), sql
+
+
+def test_functions_of_real_numbers_on_columns_and_in_where(conn):
+    with conn.cursor() as c:
+        c.execute("CREATE TABLE angles (id INT PRIMARY KEY, deg DOUBLE, n INT)")
+        c.execute("INSERT INTO angles VALUES (1, 0, 1), (2, 90, 10), (3, 180, 100), (4, NULL, NULL)")
+        c.execute("SELECT id, RADIANS(deg), LOG10(n) FROM angles ORDER BY id")
+        assert c.fetchall() == ((1, 0.0, 0.0), (2, 90 * (math.pi / 180), 1.0), (3, 180 * (math.pi / 180), 2.0), (4, None, None))
+        c.execute("SELECT id FROM angles WHERE SIN(RADIANS(deg)) > 0.5 ORDER BY id")
+        assert c.fetchall() == ((2,),)
+        c.execute("SELECT SUM(LN(n)) FROM angles")
+        assert c.fetchone()[0] == pytest.approx(math.log(10) + math.log(100))
