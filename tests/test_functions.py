@@ -1,8 +1,10 @@
 """Functions of real numbers (LN, LOG, LOG2, LOG10, EXP, the trigonometric functions, DEGREES,
-RADIANS) against an oracle: Python's `math`, on the platform's libm as the server's, with
+RADIANS), the digests (MD5, SHA1, SHA2) and ORD, against oracles.
+
+The real functions' oracle is Python's `math`, on the platform's libm as the server's, with
 MySQL's formulas (`LOG(b, x)` is `ln(x) / ln(b)`, `COT(x)` is `1 / tan(x)`, ...), so that every
-result must agree to the last bit. Inputs are drawn from a seeded generator; a failure names
-the seed and the statement:
+result must agree to the last bit. The digests' oracle is Python's hashlib. Inputs are drawn
+from a seeded generator; a failure names the seed and the statement:
 
     python3 -m pytest tests/test_functions.py -k oracle   (seeds 0..SEEDS-1)
 """
@@ -114,3 +116,53 @@ def test_functions_of_real_numbers_on_columns_and_in_where(conn):
         assert c.fetchall() == ((2,),)
         c.execute("SELECT SUM(LN(n)) FROM angles")
         assert c.fetchone()[0] == pytest.approx(math.log(10) + math.log(100))
+
+
+def random_text(rng: random.Random) -> str:
+    """Up to 40 characters from ASCII, Latin-1, three-byte and four-byte UTF-8 ranges."""
+    alphabet = "abcXYZ019 '\\_%" + "éøß" + "€中文" + "😀"
+    return "".join(rng.choice(alphabet) for _ in range(rng.randrange(41)))
+
+
+def sql_string(s: str) -> str:
+    return "'" + s.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+@pytest.mark.parametrize("seed", range(SEEDS))
+def test_digests_and_ord_agree_with_the_oracle(conn, seed):
+    """MD5, SHA1, SHA2 of each length, and ORD against Python's hashlib and MySQL's rule for
+    ORD (the leftmost character's UTF-8 bytes as a big-endian number)."""
+    import hashlib
+
+    rng = random.Random(seed)
+    with conn.cursor() as c:
+        for _ in range(CALLS_PER_SEED // 4):
+            text = random_text(rng)
+            data = text.encode()
+            bits = rng.choice([0, 224, 256, 384, 512, 1, 128])
+            c.execute(f"SELECT MD5({sql_string(text)}), SHA1({sql_string(text)}), SHA({sql_string(text)}), SHA2({sql_string(text)}, {bits}), ORD({sql_string(text)})")
+            sha2 = {0: hashlib.sha256, 224: hashlib.sha224, 256: hashlib.sha256, 384: hashlib.sha384, 512: hashlib.sha512}.get(bits)
+            first = text[:1].encode()
+            expected = (
+                hashlib.md5(data).hexdigest(),
+                hashlib.sha1(data).hexdigest(),
+                hashlib.sha1(data).hexdigest(),
+                sha2(data).hexdigest() if sha2 else None,
+                int.from_bytes(first, "big"),
+            )
+            assert c.fetchone() == expected, f"seed {seed}: text {text!r}, SHA2 bits {bits}"
+
+
+def test_digests_of_numbers_binary_strings_dates_and_null(conn):
+    with conn.cursor() as c:
+        c.execute("SELECT MD5(12), SHA1(1.5), MD5(X'00FF'), ORD(X'C3A9'), ORD(5), ORD(''), MD5(DATE '2024-01-02'), MD5(NULL)")
+        assert c.fetchone() == (
+            "c20ad4d76fe97759aa27a0c99bff6710",
+            "aa8f289ebe6d4db1b4a1038b8931ec8c2b5399fb",
+            "d07d34efac6328007ad67c7e0a985e00",
+            195,
+            53,
+            0,
+            "ae354a0c189267ef9fa0638a19f3b7d4",
+            None,
+        )

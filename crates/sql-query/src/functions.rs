@@ -107,6 +107,13 @@ pub enum Func {
     /// NULLs skipped: a binary string.
     Char,
     Hex,
+    /// MD5(s), SHA1(s) / SHA(s), SHA2(s, bits): the digest of the argument's bytes in lowercase
+    /// hex digits.
+    Md5,
+    Sha1,
+    Sha2,
+    /// ORD(s): the code of the leftmost character, its bytes read as a big-endian number.
+    Ord,
     Space,
     Now(u8),
     SysDate(u8),
@@ -206,6 +213,10 @@ impl Func {
             "ELT" => Func::Elt,
             "LOCATE" | "POSITION" => Func::Locate,
             "HEX" => Func::Hex,
+            "MD5" => Func::Md5,
+            "SHA1" | "SHA" => Func::Sha1,
+            "SHA2" => Func::Sha2,
+            "ORD" => Func::Ord,
             "CHAR" => Func::Char,
             "SPACE" => Func::Space,
             "NOW" | "CURRENT_TIMESTAMP" | "LOCALTIME" | "LOCALTIMESTAMP" => Func::Now(0),
@@ -294,10 +305,11 @@ impl Func {
             Json(j) => j.arity(),
             Regexp(r, _) => r.arity(),
             ToJson(..) => (1, 1),
-            Length | CharLength | Lower | Upper | Trim | LTrim | RTrim | Reverse | Hex | Space | Date | Time | Year | Month | Day | Hour | Minute | Second
-            | Microsecond | DayOfWeek | Floor | Ceil | Abs | Sign | Sqrt | IsNullFn | FromUnixtime | TemporalText(_) => (1, 1),
+            Length | CharLength | Lower | Upper | Trim | LTrim | RTrim | Reverse | Hex | Md5 | Sha1 | Ord | Space | Date | Time | Year | Month | Day | Hour
+            | Minute | Second | Microsecond | DayOfWeek | Floor | Ceil | Abs | Sign | Sqrt | IsNullFn | FromUnixtime | TemporalText(_) => (1, 1),
             Substring => (2, 3),
             Left | Right | Repeat | Instr | DateDiff | DateFormat | Mod | Power | IfNull | NullIf | TrimChars(_) | DateAdd(..) | Truncate => (2, 2),
+            Sha2 => (2, 2),
             Replace | Lpad | Rpad | If | ConvertTz => (3, 3),
             InsertStr => (4, 4),
             TimestampDiff(_) => (2, 2),
@@ -340,6 +352,10 @@ impl Func {
                 | Instr
                 | Locate
                 | FindInSet
+                | Md5
+                | Sha1
+                | Sha2
+                | Ord
         )
     }
 
@@ -379,6 +395,10 @@ impl Func {
         match self {
             // HEX always gives text (hex digits), whatever its argument.
             Hex => text,
+            Md5 => SqlType::VarChar { len: 32, collation: Collation::default() },
+            Sha1 => SqlType::VarChar { len: 40, collation: Collation::default() },
+            Sha2 => SqlType::VarChar { len: 128, collation: Collation::default() },
+            Ord => int,
             Char => SqlType::VarBinary(255),
             UserVar | SetUserVar => args.get(1).cloned().unwrap_or(text),
             Concat | ConcatWs | Substring | Left | Right | Lower | Upper | Trim | LTrim | RTrim | TrimChars(_) | Replace | InsertStr | Lpad | Rpad | Repeat
@@ -561,7 +581,7 @@ pub fn call(f: Func, args: &[Expr], env: &Env<'_>, cx: &RowCtx<'_>) -> Result<Va
     }
     Ok(match f {
         Concat | ConcatWs | Char | Length | CharLength | Substring | Left | Right | Lower | Upper | Trim | LTrim | RTrim | TrimChars(..) | Replace | Lpad
-        | Rpad | Repeat | Reverse | InsertStr | Space | FindInSet | Field | Elt | Instr | Locate | Hex => strings::call(f, &vals)?,
+        | Rpad | Repeat | Reverse | InsertStr | Space | FindInSet | Field | Elt | Instr | Locate | Hex | Md5 | Sha1 | Sha2 | Ord => strings::call(f, &vals)?,
         Now(..) | SysDate(..) | UtcTimestamp(..) | CurDate | CurTime(..) | UnixTimestamp | FromUnixtime | ConvertTz | Uuid | TimestampDiff(..) | DateDiff
         | DateAdd(..) | Date | Time | Year | Month | Day | Hour | Minute | Second | Microsecond | DayOfWeek | DateFormat | TemporalText(..) => {
             temporal::call(f, &vals, env)?

@@ -1,10 +1,13 @@
-//! String functions: CONCAT, SUBSTRING, TRIM, LPAD, REPLACE, INSERT, LOCATE, HEX and their kin,
+//! String functions: CONCAT, SUBSTRING, TRIM, LPAD, REPLACE, INSERT, LOCATE, HEX, the digests
+//! (MD5, SHA1, SHA2: the `md-5`, `sha1` and `sha2` crates) and their kin,
 //! evaluated on their arguments' values (NULL arguments were handled by `call`). A function that
 //! builds a large result was checked against `max_allowed_packet` before it runs (`built_bytes`).
 
 use quill_sql_types::error::Result;
 use quill_sql_types::ops;
 use quill_storage::{Collation, Value};
+
+use sha2::Digest;
 
 use super::{Func, int_arg, str_arg};
 
@@ -193,6 +196,32 @@ pub(super) fn call(f: Func, vals: &[Value]) -> Result<Value> {
             Value::Int(_) | Value::UInt(_) => Value::Str(format!("{:X}", ops::to_i128(&vals[0]) as u64)),
             v => Value::Str(quill_sql_types::charset::hex_upper(&ops::to_bytes(v))),
         },
+        Md5 => Value::Str(lower_hex(&md5::Md5::digest(ops::to_bytes(&vals[0])))),
+        Sha1 => Value::Str(lower_hex(&sha1::Sha1::digest(ops::to_bytes(&vals[0])))),
+        Sha2 => {
+            let bytes = ops::to_bytes(&vals[0]);
+            // 0 means 256; any other length has no digest (NULL, as in MySQL).
+            Value::Str(lower_hex(&match int_arg(&vals[1]) {
+                224 => sha2::Sha224::digest(bytes).to_vec(),
+                0 | 256 => sha2::Sha256::digest(bytes).to_vec(),
+                384 => sha2::Sha384::digest(bytes).to_vec(),
+                512 => sha2::Sha512::digest(bytes).to_vec(),
+                _ => return Ok(Value::Null),
+            }))
+        }
+        Ord => {
+            let bytes = ops::to_bytes(&vals[0]);
+            let width = match &vals[0] {
+                Value::Str(s) => s.chars().next().map_or(0, char::len_utf8),
+                _ => usize::from(!bytes.is_empty()),
+            };
+            Value::Int(bytes[..width].iter().fold(0i64, |code, &b| (code << 8) | i64::from(b)))
+        }
         _ => unreachable!("{f:?} is dispatched elsewhere"),
     })
+}
+
+/// Bytes as lowercase hex digits, as the digest functions give them.
+fn lower_hex(bytes: &[u8]) -> String {
+    quill_sql_types::charset::hex_upper(bytes).to_ascii_lowercase()
 }
