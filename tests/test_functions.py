@@ -166,3 +166,76 @@ def test_digests_of_numbers_binary_strings_dates_and_null(conn):
             "ae354a0c189267ef9fa0638a19f3b7d4",
             None,
         )
+
+
+def week_oracle(d, mode: int) -> tuple[int, int]:
+    """(week, the week's year) of date `d` under WEEK's `mode`, from the manual's table:
+    weeks start on Monday in modes 1, 3, 5, 7 (else Sunday); week 1 is the first week with
+    four days or more in the year in modes 1, 3, 4, 6 (else the first week that starts in
+    it); modes 2, 3, 6, 7 count 1-53, a date before week 1 being in the last week of the
+    year before (and, under the four-day rule, a date past the year's last week in week 1
+    of the next); the others count 0-53, week 0 being the days before week 1."""
+    import datetime
+
+    first_day = 0 if mode in (1, 3, 5, 7) else 6  # Python's weekday(): Monday 0, Sunday 6
+    four_days = mode in (1, 3, 4, 6)
+    one_to_53 = mode in (2, 3, 6, 7)
+
+    def week1_start(year: int):
+        jan1 = datetime.date(year, 1, 1)
+        offset = (jan1.weekday() - first_day) % 7
+        start = jan1 - datetime.timedelta(days=offset)
+        starts_in_year = offset == 0
+        if four_days:
+            return start if 7 - offset >= 4 else start + datetime.timedelta(days=7)
+        return start if starts_in_year else start + datetime.timedelta(days=7)
+
+    start = week1_start(d.year)
+    if d < start:
+        if not one_to_53:
+            return 0, d.year
+        return (d - week1_start(d.year - 1)).days // 7 + 1, d.year - 1
+    if one_to_53 and four_days and d >= week1_start(d.year + 1):
+        return 1, d.year + 1
+    return (d - start).days // 7 + 1, d.year
+
+
+@pytest.mark.parametrize("seed", range(SEEDS))
+def test_weeks_weekdays_and_quarters_agree_with_the_oracle(conn, seed):
+    """WEEK in its eight modes and YEARWEEK against the manual's definitions; WEEKDAY,
+    DAYOFYEAR, QUARTER and EXTRACT(QUARTER) against Python's calendar; mode 3 is ISO 8601."""
+    import datetime
+
+    rng = random.Random(seed)
+    with conn.cursor() as c:
+        for _ in range(CALLS_PER_SEED // 4):
+            # Around a new year half the time, where the modes disagree.
+            if rng.random() < 0.5:
+                d = datetime.date(rng.randint(1900, 2100), 12, 25) + datetime.timedelta(days=rng.randrange(14))
+            else:
+                d = datetime.date(1, 1, 1) + datetime.timedelta(days=rng.randrange(3_652_059))
+            s = f"'{d.isoformat()}'"
+            modes = ", ".join(f"WEEK({s}, {m}), YEARWEEK({s}, {m})" for m in range(8))
+            c.execute(f"SELECT WEEKDAY({s}), DAYOFYEAR({s}), QUARTER({s}), EXTRACT(QUARTER FROM {s}), WEEK({s}), YEARWEEK({s}), {modes}")
+            expected = [d.weekday(), d.timetuple().tm_yday, (d.month - 1) // 3 + 1, (d.month - 1) // 3 + 1]
+            expected += [week_oracle(d, 0)[0], week_oracle(d, 2)[1] * 100 + week_oracle(d, 2)[0]]
+            for m in range(8):
+                week, year = week_oracle(d, m | 2)
+                expected += [week_oracle(d, m)[0], year * 100 + week]
+            assert c.fetchone() == tuple(expected), f"seed {seed}: {d}"
+            iso = d.isocalendar()
+            assert week_oracle(d, 3) == (iso[1], iso[0]), f"the oracle's mode 3 is ISO 8601: {d}"
+
+
+def test_time_to_sec_and_makedate(conn):
+    import datetime
+    import decimal
+
+    with conn.cursor() as c:
+        c.execute("SELECT TIME_TO_SEC('22:23:00'), TIME_TO_SEC('-01:00:00'), TIME_TO_SEC('00:00:01.5'), TIME_TO_SEC(TIME '838:59:59'), "
+                  "TIME_TO_SEC('2024-01-01 10:00:00'), TIME_TO_SEC(NULL)")
+        assert c.fetchone() == (80580, -3600, decimal.Decimal("1.5"), 3020399, 36000, None)
+        c.execute("SELECT MAKEDATE(2011, 31), MAKEDATE(2011, 0), MAKEDATE(11, 1), MAKEDATE(70, 1), MAKEDATE(2011, 400), "
+                  "MAKEDATE(2024, 366), MAKEDATE(9999, 366), MAKEDATE(NULL, 1)")
+        assert c.fetchone() == (datetime.date(2011, 1, 31), None, datetime.date(2011, 1, 1), datetime.date(1970, 1, 1),
+                                datetime.date(2012, 2, 4), datetime.date(2024, 12, 31), None, None)

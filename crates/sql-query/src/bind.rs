@@ -364,6 +364,7 @@ impl<'a, 'e> Binder<'a, 'e> {
             A::Extract { field, expr, .. } => {
                 let f = match Unit::parse(&field.to_string()) {
                     Some(Unit::Year) => Func::Year,
+                    Some(Unit::Quarter) => Func::Quarter,
                     Some(Unit::Month) => Func::Month,
                     Some(Unit::Day) => Func::Day,
                     Some(Unit::Hour) => Func::Hour,

@@ -140,6 +140,16 @@ pub enum Func {
     Second,
     Microsecond,
     DayOfWeek,
+    /// WEEKDAY(d): 0 for Monday to 6 for Sunday.
+    Weekday,
+    DayOfYear,
+    Quarter,
+    /// WEEK(d[, mode]) and YEARWEEK(d[, mode]): MySQL's eight week modes (`temporal::week`).
+    Week,
+    YearWeek,
+    TimeToSec,
+    /// MAKEDATE(year, day_of_year).
+    MakeDate,
     DateFormat,
     Round,
     Truncate,
@@ -241,6 +251,13 @@ impl Func {
             "SECOND" => Func::Second,
             "MICROSECOND" => Func::Microsecond,
             "DAYOFWEEK" => Func::DayOfWeek,
+            "WEEKDAY" => Func::Weekday,
+            "DAYOFYEAR" => Func::DayOfYear,
+            "QUARTER" => Func::Quarter,
+            "WEEK" => Func::Week,
+            "YEARWEEK" => Func::YearWeek,
+            "TIME_TO_SEC" => Func::TimeToSec,
+            "MAKEDATE" => Func::MakeDate,
             "DATE_FORMAT" => Func::DateFormat,
             "ROUND" => Func::Round,
             "TRUNCATE" => Func::Truncate,
@@ -307,6 +324,9 @@ impl Func {
             ToJson(..) => (1, 1),
             Length | CharLength | Lower | Upper | Trim | LTrim | RTrim | Reverse | Hex | Md5 | Sha1 | Ord | Space | Date | Time | Year | Month | Day | Hour
             | Minute | Second | Microsecond | DayOfWeek | Floor | Ceil | Abs | Sign | Sqrt | IsNullFn | FromUnixtime | TemporalText(_) => (1, 1),
+            Weekday | DayOfYear | Quarter | TimeToSec => (1, 1),
+            Week | YearWeek => (1, 2),
+            MakeDate => (2, 2),
             Substring => (2, 3),
             Left | Right | Repeat | Instr | DateDiff | DateFormat | Mod | Power | IfNull | NullIf | TrimChars(_) | DateAdd(..) | Truncate => (2, 2),
             Sha2 => (2, 2),
@@ -413,6 +433,16 @@ impl Func {
             Uuid => SqlType::VarChar { len: 36, collation: Collation::default() },
             Length | CharLength | Instr | Locate | FindInSet | Field | TimestampDiff(_) | DateDiff | Year | Month | Day | Hour | Minute | Second
             | Microsecond | DayOfWeek | Sign | RowCount | IsNullFn => int,
+            Weekday | DayOfYear | Quarter | Week | YearWeek => int,
+            // Seconds with the argument's fractional digits: a temporal type says how many; text
+            // may hold up to six (MySQL reads a constant's at prepare time; the value here has
+            // as many as it needs, so '22:23:00' still reads as 80580).
+            TimeToSec => match args.first() {
+                Some(SqlType::Time(0) | SqlType::DateTime(0) | SqlType::Timestamp(0) | SqlType::Date) => int,
+                Some(SqlType::Time(f) | SqlType::DateTime(f) | SqlType::Timestamp(f)) => SqlType::Decimal { precision: 17, scale: *f, unsigned: false },
+                _ => SqlType::Decimal { precision: 17, scale: 6, unsigned: false },
+            },
+            MakeDate => SqlType::Date,
             LastInsertId | ConnectionId | FoundRows | IsUsedLock | ReleaseAllLocks | WaitForTableCommit => {
                 SqlType::Int { kind: IntKind::Big, unsigned: true, display: None }
             }
@@ -583,9 +613,8 @@ pub fn call(f: Func, args: &[Expr], env: &Env<'_>, cx: &RowCtx<'_>) -> Result<Va
         Concat | ConcatWs | Char | Length | CharLength | Substring | Left | Right | Lower | Upper | Trim | LTrim | RTrim | TrimChars(..) | Replace | Lpad
         | Rpad | Repeat | Reverse | InsertStr | Space | FindInSet | Field | Elt | Instr | Locate | Hex | Md5 | Sha1 | Sha2 | Ord => strings::call(f, &vals)?,
         Now(..) | SysDate(..) | UtcTimestamp(..) | CurDate | CurTime(..) | UnixTimestamp | FromUnixtime | ConvertTz | Uuid | TimestampDiff(..) | DateDiff
-        | DateAdd(..) | Date | Time | Year | Month | Day | Hour | Minute | Second | Microsecond | DayOfWeek | DateFormat | TemporalText(..) => {
-            temporal::call(f, &vals, env)?
-        }
+        | DateAdd(..) | Date | Time | Year | Month | Day | Hour | Minute | Second | Microsecond | DayOfWeek | DateFormat | TemporalText(..) | Weekday
+        | DayOfYear | Quarter | Week | YearWeek | TimeToSec | MakeDate => temporal::call(f, &vals, env)?,
         Round | Truncate | Floor | Ceil | Abs | Mod | Sign | Power | Sqrt | Rand => numeric::call(f, &vals)?,
         Math(m) => numeric::math(m, &vals, info)?,
         Greatest | Least => {

@@ -81,6 +81,53 @@ pub(super) fn call(f: Func, vals: &[Value], env: &Env<'_>) -> Result<Value> {
                 _ => i64::from(dt.weekday().number_from_sunday()),
             })
         }
+        Weekday | DayOfYear | Quarter | Week | YearWeek => {
+            let Some(date) = ops::to_datetime(&vals[0]).and_then(types::datetime_from_micros).map(|dt| dt.date()) else {
+                return Ok(Value::Null);
+            };
+            let mode = vals.get(1).map_or(0, int_arg);
+            Value::Int(match f {
+                Weekday => i64::from(date.weekday().num_days_from_monday()),
+                DayOfYear => i64::from(date.ordinal()),
+                Quarter => i64::from((date.month() - 1) / 3 + 1),
+                Week => i64::from(week(date, week_mode(mode)).0),
+                _ => {
+                    let (week, year) = week(date, week_mode(mode) | WEEK_YEAR);
+                    i64::from(year) * 100 + i64::from(week)
+                }
+            })
+        }
+        TimeToSec => match ops::to_time(&vals[0]) {
+            Some(us) if us % 1_000_000 == 0 => Value::Int(us / 1_000_000),
+            // As many fractional digits as the seconds need (MySQL's follow the argument's).
+            Some(us) => {
+                let (mut num, mut scale) = (us, 6);
+                while num % 10 == 0 {
+                    num /= 10;
+                    scale -= 1;
+                }
+                Value::Decimal(Decimal::new(num, scale))
+            }
+            None => Value::Null,
+        },
+        MakeDate => {
+            let (year, day) = (int_arg(&vals[0]), int_arg(&vals[1]));
+            // Two-digit years as MySQL reads them: 0-69 are 2000-2069, 70-99 are 1970-1999.
+            let year = match year {
+                0..=69 => year + 2000,
+                70..=99 => year + 1900,
+                y => y,
+            };
+            let date = (day > 0 && (0..=9999).contains(&year))
+                .then(|| chrono::NaiveDate::from_yo_opt(year as i32, 1))
+                .flatten()
+                .and_then(|jan1| jan1.checked_add_signed(Duration::days(day - 1)))
+                .filter(|d| d.year() <= 9999);
+            match date {
+                Some(d) => Value::Date(d.num_days_from_ce()),
+                None => Value::Null,
+            }
+        }
         // A TIME is a time of today, as MySQL reads it as a date (Django's Trunc on a time field).
         DateFormat => match time_as_datetime(&vals[0], env.now_us).or_else(|| ops::to_datetime(&vals[0])).and_then(types::datetime_from_micros) {
             Some(dt) => Value::Str(date_format(&dt, &str_arg(&vals[1]))),
@@ -243,4 +290,57 @@ pub(super) fn uuid_v1() -> String {
         Ok(last) | Err(last) => now.max(last + 1),
     };
     format!("{:08x}-{:04x}-{:04x}-{clock_seq:04x}-{node:012x}", t & 0xFFFF_FFFF, (t >> 32) & 0xFFFF, (t >> 48) & 0x0FFF | 0x1000)
+}
+
+/// WEEK's mode bits (MySQL's `calc_week`): weeks start on Monday; the week's year may be the
+/// one before or after (1-53 rather than 0-53); week 1 is the first week with a first day of
+/// the week in the year (rather than the first with four days or more in it).
+const WEEK_MONDAY_FIRST: u32 = 1;
+const WEEK_YEAR: u32 = 2;
+const WEEK_FIRST_WEEKDAY: u32 = 4;
+
+/// The bits of WEEK's `mode` (0-7): modes 0, 2, 4 and 6 start weeks on Sunday, and of those the
+/// Sunday-first modes count week 1 from the first Sunday (the "first weekday" bit is flipped
+/// for them, as MySQL does).
+fn week_mode(mode: i64) -> u32 {
+    let mut bits = (mode & 7) as u32;
+    if bits & WEEK_MONDAY_FIRST == 0 {
+        bits ^= WEEK_FIRST_WEEKDAY;
+    }
+    bits
+}
+
+/// The week of `date` under `bits`, and the year that week belongs to. Week 0 is the days
+/// before week 1 when the week's year must be the date's own.
+fn week(date: chrono::NaiveDate, bits: u32) -> (u32, i32) {
+    let monday_first = bits & WEEK_MONDAY_FIRST != 0;
+    let mut week_year = bits & WEEK_YEAR != 0;
+    let first_weekday = bits & WEEK_FIRST_WEEKDAY != 0;
+    let days_in = |y: i32| if chrono::NaiveDate::from_ymd_opt(y, 2, 29).is_some() { 366 } else { 365 };
+    let mut year = date.year();
+    let daynr = i64::from(date.num_days_from_ce());
+    let mut first_daynr = i64::from(chrono::NaiveDate::from_yo_opt(year, 1).map_or(0, |d| d.num_days_from_ce()));
+    // The weekday of January 1: 0 for the week's first day.
+    let jan1 = chrono::NaiveDate::from_yo_opt(year, 1)
+        .map_or(0, |d| if monday_first { d.weekday().num_days_from_monday() } else { d.weekday().num_days_from_sunday() });
+    let mut weekday = i64::from(jan1);
+    let late_start = |weekday: i64| (first_weekday && weekday != 0) || (!first_weekday && weekday >= 4);
+    if date.month() == 1 && i64::from(date.day()) <= 7 - weekday {
+        if !week_year && late_start(weekday) {
+            return (0, year);
+        }
+        week_year = true;
+        year -= 1;
+        let days = days_in(year);
+        first_daynr -= days;
+        weekday = (weekday + 53 * 7 - days) % 7;
+    }
+    let days = if late_start(weekday) { daynr - (first_daynr + (7 - weekday)) } else { daynr - (first_daynr - weekday) };
+    if week_year && days >= 52 * 7 {
+        let next = (weekday + days_in(year)) % 7;
+        if !late_start(next) {
+            return (1, year + 1);
+        }
+    }
+    ((days / 7 + 1) as u32, year)
 }
