@@ -46,8 +46,9 @@
 //! checkpoint of 10x the pool took 5.6 s, and meanwhile the kept changes reached their share
 //! and eviction went back to writing changed leaves whole: 429 MB of data files for 95 MB
 //! of log over 40 s of sysbench writes and a checkpoint after them. At normal priority the
-//! same run's checkpoints took 1.1-1.7 s, and it wrote 209 MB for 105 MB of log. A leaf's mutex is held for
-//! one leaf's copy, so a query waits at most for the idle thread to be scheduled again.
+//! same run's checkpoints took 1.1-1.7 s, and it wrote 209 MB for 105 MB of log. A leaf's
+//! mutex is held for one leaf's copy, so a query waits at most for the idle thread to be
+//! scheduled again.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

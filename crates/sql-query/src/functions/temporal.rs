@@ -319,11 +319,10 @@ fn week(date: chrono::NaiveDate, bits: u32) -> (u32, i32) {
     let days_in = |y: i32| if chrono::NaiveDate::from_ymd_opt(y, 2, 29).is_some() { 366 } else { 365 };
     let mut year = date.year();
     let daynr = i64::from(date.num_days_from_ce());
-    let mut first_daynr = i64::from(chrono::NaiveDate::from_yo_opt(year, 1).map_or(0, |d| d.num_days_from_ce()));
+    let jan1 = date.with_ordinal(1).expect("every year has a first day");
+    let mut first_daynr = i64::from(jan1.num_days_from_ce());
     // The weekday of January 1: 0 for the week's first day.
-    let jan1 = chrono::NaiveDate::from_yo_opt(year, 1)
-        .map_or(0, |d| if monday_first { d.weekday().num_days_from_monday() } else { d.weekday().num_days_from_sunday() });
-    let mut weekday = i64::from(jan1);
+    let mut weekday = i64::from(if monday_first { jan1.weekday().num_days_from_monday() } else { jan1.weekday().num_days_from_sunday() });
     let late_start = |weekday: i64| (first_weekday && weekday != 0) || (!first_weekday && weekday >= 4);
     if date.month() == 1 && i64::from(date.day()) <= 7 - weekday {
         if !week_year && late_start(weekday) {
