@@ -71,6 +71,19 @@ CASES = [
     ("SELECT ON shop.t", [], ["SELECT * FROM shop.t"], 1142),
     ("INSERT ON shop.t", [], ["INSERT INTO shop.t VALUES ({n}, 0)"], 1142),
     ("UPDATE ON shop.t", [], ["UPDATE shop.t SET v = v + 1"], 1142),
+    # A multi-table UPDATE or DELETE needs the write privilege on its targets only.
+    (
+        "UPDATE ON shop.t",
+        ["CREATE TABLE shop.s{n} (id INT PRIMARY KEY, v INT)", "GRANT SELECT ON shop.s{n} TO '{user}'@'%'", "GRANT SELECT ON shop.t TO '{user}'@'%'"],
+        ["UPDATE shop.t JOIN shop.s{n} AS s ON s.id = t.id SET t.v = s.v"],
+        1142,
+    ),
+    (
+        "DELETE ON shop.s{n}",
+        ["CREATE TABLE shop.s{n} (id INT PRIMARY KEY, v INT)", "GRANT SELECT ON shop.s{n} TO '{user}'@'%'", "GRANT SELECT ON shop.t TO '{user}'@'%'"],
+        ["DELETE s FROM shop.s{n} AS s JOIN shop.t ON t.id = s.id"],
+        1142,
+    ),
     ("DELETE ON shop.t", ["INSERT INTO shop.t VALUES ({n}, 0)"], ["DELETE FROM shop.t WHERE id = {n}"], 1142),
     ("CREATE ON shop.*", [], ["CREATE TABLE shop.c{n} (a INT)"], 1142),
     ("DROP ON shop.*", ["CREATE TABLE shop.d{n} (a INT)"], ["DROP TABLE shop.d{n}"], 1142),

@@ -172,6 +172,11 @@ impl Dialect for QuillDialect {
     fn supports_group_by_with_modifier(&self) -> bool {
         self.mysql.supports_group_by_with_modifier()
     }
+    /// `FROM (t1)` and `t1 JOIN (t2) ON ...`: MySQL reads a lone table in parentheses.
+    fn supports_parens_around_table_factor(&self) -> bool {
+        true
+    }
+
     fn supports_left_associative_joins_without_parens(&self) -> bool {
         self.mysql.supports_left_associative_joins_without_parens()
     }

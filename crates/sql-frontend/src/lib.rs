@@ -3,7 +3,8 @@
 //! Quill reads beside `sqlparser`: table options in ALTER TABLE (`alter_options`), LOAD DATA
 //! (`load_data`), the INTO clauses of a SELECT (`into_file`), account statements
 //! (`account_statements`), replica statements (`replica_statements`), SHOW
-//! (`show_statements`), LOCK TABLES (`table_lock_statements`), the rows of a bulk INSERT
+//! (`show_statements`), LOCK TABLES (`table_lock_statements`), parenthesized table lists
+//! in FROM (`table_lists`), the rows of a bulk INSERT
 //! (`values_rows`), and the words the session's recognisers read (`words`).
 //!
 //! Nothing here reads engine or session state: a grammar gets text (and the session's
@@ -18,6 +19,7 @@ pub mod load_data;
 pub mod parse;
 pub mod replica_statements;
 pub mod show_statements;
+pub mod table_lists;
 pub mod table_lock_statements;
 pub mod text;
 pub mod values_rows;

@@ -159,11 +159,16 @@ pub(crate) fn parse_whole(sql: &str) -> Result<Vec<Statement>> {
 /// Parse and shape on the current stack. A tree that fails the shape checks is dropped
 /// here, on the stack that was sized for it.
 fn parse_and_shape(sql: &str) -> Result<Vec<Statement>> {
-    let parsed = Parser::new(&QuillDialect::default()).with_recursion_limit(PARSER_RECURSION_LIMIT).try_with_sql(sql).and_then(|mut p| p.parse_statements());
-    let mut statements = match parsed {
+    let parser =
+        |sql: &str| Parser::new(&QuillDialect::default()).with_recursion_limit(PARSER_RECURSION_LIMIT).try_with_sql(sql).and_then(|mut p| p.parse_statements());
+    let mut statements = match parser(sql) {
         Ok(s) => s,
         Err(ParserError::RecursionLimitExceeded) => return Err(too_deep()),
-        Err(e) => return Err(parse_error(sql, &e.to_string())),
+        // `FROM (t1, t2)`: read again with the list as joins (`table_lists`).
+        Err(e) => match crate::table_lists::rewrite(sql).and_then(|joins| parser(&joins).ok()) {
+            Some(s) => s,
+            None => return Err(parse_error(sql, &e.to_string())),
+        },
     };
     if statements.iter().any(has_returning) {
         return Err(returning_refused(sql));

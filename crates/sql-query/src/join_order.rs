@@ -17,9 +17,9 @@
 //!    first.
 //!
 //! `ON` conditions of inner joins become WHERE conjuncts ([`flatten`]), which is the same
-//! query. A RIGHT JOIN is read as the LEFT JOIN with its tables swapped
-//! ([`right_joins_as_left`]). A block with an outer join, `USING`, `NATURAL` or `STRAIGHT_JOIN` keeps its written
-//! order. `SELECT *` lists columns in the written order whatever the order of reading
+//! query, and so are parenthesized joins of inner joins. A RIGHT JOIN is read as the LEFT
+//! JOIN with its sides swapped ([`right_joins_as_left`]). A block with an outer join,
+//! `USING`, `NATURAL` or `STRAIGHT_JOIN` keeps its written order. `SELECT *` lists columns in the written order whatever the order of reading
 //! (`query::plan_block`); rows come out in the order of reading, which SQL leaves open
 //! without ORDER BY.
 
@@ -37,70 +37,132 @@ pub const JOIN_ORDER_TABLES_MIN: usize = 3;
 const DERIVED_ROWS_GUESS: f64 = 1000.0;
 
 /// The block with each `a RIGHT JOIN b ON c` written as `b LEFT JOIN a ON c`, which is the
-/// same join, and each table's place in the order `SELECT *` lists them: as written, but for
-/// `RIGHT JOIN ... USING`, whose right table MySQL lists first; `None` when the block has no
-/// RIGHT JOIN.
-///
-/// # Errors
-/// A RIGHT JOIN after another join of its FROM item (`a JOIN b RIGHT JOIN c`), whose left
-/// side is a join: that would need a parenthesized join as the inner side, which the
-/// executor's chain of joined tables cannot hold.
-pub fn right_joins_as_left(s: &ast::Select) -> quill_sql_types::error::Result<Option<(ast::Select, Vec<usize>)>> {
-    let is_right = |j: &ast::Join| matches!(j.join_operator, JoinOperator::RightOuter(_) | JoinOperator::Right(_));
-    if !s.from.iter().any(|t| t.joins.iter().any(is_right)) {
-        return Ok(None);
+/// same join (when `a` is itself a join, `b LEFT JOIN (a) ON c`), and each table's place in
+/// the order `SELECT *` lists them: as written, but for `RIGHT JOIN ... USING`, whose right
+/// side MySQL lists first; `None` when the block has no RIGHT JOIN.
+#[must_use]
+pub fn right_joins_as_left(s: &ast::Select) -> Option<(ast::Select, Vec<usize>)> {
+    if !s.from.iter().any(has_right_join) {
+        return None;
     }
     let mut from = Vec::with_capacity(s.from.len());
-    let mut written = Vec::new();
+    let mut listed = Vec::new();
     for twj in &s.from {
-        let base = written.len();
-        written.extend(base..=base + twj.joins.len());
-        if twj.joins.iter().skip(1).any(is_right) {
-            return Err(quill_sql_types::error::SqlError::unsupported("RIGHT JOIN after another join in one FROM item (write it as a LEFT JOIN)"));
-        }
-        match twj.joins.first() {
-            Some(first) if is_right(first) => {
-                let (JoinOperator::RightOuter(c) | JoinOperator::Right(c)) = &first.join_operator else { unreachable!("matched above") };
-                let mut joins = vec![ast::Join { relation: twj.relation.clone(), global: false, join_operator: JoinOperator::LeftOuter(c.clone()) }];
-                joins.extend(twj.joins[1..].iter().cloned());
-                from.push(TableWithJoins { relation: first.relation.clone(), joins });
-                // With USING, MySQL lists the right table's columns first too.
-                if !matches!(c, JoinConstraint::Using(_)) {
-                    written.swap(base, base + 1);
+        let (rewritten, shown) = list_as_left(twj);
+        from.push(rewritten);
+        listed.extend(shown);
+    }
+    // Each table of the rewritten FROM, in reading order: its place in `listed`.
+    let mut reading = Vec::new();
+    for twj in &from {
+        leaves(twj, &mut reading);
+    }
+    let written = reading.iter().map(|name| listed.iter().position(|l| l == name).expect("a rewrite keeps every table")).collect();
+    Some((ast::Select { from, ..s.clone() }, written))
+}
+
+fn has_right_join(twj: &TableWithJoins) -> bool {
+    let nested = |tf: &ast::TableFactor| matches!(tf, ast::TableFactor::NestedJoin { table_with_joins, .. } if has_right_join(table_with_joins));
+    nested(&twj.relation) || twj.joins.iter().any(|j| matches!(j.join_operator, JoinOperator::RightOuter(_) | JoinOperator::Right(_)) || nested(&j.relation))
+}
+
+/// One FROM item with its RIGHT JOINs made LEFT JOINs, and its tables (by their text) in
+/// the order `SELECT *` lists them.
+fn list_as_left(twj: &TableWithJoins) -> (TableWithJoins, Vec<String>) {
+    let (relation, mut shown) = operand_as_left(&twj.relation);
+    let mut acc = TableWithJoins { relation, joins: Vec::new() };
+    for j in &twj.joins {
+        let (relation, right_shown) = operand_as_left(&j.relation);
+        match &j.join_operator {
+            JoinOperator::RightOuter(c) | JoinOperator::Right(c) => {
+                let left = if acc.joins.is_empty() { acc.relation } else { ast::TableFactor::NestedJoin { table_with_joins: Box::new(acc), alias: None } };
+                acc = TableWithJoins { relation, joins: vec![ast::Join { relation: left, global: false, join_operator: JoinOperator::LeftOuter(c.clone()) }] };
+                // With USING, MySQL lists the right side's columns first.
+                if matches!(c, JoinConstraint::Using(_)) {
+                    shown.splice(0..0, right_shown);
+                } else {
+                    shown.extend(right_shown);
                 }
             }
-            _ => from.push(twj.clone()),
+            _ => {
+                acc.joins.push(ast::Join { relation, ..j.clone() });
+                shown.extend(right_shown);
+            }
         }
     }
-    Ok(Some((ast::Select { from, ..s.clone() }, written)))
+    (acc, shown)
+}
+
+fn operand_as_left(tf: &ast::TableFactor) -> (ast::TableFactor, Vec<String>) {
+    match tf {
+        ast::TableFactor::NestedJoin { table_with_joins, alias } => {
+            let (inner, shown) = list_as_left(table_with_joins);
+            (ast::TableFactor::NestedJoin { table_with_joins: Box::new(inner), alias: alias.clone() }, shown)
+        }
+        other => (other.clone(), vec![other.to_string()]),
+    }
+}
+
+/// The tables of a FROM item (by their text) in reading order.
+fn leaves(twj: &TableWithJoins, out: &mut Vec<String>) {
+    for tf in std::iter::once(&twj.relation).chain(twj.joins.iter().map(|j| &j.relation)) {
+        match tf {
+            ast::TableFactor::NestedJoin { table_with_joins, .. } => leaves(table_with_joins, out),
+            other => out.push(other.to_string()),
+        }
+    }
 }
 
 /// The block's inner joins as a list of tables and their ON conditions as WHERE conjuncts,
-/// when the block may be reordered (module doc); `None` otherwise.
+/// when the block may be reordered (module doc); `None` otherwise. A parenthesized join of
+/// inner joins is the same list.
 #[must_use]
 pub fn flatten(s: &ast::Select) -> Option<ast::Select> {
-    let tables: usize = s.from.iter().map(|t| 1 + t.joins.len()).sum();
-    if tables < JOIN_ORDER_TABLES_MIN {
-        return None;
-    }
     let mut relations = Vec::new();
     let mut conditions: Vec<ast::Expr> = s.selection.iter().cloned().collect();
     for twj in &s.from {
-        relations.push(TableWithJoins { relation: twj.relation.clone(), joins: Vec::new() });
-        for j in &twj.joins {
-            match &j.join_operator {
-                JoinOperator::Inner(c) | JoinOperator::Join(c) | JoinOperator::CrossJoin(c) => match c {
-                    JoinConstraint::On(e) => conditions.push(ast::Expr::Nested(Box::new(e.clone()))),
-                    JoinConstraint::None => {}
-                    JoinConstraint::Using(_) | JoinConstraint::Natural => return None,
-                },
-                _ => return None,
-            }
-            relations.push(TableWithJoins { relation: j.relation.clone(), joins: Vec::new() });
+        if !inner_joins(twj, &mut relations, &mut conditions) {
+            return None;
         }
+    }
+    if relations.len() < JOIN_ORDER_TABLES_MIN {
+        return None;
     }
     let selection = conditions.into_iter().reduce(|a, b| ast::Expr::BinaryOp { left: Box::new(a), op: ast::BinaryOperator::And, right: Box::new(b) });
     Some(ast::Select { from: relations, selection, ..s.clone() })
+}
+
+/// Adds one FROM item's tables to `relations` and its ON conditions to `conditions`; false
+/// when it has a join other than an inner one with ON or nothing.
+fn inner_joins(twj: &TableWithJoins, relations: &mut Vec<TableWithJoins>, conditions: &mut Vec<ast::Expr>) -> bool {
+    if !inner_operand(&twj.relation, relations, conditions) {
+        return false;
+    }
+    for j in &twj.joins {
+        match &j.join_operator {
+            JoinOperator::Inner(c) | JoinOperator::Join(c) | JoinOperator::CrossJoin(c) => match c {
+                JoinConstraint::On(e) => conditions.push(ast::Expr::Nested(Box::new(e.clone()))),
+                JoinConstraint::None => {}
+                JoinConstraint::Using(_) | JoinConstraint::Natural => return false,
+            },
+            _ => return false,
+        }
+        if !inner_operand(&j.relation, relations, conditions) {
+            return false;
+        }
+    }
+    true
+}
+
+fn inner_operand(tf: &ast::TableFactor, relations: &mut Vec<TableWithJoins>, conditions: &mut Vec<ast::Expr>) -> bool {
+    match tf {
+        ast::TableFactor::NestedJoin { table_with_joins, alias: None } => inner_joins(table_with_joins, relations, conditions),
+        ast::TableFactor::NestedJoin { .. } => false,
+        other => {
+            relations.push(TableWithJoins { relation: other.clone(), joins: Vec::new() });
+            true
+        }
+    }
 }
 
 /// `s` (a [`flatten`]ed block) with its tables in `order` (positions into its FROM list).

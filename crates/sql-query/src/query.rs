@@ -30,7 +30,7 @@ mod planner;
 pub(crate) use access::key_value;
 pub use access::{choose_access, locking_candidates};
 pub use executor::{run_select, run_select_into};
-pub use planner::{plan_query, resolve_table_name};
+pub use planner::{object_name_parts, plan_query, resolve_table_name};
 
 pub mod flags {
     pub const NOT_NULL: u16 = 1;
@@ -196,13 +196,48 @@ pub struct Source {
     /// Which way a plain read walks the access path's key: descending when ORDER BY ...
     /// DESC follows it (`order_follows_scan`).
     pub order: ScanOrder,
+    /// For the first table of a LEFT-joined parenthesized join (`a LEFT JOIN (b JOIN c ON
+    /// x) ON y`, this is `b`): the level of the join's last table (`c`). A row of `a` that
+    /// no whole row of the parenthesized join matches gets NULLs for all of its tables.
+    /// `None` for every other source, whose own level is all a missing match fills.
+    pub group_end: Option<usize>,
+    /// The parenthesized joins whose last table this is, innermost first: each one's
+    /// condition, tested once its whole row is read.
+    pub closes: Vec<GroupClose>,
+}
+
+/// A parenthesized join of two or more tables, seen from its last table's level: its join
+/// condition (`y` in `a LEFT JOIN (b JOIN c ON x) ON y`) reads any of its tables and those
+/// before it, so it is tested only once the last one is read (`executor::finish_level`).
+#[derive(Debug, Clone)]
+pub struct GroupClose {
+    /// The level of the parenthesized join's first table.
+    pub start: usize,
+    /// Its ON condition (with USING's and NATURAL's equalities), if any.
+    pub on: Option<Expr>,
+    /// Whether it is the right side of a LEFT JOIN: a row passing `on` marks the
+    /// first table's level as matched, so it is not filled with NULLs.
+    pub left: bool,
 }
 
 impl Source {
     /// A source read whole (`Access::Full`) until the planner chooses its access path.
     #[must_use]
     pub fn new(data: SourceData, offset: usize, width: usize, kind: JoinKind, types: Vec<SqlType>) -> Source {
-        Source { data, offset, width, kind, on: None, access: Access::Full, types, key_name: None, hash_table: Default::default(), order: ScanOrder::Ascending }
+        Source {
+            data,
+            offset,
+            width,
+            kind,
+            on: None,
+            access: Access::Full,
+            types,
+            key_name: None,
+            hash_table: Default::default(),
+            order: ScanOrder::Ascending,
+            group_end: None,
+            closes: Vec::new(),
+        }
     }
 }
 

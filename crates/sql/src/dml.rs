@@ -27,6 +27,7 @@ mod bulk;
 mod copy;
 pub mod foreign_keys;
 mod load;
+mod multi;
 use bulk::{BulkBuffer, Finished};
 use copy::Incoming;
 pub use load::{FieldTarget, LoadTargets, load};
@@ -674,9 +675,6 @@ fn lock_for_update(cx: &DmlCx<'_>, t: &TableMeta, data: &dyn Handler, pk: &[u8],
 }
 
 fn single_table(twj: &ast::TableWithJoins, info: &SessionInfo) -> Result<(String, String, String)> {
-    if !twj.joins.is_empty() {
-        return Err(SqlError::unsupported("multi-table UPDATE/DELETE"));
-    }
     let ast::TableFactor::Table { name, alias, .. } = &twj.relation else {
         return Err(SqlError::unsupported("UPDATE/DELETE of a derived table"));
     };
@@ -727,6 +725,9 @@ pub fn update(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Update) -> Resu
     if stmt.from.is_some() {
         return Err(SqlError::unsupported("UPDATE ... FROM"));
     }
+    if !stmt.table.joins.is_empty() || matches!(stmt.table.relation, ast::TableFactor::NestedJoin { .. }) {
+        return multi::update(catalog, cx, stmt);
+    }
     let (db, tname, alias) = single_table(&stmt.table, cx.info)?;
     let t = write_target(catalog, &db, &tname, "UPDATE")?;
     let scope = table_scope(t, &alias);
@@ -743,7 +744,6 @@ pub fn update(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Update) -> Resu
         order_and_limit(&e, &scope, &mut rows, &stmt.order_by, stmt.limit.as_ref())?;
         (rows, assigns)
     };
-    let now_us = cx.now_us;
     with_table(catalog, &db, &tname, |catalog, t, data| {
         let mut matched = 0u64;
         let mut changed = 0u64;
@@ -758,28 +758,10 @@ pub fn update(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Update) -> Resu
                     new[*col] = ex.eval(&e, &RowCtx::new(&new))?;
                 }
             }
-            let mut none = AutoIds::default();
-            let mut new = finish_row(t, new, n as u64 + 1, cx, data, &mut none)?;
-            if rows_equal(&new, &current) {
-                continue;
+            let assigned: Vec<usize> = assigns.iter().map(|(a, _)| *a).collect();
+            if update_row(catalog, cx, t, data, n as u64 + 1, &pk, &current, new, &assigned)? {
+                changed += 1;
             }
-            for (i, c) in t.columns.iter().enumerate() {
-                if c.on_update_current_timestamp && !assigns.iter().any(|(a, _)| *a == i) {
-                    new[i] = Value::DateTime(crate::types::round_micros(now_us, c.ty.decimals().min(6)));
-                }
-            }
-            let latch = data.write_latch();
-            lock_for_update(cx, t, data, &pk, &current, &new)?;
-            let new_pk = data.update_row(&latch, cx.txn, &pk, new.clone()).map_err(|e| write_error(e, t, &new, cx))?;
-            drop(latch);
-            if new_pk != pk {
-                cx.undo.push(t.id, &new_pk);
-            }
-            cx.undo.push(t.id, &pk);
-            foreign_keys::check_parents(catalog, cx, t, &new, Some(&current))?;
-            // After the parent row changed, as InnoDB cascades.
-            foreign_keys::on_parent_change(catalog, cx, t, &pk, &current, Some(&new), &mut Vec::new())?;
-            changed += 1;
         }
         Ok(DmlResult {
             affected: if cx.found_rows { matched } else { changed },
@@ -790,6 +772,56 @@ pub fn update(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Update) -> Resu
     })
 }
 
+/// Writes `new` over the row at `pk` (now `current`) of `t`, the `assigned` columns given
+/// by the statement (the others with ON UPDATE CURRENT_TIMESTAMP take the statement's time
+/// when the row changes); `row_no` is the row's number in the statement, for warnings.
+/// Returns whether the row changed.
+#[allow(clippy::too_many_arguments)]
+fn update_row(
+    catalog: &Catalog,
+    cx: &mut DmlCx<'_>,
+    t: &TableMeta,
+    data: &dyn Handler,
+    row_no: u64,
+    pk: &[u8],
+    current: &Row,
+    new: Row,
+    assigned: &[usize],
+) -> Result<bool> {
+    let mut none = AutoIds::default();
+    let mut new = finish_row(t, new, row_no, cx, data, &mut none)?;
+    if rows_equal(&new, current) {
+        return Ok(false);
+    }
+    for (i, c) in t.columns.iter().enumerate() {
+        if c.on_update_current_timestamp && !assigned.contains(&i) {
+            new[i] = Value::DateTime(crate::types::round_micros(cx.now_us, c.ty.decimals().min(6)));
+        }
+    }
+    let latch = data.write_latch();
+    lock_for_update(cx, t, data, pk, current, &new)?;
+    let new_pk = data.update_row(&latch, cx.txn, pk, new.clone()).map_err(|e| write_error(e, t, &new, cx))?;
+    drop(latch);
+    if new_pk != pk {
+        cx.undo.push(t.id, &new_pk);
+    }
+    cx.undo.push(t.id, pk);
+    foreign_keys::check_parents(catalog, cx, t, &new, Some(current))?;
+    // After the parent row changed, as InnoDB cascades.
+    foreign_keys::on_parent_change(catalog, cx, t, pk, current, Some(&new), &mut Vec::new())?;
+    Ok(true)
+}
+
+/// Deletes the row at `pk` of `t` (found as `found`): its children first, as InnoDB cascades.
+fn delete_row(catalog: &Catalog, cx: &mut DmlCx<'_>, t: &TableMeta, data: &dyn Handler, pk: &[u8], found: &Row) -> Result<bool> {
+    let Some(current) = data.get(pk, &ReadView::current(cx.txn)).map(|r| Row::clone(&r)) else { return Ok(false) };
+    foreign_keys::on_parent_change(catalog, cx, t, pk, &current, None, &mut Vec::new())?;
+    locking::lock_for_write(&cx.info.engine.txns.locks, cx.txn, t.id, t.data.as_ref(), pk)?;
+    data.delete_row(cx.txn, pk).map_err(|e| write_error(e, t, found, cx))?;
+    cx.undo.push(t.id, pk);
+    Ok(true)
+}
+
 /// DELETE (single table).
 ///
 /// # Errors
@@ -798,8 +830,8 @@ pub fn delete(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Delete) -> Resu
     let tables = match &stmt.from {
         ast::FromTable::WithFromKeyword(t) | ast::FromTable::WithoutKeyword(t) => t,
     };
-    if tables.len() != 1 || !stmt.tables.is_empty() || stmt.using.is_some() {
-        return Err(SqlError::unsupported("multi-table DELETE"));
+    if tables.len() != 1 || !tables[0].joins.is_empty() || !stmt.tables.is_empty() || stmt.using.is_some() {
+        return multi::delete(catalog, cx, stmt);
     }
     let (db, tname, alias) = single_table(&tables[0], cx.info)?;
     let t = write_target(catalog, &db, &tname, "DELETE")?;
@@ -815,12 +847,9 @@ pub fn delete(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Delete) -> Resu
     with_table(catalog, &db, &tname, |catalog, t, data| {
         let mut affected = 0;
         for (pk, row) in targets {
-            let Some(current) = data.get(&pk, &ReadView::current(cx.txn)).map(|r| Row::clone(&r)) else { continue };
-            foreign_keys::on_parent_change(catalog, cx, t, &pk, &current, None, &mut Vec::new())?;
-            locking::lock_for_write(&cx.info.engine.txns.locks, cx.txn, t.id, t.data.as_ref(), &pk)?;
-            data.delete_row(cx.txn, &pk).map_err(|e| write_error(e, t, &row, cx))?;
-            cx.undo.push(t.id, &pk);
-            affected += 1;
+            if delete_row(catalog, cx, t, data, &pk, &row)? {
+                affected += 1;
+            }
         }
         Ok(DmlResult { affected, last_insert_id: None, last_auto_value: None, info: String::new() })
     })

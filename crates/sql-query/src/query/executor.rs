@@ -1,9 +1,10 @@
 //! The executor: runs a [`SelectPlan`] block by block (`run_block`): nested-loop and hash
-//! joins over the sources (`join_level`), filters, grouping and aggregates, window functions,
+//! joins over the sources (`JoinRun`, with parenthesized joins as groups of levels), filters, grouping and aggregates, window functions,
 //! DISTINCT, ORDER BY (a bounded top-N when there is a LIMIT, `TOP_ROWS_MIN`), LIMIT, and
 //! UNION / INTERSECT / EXCEPT; recursive CTEs iterate to a fixed point bounded by
 //! `cte_max_recursion_depth`. Every row read is checked against the statement's interrupt.
 
+use std::cell::Cell;
 use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::ops::Bound;
@@ -274,8 +275,8 @@ pub(super) fn run_block(b: &Block, env: &Env<'_>, parent: Option<&RowCtx<'_>>, e
             }
         } else {
             let mut row: Row = vec![Value::Null; b.width];
-            let mut emitted = 0;
-            join_level(b, 0, &mut row, env, parent, &mut sink, &mut emitted, early_stop)?;
+            let marks = b.sources.iter().map(|_| Cell::new(false)).collect();
+            JoinRun { b, env, parent, sink: &mut sink, emitted: 0, stop: early_stop, marks }.join_level(0, &mut row)?;
         }
     }
     if streams {
@@ -406,111 +407,154 @@ pub(super) fn project(b: &Block, env: &Env<'_>, cx: &RowCtx<'_>) -> Result<(Row,
     Ok((projected, keys))
 }
 
-/// Joins the sources from `level` on, handing every joined row that passes the filter to
-/// `sink` and counting it in `emitted`; stops once `stop` rows were emitted.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn join_level(
-    b: &Block,
-    level: usize,
-    row: &mut Row,
-    env: &Env<'_>,
-    parent: Option<&RowCtx<'_>>,
-    sink: &mut dyn FnMut(&Row) -> Result<()>,
-    emitted: &mut usize,
-    stop: Option<usize>,
-) -> Result<()> {
-    if stop.is_some_and(|s| *emitted >= s) {
-        return Ok(());
+/// One run of a block's nested loops: where joined rows go and what the levels share.
+pub(super) struct JoinRun<'r, 'a> {
+    pub b: &'r Block,
+    pub env: &'r Env<'a>,
+    pub parent: Option<&'r RowCtx<'r>>,
+    pub sink: &'r mut dyn FnMut(&Row) -> Result<()>,
+    /// Rows handed to `sink` so far.
+    pub emitted: usize,
+    /// Stop once this many rows were handed on.
+    pub stop: Option<usize>,
+    /// For the first level of each LEFT-joined parenthesized join: whether a whole row of
+    /// it passed its condition for the current row of the levels before it.
+    pub marks: Vec<Cell<bool>>,
+}
+
+impl JoinRun<'_, '_> {
+    fn stopped(&self) -> bool {
+        self.stop.is_some_and(|s| self.emitted >= s)
     }
-    if level == b.sources.len() {
-        if pass(b.filter.as_ref(), row, env, parent)? {
-            sink(row)?;
-            *emitted += 1;
-        }
-        return Ok(());
-    }
-    let s = &b.sources[level];
-    // Each candidate row, with the key of a lock to let go of if the row is not returned.
-    type Candidate = Result<(SharedRow, Option<Vec<u8>>)>;
-    let locks = &env.info.engine.txns.locks;
-    let release = match (env.lock.as_ref(), &s.data) {
-        (Some(spec), SourceData::Table { id, .. }) if spec.semi_consistent => Some((spec.txn, *id)),
-        _ => None,
-    };
-    // A row locked one by one: `None` when SKIP LOCKED leaves it out or it has no version
-    // the view sees; the key comes back when the lock was new (READ COMMITTED may let go).
-    let locked = |spec: &LockSpec, id: u64, name: &str, data: &dyn quill_storage::Handler, pk: Vec<u8>| -> Option<Candidate> {
-        match spec.lock_row(locks, id, name, data, &pk) {
-            Ok(Some(fresh)) => data.get(&pk, &env.view).map(|r| Ok((r, fresh.then_some(pk)))),
-            Ok(None) => None,
-            Err(e) => Some(Err(e)),
-        }
-    };
-    let candidates: Box<dyn Iterator<Item = Candidate> + '_> = match (env.lock.as_ref(), &s.data) {
-        (Some(spec), SourceData::Table { db, name, id }) if matches!(s.access, Access::Full | Access::Hash(_)) && spec.ranges_whole_table(stop.is_some()) => {
-            env.info.interrupt.note_full_scan();
-            // A shared scan of every row: one record range locks them all, and only rows
-            // another transaction holds are locked (and waited for) one by one.
-            let data = env.catalog.table(db, name)?.data.as_ref();
-            spec.lock_whole_table(locks, *id, data);
-            Box::new(data.scan_chains(Bound::Unbounded, Bound::Unbounded, env.view).filter_map(move |(pk, holder, row)| {
-                if holder.is_none_or(|h| h == spec.txn) && !locks.needs_record_lock(spec.txn, *id, &pk) {
-                    return row.map(|r| Ok((r, None)));
-                }
-                locked(spec, *id, name, data, pk)
-            }))
-        }
-        (Some(spec), SourceData::Table { db, name, id }) => {
-            // Locking: each row is locked when the scan reaches it, so a LIMIT that stops
-            // the scan early leaves the rest unlocked.
-            let data = env.catalog.table(db, name)?.data.as_ref();
-            Box::new(locking_candidates(s, row, env, parent, spec)?.into_iter().filter_map(move |pk| locked(spec, *id, name, data, pk)))
-        }
-        (None, SourceData::Table { .. }) if matches!(s.access, Access::Hash(_)) => {
-            let Access::Hash(keys) = &s.access else { unreachable!("matched above") };
-            Box::new(crate::hash_join::probe(s, keys, &s.hash_table, env, &ctx(row, &[], parent))?.into_iter().map(|r| Ok((r, None))))
-        }
-        _ => Box::new(read_source(s, row, env, parent)?.map(|r| Ok((r, None)))),
-    };
-    let mut matched = false;
-    for candidate in candidates {
-        env.info.interrupt.check()?;
-        let (r, fresh_lock) = candidate?;
-        let returned_before = *emitted;
-        // A row version decoded for this read is this reader's alone: its values move into
-        // the joined row instead of being copied (strings would be allocated again).
-        match SharedRow::try_unwrap(r) {
-            Ok(owned) => {
-                for (slot, v) in row[s.offset..s.offset + s.width].iter_mut().zip(owned) {
-                    *slot = v;
-                }
-            }
-            Err(shared) => row[s.offset..s.offset + s.width].clone_from_slice(&shared),
-        }
-        if pass(s.on.as_ref(), row, env, parent)? {
-            // Matched by ON (what a LEFT JOIN's null row depends on), then WHERE's part for
-            // this level.
-            matched = true;
-            if pass(b.level_filters[level].as_ref(), row, env, parent)? {
-                join_level(b, level + 1, row, env, parent, sink, emitted, stop)?;
-            }
-        }
-        if let (Some((txn, table)), Some(pk)) = (release, fresh_lock)
-            && *emitted == returned_before
-        {
-            locks.unlock_record(txn, table, &pk);
-        }
-        if stop.is_some_and(|st| *emitted >= st) {
+
+    /// Joins the sources from `level` on, handing every joined row that passes the filter
+    /// to the sink; stops once `stop` rows were handed on.
+    pub(super) fn join_level(&mut self, level: usize, row: &mut Row) -> Result<()> {
+        let (b, env, parent) = (self.b, self.env, self.parent);
+        if self.stopped() {
             return Ok(());
         }
+        if level == b.sources.len() {
+            if pass(b.filter.as_ref(), row, env, parent)? {
+                (self.sink)(row)?;
+                self.emitted += 1;
+            }
+            return Ok(());
+        }
+        let s = &b.sources[level];
+        // Each candidate row, with the key of a lock to let go of if the row is not returned.
+        type Candidate = Result<(SharedRow, Option<Vec<u8>>)>;
+        let locks = &env.info.engine.txns.locks;
+        let release = match (env.lock.as_ref(), &s.data) {
+            (Some(spec), SourceData::Table { id, .. }) if spec.semi_consistent => Some((spec.txn, *id)),
+            _ => None,
+        };
+        // A row locked one by one: `None` when SKIP LOCKED leaves it out or it has no version
+        // the view sees; the key comes back when the lock was new (READ COMMITTED may let go).
+        let locked = |spec: &LockSpec, id: u64, name: &str, data: &dyn quill_storage::Handler, pk: Vec<u8>| -> Option<Candidate> {
+            match spec.lock_row(locks, id, name, data, &pk) {
+                Ok(Some(fresh)) => data.get(&pk, &env.view).map(|r| Ok((r, fresh.then_some(pk)))),
+                Ok(None) => None,
+                Err(e) => Some(Err(e)),
+            }
+        };
+        let stop = self.stop;
+        let candidates: Box<dyn Iterator<Item = Candidate> + '_> = match (env.lock.as_ref(), &s.data) {
+            (Some(spec), SourceData::Table { db, name, id })
+                if matches!(s.access, Access::Full | Access::Hash(_)) && spec.ranges_whole_table(stop.is_some()) =>
+            {
+                env.info.interrupt.note_full_scan();
+                // A shared scan of every row: one record range locks them all, and only rows
+                // another transaction holds are locked (and waited for) one by one.
+                let data = env.catalog.table(db, name)?.data.as_ref();
+                spec.lock_whole_table(locks, *id, data);
+                Box::new(data.scan_chains(Bound::Unbounded, Bound::Unbounded, env.view).filter_map(move |(pk, holder, row)| {
+                    if holder.is_none_or(|h| h == spec.txn) && !locks.needs_record_lock(spec.txn, *id, &pk) {
+                        return row.map(|r| Ok((r, None)));
+                    }
+                    locked(spec, *id, name, data, pk)
+                }))
+            }
+            (Some(spec), SourceData::Table { db, name, id }) => {
+                // Locking: each row is locked when the scan reaches it, so a LIMIT that stops
+                // the scan early leaves the rest unlocked.
+                let data = env.catalog.table(db, name)?.data.as_ref();
+                Box::new(locking_candidates(s, row, env, parent, spec)?.into_iter().filter_map(move |pk| locked(spec, *id, name, data, pk)))
+            }
+            (None, SourceData::Table { .. }) if matches!(s.access, Access::Hash(_)) => {
+                let Access::Hash(keys) = &s.access else { unreachable!("matched above") };
+                Box::new(crate::hash_join::probe(s, keys, &s.hash_table, env, &ctx(row, &[], parent))?.into_iter().map(|r| Ok((r, None))))
+            }
+            _ => Box::new(read_source(s, row, env, parent)?.map(|r| Ok((r, None)))),
+        };
+        // A parenthesized join is matched by a whole row of it, at its last level.
+        if s.group_end.is_some() {
+            self.marks[level].set(false);
+        }
+        let mut matched = false;
+        for candidate in candidates {
+            env.info.interrupt.check()?;
+            let (r, fresh_lock) = candidate?;
+            let returned_before = self.emitted;
+            // A row version decoded for this read is this reader's alone: its values move into
+            // the joined row instead of being copied (strings would be allocated again).
+            match SharedRow::try_unwrap(r) {
+                Ok(owned) => {
+                    for (slot, v) in row[s.offset..s.offset + s.width].iter_mut().zip(owned) {
+                        *slot = v;
+                    }
+                }
+                Err(shared) => row[s.offset..s.offset + s.width].clone_from_slice(&shared),
+            }
+            if pass(s.on.as_ref(), row, env, parent)? {
+                // Matched by ON (what a LEFT JOIN's null row depends on), then WHERE's part for
+                // this level.
+                matched = true;
+                self.finish_level(level, None, row)?;
+            }
+            if let (Some((txn, table)), Some(pk)) = (release, fresh_lock)
+                && self.emitted == returned_before
+            {
+                locks.unlock_record(txn, table, &pk);
+            }
+            if self.stopped() {
+                return Ok(());
+            }
+        }
+        if s.group_end.is_some() {
+            matched = self.marks[level].get();
+        }
+        if !matched && s.kind == JoinKind::Left {
+            let end = s.group_end.unwrap_or(level);
+            let last = &b.sources[end];
+            for v in &mut row[s.offset..last.offset + last.width] {
+                *v = Value::Null;
+            }
+            self.finish_level(end, Some(level), row)?;
+        }
+        Ok(())
     }
-    if !matched && s.kind == JoinKind::Left {
-        for v in &mut row[s.offset..s.offset + s.width] {
-            *v = Value::Null;
+
+    /// The rest of a joined row once `level` is read: the conditions of the parenthesized
+    /// joins it ends (but those inside the one filled with NULLs from level `nulled_from`),
+    /// marking a LEFT-joined one matched; then WHERE's part for this level and the next
+    /// level.
+    fn finish_level(&mut self, level: usize, nulled_from: Option<usize>, row: &mut Row) -> Result<()> {
+        let (b, env, parent) = (self.b, self.env, self.parent);
+        for g in &b.sources[level].closes {
+            if nulled_from.is_some_and(|n| g.start >= n) {
+                continue;
+            }
+            if !pass(g.on.as_ref(), row, env, parent)? {
+                return Ok(());
+            }
+            if g.left {
+                self.marks[g.start].set(true);
+            }
         }
         if pass(b.level_filters[level].as_ref(), row, env, parent)? {
-            join_level(b, level + 1, row, env, parent, sink, emitted, stop)?;
+            self.join_level(level + 1, row)?;
         }
+        Ok(())
     }
-    Ok(())
 }

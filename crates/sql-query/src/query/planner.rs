@@ -18,7 +18,7 @@ use crate::cte::{self, Ctes, WorkTable};
 use crate::expr::{AggSpec, CmpOp, Expr};
 
 use super::{
-    Access, Block, Env, JoinKind, OutColumn, PlanKind, SelectPlan, SetOp, Source, SourceData,
+    Access, Block, Env, GroupClose, JoinKind, OutColumn, PlanKind, SelectPlan, SetOp, Source, SourceData,
     access::choose_access,
     executor::{key_order, order_matches},
     flags,
@@ -154,7 +154,9 @@ pub(super) fn limit_offset(q: &ast::Query) -> Result<(Option<ast::Expr>, Option<
     })
 }
 
-pub(super) fn object_name_parts(name: &ast::ObjectName) -> Vec<String> {
+/// The parts of a dotted name, unquoted.
+#[must_use]
+pub fn object_name_parts(name: &ast::ObjectName) -> Vec<String> {
     name.0
         .iter()
         .map(|p| match p {
@@ -263,7 +265,7 @@ pub(super) fn plan_factor(env: &Env<'_>, tf: &TableFactor, scope: &mut Scope, ou
             }
             Ok((SourceData::Rows(RefCell::new(None), Some(Box::new(plan))), types))
         }
-        TableFactor::NestedJoin { .. } => Err(SqlError::unsupported("parenthesized joins")),
+        TableFactor::NestedJoin { .. } => unreachable!("plan_operand plans a parenthesized join's tables in place"),
         other => Err(SqlError::unsupported(format!("FROM {other}"))),
     }
 }
@@ -358,7 +360,7 @@ pub(super) fn plan_block(
     offset: Option<Expr>,
     outer: &[&Scope],
 ) -> Result<(SelectPlan, bool)> {
-    if let Some((as_left, written)) = crate::join_order::right_joins_as_left(s)? {
+    if let Some((as_left, written)) = crate::join_order::right_joins_as_left(s) {
         return plan_block_in(env, &as_left, order, limit, offset, outer, Some(&written));
     }
     // Three or more tables joined by inner joins: planned in the written order to bind the
@@ -375,6 +377,77 @@ pub(super) fn plan_block(
     plan_block_in(env, s, order, limit, offset, outer, None)
 }
 
+/// One join of a FROM list, planned: its right side's tables are the sources `start..=end`
+/// (more than one for a parenthesized join), and its left side's columns start at
+/// `left_start` (the first table of the list it is in).
+struct PendingJoin {
+    start: usize,
+    end: usize,
+    left_start: usize,
+    kind: JoinKind,
+    on: Option<ast::Expr>,
+    using: Using,
+}
+
+/// The columns a join equates by name.
+enum Using {
+    Names(Vec<String>),
+    Natural,
+}
+
+/// Plans one FROM item's tables as sources, in the order written: a parenthesized join's
+/// tables in its place, as a group of levels (`Source::group_end`, `GroupClose`). Each join's
+/// condition waits in `pending` until the whole scope is known.
+fn plan_join_list(
+    env: &Env<'_>,
+    twj: &ast::TableWithJoins,
+    scope: &mut Scope,
+    sources: &mut Vec<Source>,
+    pending: &mut Vec<PendingJoin>,
+    outer: &[&Scope],
+) -> Result<()> {
+    let left_start = scope.columns.len();
+    plan_operand(env, &twj.relation, scope, sources, pending, outer)?;
+    for j in &twj.joins {
+        let start = sources.len();
+        plan_operand(env, &j.relation, scope, sources, pending, outer)?;
+        let end = sources.len() - 1;
+        let (kind, constraint) = match &j.join_operator {
+            JoinOperator::Inner(c) | JoinOperator::Join(c) | JoinOperator::CrossJoin(c) | JoinOperator::StraightJoin(c) => (JoinKind::Inner, c),
+            JoinOperator::LeftOuter(c) | JoinOperator::Left(c) => (JoinKind::Left, c),
+            JoinOperator::RightOuter(_) | JoinOperator::Right(_) => unreachable!("join_order::right_joins_as_left made it a LEFT JOIN"),
+            other => return Err(SqlError::unsupported(format!("join {other:?}"))),
+        };
+        let (on, using) = match constraint {
+            JoinConstraint::On(e) => (Some(e.clone()), Using::Names(Vec::new())),
+            JoinConstraint::Using(cols) => (None, Using::Names(cols.iter().map(|c| object_name_parts(c).last().cloned().unwrap_or_default()).collect())),
+            JoinConstraint::Natural => (None, Using::Natural),
+            JoinConstraint::None => (None, Using::Names(Vec::new())),
+        };
+        if kind == JoinKind::Left {
+            sources[start].kind = JoinKind::Left;
+            sources[start].group_end = (end > start).then_some(end);
+        }
+        pending.push(PendingJoin { start, end, left_start, kind, on, using });
+    }
+    Ok(())
+}
+
+/// Plans one side of a join: a parenthesized join's tables, or one table.
+fn plan_operand(env: &Env<'_>, tf: &TableFactor, scope: &mut Scope, sources: &mut Vec<Source>, pending: &mut Vec<PendingJoin>, outer: &[&Scope]) -> Result<()> {
+    if let TableFactor::NestedJoin { table_with_joins, alias } = tf {
+        if let Some(alias) = alias {
+            return Err(SqlError::parse(&alias.to_string()));
+        }
+        return plan_join_list(env, table_with_joins, scope, sources, pending, outer);
+    }
+    let offset = scope.columns.len();
+    let (data, types) = plan_factor(env, tf, scope, outer)?;
+    let width = scope.columns.len() - offset;
+    sources.push(Source::new(data, offset, width, JoinKind::Inner, types));
+    Ok(())
+}
+
 /// [`plan_block`] of `s` as its FROM list has it; `written` is, when that list was put in
 /// another order for reading, each table's place in the order the query wrote (what `*`
 /// lists columns in).
@@ -389,65 +462,69 @@ pub(super) fn plan_block_in(
 ) -> Result<(SelectPlan, bool)> {
     let mut scope = Scope::default();
     let mut sources: Vec<Source> = Vec::new();
-    let mut pending_on: Vec<(usize, JoinKind, Option<ast::Expr>, Vec<String>)> = Vec::new();
+    let mut pending: Vec<PendingJoin> = Vec::new();
     let from_dual = s.from.len() == 1
         && s.from[0].joins.is_empty()
         && matches!(&s.from[0].relation, TableFactor::Table { name, alias: None, .. } if name.0.len() == 1 && name.to_string().eq_ignore_ascii_case("DUAL"));
     for twj in s.from.iter().filter(|_| !from_dual) {
-        let offset = scope.columns.len();
-        let (data, types) = plan_factor(env, &twj.relation, &mut scope, outer)?;
-        let width = scope.columns.len() - offset;
-        sources.push(Source::new(data, offset, width, JoinKind::Inner, types));
-        for j in &twj.joins {
-            let offset = scope.columns.len();
-            let (data, types) = plan_factor(env, &j.relation, &mut scope, outer)?;
-            let width = scope.columns.len() - offset;
-            let (kind, constraint) = match &j.join_operator {
-                JoinOperator::Inner(c) | JoinOperator::Join(c) | JoinOperator::CrossJoin(c) | JoinOperator::StraightJoin(c) => (JoinKind::Inner, Some(c)),
-                JoinOperator::LeftOuter(c) | JoinOperator::Left(c) => (JoinKind::Left, Some(c)),
-                JoinOperator::RightOuter(_) | JoinOperator::Right(_) => unreachable!("join_order::right_joins_as_left made it a LEFT JOIN"),
-                other => return Err(SqlError::unsupported(format!("join {other:?}"))),
-            };
-            let (on, using) = match constraint {
-                Some(JoinConstraint::On(e)) => (Some(e.clone()), vec![]),
-                Some(JoinConstraint::Using(cols)) => (None, cols.iter().map(|c| object_name_parts(c).last().cloned().unwrap_or_default()).collect()),
-                Some(JoinConstraint::Natural) => return Err(SqlError::unsupported("NATURAL JOIN")),
-                _ => (None, vec![]),
-            };
-            sources.push(Source::new(data, offset, width, kind, types));
-            pending_on.push((sources.len() - 1, kind, on, using));
-        }
+        plan_join_list(env, twj, &mut scope, &mut sources, &mut pending, outer)?;
     }
-    // Bind ON conditions now that the whole scope is known (MySQL would reject
-    // forward references; binding against the prefix keeps that rule).
-    // The columns USING joined, which `SELECT *` lists first: the last join's first.
+    // Bind ON conditions now that the whole scope is known, each against the columns up to
+    // its join's last table (MySQL rejects forward references).
+    // The columns USING and NATURAL joined, which `SELECT *` lists first: the last join's
+    // first, each join's in the order of its left side.
     let mut coalesced: Vec<usize> = Vec::new();
-    for (i, _, on, using) in pending_on {
-        let src_offset = sources[i].offset;
-        let src_width = sources[i].width;
-        let prefix = Scope { columns: scope.columns[..src_offset + src_width].to_vec() };
-        let mut cond: Option<Expr> = match &on {
+    for join in pending {
+        let left_end = sources[join.start].offset;
+        let right = sources[join.start].offset..sources[join.end].offset + sources[join.end].width;
+        let prefix = Scope { columns: scope.columns[..right.end].to_vec() };
+        let mut cond: Option<Expr> = match &join.on {
             Some(e) => Some(Binder { outer, ..Binder::new(env, &prefix, "on clause") }.bind(e)?),
             None => None,
         };
+        let visible = |c: &ScopeColumn| !c.hidden;
+        let using = match join.using {
+            Using::Names(names) => names,
+            // NATURAL: the names both sides have, in the left side's order.
+            Using::Natural => scope.columns[join.left_start..left_end]
+                .iter()
+                .filter(|l| visible(l) && scope.columns[right.clone()].iter().any(|r| visible(r) && r.name.eq_ignore_ascii_case(&l.name)))
+                .map(|l| l.name.clone())
+                .collect(),
+        };
+        let mut joined = Vec::new();
         for name in using {
-            let right = (src_offset..src_offset + src_width)
-                .find(|&c| scope.columns[c].name.eq_ignore_ascii_case(&name))
-                .ok_or_else(|| SqlError::bad_field(&name, "from clause"))?;
-            let left = (0..src_offset)
-                .find(|&c| scope.columns[c].name.eq_ignore_ascii_case(&name) && !scope.columns[c].hidden)
-                .ok_or_else(|| SqlError::bad_field(&name, "from clause"))?;
-            scope.columns[right].hidden = true;
-            coalesced.retain(|&c| c != left);
-            coalesced.insert(0, left);
-            let coll = scope.columns[left].ty.collation();
-            let eq = Expr::Cmp(CmpOp::Eq, Box::new(Expr::Column(left)), Box::new(Expr::Column(right)), coll);
+            // The one column of that name on a side: a side that is itself a join may
+            // have two (1052).
+            let find = |range: std::ops::Range<usize>| -> Result<usize> {
+                let mut named = range.filter(|&c| visible(&scope.columns[c]) && scope.columns[c].name.eq_ignore_ascii_case(&name));
+                let found = named.next().ok_or_else(|| SqlError::bad_field(&name, "from clause"))?;
+                match named.next() {
+                    Some(_) => Err(SqlError::new(codes::ER_NON_UNIQ_ERROR, format!("Column '{name}' in from clause is ambiguous"))),
+                    None => Ok(found),
+                }
+            };
+            let r = find(right.clone())?;
+            let l = find(join.left_start..left_end)?;
+            scope.columns[r].hidden = true;
+            joined.push(l);
+            let coll = scope.columns[l].ty.collation();
+            let eq = Expr::Cmp(CmpOp::Eq, Box::new(Expr::Column(l)), Box::new(Expr::Column(r)), coll);
             cond = Some(match cond {
                 Some(c) => Expr::And(Box::new(c), Box::new(eq)),
                 None => eq,
             });
         }
-        sources[i].on = cond;
+        // The left side lists its own joined columns first, then the rest as its tables do.
+        joined.sort_by_key(|l| coalesced.iter().position(|c| c == l).unwrap_or(coalesced.len() + l));
+        coalesced.retain(|c| !joined.contains(c));
+        coalesced.splice(0..0, joined);
+        if join.start == join.end {
+            sources[join.start].on = cond;
+        } else {
+            let left = join.kind == JoinKind::Left;
+            sources[join.end].closes.push(GroupClose { start: join.start, on: cond, left });
+        }
     }
     let width = scope.columns.len();
 
@@ -585,8 +662,14 @@ pub(super) fn plan_block_in(
         let SourceData::Table { db, name, .. } = &sources[i].data else { continue };
         let table = env.catalog.table(db, name)?;
         let mut conds: Vec<Expr> = sources[i].on.as_ref().map(|o| o.conjuncts().into_iter().cloned().collect()).unwrap_or_default();
+        // A parenthesized join's condition holds on every row of it that counts, so its
+        // conjuncts narrow the reads of its tables too.
+        for g in sources[i..].iter().flat_map(|s| &s.closes).filter(|g| g.start <= i) {
+            conds.extend(g.on.iter().flat_map(Expr::conjuncts).cloned());
+        }
         let inner_chain = sources[i..].iter().all(|s| s.kind == JoinKind::Inner) || sources[i].kind == JoinKind::Inner && i == 0;
-        if inner_chain || sources[i].kind == JoinKind::Inner && sources.iter().skip(1).all(|s| s.kind == JoinKind::Inner) {
+        let in_left_group = left_group_end(&sources, i).is_some();
+        if !in_left_group && (inner_chain || sources[i].kind == JoinKind::Inner && sources.iter().skip(1).all(|s| s.kind == JoinKind::Inner)) {
             conds.extend(where_conjuncts.iter().cloned());
         }
         let mut access = choose_access(table, &conds, sources[i].offset);
@@ -621,12 +704,19 @@ pub(super) fn plan_block_in(
     Ok((SelectPlan { columns, kind: PlanKind::Block(Box::new(block)) }, correlated))
 }
 
+/// The last level of the outermost LEFT-joined parenthesized join that `level` is inside
+/// of and not last in, if any.
+fn left_group_end(sources: &[Source], level: usize) -> Option<usize> {
+    sources[..=level].iter().filter_map(|s| s.group_end).filter(|&end| end > level).max()
+}
+
 /// Splits WHERE among the join levels (`Block::level_filters`): each conjunct goes to the
 /// first level after which it reads no column still to come (a conjunct of constants to the
 /// first); a conjunct with a correlated subquery or a function whose value changes between
 /// calls stays on the whole row, as do all of them for one table alone. Testing a conjunct
 /// early is the same as testing it on the whole row: later levels never change the columns
-/// it reads, and a LEFT JOIN's null row is made before its level's conjuncts are tested.
+/// it reads, and a LEFT JOIN's null row is made before its level's conjuncts are tested (for
+/// a parenthesized join's, at its last level).
 pub(super) fn split_where(filter: Option<Expr>, sources: &[Source]) -> (Option<Expr>, Vec<Option<Expr>>) {
     let mut levels: Vec<Option<Expr>> = vec![None; sources.len()];
     if sources.len() < 2 {
@@ -641,7 +731,11 @@ pub(super) fn split_where(filter: Option<Expr>, sources: &[Source]) -> (Option<E
     };
     let mut rest = None;
     for conjunct in filter.conjuncts().into_iter().cloned() {
-        let level = sources.iter().position(|s| !conjunct.uses_columns_from(s.offset + s.width));
+        let mut level = sources.iter().position(|s| !conjunct.uses_columns_from(s.offset + s.width));
+        // Inside a LEFT-joined parenthesized join, WHERE waits for its null row too.
+        while let Some(end) = level.and_then(|l| left_group_end(sources, l)) {
+            level = Some(end);
+        }
         match level {
             Some(l) => levels[l] = and(levels[l].take(), conjunct),
             None => rest = and(rest, conjunct),

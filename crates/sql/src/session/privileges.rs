@@ -112,12 +112,13 @@ impl Session {
                     written = Some((table(name)?, needed));
                 }
             }
-            Statement::Update(u) => {
+            // A multi-table UPDATE or DELETE checks each target it finds (`dml::multi`).
+            Statement::Update(u) if u.table.joins.is_empty() => {
                 if let ast::TableFactor::Table { name, .. } = &u.table.relation {
                     written = Some((table(name)?, accounts::UPDATE));
                 }
             }
-            Statement::Delete(d) => {
+            Statement::Delete(d) if d.tables.is_empty() && d.using.is_none() => {
                 let from = match &d.from {
                     ast::FromTable::WithFromKeyword(t) | ast::FromTable::WithoutKeyword(t) => t,
                 };
