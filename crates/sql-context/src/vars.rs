@@ -138,6 +138,8 @@ pub const VARIABLES: &[VarDef] = &[
     v("default_storage_engine", Both, Str, Inert, "InnoDB"),
     v("div_precision_increment", Both, int(0, 30), Inert, "4"),
     v("enforce_gtid_consistency", Global, Str, ReadOnly, "ON"),
+    // Quill's TIMESTAMP columns always behave as with this ON (no implicit DEFAULT or ON UPDATE).
+    v("explicit_defaults_for_timestamp", Both, Bool, Inert, "ON"),
     v("foreign_key_checks", Both, Bool, Live, "ON"),
     // Computed when read (`session::gtid_executed`).
     v("gtid_executed", Global, Str, ReadOnly, ""),
@@ -189,6 +191,14 @@ pub const VARIABLES: &[VarDef] = &[
     v("net_buffer_length", Both, int_blocks(1024, 1_048_576, 1024), Inert, "16384"),
     v("net_read_timeout", Both, int(1, TIMEOUT_SECONDS_MAX), Live, "30"),
     v("net_write_timeout", Both, int(1, TIMEOUT_SECONDS_MAX), Live, "60"),
+    // MySQL 8.0's flags; Quill's planner has its own and reads none of these.
+    v(
+        "optimizer_switch",
+        Both,
+        Str,
+        Inert,
+        "index_merge=on,index_merge_union=on,index_merge_sort_union=on,index_merge_intersection=on,engine_condition_pushdown=on,index_condition_pushdown=on,mrr=on,mrr_cost_based=on,block_nested_loop=on,batched_key_access=off,materialization=on,semijoin=on,loosescan=on,firstmatch=on,duplicateweedout=on,subquery_materialization_cost_based=on,use_index_extensions=on,condition_fanout_filter=on,derived_merge=on,use_invisible_indexes=off,skip_scan=on,hash_join=on,subquery_to_derived=off,prefer_ordering_index=on,hypergraph_optimizer=off,derived_condition_pushdown=on",
+    ),
     v("performance_schema", Global, Bool, ReadOnly, "OFF"),
     v("min_examined_row_limit", Both, int(0, u64::MAX), Live, "0"),
     v("port", Global, int(0, 65_535), ReadOnly, "3306"),

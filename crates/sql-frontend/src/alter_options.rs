@@ -6,6 +6,9 @@
 //! are never mistaken for options, and it runs wherever a statement is parsed
 //! (`parse::parse`), so the log's DDL text replays the same way after a crash.
 //!
+//! `RENAME {INDEX | KEY} a TO b`, which sqlparser does not read either, becomes the two
+//! options `RENAME_INDEX` and `RENAME_INDEX_TO`.
+//!
 //! A run of options is an item of the ALTER's comma-separated list that starts with an
 //! option name; MySQL also lets options follow one another without commas. An item that
 //! starts like an option and goes on with something else is left alone, for the parser's
@@ -20,6 +23,9 @@ pub const ROW_FORMAT: &str = "ROW_FORMAT";
 pub const COMMENT: &str = "COMMENT";
 pub const CHARSET: &str = "CHARSET";
 pub const COLLATE: &str = "COLLATE";
+/// `RENAME INDEX a TO b`: the index's name, then (the next option) its new name.
+pub const RENAME_INDEX: &str = "RENAME_INDEX";
+pub const RENAME_INDEX_TO: &str = "RENAME_INDEX_TO";
 
 /// One run of options: where it starts and ends among the significant tokens, and the
 /// options (name, value).
@@ -58,8 +64,23 @@ pub fn rewrite(sql: &str) -> Option<String> {
         at += 2;
     }
     let mut runs: Vec<Run> = Vec::new();
+    // `RENAME {INDEX | KEY} a TO b` items (sqlparser has no such operation): where each
+    // starts, and the two names.
+    let mut renames: Vec<(usize, String, String)> = Vec::new();
     while at < significant.len() {
         let start = at;
+        let name = |i: usize| match significant.get(i).map(|&t| &tokens[t].token) {
+            Some(Token::Word(w)) => Some(w.value.clone()),
+            _ => None,
+        };
+        if word(at).as_deref() == Some("RENAME")
+            && matches!(word(at + 1).as_deref(), Some("INDEX" | "KEY"))
+            && word(at + 3).as_deref() == Some("TO")
+            && let (Some(old), Some(new)) = (name(at + 2), name(at + 4))
+            && significant.get(at + 5).is_none_or(|&i| matches!(tokens[i].token, Token::Comma | Token::SemiColon | Token::EOF))
+        {
+            renames.push((at, old, new));
+        }
         let mut options = Vec::new();
         while let Some((name, value, next)) = option(&tokens, &significant, at) {
             options.push((name, value));
@@ -84,17 +105,27 @@ pub fn rewrite(sql: &str) -> Option<String> {
             at += 1;
         }
     }
-    if runs.is_empty() {
+    if runs.is_empty() && renames.is_empty() {
         return None;
     }
+    // (first significant token, token after the last, replacement), in text order.
+    let quote = |v: &str| format!("'{}'", v.replace('\\', "\\\\").replace('\'', "''"));
+    let mut edits: Vec<(usize, usize, String)> = renames
+        .into_iter()
+        .map(|(at, old, new)| (at, at + 5, format!("SET TBLPROPERTIES (`{RENAME_INDEX}` = {}, `{RENAME_INDEX_TO}` = {}) ", quote(&old), quote(&new))))
+        .collect();
+    for Run { start, end, options } in runs {
+        let list: Vec<String> = options.iter().map(|(name, value)| format!("`{name}` = '{}'", value.replace('\\', "\\\\").replace('\'', "''"))).collect();
+        edits.push((start, end, format!("SET TBLPROPERTIES ({}) ", list.join(", "))));
+    }
+    edits.sort_by_key(|(start, _, _)| *start);
     let mut out = String::with_capacity(sql.len() + 64);
     let mut copied = 0;
-    for Run { start, end, options } in runs {
+    for (start, end, text) in edits {
         let from = crate::parse::token_offset(sql, &tokens[significant[start]]);
         let to = significant.get(end).map_or(sql.len(), |&i| crate::parse::token_offset(sql, &tokens[i]));
         out.push_str(&sql[copied..from]);
-        let list: Vec<String> = options.iter().map(|(name, value)| format!("`{name}` = '{}'", value.replace('\\', "\\\\").replace('\'', "''"))).collect();
-        out.push_str(&format!("SET TBLPROPERTIES ({}) ", list.join(", ")));
+        out.push_str(&text);
         copied = to;
     }
     out.push_str(&sql[copied..]);
@@ -146,6 +177,16 @@ mod tests {
             rewrite("alter table db.t engine InnoDB row_format = dynamic, add column c int, DEFAULT CHARACTER SET = utf8mb4 COMMENT 'it''s'").unwrap(),
             "alter table db.t SET TBLPROPERTIES (`ENGINE` = 'InnoDB', `ROW_FORMAT` = 'dynamic') , add column c int, SET TBLPROPERTIES (`CHARSET` = 'utf8mb4', `COMMENT` = 'it''s') "
         );
+    }
+
+    #[test]
+    fn rename_index_is_read_as_table_options() {
+        let sql = rewrite("ALTER TABLE t RENAME INDEX a TO b, RENAME KEY `c'` TO d, ENGINE=InnoDB").unwrap();
+        assert_eq!(
+            sql,
+            "ALTER TABLE t SET TBLPROPERTIES (`RENAME_INDEX` = 'a', `RENAME_INDEX_TO` = 'b') , SET TBLPROPERTIES (`RENAME_INDEX` = 'c''', `RENAME_INDEX_TO` = 'd') , SET TBLPROPERTIES (`ENGINE` = 'InnoDB') "
+        );
+        assert!(crate::parse::parse(&sql, 0, 0).is_ok());
     }
 
     #[test]

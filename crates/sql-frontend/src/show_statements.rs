@@ -22,8 +22,8 @@ pub enum ShowWhat {
     Index { table: String },
     /// `SHOW CREATE TABLE t` or `SHOW CREATE VIEW v`.
     CreateTable { table: String, view: bool },
-    /// `SHOW CREATE DATABASE | SCHEMA db`.
-    CreateDatabase { name: String },
+    /// `SHOW CREATE DATABASE | SCHEMA [IF NOT EXISTS] db`.
+    CreateDatabase { name: String, if_not_exists: bool },
     /// `SHOW [GLOBAL | SESSION] VARIABLES`.
     Variables { global: bool },
     /// `SHOW COUNT(*) WARNINGS | ERRORS`.
@@ -53,6 +53,10 @@ pub enum ShowWhat {
     Charset,
     /// `SHOW TABLE STATUS [FROM db]`.
     TableStatus { db: Option<String> },
+    /// `SHOW EVENTS [FROM db]`.
+    Events { db: Option<String> },
+    /// `SHOW OPEN TABLES [FROM db]`.
+    OpenTables { db: Option<String> },
 }
 
 /// A SHOW statement: what it shows and how its rows are filtered.
@@ -117,7 +121,9 @@ pub fn parse(sql: &str, words: &[&str]) -> Result<Show> {
             ShowWhat::CreateTable { table: (*words.get(i + 2).ok_or_else(missing)?).to_owned(), view: next(1) == "VIEW" }
         }
         "CREATE" if matches!(next(1), "DATABASE" | "SCHEMA") => {
-            ShowWhat::CreateDatabase { name: words.get(i + 2).map(|w| w.trim_end_matches(';').trim_matches('`')).ok_or_else(missing)?.to_owned() }
+            let if_not_exists = next(2) == "IF" && next(3) == "NOT" && next(4) == "EXISTS";
+            let at = if if_not_exists { i + 5 } else { i + 2 };
+            ShowWhat::CreateDatabase { name: words.get(at).map(|w| w.trim_end_matches(';').trim_matches('`')).ok_or_else(missing)?.to_owned(), if_not_exists }
         }
         "VARIABLES" => ShowWhat::Variables { global },
         "COUNT(*)" if matches!(next(1), "WARNINGS" | "ERRORS") => ShowWhat::Count { errors: next(1) == "ERRORS" },
@@ -133,6 +139,8 @@ pub fn parse(sql: &str, words: &[&str]) -> Result<Show> {
         "COLLATION" => ShowWhat::Collation,
         "CHARACTER" | "CHARSET" => ShowWhat::Charset,
         "TABLE" if next(1) == "STATUS" => ShowWhat::TableStatus { db: from(i + 2) },
+        "EVENTS" => ShowWhat::Events { db: from(i + 1) },
+        "OPEN" if next(1) == "TABLES" => ShowWhat::OpenTables { db: from(i + 2) },
         _ => return Err(SqlError::parse(&words[1..].join(" "))),
     };
     let filter = sql.to_ascii_uppercase().find(" WHERE ").map(|at| sql[at + 7..].to_owned());
@@ -171,7 +179,9 @@ mod tests {
         assert_eq!(show("show columns from t in d").what, ShowWhat::Columns { full: false, table: "t".into(), db: Some("d".into()) });
         assert_eq!(show("SHOW INDEX FROM d.t;").what, ShowWhat::Index { table: "d.t;".into() });
         assert_eq!(show("SHOW CREATE VIEW v").what, ShowWhat::CreateTable { table: "v".into(), view: true });
-        assert_eq!(show("SHOW CREATE SCHEMA `s`;").what, ShowWhat::CreateDatabase { name: "s".into() });
+        assert_eq!(show("SHOW CREATE SCHEMA `s`;").what, ShowWhat::CreateDatabase { name: "s".into(), if_not_exists: false });
+        assert_eq!(show("SHOW CREATE DATABASE IF NOT EXISTS s").what, ShowWhat::CreateDatabase { name: "s".into(), if_not_exists: true });
+        assert_eq!(show("SHOW OPEN TABLES FROM d LIKE 't%'").what, ShowWhat::OpenTables { db: Some("d".into()) });
         assert_eq!(show("SHOW GLOBAL VARIABLES WHERE Variable_name = 'x'").filter.as_deref(), Some("Variable_name = 'x'"));
         assert_eq!(show("SHOW GLOBAL VARIABLES").what, ShowWhat::Variables { global: true });
         assert_eq!(show("SHOW COUNT(*) ERRORS").what, ShowWhat::Count { errors: true });

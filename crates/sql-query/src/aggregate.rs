@@ -1,6 +1,8 @@
 //! Aggregate functions' running state: one [`Accumulator`] per aggregate and group (GROUP BY),
 //! or per window frame (`window`). COUNT, SUM, AVG, MIN, MAX, GROUP_CONCAT, BIT_AND, BIT_OR,
-//! each with DISTINCT; NULLs are skipped, as in MySQL. JSON_ARRAYAGG and JSON_OBJECTAGG
+//! BIT_XOR, the variances and standard deviations, each with DISTINCT; NULLs are skipped, as
+//! in MySQL. A variance is kept as MySQL keeps it: Welford's running mean and sum of squared
+//! differences, in doubles, so the last bits agree. JSON_ARRAYAGG and JSON_OBJECTAGG
 //! gather their rows' JSON texts (never NULL: the binder made NULL `null`) and build the
 //! document at the end.
 
@@ -32,6 +34,8 @@ pub(crate) enum Accumulator {
         cut_at: Option<usize>,
     },
     Bits(Option<u64>),
+    /// Rows, running mean, running sum of squared differences from the mean.
+    Variance(i64, f64, f64),
     Distinct(Vec<Value>, std::collections::HashSet<Vec<u8>>),
 }
 
@@ -45,7 +49,8 @@ impl Accumulator {
             AggFunc::Sum | AggFunc::Avg => Accumulator::Sum(None, 0),
             AggFunc::Min | AggFunc::Max => Accumulator::MinMax(None),
             AggFunc::GroupConcat | AggFunc::JsonArrayAgg | AggFunc::JsonObjectAgg => Accumulator::Concat { parts: Vec::new(), bytes: 0, cut_at: None },
-            AggFunc::BitAnd | AggFunc::BitOr => Accumulator::Bits(None),
+            AggFunc::BitAnd | AggFunc::BitOr | AggFunc::BitXor => Accumulator::Bits(None),
+            AggFunc::Variance { .. } => Accumulator::Variance(0, 0.0, 0.0),
         }
     }
 
@@ -119,8 +124,16 @@ impl Accumulator {
                 *acc = Some(match (*acc, spec.func) {
                     (None, _) => x,
                     (Some(a), AggFunc::BitAnd) => a & x,
+                    (Some(a), AggFunc::BitXor) => a ^ x,
                     (Some(a), _) => a | x,
                 });
+            }
+            Accumulator::Variance(n, mean, m2) => {
+                let x = ops::to_f64(&v);
+                *n += 1;
+                let before = *mean;
+                *mean += (x - before) / *n as f64;
+                *m2 += (x - before) * (x - *mean);
             }
             Accumulator::Distinct(vals, seen) => {
                 let key = quill_storage::key::encode_key([(&v, spec.collation)]);
@@ -176,6 +189,15 @@ impl Accumulator {
                     Value::Str(text)
                 }
             },
+            Accumulator::Variance(n, _, m2) => {
+                let AggFunc::Variance { sample, root } = spec.func else { unreachable!("a variance's accumulator") };
+                let divisor = if sample { n - 1 } else { n };
+                if divisor <= 0 {
+                    return Value::Null;
+                }
+                let variance = m2 / divisor as f64;
+                Value::Double(if root { variance.sqrt() } else { variance })
+            }
             Accumulator::Bits(v) => Value::UInt(v.unwrap_or(if spec.func == AggFunc::BitAnd { u64::MAX } else { 0 })),
             Accumulator::Distinct(vals, _) => {
                 let mut inner = Accumulator::new(&AggSpec { distinct: false, ..spec.clone() });

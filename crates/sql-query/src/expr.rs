@@ -66,6 +66,13 @@ pub enum AggFunc {
     GroupConcat,
     BitAnd,
     BitOr,
+    BitXor,
+    /// VAR_POP / VARIANCE, VAR_SAMP, STDDEV_POP / STDDEV / STD and STDDEV_SAMP: `sample`
+    /// divides by n - 1 (NULL for one row), `root` takes the square root.
+    Variance {
+        sample: bool,
+        root: bool,
+    },
     /// JSON_ARRAYAGG(v): the values as a JSON array (NULL as `null`); its argument is made
     /// JSON by the binder.
     JsonArrayAgg,

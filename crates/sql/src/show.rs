@@ -65,6 +65,15 @@ fn key_kind(t: &TableMeta, i: usize) -> &'static str {
     }
 }
 
+/// `CURRENT_TIMESTAMP` with the column's fractional digits, as ON UPDATE names it (MySQL
+/// requires them to be the column's).
+fn on_update_text(c: &crate::catalog::Column) -> String {
+    match c.ty.decimals() {
+        d @ 1..=6 => format!("CURRENT_TIMESTAMP({d})"),
+        _ => "CURRENT_TIMESTAMP".to_owned(),
+    }
+}
+
 fn default_text(t: &TableMeta, i: usize) -> Value {
     let c = &t.columns[i];
     match &c.default {
@@ -88,7 +97,7 @@ fn extra(t: &TableMeta, i: usize) -> String {
         e.push("DEFAULT_GENERATED".to_owned());
     }
     if c.on_update_current_timestamp {
-        e.push("on update CURRENT_TIMESTAMP".to_owned());
+        e.push(format!("on update {}", on_update_text(c)));
     }
     if let Some(g) = &c.generated {
         e.push(if g.stored { "STORED GENERATED" } else { "VIRTUAL GENERATED" }.to_owned());
@@ -206,7 +215,7 @@ pub fn show_create_table(catalog: &Catalog, db: &str, table: &str, quoting: Quot
             _ => {}
         }
         if c.on_update_current_timestamp {
-            l.push_str(" ON UPDATE CURRENT_TIMESTAMP");
+            l.push_str(&format!(" ON UPDATE {}", on_update_text(c)));
         }
         if c.auto_increment {
             l.push_str(" AUTO_INCREMENT");

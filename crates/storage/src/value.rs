@@ -81,6 +81,8 @@ impl Collation {
 
     #[must_use]
     pub fn from_name(name: &str) -> Option<Collation> {
+        // MySQL takes a collation's name quoted too (`COLLATE 'utf8mb4_bin'`, Knex's DDL).
+        let name = name.trim_matches(|c| matches!(c, '\'' | '"' | '`'));
         match name.to_ascii_lowercase().as_str() {
             "utf8mb4_0900_ai_ci"
             | "utf8mb4_unicode_ci"

@@ -395,6 +395,11 @@ fn agg_func(name: &str) -> Option<AggFunc> {
         "GROUP_CONCAT" => AggFunc::GroupConcat,
         "BIT_AND" => AggFunc::BitAnd,
         "BIT_OR" => AggFunc::BitOr,
+        "BIT_XOR" => AggFunc::BitXor,
+        "VAR_POP" | "VARIANCE" => AggFunc::Variance { sample: false, root: false },
+        "VAR_SAMP" => AggFunc::Variance { sample: true, root: false },
+        "STDDEV_POP" | "STDDEV" | "STD" => AggFunc::Variance { sample: false, root: true },
+        "STDDEV_SAMP" => AggFunc::Variance { sample: true, root: true },
         "JSON_ARRAYAGG" => AggFunc::JsonArrayAgg,
         "JSON_OBJECTAGG" => AggFunc::JsonObjectAgg,
         _ => return None,
@@ -416,7 +421,8 @@ fn agg_type(f: AggFunc, arg: &SqlType) -> SqlType {
         },
         AggFunc::Min | AggFunc::Max => arg.clone(),
         AggFunc::GroupConcat => SqlType::Text { kind: LobKind::Normal, collation: Collation::default() },
-        AggFunc::BitAnd | AggFunc::BitOr => SqlType::Int { kind: IntKind::Big, unsigned: true, display: None },
+        AggFunc::BitAnd | AggFunc::BitOr | AggFunc::BitXor => SqlType::Int { kind: IntKind::Big, unsigned: true, display: None },
+        AggFunc::Variance { .. } => SqlType::Double,
         AggFunc::JsonArrayAgg | AggFunc::JsonObjectAgg => SqlType::Json,
     }
 }

@@ -260,7 +260,15 @@ pub fn alter_table(
             }
             ast::AlterTableOperation::DropPrimaryKey { .. } => primary.clear(),
             ast::AlterTableOperation::SetTblProperties { table_properties } => {
-                for option in table_properties {
+                let mut properties = table_properties.iter();
+                while let Some(option) = properties.next() {
+                    if let ast::SqlOption::KeyValue { key, value } = option
+                        && key.value == crate::alter_options::RENAME_INDEX
+                    {
+                        let new = properties.next().and_then(|o| if let ast::SqlOption::KeyValue { value, .. } = o { Some(value) } else { None });
+                        rename_index(&mut indexes, &tname, &option_text(value), &new.map(option_text).unwrap_or_default())?;
+                        continue;
+                    }
                     table_option(info, &tname, option, &mut options, warnings)?;
                 }
             }
@@ -292,6 +300,30 @@ pub fn alter_table(
             crate::dml::foreign_keys::check_existing_rows(catalog, t, fk)?;
         }
     }
+    Ok(())
+}
+
+/// A table option's value as written (`alter_options` quotes each).
+fn option_text(value: &ast::Expr) -> String {
+    match value {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::SingleQuotedString(s) => s.clone(),
+            other => other.to_string(),
+        },
+        other => other.to_string(),
+    }
+}
+
+/// `RENAME INDEX old TO new`: 1176 when there is no index `old`, 1061 when another is `new`.
+fn rename_index(indexes: &mut [IndexMeta], table: &str, old: &str, new: &str) -> Result<()> {
+    if !old.eq_ignore_ascii_case(new) && indexes.iter().any(|i| i.name.eq_ignore_ascii_case(new)) {
+        return Err(SqlError::new(codes::ER_DUP_KEYNAME, format!("Duplicate key name '{new}'")));
+    }
+    let index = indexes
+        .iter_mut()
+        .find(|i| i.name.eq_ignore_ascii_case(old))
+        .ok_or_else(|| SqlError::new(codes::ER_KEY_DOES_NOT_EXITS, format!("Key '{old}' doesn't exist in table '{table}'")))?;
+    new.clone_into(&mut index.name);
     Ok(())
 }
 

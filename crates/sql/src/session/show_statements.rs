@@ -95,7 +95,7 @@ impl Session {
                     if self.info.var("sql_quote_show_create") == "OFF" { show::Quoting::WhereNeeded } else { show::Quoting::Always },
                 )?
             }
-            ShowWhat::CreateDatabase { name } => {
+            ShowWhat::CreateDatabase { name, if_not_exists } => {
                 let db = name.as_str();
                 catalog.database(db)?;
                 let text = SqlTypeHelper::text();
@@ -104,7 +104,8 @@ impl Session {
                     rows: vec![vec![
                         Value::Str(db.to_owned()),
                         Value::Str(format!(
-                            "CREATE DATABASE `{db}` /*!40100 DEFAULT CHARACTER SET {} COLLATE {} */ /*!80016 DEFAULT ENCRYPTION='N' */",
+                            "CREATE DATABASE {}`{db}` /*!40100 DEFAULT CHARACTER SET {} COLLATE {} */ /*!80016 DEFAULT ENCRYPTION='N' */",
+                            if if_not_exists { "/*!32312 IF NOT EXISTS*/ " } else { "" },
                             crate::charset::charset_of(catalog.database(db)?.collation),
                             catalog.database(db)?.collation.name()
                         )),
@@ -197,6 +198,54 @@ impl Session {
                         })
                         .collect(),
                 }
+            }
+            // Quill has no event scheduler: MySQL 8's columns, no rows.
+            ShowWhat::Events { db } => {
+                let db = db.or_else(|| self.info.db.clone()).ok_or_else(SqlError::no_db)?;
+                self.require_visible_database(&db)?;
+                catalog.database(&db)?;
+                let text = SqlTypeHelper::text();
+                let names = [
+                    "Db",
+                    "Name",
+                    "Definer",
+                    "Time zone",
+                    "Type",
+                    "Execute at",
+                    "Interval value",
+                    "Interval field",
+                    "Starts",
+                    "Ends",
+                    "Status",
+                    "Originator",
+                    "character_set_client",
+                    "collation_connection",
+                    "Database Collation",
+                ];
+                ResultSet { columns: names.iter().map(|n| OutColumn::computed(n, text.clone())).collect(), rows: Vec::new() }
+            }
+            // Every table is open to every session (no table cache to leave): each one, never
+            // in use or name-locked between statements.
+            ShowWhat::OpenTables { db } => {
+                let text = SqlTypeHelper::text();
+                let columns = vec![
+                    OutColumn::computed("Database", text.clone()),
+                    OutColumn::computed("Table", text),
+                    OutColumn::computed("In_use", crate::types::SqlType::bigint()),
+                    OutColumn::computed("Name_locked", crate::types::SqlType::bigint()),
+                ];
+                let mut rows = Vec::new();
+                for (name, d) in &catalog.databases {
+                    if db.as_ref().is_some_and(|want| want != name) || !self.info.may_see_database(name) {
+                        continue;
+                    }
+                    for t in d.tables.keys() {
+                        if self.info.may_see_table(name, t) && crate::show::like_filter(t, like.as_deref()) {
+                            rows.push(vec![Value::Str(name.clone()), Value::Str(t.clone()), Value::Int(0), Value::Int(0)]);
+                        }
+                    }
+                }
+                ResultSet { columns, rows }
             }
             // Quill has no triggers: MySQL 8's columns, no rows.
             ShowWhat::Triggers => {

@@ -1,0 +1,113 @@
+"""Statements applications and their tools send that MySQL 8 answers: SHOW forms, variables
+ORMs set, index renames, quoted collation names, ON UPDATE with fractional seconds, and the
+variance aggregates (against a plain two-pass oracle)."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pymysql
+import pytest
+
+
+def rows(conn, sql):
+    with conn.cursor() as cur:
+        cur.execute(sql)
+        return cur.fetchall()
+
+
+def errno(conn, sql):
+    with conn.cursor() as cur:
+        with pytest.raises(pymysql.err.MySQLError) as e:
+            cur.execute(sql)
+    return e.value.args[0]
+
+
+def test_rename_index_keeps_the_index_under_its_new_name(conn, fresh_db):
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE t (id INT PRIMARY KEY, a INT, b INT, KEY ka (a), KEY kb (b))")
+        cur.execute("INSERT INTO t VALUES (1, 10, 100), (2, 20, 200)")
+        cur.execute("ALTER TABLE t RENAME INDEX ka TO kc")
+        cur.execute("ALTER TABLE t RENAME KEY `kb` TO `kd`")
+    names = [r[0] for r in rows(conn, f"SELECT index_name FROM information_schema.statistics WHERE table_schema = '{fresh_db}' AND table_name = 't' ORDER BY index_name")]
+    assert names == ["kc", "kd", "PRIMARY"]
+    assert rows(conn, "SELECT id FROM t FORCE INDEX (kc) WHERE a = 20") == ((2,),)
+    assert errno(conn, "ALTER TABLE t RENAME INDEX nope TO x") == 1176
+    assert errno(conn, "ALTER TABLE t RENAME INDEX kc TO kd") == 1061
+
+
+def test_quoted_collation_names_are_collations(conn):
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE q (a VARCHAR(5) COLLATE 'utf8mb4_bin', b VARCHAR(5) COLLATE `utf8mb4_general_ci`)")
+        cur.execute("INSERT INTO q VALUES ('A', 'A')")
+    assert rows(conn, "SELECT COUNT(*) FROM q WHERE a = 'a'") == ((0,),)
+    assert rows(conn, "SELECT COUNT(*) FROM q WHERE b = 'a'") == ((1,),)
+
+
+def test_on_update_current_timestamp_keeps_its_fractional_digits(conn, fresh_db):
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE u (id INT PRIMARY KEY, at DATETIME(6) DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6))")
+        cur.execute("SHOW CREATE TABLE u")
+        assert "ON UPDATE CURRENT_TIMESTAMP(6)" in cur.fetchone()[1].upper()
+    (extra,) = rows(conn, f"SELECT extra FROM information_schema.columns WHERE table_schema = '{fresh_db}' AND table_name = 'u' AND column_name = 'at'")[0]
+    assert extra.lower().endswith("on update current_timestamp(6)")
+
+
+def test_show_forms_tools_send(conn, fresh_db):
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE o1 (a INT)")
+        cur.execute(f"SHOW CREATE DATABASE IF NOT EXISTS `{fresh_db}`")
+        assert cur.fetchone()[1].startswith(f"CREATE DATABASE /*!32312 IF NOT EXISTS*/ `{fresh_db}`")
+        cur.execute("SHOW EVENTS")
+        assert [d[0] for d in cur.description][:3] == ["Db", "Name", "Definer"] and cur.fetchall() == ()
+        cur.execute("SELECT * FROM o1")
+        cur.execute(f"SHOW OPEN TABLES FROM `{fresh_db}` LIKE 'o%'")
+        assert [d[0] for d in cur.description] == ["Database", "Table", "In_use", "Name_locked"]
+        assert cur.fetchall() == ((fresh_db, "o1", 0, 0),)
+
+
+def test_variables_orms_set(conn):
+    with conn.cursor() as cur:
+        cur.execute("SHOW VARIABLES LIKE 'explicit_defaults_for_timestamp'")
+        assert cur.fetchone() == ("explicit_defaults_for_timestamp", "ON")
+        cur.execute("SET SESSION optimizer_switch = 'index_merge=off'")
+        cur.execute("SELECT @@optimizer_switch LIKE '%index_merge=off%'")
+        assert cur.fetchone() == (1,)
+
+
+def variance(values, sample):
+    n = len(values)
+    if n - sample <= 0:
+        return None
+    mean = sum(values) / n
+    return sum((x - mean) ** 2 for x in values) / (n - sample)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_variance_aggregates_agree_with_a_two_pass_oracle(conn, seed):
+    rng = random.Random(seed)
+    groups = {g: [rng.choice([None, rng.uniform(-1000, 1000), float(rng.randint(-5, 5))]) for _ in range(rng.randint(0, 30))] for g in range(8)}
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE v (g INT, x DOUBLE, n INT)")
+        data = [(g, x, None if x is None else int(x)) for g, xs in groups.items() for x in xs]
+        if data:
+            cur.executemany("INSERT INTO v VALUES (%s, %s, %s)", data)
+        cur.execute("SELECT g, VAR_POP(x), VAR_SAMP(x), STDDEV_POP(x), STDDEV_SAMP(x), STD(x), VARIANCE(x), STDDEV(x), BIT_XOR(n) FROM v GROUP BY g")
+        got = {r[0]: r[1:] for r in cur.fetchall()}
+    for g, xs in groups.items():
+        if not xs:
+            continue
+        present = [x for x in xs if x is not None]
+        pop, samp = variance(present, 0), variance(present, 1)
+        root = lambda v: None if v is None else math.sqrt(v)  # noqa: E731
+        expected = (pop, samp, root(pop), root(samp), root(pop), pop, root(pop))
+        for name, want, have in zip(["VAR_POP", "VAR_SAMP", "STDDEV_POP", "STDDEV_SAMP", "STD", "VARIANCE", "STDDEV"], expected, got[g][:7]):
+            if want is None:
+                assert have is None, (seed, g, name)
+            else:
+                assert have == pytest.approx(want, rel=1e-9, abs=1e-9), (seed, g, name)
+        xor = 0
+        for x in present:
+            xor ^= int(x) & (2**64 - 1)
+        assert got[g][7] == xor, (seed, g, "BIT_XOR")
