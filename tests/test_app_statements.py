@@ -35,6 +35,19 @@ def test_rename_index_keeps_the_index_under_its_new_name(conn, fresh_db):
     assert rows(conn, "SELECT id FROM t FORCE INDEX (kc) WHERE a = 20") == ((2,),)
     assert errno(conn, "ALTER TABLE t RENAME INDEX nope TO x") == 1176
     assert errno(conn, "ALTER TABLE t RENAME INDEX kc TO kd") == 1061
+    assert errno(conn, "ALTER TABLE t RENAME INDEX kc TO `PRIMARY`") == 1280
+
+
+@pytest.mark.mysql8_only
+def test_a_mysql_8_dump_creates_its_database(conn):
+    name = f"{conn.db.decode()}_dumped"
+    with conn.cursor() as cur:
+        cur.execute(f"CREATE DATABASE /*!32312 IF NOT EXISTS*/ `{name}` /*!40100 DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_0900_ai_ci */ /*!80016 DEFAULT ENCRYPTION='N' */")
+        try:
+            cur.execute(f"SHOW CREATE DATABASE `{name}`")
+            assert "utf8mb4" in cur.fetchone()[1]
+        finally:
+            cur.execute(f"DROP DATABASE `{name}`")
 
 
 def test_quoted_collation_names_are_collations(conn):

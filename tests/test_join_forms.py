@@ -207,6 +207,9 @@ def test_natural_join_and_using_coalesce_in_the_left_sides_order(conn):
         assert rows(conn, sql) == ((1, 2, 3, 9),), sql
     assert rows(conn, "SELECT * FROM p NATURAL LEFT JOIN q ORDER BY a") == ((1, 2, 3, 9), (4, 5, 6, None))
     assert columns(conn, "SELECT * FROM q NATURAL JOIN p") == ["b", "a", "d", "c"]
+    # A RIGHT JOIN lists its right side's columns first.
+    assert columns(conn, "SELECT * FROM p NATURAL RIGHT JOIN q") == ["b", "a", "d", "c"]
+    assert rows(conn, "SELECT * FROM p NATURAL RIGHT JOIN q ORDER BY b") == ((2, 1, 9, 3), (7, 7, 7, None))
     # A side that is itself a join may have the name twice.
     assert errno(conn, "SELECT * FROM (p, q) NATURAL JOIN p AS r") == 1052
 
@@ -244,3 +247,15 @@ def test_multi_table_delete(shop):
         assert cur.execute("DELETE x FROM a AS x LEFT JOIN b ON b.aid = x.id WHERE b.id IS NULL") == 1
         assert rows(shop, "SELECT id FROM a") == ()
     assert errno(shop, "DELETE a FROM a AS x JOIN b ON b.aid = x.id") == 1109
+
+
+def test_multi_table_update_under_lock_tables_writes_only_its_targets(shop):
+    with shop.cursor() as cur:
+        cur.execute("LOCK TABLES a WRITE, b READ")
+        try:
+            assert cur.execute("UPDATE a JOIN b ON b.aid = a.id SET a.name = 'z'") == 2
+            with pytest.raises(pymysql.err.MySQLError) as e:
+                cur.execute("UPDATE a JOIN b ON b.aid = a.id SET b.v = 0")
+            assert e.value.args[0] == 1099
+        finally:
+            cur.execute("UNLOCK TABLES")

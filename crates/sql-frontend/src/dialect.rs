@@ -8,7 +8,8 @@
 //! operand is the next primary expression: `BINARY 'a' AND 1` is `(BINARY 'a') AND 1`, and
 //! `BINARY a * 2` is `(BINARY a) * 2`. [`QuillDialect::parse_prefix`] reads it so.
 //!
-//! It also reads MySQL's `ALTER {DATABASE | SCHEMA} [name] [DEFAULT] CHARACTER SET [=] cs
+//! It reads MySQL 8's `ENCRYPTION 'N'` in CREATE DATABASE ([`parse_create_database`]), and
+//! MySQL's `ALTER {DATABASE | SCHEMA} [name] [DEFAULT] CHARACTER SET [=] cs
 //! [DEFAULT] COLLATE [=] c [DEFAULT] ENCRYPTION [=] 'N'`, which sqlparser does not, as an
 //! `AlterSchema` whose one operation is `SET (CHARACTER SET = cs, COLLATE = c, ...)`
 //! ([`parse_alter_database`]); a missing name is an empty name (the default database).
@@ -107,6 +108,11 @@ impl Dialect for QuillDialect {
             parser.next_token();
             return Some(parse_alter_database(parser));
         }
+        if keyword(&first, Keyword::CREATE) && (keyword(&second, Keyword::DATABASE) || keyword(&second, Keyword::SCHEMA)) {
+            parser.next_token();
+            parser.next_token();
+            return Some(parse_create_database(parser));
+        }
         self.mysql.parse_statement(parser)
     }
     fn require_interval_qualifier(&self) -> bool {
@@ -182,10 +188,42 @@ impl Dialect for QuillDialect {
     }
 }
 
+/// MySQL's CREATE DATABASE, after `CREATE DATABASE`: sqlparser's, which reads CHARACTER SET
+/// and COLLATE, then MySQL 8's `[DEFAULT] ENCRYPTION [=] 'N'` (every MySQL 8 dump writes it)
+/// and any options after it. Encryption itself (`'Y'`) is refused.
+fn parse_create_database(parser: &mut Parser) -> Result<Statement, ParserError> {
+    let mut statement = parser.parse_create_database()?;
+    let Statement::CreateDatabase { default_charset, default_collation, .. } = &mut statement else {
+        return parser.expected("CREATE DATABASE", parser.peek_token());
+    };
+    for (key, value) in database_options(parser)? {
+        match key {
+            "CHARACTER SET" => *default_charset = Some(value),
+            "COLLATE" => *default_collation = Some(value),
+            "ENCRYPTION" if value.eq_ignore_ascii_case("N") => {}
+            _ => return parser.expected("ENCRYPTION 'N' (Quill does not encrypt data)", parser.peek_token()),
+        }
+    }
+    Ok(statement)
+}
+
 /// The options of MySQL's ALTER DATABASE, after `ALTER DATABASE` (see the module doc).
 fn parse_alter_database(parser: &mut Parser) -> Result<Statement, ParserError> {
     let is_option_word = |t: &Token| matches!(t, Token::Word(w) if matches!(w.keyword, Keyword::DEFAULT | Keyword::CHARACTER | Keyword::CHARSET | Keyword::COLLATE | Keyword::ENCRYPTION | Keyword::READ));
     let name = if is_option_word(&parser.peek_token().token) { ObjectName(Vec::new()) } else { parser.parse_object_name(false)? };
+    let options: Vec<SqlOption> = database_options(parser)?
+        .into_iter()
+        .map(|(key, value)| SqlOption::KeyValue { key: Ident::new(key), value: Expr::Value(Value::SingleQuotedString(value).into()) })
+        .collect();
+    if options.is_empty() {
+        return parser.expected("CHARACTER SET or COLLATE", parser.peek_token());
+    }
+    Ok(Statement::AlterSchema(AlterSchema { name, if_exists: false, operations: vec![AlterSchemaOperation::SetOptionsParens { options }] }))
+}
+
+/// A database's options, `[DEFAULT] CHARACTER SET | COLLATE | ENCRYPTION [=] value` and `READ
+/// ONLY [=] value`, as (key, value) in the order written.
+fn database_options(parser: &mut Parser) -> Result<Vec<(&'static str, String)>, ParserError> {
     let mut options = Vec::new();
     loop {
         // DEFAULT before an option says nothing more.
@@ -207,12 +245,9 @@ fn parse_alter_database(parser: &mut Parser) -> Result<Statement, ParserError> {
             Token::SingleQuotedString(s) | Token::DoubleQuotedString(s) | Token::Number(s, _) => s,
             other => return parser.expected("a character set, collation or option value", sqlparser::tokenizer::TokenWithSpan::wrap(other)),
         };
-        options.push(SqlOption::KeyValue { key: Ident::new(key), value: Expr::Value(Value::SingleQuotedString(value).into()) });
+        options.push((key, value));
     }
-    if options.is_empty() {
-        return parser.expected("CHARACTER SET or COLLATE", parser.peek_token());
-    }
-    Ok(Statement::AlterSchema(AlterSchema { name, if_exists: false, operations: vec![AlterSchemaOperation::SetOptionsParens { options }] }))
+    Ok(options)
 }
 
 #[cfg(test)]
@@ -235,6 +270,15 @@ mod tests {
         assert_eq!(parsed("SELECT BINARY (a AND b)"), "SELECT CAST((a AND b) AS BINARY)");
         assert_eq!(parsed("SELECT BINARY -a"), "SELECT CAST(-a AS BINARY)");
         assert_eq!(parsed("SELECT CAST(a AS BINARY(4))"), "SELECT CAST(a AS BINARY(4))");
+    }
+
+    #[test]
+    fn create_database_reads_mysql_8_dumps() {
+        let sql = "CREATE DATABASE /*!32312 IF NOT EXISTS*/ `shop` /*!40100 DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_0900_ai_ci */ /*!80016 DEFAULT ENCRYPTION='N' */";
+        let sql = sql.replace("/*!32312 ", "").replace("/*!40100 ", "").replace("/*!80016 ", "").replace(" */", "").replace("*/", "");
+        assert_eq!(parsed(&sql), "CREATE DATABASE IF NOT EXISTS `shop` DEFAULT CHARACTER SET utf8mb4 DEFAULT COLLATE utf8mb4_0900_ai_ci");
+        assert_eq!(parsed("CREATE SCHEMA s ENCRYPTION = 'N' CHARACTER SET latin1"), "CREATE DATABASE s DEFAULT CHARACTER SET latin1");
+        assert!(Parser::parse_sql(&QuillDialect::default(), "CREATE DATABASE s ENCRYPTION 'Y'").is_err());
     }
 
     #[test]

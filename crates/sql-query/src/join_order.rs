@@ -77,8 +77,8 @@ fn list_as_left(twj: &TableWithJoins) -> (TableWithJoins, Vec<String>) {
             JoinOperator::RightOuter(c) | JoinOperator::Right(c) => {
                 let left = if acc.joins.is_empty() { acc.relation } else { ast::TableFactor::NestedJoin { table_with_joins: Box::new(acc), alias: None } };
                 acc = TableWithJoins { relation, joins: vec![ast::Join { relation: left, global: false, join_operator: JoinOperator::LeftOuter(c.clone()) }] };
-                // With USING, MySQL lists the right side's columns first.
-                if matches!(c, JoinConstraint::Using(_)) {
+                // With USING or NATURAL, MySQL lists the right side's columns first.
+                if matches!(c, JoinConstraint::Using(_) | JoinConstraint::Natural) {
                     shown.splice(0..0, right_shown);
                 } else {
                     shown.extend(right_shown);

@@ -314,8 +314,12 @@ fn option_text(value: &ast::Expr) -> String {
     }
 }
 
-/// `RENAME INDEX old TO new`: 1176 when there is no index `old`, 1061 when another is `new`.
+/// `RENAME INDEX old TO new`: 1176 when there is no index `old`, 1061 when another is `new`,
+/// 1280 for `PRIMARY` (the primary key's name only).
 fn rename_index(indexes: &mut [IndexMeta], table: &str, old: &str, new: &str) -> Result<()> {
+    if new.eq_ignore_ascii_case("PRIMARY") {
+        return Err(SqlError::new(codes::ER_WRONG_NAME_FOR_INDEX, format!("Incorrect index name '{new}'")));
+    }
     if !old.eq_ignore_ascii_case(new) && indexes.iter().any(|i| i.name.eq_ignore_ascii_case(new)) {
         return Err(SqlError::new(codes::ER_DUP_KEYNAME, format!("Duplicate key name '{new}'")));
     }

@@ -262,8 +262,23 @@ impl Session {
                     Statement::Update(u) => {
                         let mut targets = References::new(self);
                         let _ = u.table.visit(&mut targets);
+                        // A multi-table UPDATE writes the tables its assignments name (each
+                        // of the join's, when one names its column alone).
+                        let qualifiers: Option<Vec<String>> = u
+                            .assignments
+                            .iter()
+                            .map(|a| match &a.target {
+                                ast::AssignmentTarget::ColumnName(n) if n.0.len() >= 2 => n.0[n.0.len() - 2].as_ident().map(|i| i.value.clone()),
+                                _ => None,
+                            })
+                            .collect();
+                        let multi = !u.table.joins.is_empty() || matches!(u.table.relation, TableFactor::NestedJoin { .. });
                         for r in &mut refs {
-                            r.write |= targets.refs.contains(r);
+                            let named = match (&qualifiers, multi) {
+                                (Some(q), true) => q.iter().any(|n| n.eq_ignore_ascii_case(&r.name)),
+                                _ => true,
+                            };
+                            r.write |= named && targets.refs.contains(r);
                         }
                     }
                     Statement::Delete(d) => {
@@ -274,7 +289,7 @@ impl Session {
                         let mut targets = References::new(self);
                         let _ = from.visit(&mut targets);
                         for r in &mut refs {
-                            r.write |= targets.refs.contains(r) && (named.is_empty() || named.contains(&r.name));
+                            r.write |= targets.refs.contains(r) && (named.is_empty() || named.iter().any(|n| n.eq_ignore_ascii_case(&r.name)));
                         }
                     }
                     _ => {}
