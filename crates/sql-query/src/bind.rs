@@ -263,6 +263,21 @@ impl<'a, 'e> Binder<'a, 'e> {
                 let c = self.collation_of2(&a, &b);
                 Expr::Not(Box::new(Expr::Cmp(CmpOp::NullSafeEq, Box::new(a), Box::new(b), c)))
             }
+            A::AnyOp { left, compare_op, right, .. } => self.quantified(left, compare_op, right, false)?,
+            A::AllOp { left, compare_op, right } => self.quantified(left, compare_op, right, true)?,
+            // Row values: `(a, b) IN ((1, 2), (3, 4))` is `(a, b) = (1, 2) OR (a, b) = (3, 4)`.
+            A::InList { expr, list, negated } if matches!(expr.as_ref(), A::Tuple(items) if items.len() > 1) => {
+                let mut any: Option<Expr> = None;
+                for item in list {
+                    let eq = self.row_comparison(expr, &BinaryOperator::Eq, item)?;
+                    any = Some(match any {
+                        Some(a) => Expr::Or(Box::new(a), Box::new(eq)),
+                        None => eq,
+                    });
+                }
+                let any = any.ok_or_else(|| SqlError::parse("()"))?;
+                if *negated { Expr::Not(Box::new(any)) } else { any }
+            }
             A::InList { expr, list, negated } => {
                 let x = self.bind(expr)?;
                 let list: Vec<Expr> = list.iter().map(|e| self.bind(e)).collect::<Result<_>>()?;
@@ -428,6 +443,71 @@ impl<'a, 'e> Binder<'a, 'e> {
         }
     }
 
+    /// `x op ANY (subquery)` / `x op ALL (subquery)` (`SubqueryUse::Quantified`).
+    fn quantified(&self, left: &ast::Expr, op: &BinaryOperator, right: &ast::Expr, all: bool) -> Result<Expr> {
+        let op = comparison(op).filter(|o| *o != CmpOp::NullSafeEq).ok_or_else(|| SqlError::parse(&format!("{op} {}", if all { "ALL" } else { "ANY" })))?;
+        let ast::Expr::Subquery(q) = right else {
+            return Err(SqlError::parse(&right.to_string()));
+        };
+        let left = self.bind(left)?;
+        let sq = self.subquery(q)?;
+        one_column(&sq)?;
+        let collation = pick_collation(self.collation_of(&left), sq.plan.columns[0].ty.collation());
+        Ok(Expr::Subquery(sq, SubqueryUse::Quantified { left: Box::new(left), op, all, collation }, false))
+    }
+
+    /// A comparison of row values, item by item: `=` and `<=>` hold when every item's do,
+    /// `<>` when some item's does, and `<` `<=` `>` `>=` compare in order, the first unequal
+    /// items deciding (so `(1, NULL) < (2, 0)` is true, `(1, NULL) < (1, 0)` unknown).
+    ///
+    /// # Errors
+    /// 1241 when the rows have different numbers of items (or one is not a row).
+    fn row_comparison(&self, left: &ast::Expr, op: &BinaryOperator, right: &ast::Expr) -> Result<Expr> {
+        let items = |e: &ast::Expr| -> Vec<ast::Expr> {
+            match e {
+                ast::Expr::Tuple(items) => items.clone(),
+                ast::Expr::Nested(inner) => vec![inner.as_ref().clone()],
+                other => vec![other.clone()],
+            }
+        };
+        let (l, r) = (items(left), items(right));
+        if l.len() != r.len() {
+            return Err(SqlError::new(codes::ER_OPERAND_COLUMNS, format!("Operand should contain {} column(s)", l.len())));
+        }
+        let op_of = |o: CmpOp| match o {
+            CmpOp::Eq => BinaryOperator::Eq,
+            CmpOp::Ne => BinaryOperator::NotEq,
+            CmpOp::Lt => BinaryOperator::Lt,
+            CmpOp::Le => BinaryOperator::LtEq,
+            CmpOp::Gt => BinaryOperator::Gt,
+            CmpOp::Ge => BinaryOperator::GtEq,
+            CmpOp::NullSafeEq => BinaryOperator::Spaceship,
+        };
+        let cmp = comparison(op).ok_or_else(|| SqlError::new(codes::ER_OPERAND_COLUMNS, "Operand should contain 1 column(s)"))?;
+        let pair = |i: usize, o: CmpOp| self.binary(&l[i], &op_of(o), &r[i]);
+        let and = |a: Expr, b: Expr| Expr::And(Box::new(a), Box::new(b));
+        let or = |a: Expr, b: Expr| Expr::Or(Box::new(a), Box::new(b));
+        Ok(match cmp {
+            CmpOp::Eq | CmpOp::NullSafeEq => (1..l.len()).try_fold(pair(0, cmp)?, |acc, i| Ok::<_, SqlError>(and(acc, pair(i, cmp)?)))?,
+            CmpOp::Ne => Expr::Not(Box::new((1..l.len()).try_fold(pair(0, CmpOp::Eq)?, |acc, i| Ok::<_, SqlError>(and(acc, pair(i, CmpOp::Eq)?)))?)),
+            // (a, b) < (c, d): a < c OR (a = c AND b < d), the last pair with the operator
+            // itself (<= stays <=), the others strict.
+            ordered => {
+                let strict = match ordered {
+                    CmpOp::Le => CmpOp::Lt,
+                    CmpOp::Ge => CmpOp::Gt,
+                    o => o,
+                };
+                let last = l.len() - 1;
+                let mut e = pair(last, ordered)?;
+                for i in (0..last).rev() {
+                    e = or(pair(i, strict)?, and(pair(i, CmpOp::Eq)?, e));
+                }
+                e
+            }
+        })
+    }
+
     fn binary(&self, left: &ast::Expr, op: &BinaryOperator, right: &ast::Expr) -> Result<Expr> {
         // `d + INTERVAL n unit` and `d - INTERVAL n unit`.
         if let ast::Expr::Interval(iv) = right
@@ -455,6 +535,9 @@ impl<'a, 'e> Binder<'a, 'e> {
                 ));
             };
             return Ok(Expr::Func(Func::SetUserVar, vec![Expr::Const(Value::Str(name.to_owned())), self.bind(right)?]));
+        }
+        if matches!(left, ast::Expr::Tuple(items) if items.len() > 1) || matches!(right, ast::Expr::Tuple(items) if items.len() > 1) {
+            return self.row_comparison(left, op, right);
         }
         let (mut a, mut b) = (self.bind(left)?, self.bind(right)?);
         let arithmetic = matches!(
@@ -625,6 +708,20 @@ impl<'a, 'e> Binder<'a, 'e> {
 }
 
 /// 1241 for a subquery used as one value (a scalar, or the list of IN) that has more columns.
+/// MySQL's comparison operators, as [`CmpOp`]s.
+fn comparison(op: &BinaryOperator) -> Option<CmpOp> {
+    Some(match op {
+        BinaryOperator::Eq => CmpOp::Eq,
+        BinaryOperator::NotEq => CmpOp::Ne,
+        BinaryOperator::Lt => CmpOp::Lt,
+        BinaryOperator::LtEq => CmpOp::Le,
+        BinaryOperator::Gt => CmpOp::Gt,
+        BinaryOperator::GtEq => CmpOp::Ge,
+        BinaryOperator::Spaceship => CmpOp::NullSafeEq,
+        _ => return None,
+    })
+}
+
 fn one_column(sq: &Subquery) -> Result<()> {
     if sq.plan.columns.len() == 1 { Ok(()) } else { Err(SqlError::new(codes::ER_OPERAND_COLUMNS, "Operand should contain 1 column(s)")) }
 }

@@ -95,7 +95,19 @@ pub struct AggSpec {
 pub enum SubqueryUse {
     Scalar,
     Exists,
-    In { left: Box<Expr>, collation: Collation },
+    In {
+        left: Box<Expr>,
+        collation: Collation,
+    },
+    /// `left op ANY (subquery)` (`all` false; SOME is ANY) or `left op ALL (subquery)`: true
+    /// when some row's comparison is (ANY) or every row's is (ALL), unknown when none decides
+    /// and one is unknown. An empty subquery makes ANY false and ALL true.
+    Quantified {
+        left: Box<Expr>,
+        op: CmpOp,
+        all: bool,
+        collation: Collation,
+    },
 }
 
 /// A subquery with a per-statement cache for uncorrelated ones.
@@ -348,7 +360,7 @@ impl Expr {
                 }
             }
             Expr::Func(_, args) => args.iter().for_each(|e| e.walk(f)),
-            Expr::Subquery(_, SubqueryUse::In { left, .. }, _) => left.walk(f),
+            Expr::Subquery(_, SubqueryUse::In { left, .. } | SubqueryUse::Quantified { left, .. }, _) => left.walk(f),
             _ => {}
         }
     }
@@ -557,6 +569,19 @@ fn eval_subquery(sq: &Rc<Subquery>, usage: &SubqueryUse, negated: bool, env: &En
                 }
             }
             if saw_null { Value::Null } else { Value::Int(i64::from(negated)) }
+        }
+        SubqueryUse::Quantified { left, op, all, collation } => {
+            let x = left.eval(env, cx)?;
+            let mut unknown = false;
+            for r in rows.iter() {
+                match ops::compare(&x, &r[0], *collation).map(|o| op.holds(o)) {
+                    // ANY is decided by a true comparison, ALL by a false one.
+                    Some(holds) if holds != *all => return Ok(Value::Int(i64::from(holds))),
+                    None => unknown = true,
+                    Some(_) => {}
+                }
+            }
+            if unknown { Value::Null } else { Value::Int(i64::from(*all)) }
         }
     })
 }
