@@ -124,3 +124,29 @@ def test_variance_aggregates_agree_with_a_two_pass_oracle(conn, seed):
         for x in present:
             xor ^= int(x) & (2**64 - 1)
         assert got[g][7] == xor, (seed, g, "BIT_XOR")
+
+
+def test_select_without_from_takes_a_locking_clause(conn):
+    assert rows(conn, "SELECT 1 FOR UPDATE") == ((1,),)
+    assert rows(conn, "SELECT 2 LOCK IN SHARE MODE") == ((2,),)
+
+
+def test_show_tables_from_information_schema_lists_tables_that_answer(conn):
+    assert rows(conn, "SHOW FULL TABLES FROM information_schema LIKE 'TABLES'") == (("TABLES", "SYSTEM VIEW"),)
+    names = [r[0] for r in rows(conn, "SHOW TABLES FROM information_schema")]
+    assert "COLUMNS" in names and "SCHEMATA" in names
+    for name in names:
+        rows(conn, f"SELECT COUNT(*) FROM information_schema.`{name}`")
+
+
+@pytest.mark.mysql8_only
+def test_insert_row_alias_in_on_duplicate_key_update(conn):
+    # MySQL 8.0.19's `VALUES (...) AS new`, sent to servers that say they are 8.0.19 or later.
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE d (id INT PRIMARY KEY, a INT, b INT)")
+        cur.execute("INSERT INTO d VALUES (1, 10, 100)")
+        cur.execute("INSERT INTO d VALUES (1, 11, 111), (2, 20, 200) AS new ON DUPLICATE KEY UPDATE a = new.a + a, b = new.b")
+        assert rows(conn, "SELECT * FROM d ORDER BY id") == ((1, 21, 111), (2, 20, 200))
+        cur.execute("INSERT INTO d (id, a) VALUES (2, 5) AS n(i, m) ON DUPLICATE KEY UPDATE a = m * 2, b = n.i")
+        assert rows(conn, "SELECT * FROM d WHERE id = 2") == ((2, 10, 2),)
+    assert errno(conn, "INSERT INTO d (id, a) VALUES (2, 5) AS n(i) ON DUPLICATE KEY UPDATE a = i") == 1136

@@ -202,8 +202,9 @@ def week_oracle(d, mode: int) -> tuple[int, int]:
 
 @pytest.mark.parametrize("seed", range(SEEDS))
 def test_weeks_weekdays_and_quarters_agree_with_the_oracle(conn, seed):
-    """WEEK in its eight modes and YEARWEEK against the manual's definitions; WEEKDAY,
-    DAYOFYEAR, QUARTER and EXTRACT(QUARTER) against Python's calendar; mode 3 is ISO 8601."""
+    """WEEK in its eight modes (EXTRACT(WEEK) is WEEK's default mode) and YEARWEEK against the
+    manual's definitions; WEEKDAY, DAYOFYEAR, QUARTER and EXTRACT(QUARTER) against Python's
+    calendar; mode 3 is ISO 8601."""
     import datetime
 
     rng = random.Random(seed)
@@ -216,9 +217,10 @@ def test_weeks_weekdays_and_quarters_agree_with_the_oracle(conn, seed):
                 d = datetime.date(1, 1, 1) + datetime.timedelta(days=rng.randrange(3_652_059))
             s = f"'{d.isoformat()}'"
             modes = ", ".join(f"WEEK({s}, {m}), YEARWEEK({s}, {m})" for m in range(8))
-            c.execute(f"SELECT WEEKDAY({s}), DAYOFYEAR({s}), QUARTER({s}), EXTRACT(QUARTER FROM {s}), WEEK({s}), YEARWEEK({s}), {modes}")
+            c.execute(f"SELECT WEEKDAY({s}), DAYOFYEAR({s}), QUARTER({s}), EXTRACT(QUARTER FROM {s}), WEEK({s}), EXTRACT(WEEK FROM {s}), "
+                      f"YEARWEEK({s}), {modes}")
             expected = [d.weekday(), d.timetuple().tm_yday, (d.month - 1) // 3 + 1, (d.month - 1) // 3 + 1]
-            expected += [week_oracle(d, 0)[0], week_oracle(d, 2)[1] * 100 + week_oracle(d, 2)[0]]
+            expected += [week_oracle(d, 0)[0], week_oracle(d, 0)[0], week_oracle(d, 2)[1] * 100 + week_oracle(d, 2)[0]]
             for m in range(8):
                 week, year = week_oracle(d, m | 2)
                 expected += [week_oracle(d, m)[0], year * 100 + week]

@@ -130,6 +130,15 @@ impl Dialect for QuillDialect {
     fn supports_user_host_grantee(&self) -> bool {
         self.mysql.supports_user_host_grantee()
     }
+    /// `SELECT 1 FOR UPDATE`, `SELECT 1 LOCK IN SHARE MODE`: FOR and LOCK are reserved in
+    /// MySQL, never a select item's alias.
+    fn is_select_item_alias(&self, explicit: bool, kw: &Keyword, parser: &mut Parser) -> bool {
+        if !explicit && matches!(kw, Keyword::FOR | Keyword::LOCK) {
+            return false;
+        }
+        self.mysql.is_select_item_alias(explicit, kw, parser)
+    }
+
     fn is_table_factor_alias(&self, explicit: bool, kw: &Keyword, parser: &mut Parser) -> bool {
         self.mysql.is_table_factor_alias(explicit, kw, parser)
     }
@@ -279,6 +288,12 @@ mod tests {
         assert_eq!(parsed(&sql), "CREATE DATABASE IF NOT EXISTS `shop` DEFAULT CHARACTER SET utf8mb4 DEFAULT COLLATE utf8mb4_0900_ai_ci");
         assert_eq!(parsed("CREATE SCHEMA s ENCRYPTION = 'N' CHARACTER SET latin1"), "CREATE DATABASE s DEFAULT CHARACTER SET latin1");
         assert!(Parser::parse_sql(&QuillDialect::default(), "CREATE DATABASE s ENCRYPTION 'Y'").is_err());
+    }
+
+    #[test]
+    fn for_and_lock_end_a_select_list() {
+        assert_eq!(parsed("SELECT 1 FOR UPDATE"), "SELECT 1 FOR UPDATE");
+        assert_eq!(parsed("SELECT a b FROM t"), "SELECT a AS b FROM t");
     }
 
     #[test]

@@ -381,6 +381,8 @@ impl<'a, 'e> Binder<'a, 'e> {
                     Some(Unit::Year) => Func::Year,
                     Some(Unit::Quarter) => Func::Quarter,
                     Some(Unit::Month) => Func::Month,
+                    // WEEK(d) with the session's default_week_format, as MySQL's EXTRACT.
+                    Some(Unit::Week) => Func::Week,
                     Some(Unit::Day) => Func::Day,
                     Some(Unit::Hour) => Func::Hour,
                     Some(Unit::Minute) => Func::Minute,

@@ -359,9 +359,22 @@ pub fn insert(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Insert) -> Resu
             let e = env(catalog, cx);
             let mut scope = table_scope(t, &tname);
             let width = t.columns.len();
-            scope.columns.extend(table_scope(t, &tname).columns.into_iter().map(|mut c| {
+            // The proposed row: `VALUES(col)`, or MySQL 8.0.19's row alias (`VALUES (...) AS
+            // new`, then `new.col`) and column aliases (`AS new(m, n)`, then `m`), which name
+            // the insert's columns in its order.
+            let alias = stmt.insert_alias.as_ref();
+            let col_aliases = alias.and_then(|a| a.col_aliases.as_deref()).unwrap_or_default();
+            if !col_aliases.is_empty() && col_aliases.len() != targets.len() {
+                return Err(SqlError::new(codes::ER_WRONG_VALUE_COUNT_ON_ROW, "Column count doesn't match value count at row 1"));
+            }
+            let row_name = alias.map_or_else(|| String::from("\u{0}values"), |a| query::object_name_parts(&a.row_alias).pop().unwrap_or_default());
+            scope.columns.extend(table_scope(t, &tname).columns.into_iter().enumerate().map(|(i, mut c)| {
                 c.hidden = true;
-                c.table = String::from("\u{0}values");
+                c.table.clone_from(&row_name);
+                if let Some(at) = targets.iter().position(|&x| x == i).filter(|&at| at < col_aliases.len()) {
+                    c.name.clone_from(&col_aliases[at].value);
+                    c.hidden = false;
+                }
                 c
             }));
             let b = Binder { values_offset: Some(width), ..Binder::new(&e, &scope, "field list") };

@@ -41,12 +41,17 @@ pub fn show_databases(catalog: &Catalog, like: Option<&str>) -> ResultSet {
 /// # Errors
 /// 1049.
 pub fn show_tables(catalog: &Catalog, db: &str, full: bool, like: Option<&str>) -> Result<ResultSet> {
-    let d = catalog.database(db)?;
     let mut columns = cols(&[(&format!("Tables_in_{db}"), text(64))]);
     if full {
         columns.push(OutColumn::computed("Table_type", text(64)));
     }
-    let mut names: Vec<(&String, &str)> = d.tables.keys().map(|n| (n, "BASE TABLE")).chain(d.views.keys().map(|n| (n, "VIEW"))).collect();
+    let system: Vec<String> = INFORMATION_SCHEMA_TABLES.iter().map(|n| (*n).to_owned()).collect();
+    let mut names: Vec<(&String, &str)> = if db.eq_ignore_ascii_case("information_schema") {
+        system.iter().map(|n| (n, "SYSTEM VIEW")).collect()
+    } else {
+        let d = catalog.database(db)?;
+        d.tables.keys().map(|n| (n, "BASE TABLE")).chain(d.views.keys().map(|n| (n, "VIEW"))).collect()
+    };
     names.sort();
     let rows =
         names.into_iter().filter(|(n, _)| like_filter(n, like)).map(|(n, kind)| if full { vec![s(n.clone()), s(kind)] } else { vec![s(n.clone())] }).collect();
@@ -415,6 +420,28 @@ pub fn information_schema_table(env: &Env<'_>, name: &str) -> Result<(Vec<OutCol
     }
     Ok((columns, rows))
 }
+
+/// The `information_schema` tables Quill answers, as `SHOW TABLES FROM information_schema`
+/// lists them: every name [`information_schema_rows`] knows.
+pub const INFORMATION_SCHEMA_TABLES: [&str; 17] = [
+    "CHARACTER_SETS",
+    "CHECK_CONSTRAINTS",
+    "COLLATIONS",
+    "COLUMNS",
+    "ENGINES",
+    "INNODB_BUFFER_POOL_STATS",
+    "INNODB_TRX",
+    "KEY_COLUMN_USAGE",
+    "PROCESSLIST",
+    "REFERENTIAL_CONSTRAINTS",
+    "ROUTINES",
+    "SCHEMATA",
+    "STATISTICS",
+    "TABLES",
+    "TABLE_CONSTRAINTS",
+    "TRIGGERS",
+    "VIEWS",
+];
 
 /// Every row of an `information_schema` table, before [`information_schema_table`] keeps
 /// those the account may see.
