@@ -150,3 +150,15 @@ def test_insert_row_alias_in_on_duplicate_key_update(conn):
         cur.execute("INSERT INTO d (id, a) VALUES (2, 5) AS n(i, m) ON DUPLICATE KEY UPDATE a = m * 2, b = n.i")
         assert rows(conn, "SELECT * FROM d WHERE id = 2") == ((2, 10, 2),)
     assert errno(conn, "INSERT INTO d (id, a) VALUES (2, 5) AS n(i) ON DUPLICATE KEY UPDATE a = i") == 1136
+
+
+def test_alter_column_set_and_drop_default(conn):
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE ad (id INT PRIMARY KEY, a VARCHAR(5) NOT NULL DEFAULT 'z', b INT)")
+        cur.execute("ALTER TABLE ad ALTER COLUMN a SET DEFAULT 'x', ALTER b SET DEFAULT 7")
+        cur.execute("INSERT INTO ad (id) VALUES (1)")
+        assert rows(conn, "SELECT a, b FROM ad") == (("x", 7),)
+        cur.execute("ALTER TABLE ad ALTER COLUMN a DROP DEFAULT, ALTER COLUMN b DROP DEFAULT")
+    assert errno(conn, "INSERT INTO ad (id) VALUES (2)") == 1364
+    assert errno(conn, "ALTER TABLE ad ALTER COLUMN nope SET DEFAULT 1") == 1054
+    assert errno(conn, "ALTER TABLE ad ALTER COLUMN b SET DEFAULT 'abc'") == 1067

@@ -168,6 +168,18 @@ pub fn alter_table(
                 renamed_columns.push((columns[pos].name.clone(), new_column_name.value.clone()));
                 columns[pos].name.clone_from(&new_column_name.value);
             }
+            // `ALTER [COLUMN] c SET DEFAULT v | DROP DEFAULT`: the column's default only.
+            ast::AlterTableOperation::AlterColumn { column_name, op } => {
+                let pos = columns
+                    .iter()
+                    .position(|c| c.name.eq_ignore_ascii_case(&column_name.value))
+                    .ok_or_else(|| SqlError::bad_field(&column_name.value, &tname))?;
+                columns[pos].default = match op {
+                    ast::AlterColumnOperation::SetDefault { value } => super::default_from_ast(&env, value, &columns[pos])?,
+                    ast::AlterColumnOperation::DropDefault => ColumnDefault::None,
+                    other => return Err(SqlError::unsupported(format!("ALTER COLUMN ... {other}"))),
+                };
+            }
             ast::AlterTableOperation::RenameTable { table_name: ast::RenameTableNameKind::To(to) | ast::RenameTableNameKind::As(to) } => {
                 rename_to = Some(query::resolve_table_name(info, to)?);
             }
