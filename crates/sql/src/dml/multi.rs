@@ -158,14 +158,7 @@ pub fn update(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Update) -> Resu
         assigns.push((at, col));
     }
     // The select list: each target's columns, then each assignment's value.
-    let mut items = Vec::new();
-    let mut offset = 0;
-    for t in &mut targets {
-        t.offset = offset;
-        offset += t.table.columns.len();
-        items.push(qualified_wildcard(&t.alias));
-    }
-    let values_at = offset;
+    let (mut items, values_at) = target_columns(&mut targets);
     items.extend(stmt.assignments.iter().map(|a| ast::SelectItem::UnnamedExpr(a.value.clone())));
     let rows = run_join(catalog, cx, &joined_select(items, from, stmt.selection.as_ref()))?;
     let mut matched = 0u64;
@@ -244,13 +237,7 @@ pub fn delete(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Delete) -> Resu
             targets.push(target(catalog, cx, t, "DELETE", crate::accounts::DELETE)?);
         }
     }
-    let mut items = Vec::new();
-    let mut offset = 0;
-    for t in &mut targets {
-        t.offset = offset;
-        offset += t.table.columns.len();
-        items.push(qualified_wildcard(&t.alias));
-    }
+    let (items, _) = target_columns(&mut targets);
     let rows = run_join(catalog, cx, &joined_select(items, from, stmt.selection.as_ref()))?;
     let mut affected = 0;
     for t in &targets {
@@ -276,6 +263,19 @@ fn target_name(twj: &ast::TableWithJoins) -> Result<ast::ObjectName> {
         ast::TableFactor::Table { name, .. } if twj.joins.is_empty() => Ok(name.clone()),
         other => Err(SqlError::parse(&other.to_string())),
     }
+}
+
+/// The joined SELECT's list of every target's columns (`alias.*`), each target told where
+/// its columns start; and where the list ends.
+fn target_columns(targets: &mut [Target<'_>]) -> (Vec<ast::SelectItem>, usize) {
+    let mut items = Vec::with_capacity(targets.len());
+    let mut offset = 0;
+    for t in targets {
+        t.offset = offset;
+        offset += t.table.columns.len();
+        items.push(qualified_wildcard(&t.alias));
+    }
+    (items, offset)
 }
 
 fn qualified_wildcard(alias: &str) -> ast::SelectItem {
