@@ -162,3 +162,15 @@ def test_alter_column_set_and_drop_default(conn):
     assert errno(conn, "INSERT INTO ad (id) VALUES (2)") == 1364
     assert errno(conn, "ALTER TABLE ad ALTER COLUMN nope SET DEFAULT 1") == 1054
     assert errno(conn, "ALTER TABLE ad ALTER COLUMN b SET DEFAULT 'abc'") == 1067
+
+
+@pytest.mark.mysql8_only
+def test_drop_check_removes_only_a_check_constraint(conn):
+    # MySQL 8.0.19's ALTER TABLE ... DROP CHECK (MariaDB has only DROP CONSTRAINT).
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE ck (a INT, CONSTRAINT c1 CHECK (a > 0))")
+        assert errno(conn, "INSERT INTO ck VALUES (-1)") == 3819
+        cur.execute("ALTER TABLE ck DROP CHECK c1")
+        cur.execute("INSERT INTO ck VALUES (-1)")
+        assert rows(conn, "SELECT a FROM ck") == ((-1,),)
+    assert errno(conn, "ALTER TABLE ck DROP CHECK c1") == 3821

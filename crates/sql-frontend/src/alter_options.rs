@@ -7,7 +7,7 @@
 //! (`parse::parse`), so the log's DDL text replays the same way after a crash.
 //!
 //! `RENAME {INDEX | KEY} a TO b`, which sqlparser does not read either, becomes the two
-//! options `RENAME_INDEX` and `RENAME_INDEX_TO`.
+//! options `RENAME_INDEX` and `RENAME_INDEX_TO`, and `DROP CHECK c` the option `DROP_CHECK`.
 //!
 //! A run of options is an item of the ALTER's comma-separated list that starts with an
 //! option name; MySQL also lets options follow one another without commas. An item that
@@ -26,6 +26,8 @@ pub const COLLATE: &str = "COLLATE";
 /// `RENAME INDEX a TO b`: the index's name, then (the next option) its new name.
 pub const RENAME_INDEX: &str = "RENAME_INDEX";
 pub const RENAME_INDEX_TO: &str = "RENAME_INDEX_TO";
+/// `DROP CHECK c`: the check constraint's name.
+pub const DROP_CHECK: &str = "DROP_CHECK";
 
 /// One run of options: where it starts and ends among the significant tokens, and the
 /// options (name, value).
@@ -67,12 +69,22 @@ pub fn rewrite(sql: &str) -> Option<String> {
     // `RENAME {INDEX | KEY} a TO b` items (sqlparser has no such operation): where each
     // starts, and the two names.
     let mut renames: Vec<(usize, String, String)> = Vec::new();
+    // `DROP CHECK c` items (MySQL 8.0.19), likewise.
+    let mut dropped_checks: Vec<(usize, String)> = Vec::new();
     while at < significant.len() {
         let start = at;
         let name = |i: usize| match significant.get(i).map(|&t| &tokens[t].token) {
             Some(Token::Word(w)) => Some(w.value.clone()),
             _ => None,
         };
+        let ends_item = |i: usize| significant.get(i).is_none_or(|&t| matches!(tokens[t].token, Token::Comma | Token::SemiColon | Token::EOF));
+        if word(at).as_deref() == Some("DROP")
+            && word(at + 1).as_deref() == Some("CHECK")
+            && let Some(check) = name(at + 2)
+            && ends_item(at + 3)
+        {
+            dropped_checks.push((at, check));
+        }
         if word(at).as_deref() == Some("RENAME")
             && matches!(word(at + 1).as_deref(), Some("INDEX" | "KEY"))
             && word(at + 3).as_deref() == Some("TO")
@@ -105,7 +117,7 @@ pub fn rewrite(sql: &str) -> Option<String> {
             at += 1;
         }
     }
-    if runs.is_empty() && renames.is_empty() {
+    if runs.is_empty() && renames.is_empty() && dropped_checks.is_empty() {
         return None;
     }
     // (first significant token, token after the last, replacement), in text order.
@@ -114,6 +126,7 @@ pub fn rewrite(sql: &str) -> Option<String> {
         .into_iter()
         .map(|(at, old, new)| (at, at + 5, format!("SET TBLPROPERTIES (`{RENAME_INDEX}` = {}, `{RENAME_INDEX_TO}` = {}) ", quote(&old), quote(&new))))
         .collect();
+    edits.extend(dropped_checks.into_iter().map(|(at, check)| (at, at + 3, format!("SET TBLPROPERTIES (`{DROP_CHECK}` = {}) ", quote(&check)))));
     for Run { start, end, options } in runs {
         let list: Vec<String> = options.iter().map(|(name, value)| format!("`{name}` = '{}'", value.replace('\\', "\\\\").replace('\'', "''"))).collect();
         edits.push((start, end, format!("SET TBLPROPERTIES ({}) ", list.join(", "))));
@@ -186,6 +199,9 @@ mod tests {
             sql,
             "ALTER TABLE t SET TBLPROPERTIES (`RENAME_INDEX` = 'a', `RENAME_INDEX_TO` = 'b') , SET TBLPROPERTIES (`RENAME_INDEX` = 'c''', `RENAME_INDEX_TO` = 'd') , SET TBLPROPERTIES (`ENGINE` = 'InnoDB') "
         );
+        assert!(crate::parse::parse(&sql, 0, 0).is_ok());
+        let sql = rewrite("ALTER TABLE t DROP CHECK c1, DROP COLUMN x").unwrap();
+        assert_eq!(sql, "ALTER TABLE t SET TBLPROPERTIES (`DROP_CHECK` = 'c1') , DROP COLUMN x");
         assert!(crate::parse::parse(&sql, 0, 0).is_ok());
     }
 

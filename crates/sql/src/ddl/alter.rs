@@ -281,6 +281,17 @@ pub fn alter_table(
                         rename_index(&mut indexes, &tname, &option_text(value), &new.map(option_text).unwrap_or_default())?;
                         continue;
                     }
+                    if let ast::SqlOption::KeyValue { key, value } = option
+                        && key.value == crate::alter_options::DROP_CHECK
+                    {
+                        let name = option_text(value);
+                        let before = checks.len();
+                        checks.retain(|c| !c.name.eq_ignore_ascii_case(&name));
+                        if checks.len() == before {
+                            return Err(SqlError::new(codes::ER_CHECK_CONSTRAINT_NOT_FOUND, format!("Check constraint '{name}' is not found in the table.")));
+                        }
+                        continue;
+                    }
                     table_option(info, &tname, option, &mut options, warnings)?;
                 }
             }
