@@ -1,9 +1,12 @@
 """Helpers for tests that drive several PyMySQL sessions at once: one statement's first row or
 all its rows, statements run in turn, a call run in a thread whose outcome the test reads later,
-and a wait for a condition."""
+and a wait for a condition; the MySQL error number a statement fails with, and a result's
+column names."""
 
 import threading
 import time
+
+import pymysql
 
 
 def one(conn, sql, args=None):
@@ -18,6 +21,23 @@ def all_rows(conn, sql, args=None):
     with conn.cursor() as cur:
         cur.execute(sql, args)
         return cur.fetchall()
+
+
+def error_code(conn, sql):
+    """The MySQL error number `sql` fails with (the test fails if it succeeds)."""
+    with conn.cursor() as cur:
+        try:
+            cur.execute(sql)
+        except pymysql.err.MySQLError as e:
+            return e.args[0]
+    raise AssertionError(f"succeeded, an error was expected: {sql}")
+
+
+def column_names(conn, sql):
+    """The names of `sql`'s result columns."""
+    with conn.cursor() as cur:
+        cur.execute(sql)
+        return [d[0] for d in cur.description]
 
 
 def execute(conn, *statements):

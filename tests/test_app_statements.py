@@ -7,21 +7,10 @@ from __future__ import annotations
 import math
 import random
 
-import pymysql
 import pytest
+from sessions import error_code as errno, all_rows as rows
 
 
-def rows(conn, sql):
-    with conn.cursor() as cur:
-        cur.execute(sql)
-        return cur.fetchall()
-
-
-def errno(conn, sql):
-    with conn.cursor() as cur:
-        with pytest.raises(pymysql.err.MySQLError) as e:
-            cur.execute(sql)
-    return e.value.args[0]
 
 
 def test_rename_index_keeps_the_index_under_its_new_name(conn, fresh_db):

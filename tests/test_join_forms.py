@@ -17,6 +17,7 @@ import random
 
 import pymysql
 import pytest
+from sessions import column_names as columns, error_code as errno, all_rows as rows
 
 SEEDS = 12
 QUERIES_PER_SEED = 40
@@ -150,23 +151,7 @@ def shop(conn):
     return conn
 
 
-def rows(conn, sql):
-    with conn.cursor() as cur:
-        cur.execute(sql)
-        return cur.fetchall()
 
-
-def columns(conn, sql):
-    with conn.cursor() as cur:
-        cur.execute(sql)
-        return [d[0] for d in cur.description]
-
-
-def errno(conn, sql):
-    with conn.cursor() as cur:
-        with pytest.raises(pymysql.err.MySQLError) as e:
-            cur.execute(sql)
-    return e.value.args[0]
 
 
 def test_a_left_join_of_a_parenthesized_join_fills_all_its_tables(shop):

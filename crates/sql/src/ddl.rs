@@ -512,19 +512,24 @@ impl TableOptions {
     }
 }
 
+/// A table option's value as `alter_options` wrote it (quoted), unquoted.
+fn option_text(value: &ast::Expr) -> String {
+    match value {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::SingleQuotedString(s) => s.clone(),
+            other => other.to_string(),
+        },
+        other => other.to_string(),
+    }
+}
+
 /// One table option of ALTER TABLE, as `alter_options::rewrite` passes it on: the engine is
 /// checked as CREATE TABLE checks it (the table keeps Quill's one engine), the row format,
 /// comment and default collation change as CREATE TABLE sets them.
 fn table_option(info: &SessionInfo, table: &str, option: &ast::SqlOption, options: &mut TableOptions, warnings: &mut Vec<Warning>) -> Result<()> {
     use crate::alter_options as names;
     let ast::SqlOption::KeyValue { key, value } = option else { return Err(SqlError::parse(&option.to_string())) };
-    let value = match value {
-        ast::Expr::Value(v) => match &v.value {
-            ast::Value::SingleQuotedString(s) => s.clone(),
-            other => other.to_string(),
-        },
-        other => other.to_string(),
-    };
+    let value = option_text(value);
     match key.value.as_str() {
         names::ENGINE => check_engine(info, &value, table, warnings)?,
         names::ROW_FORMAT => options.row_format = Some(row_format(&value)?),

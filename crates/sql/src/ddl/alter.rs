@@ -16,7 +16,7 @@ use crate::query::{self, Env};
 use crate::session_info::SessionInfo;
 use crate::types::{WriteContext, coerce_to_column};
 
-use super::{TableOptions, add_constraint, column_from_ast, row_format_warnings, table_option, unique_index_name, validate};
+use super::{TableOptions, add_constraint, column_from_ast, option_text, row_format_warnings, table_option, unique_index_name, validate};
 
 /// The name MySQL gives the next unnamed CHECK constraint of `table`: `<table>_chk_<n>`,
 /// one past the highest such number in use.
@@ -324,17 +324,6 @@ pub fn alter_table(
         }
     }
     Ok(())
-}
-
-/// A table option's value as written (`alter_options` quotes each).
-fn option_text(value: &ast::Expr) -> String {
-    match value {
-        ast::Expr::Value(v) => match &v.value {
-            ast::Value::SingleQuotedString(s) => s.clone(),
-            other => other.to_string(),
-        },
-        other => other.to_string(),
-    }
 }
 
 /// `RENAME INDEX old TO new`: 1176 when there is no index `old`, 1061 when another is `new`,
