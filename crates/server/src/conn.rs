@@ -267,7 +267,7 @@ fn seconds(engine: &Engine, name: &str) -> Duration {
 }
 
 fn send_error(w: &mut PacketWriter, caps: u32, e: &SqlError) {
-    response::write_err(w, caps, e.code, e.state, &e.message);
+    response::write_err(w, caps, e.code, &e.state, &e.message);
 }
 
 /// The secret a `mysql_native_password` account's authentication string holds (`*` and

@@ -16,7 +16,9 @@ use std::sync::Arc;
 use quill_storage::tablespace::{TablePages, Tablespace};
 use quill_storage::{Collation, Handler, IndexDef, KeyPart, Value};
 
+use crate::program_meta::TriggerMeta;
 use crate::view_meta::ViewMeta;
+use quill_sql_frontend::program::{Event, Timing};
 use quill_sql_types::error::{Result, SqlError, codes};
 use quill_sql_types::types::SqlType;
 
@@ -280,6 +282,8 @@ pub struct Database {
     pub tables: BTreeMap<String, Arc<TableMeta>>,
     /// The database's views (`views`); no name is both a table and a view.
     pub views: BTreeMap<String, Arc<ViewMeta>>,
+    /// The database's triggers, in action order (`program_meta`).
+    pub triggers: Vec<Arc<TriggerMeta>>,
 }
 
 /// Names of the databases that always exist and cannot be dropped.
@@ -405,6 +409,70 @@ impl Catalog {
         self.databases.get_mut(db).and_then(|d| d.views.remove(name))
     }
 
+    /// The trigger `db.name`.
+    #[must_use]
+    pub fn trigger(&self, db: &str, name: &str) -> Option<&Arc<TriggerMeta>> {
+        self.databases.get(db).and_then(|d| d.triggers.iter().find(|t| t.name.eq_ignore_ascii_case(name)))
+    }
+
+    /// The triggers of `db.table` for `event` at `timing`, in the order they fire.
+    pub fn triggers_for<'a>(&'a self, db: &str, table: &'a str, event: Event, timing: Timing) -> impl Iterator<Item = &'a Arc<TriggerMeta>> + 'a {
+        self.databases
+            .get(db)
+            .map(|d| d.triggers.as_slice())
+            .unwrap_or_default()
+            .iter()
+            .filter(move |t| t.event == event && t.timing == timing && t.table == table)
+    }
+
+    /// Whether `db.table` has a trigger for `event` (at either timing).
+    #[must_use]
+    pub fn has_triggers(&self, db: &str, table: &str, event: Event) -> bool {
+        self.databases.get(db).is_some_and(|d| d.triggers.iter().any(|t| t.event == event && t.table == table))
+    }
+
+    /// Adds a trigger, after every trigger of its table, event and timing, or beside the one
+    /// `order` names (`(true, name)`: FOLLOWS it; `(false, name)`: PRECEDES it).
+    ///
+    /// # Errors
+    /// 1049; 1359 when its database has a trigger of the name; 3011 when `order` names no
+    /// trigger of the same table, event and timing.
+    pub fn add_trigger(&mut self, trigger: TriggerMeta, order: Option<(bool, &str)>) -> Result<()> {
+        let db = self.databases.get_mut(&trigger.db).ok_or_else(|| SqlError::unknown_db(&trigger.db))?;
+        if db.triggers.iter().any(|t| t.name.eq_ignore_ascii_case(&trigger.name)) {
+            return Err(SqlError::new(codes::ER_TRG_ALREADY_EXISTS, "Trigger already exists"));
+        }
+        let same = |t: &TriggerMeta| t.table == trigger.table && t.event == trigger.event && t.timing == trigger.timing;
+        let at = match order {
+            None => db.triggers.len(),
+            Some((follows, other)) => {
+                let i = db.triggers.iter().position(|t| same(t) && t.name.eq_ignore_ascii_case(other)).ok_or_else(|| {
+                    SqlError::new(
+                        codes::ER_REFERENCED_TRG_DOES_NOT_EXIST,
+                        format!("Referenced trigger '{other}' for the given action time and event type does not exist."),
+                    )
+                })?;
+                if follows { i + 1 } else { i }
+            }
+        };
+        db.triggers.insert(at, Arc::new(trigger));
+        Ok(())
+    }
+
+    /// Removes the trigger `db.name`, returning it.
+    pub fn remove_trigger(&mut self, db: &str, name: &str) -> Option<Arc<TriggerMeta>> {
+        let d = self.databases.get_mut(db)?;
+        let i = d.triggers.iter().position(|t| t.name.eq_ignore_ascii_case(name))?;
+        Some(d.triggers.remove(i))
+    }
+
+    /// Removes every trigger of `db.table` (the table is dropped).
+    pub fn remove_triggers_of(&mut self, db: &str, table: &str) {
+        if let Some(d) = self.databases.get_mut(db) {
+            d.triggers.retain(|t| t.table != table);
+        }
+    }
+
     /// Register a new table.
     ///
     /// # Errors
@@ -443,9 +511,18 @@ impl Catalog {
             }
             return self.put_view(ViewMeta { name: new_name.to_owned(), ..ViewMeta::clone(&view) });
         }
+        let has_triggers = self.databases.get(db).is_some_and(|d| d.triggers.iter().any(|t| t.table == name));
+        if has_triggers && db != new_db {
+            return Err(SqlError::new(codes::ER_TRG_IN_WRONG_SCHEMA, "Trigger in wrong schema"));
+        }
         let old = self.remove_table(db, name).map_err(|_| SqlError::no_such_table(db, name))?;
         let renamed = old.renamed(new_db, new_name, old.columns.clone());
         self.add_table(renamed)?;
+        if let Some(d) = self.databases.get_mut(db) {
+            for t in d.triggers.iter_mut().filter(|t| t.table == name) {
+                *t = Arc::new(TriggerMeta { table: new_name.to_owned(), ..TriggerMeta::clone(t) });
+            }
+        }
         self.repoint_children(from, to, &[]);
         Ok(())
     }

@@ -18,6 +18,7 @@ pub mod interrupt;
 pub mod locking;
 pub mod mdl;
 pub mod privileges;
+pub mod program_meta;
 pub mod replica_control;
 pub mod schema_history;
 pub mod server_uuid;

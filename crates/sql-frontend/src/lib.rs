@@ -13,10 +13,13 @@
 
 pub mod account_statements;
 pub mod alter_options;
+pub mod compound;
 pub mod dialect;
 pub mod into_file;
 pub mod load_data;
 pub mod parse;
+pub mod program;
+pub mod program_ddl;
 pub mod replica_statements;
 pub mod show_statements;
 pub mod table_lists;

@@ -43,8 +43,10 @@ pub enum ShowWhat {
     EngineInnodbStatus,
     /// `SHOW PLUGINS`.
     Plugins,
-    /// `SHOW TRIGGERS`.
-    Triggers,
+    /// `SHOW TRIGGERS [FROM db]`.
+    Triggers { db: Option<String> },
+    /// `SHOW CREATE TRIGGER [db.]name`.
+    CreateTrigger { name: String },
     /// `SHOW ENGINES`.
     Engines,
     /// `SHOW COLLATION`.
@@ -120,6 +122,7 @@ pub fn parse(sql: &str, words: &[&str]) -> Result<Show> {
         "CREATE" if matches!(next(1), "TABLE" | "VIEW") => {
             ShowWhat::CreateTable { table: (*words.get(i + 2).ok_or_else(missing)?).to_owned(), view: next(1) == "VIEW" }
         }
+        "CREATE" if next(1) == "TRIGGER" => ShowWhat::CreateTrigger { name: words.get(i + 2).map(|w| w.trim_end_matches(';')).ok_or_else(missing)?.to_owned() },
         "CREATE" if matches!(next(1), "DATABASE" | "SCHEMA") => {
             let if_not_exists = next(2) == "IF" && next(3) == "NOT" && next(4) == "EXISTS";
             let at = if if_not_exists { i + 5 } else { i + 2 };
@@ -134,7 +137,7 @@ pub fn parse(sql: &str, words: &[&str]) -> Result<Show> {
         "REPLICA" | "SLAVE" if next(1) == "STATUS" => ShowWhat::ReplicaStatus,
         "ENGINE" if next(1) == "INNODB" && next(2) == "STATUS" && upper.len() == i + 3 => ShowWhat::EngineInnodbStatus,
         "PLUGINS" => ShowWhat::Plugins,
-        "TRIGGERS" => ShowWhat::Triggers,
+        "TRIGGERS" => ShowWhat::Triggers { db: from(i + 1) },
         "ENGINES" => ShowWhat::Engines,
         "COLLATION" => ShowWhat::Collation,
         "CHARACTER" | "CHARSET" => ShowWhat::Charset,
@@ -187,6 +190,8 @@ mod tests {
         assert_eq!(show("SHOW COUNT(*) ERRORS").what, ShowWhat::Count { errors: true });
         assert_eq!(show("SHOW BINARY LOGS").what, ShowWhat::BinaryLog { words: vec!["BINARY".into(), "LOGS".into()] });
         assert_eq!(show("SHOW TABLE STATUS IN d LIKE \"t\"").what, ShowWhat::TableStatus { db: Some("d".into()) });
+        assert_eq!(show("SHOW TRIGGERS FROM d LIKE 't%'").what, ShowWhat::Triggers { db: Some("d".into()) });
+        assert_eq!(show("SHOW CREATE TRIGGER d.tr").what, ShowWhat::CreateTrigger { name: "d.tr".into() });
     }
 
     #[test]

@@ -17,6 +17,11 @@
 //! - **Placeholders** `?` are numbered `?0`, `?1`, … in order, which the binder reads.
 //! - A NUL byte outside a literal is whitespace (clients such as mariadb-slap end their
 //!   text with one); empty statements (`;;`, trailing `;`) are dropped.
+//! - A stored program's definition (`CREATE [DEFINER = ...] {TRIGGER | PROCEDURE | FUNCTION |
+//!   EVENT}`) is one statement whatever `;`s its body holds: the lexer follows the body's
+//!   blocks (`BEGIN`, `CASE`, and `IF` / `LOOP` / `WHILE` / `REPEAT` where a statement may
+//!   start, each closed by an `END`) and ends the definition at the first `;` outside them,
+//!   as MySQL's grammar does ([`Blocks`]).
 //! - Binary operators are counted ([`StatementText::operators`]): the parser builds one
 //!   tree level per operator of a chain, which bounds how deep a statement can be before it
 //!   is parsed (see `parse`).
@@ -73,7 +78,8 @@ pub struct StatementText {
 /// the error that stopped the reading of it; nothing after an error is read.
 #[must_use]
 pub fn split(sql: &[u8], options: LexOptions) -> Vec<Result<StatementText>> {
-    let mut lexer = Lexer { sql, at: 0, options, current: StatementText::default(), out: Vec::new(), executable_comment: false, start: 0 };
+    let mut lexer =
+        Lexer { sql, at: 0, options, current: StatementText::default(), out: Vec::new(), executable_comment: false, start: 0, blocks: Blocks::default() };
     let mut statements = Vec::new();
     loop {
         match lexer.statement() {
@@ -111,6 +117,72 @@ struct Lexer<'a> {
     executable_comment: bool,
     /// Where the statement being read starts in `sql`.
     start: usize,
+    /// The blocks of a stored program's body being read.
+    blocks: Blocks,
+}
+
+/// What the lexer follows of a statement that defines a stored program: whether it is one
+/// (decided by its first words), and how deep in its body's blocks the text is.
+#[derive(Debug, Default)]
+struct Blocks {
+    /// Words read before the statement was found to be a program definition or not.
+    words: usize,
+    /// `None` until decided.
+    program: Option<bool>,
+    /// Blocks open: a `;` inside one belongs to the body.
+    depth: usize,
+    /// The previous word was END (so `END IF`, `END LOOP`... close one block, not open one).
+    after_end: bool,
+    /// The previous token lets a statement start here (`;`, `BEGIN`, `THEN`, `ELSE`, `DO`,
+    /// `LOOP`, `REPEAT`, `FOR EACH ROW`, a label's `:`, a parameter list's `)`): where
+    /// `IF`, `LOOP`, `WHILE` and `REPEAT` open a block rather than call a function.
+    statement_start: bool,
+}
+
+/// Words that may stand between CREATE and the kind of program it defines.
+const PROGRAM_PREFIX_WORDS: &[&str] = &["DEFINER", "OR", "REPLACE", "AGGREGATE", "CURRENT_USER"];
+
+impl Blocks {
+    fn in_body(&self) -> bool {
+        self.program == Some(true) && self.depth > 0
+    }
+
+    /// A word of the statement; `after_name_punctuation` when the last thing written was `=`
+    /// or `@` (a definer's user or host).
+    fn word(&mut self, word: &[u8], after_name_punctuation: bool) {
+        let up = String::from_utf8_lossy(word).to_ascii_uppercase();
+        if self.program.is_none() {
+            if self.words == 0 {
+                if up != "CREATE" {
+                    self.program = Some(false);
+                }
+            } else if matches!(up.as_str(), "TRIGGER" | "PROCEDURE" | "FUNCTION" | "EVENT") {
+                self.program = Some(true);
+            } else if !(PROGRAM_PREFIX_WORDS.contains(&up.as_str()) || after_name_punctuation) {
+                self.program = Some(false);
+            }
+            self.words += 1;
+            return;
+        }
+        if self.program == Some(false) {
+            return;
+        }
+        match up.as_str() {
+            "BEGIN" => self.depth += 1,
+            "CASE" if !self.after_end => self.depth += 1,
+            "IF" | "LOOP" | "WHILE" | "REPEAT" if !self.after_end && self.statement_start => self.depth += 1,
+            "END" => self.depth = self.depth.saturating_sub(1),
+            _ => {}
+        }
+        self.after_end = up == "END";
+        self.statement_start = matches!(up.as_str(), "BEGIN" | "THEN" | "ELSE" | "DO" | "LOOP" | "REPEAT" | "ROW");
+    }
+
+    /// A token other than a word or whitespace.
+    fn punctuation(&mut self, b: u8) {
+        self.after_end = false;
+        self.statement_start = matches!(b, b';' | b':' | b')');
+    }
 }
 
 /// Words the parser may chain into a tree one level per use (binary operators, `AT TIME
@@ -153,14 +225,25 @@ impl Lexer<'_> {
                 return Ok(self.finish());
             };
             match b {
+                b';' if self.blocks.in_body() => {
+                    self.at += 1;
+                    self.out.push(b';');
+                    self.blocks.punctuation(b';');
+                }
                 b';' => {
                     self.at += 1;
                     if let Some(s) = self.finish() {
                         return Ok(Some(s));
                     }
                 }
-                b'\'' | b'"' => self.string_literal(b)?,
-                b'`' => self.quoted_identifier()?,
+                b'\'' | b'"' => {
+                    self.string_literal(b)?;
+                    self.blocks.punctuation(b);
+                }
+                b'`' => {
+                    self.quoted_identifier()?;
+                    self.blocks.punctuation(b);
+                }
                 b'#' => self.line_comment(),
                 b'-' if self.peek(1) == Some(b'-') && self.peek(2).is_none_or(|c| c.is_ascii_whitespace() || c.is_ascii_control()) => self.line_comment(),
                 b'/' if self.peek(1) == Some(b'*') => self.block_comment()?,
@@ -186,11 +269,15 @@ impl Lexer<'_> {
                     self.current.operators += 1;
                     self.at += 1;
                     self.out.push(b);
+                    self.blocks.punctuation(b);
                 }
                 b if b.is_ascii_alphabetic() || b == b'_' || b == b'$' => self.word(),
                 b if b.is_ascii() => {
                     self.at += 1;
                     self.out.push(b);
+                    if !b.is_ascii_whitespace() {
+                        self.blocks.punctuation(b);
+                    }
                 }
                 _ => self.non_ascii_run()?,
             }
@@ -201,6 +288,7 @@ impl Lexer<'_> {
     fn finish(&mut self) -> Option<StatementText> {
         let out = std::mem::take(&mut self.out);
         let mut current = std::mem::take(&mut self.current);
+        self.blocks = Blocks::default();
         let (mut from, mut to) = (self.start, self.at);
         self.start = self.at;
         if to > from && self.sql[to - 1] == b';' {
@@ -229,6 +317,8 @@ impl Lexer<'_> {
             self.at += 1;
         }
         let word = &self.sql[start..self.at];
+        let after_name_punctuation = matches!(self.out.iter().rev().find(|c| !c.is_ascii_whitespace()), Some(b'=' | b'@'));
+        self.blocks.word(word, after_name_punctuation);
         if OPERATOR_WORDS.iter().any(|w| w.eq_ignore_ascii_case(word)) {
             self.current.operators += 1;
             if word.eq_ignore_ascii_case(b"DIV") {
@@ -477,6 +567,24 @@ mod tests {
         // Valid UTF-8 passes through untouched, escapes and all.
         assert_eq!(utf8("SELECT 'caf\u{e9} \\n 😀'".as_bytes()), ["SELECT 'caf\u{e9} \\n 😀'"]);
         assert_eq!(utf8(b"SELECT _utf8mb4'abc'"), ["SELECT 'abc'"]);
+    }
+
+    #[test]
+    fn a_program_definition_keeps_its_body() {
+        let body = "CREATE DEFINER=`root`@`localhost` PROCEDURE p(IN n INT) BEGIN DECLARE i INT DEFAULT 0; \
+                    w: WHILE i < n DO SET i = IF(i > 3, i + 2, i + 1); IF i = 5 THEN LEAVE w; END IF; END WHILE w; \
+                    CASE WHEN i > 1 THEN SELECT CASE i WHEN 1 THEN 'a' ELSE 'b' END; ELSE BEGIN END; END CASE; \
+                    REPEAT SET i = i - 1; UNTIL i < 0 END REPEAT; l: LOOP LEAVE l; END LOOP; SELECT REPEAT('x', 2); END";
+        let text = format!("{body}; SELECT 1");
+        assert_eq!(utf8(text.as_bytes()), [body, "SELECT 1"]);
+        let trigger = "CREATE TRIGGER t BEFORE INSERT ON x FOR EACH ROW IF NEW.a < 0 THEN SET NEW.a = 0; END IF";
+        assert_eq!(utf8(format!("{trigger};SELECT 2").as_bytes()), [trigger, "SELECT 2"]);
+        let one = "CREATE TRIGGER t BEFORE INSERT ON x FOR EACH ROW SET NEW.a = IF(NEW.a < 0, 0, NEW.a)";
+        assert_eq!(utf8(format!("{one}; SELECT 3").as_bytes()), [one, "SELECT 3"]);
+        let function = "CREATE DEFINER=root@localhost FUNCTION f(x INT) RETURNS INT DETERMINISTIC RETURN x + 1";
+        assert_eq!(utf8(format!("{function}; SELECT 4").as_bytes()), [function, "SELECT 4"]);
+        // Statements that define no program split as ever.
+        assert_eq!(utf8(b"CREATE TABLE t (a INT); BEGIN; SELECT IF(1, 2, 3); END"), ["CREATE TABLE t (a INT)", "BEGIN", "SELECT IF(1, 2, 3)", "END"]);
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SqlError {
     pub code: u16,
-    pub state: &'static str,
+    pub state: std::borrow::Cow<'static, str>,
     pub message: String,
     /// The error rolls back the whole transaction, not only the statement (deadlock victim).
     pub rolls_back_transaction: bool,
@@ -257,6 +257,48 @@ errors! {
     ER_WARN_DEPRECATED_SYNTAX = (1287, "HY000");
     ER_WARN_ALLOWED_PACKET_OVERFLOWED = (1301, "HY000");
     ER_SP_FETCH_NO_DATA = (1329, "02000");
+    ER_SP_ALREADY_EXISTS = (1304, "42000");
+    ER_SP_LILABEL_MISMATCH = (1308, "42000");
+    ER_SP_LABEL_MISMATCH = (1310, "42000");
+    ER_SP_BADRETURN = (1313, "42000");
+    ER_SP_BADSTATEMENT = (1314, "0A000");
+    ER_SP_WRONG_NO_OF_ARGS = (1318, "42000");
+    ER_SP_COND_MISMATCH = (1319, "42000");
+    ER_SP_NORETURN = (1320, "42000");
+    ER_SP_NORETURNEND = (1321, "2F005");
+    ER_SP_CURSOR_MISMATCH = (1324, "42000");
+    ER_SP_BAD_CURSOR_QUERY = (1322, "42000");
+    ER_SP_BAD_CURSOR_SELECT = (1323, "42000");
+    ER_SP_LABEL_REDEFINE = (1309, "42000");
+    ER_SP_CASE_NOT_FOUND = (1339, "20000");
+    ER_SP_CURSOR_ALREADY_OPEN = (1325, "24000");
+    ER_SP_CURSOR_NOT_OPEN = (1326, "24000");
+    ER_SP_WRONG_NO_OF_FETCH_ARGS = (1328, "HY000");
+    ER_SP_DUP_VAR = (1331, "42000");
+    ER_SP_DUP_COND = (1332, "42000");
+    ER_SP_DUP_CURS = (1333, "42000");
+    ER_SP_VARCOND_AFTER_CURSHNDLR = (1337, "42000");
+    ER_SP_CURSOR_AFTER_HANDLER = (1338, "42000");
+    ER_TRG_ALREADY_EXISTS = (1359, "HY000");
+    ER_TRG_DOES_NOT_EXIST = (1360, "HY000");
+    ER_TRG_ON_VIEW_OR_TEMP_TABLE = (1361, "HY000");
+    ER_TRG_CANT_CHANGE_ROW = (1362, "HY000");
+    ER_TRG_NO_SUCH_ROW_IN_TRG = (1363, "HY000");
+    ER_SP_BAD_SQLSTATE = (1407, "42000");
+    ER_SP_DUP_HANDLER = (1413, "42000");
+    ER_SP_NOT_VAR_ARG = (1414, "42000");
+    ER_SP_NO_RETSET = (1415, "0A000");
+    ER_COMMIT_NOT_ALLOWED_IN_SF_OR_TRG = (1422, "HY000");
+    ER_SP_NO_RECURSION = (1424, "HY000");
+    ER_TRG_IN_WRONG_SCHEMA = (1435, "HY000");
+    ER_CANT_UPDATE_USED_TABLE_IN_SF_OR_TRG = (1442, "HY000");
+    ER_SP_RECURSION_LIMIT = (1456, "HY000");
+    ER_SIGNAL_WARN = (1642, "01000");
+    ER_SIGNAL_NOT_FOUND = (1643, "02000");
+    ER_SIGNAL_EXCEPTION = (1644, "HY000");
+    ER_RESIGNAL_WITHOUT_ACTIVE_HANDLER = (1645, "0K000");
+    ER_SIGNAL_BAD_CONDITION_TYPE = (1646, "HY000");
+    ER_REFERENCED_TRG_DOES_NOT_EXIST = (3011, "HY000");
     ER_SLAVE_FATAL_ERROR = (1593, "HY000");
     ER_WARN_PURGE_LOG_IN_USE = (1867, "HY000");
     ER_SLAVE_CHANNEL_WAS_RUNNING = (3083, "HY000");
@@ -268,7 +310,7 @@ errors! {
 impl SqlError {
     #[must_use]
     pub fn new(code: (u16, &'static str), message: impl Into<String>) -> SqlError {
-        SqlError { code: code.0, state: code.1, message: message.into(), rolls_back_transaction: false, wait: None }
+        SqlError { code: code.0, state: std::borrow::Cow::Borrowed(code.1), message: message.into(), rolls_back_transaction: false, wait: None }
     }
 
     /// The statement must wait before it can go on (see [`Wait`]).

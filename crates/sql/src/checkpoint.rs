@@ -278,6 +278,10 @@ fn write_file(
     for view in catalog.databases.values().flat_map(|d| d.views.values()) {
         writer.view(&view.db, &view.name, &view.definition())?;
     }
+    // In action order: loading makes each after the ones before it.
+    for trigger in catalog.databases.values().flat_map(|d| d.triggers.iter()) {
+        writer.program(&trigger.db, &trigger.name, &trigger.definition())?;
+    }
     let (path, bytes) = writer.finish()?;
     Ok((path, bytes, rows_total, paged))
 }

@@ -415,6 +415,7 @@ pub fn drop_tables(catalog: &mut Catalog, info: &SessionInfo, names: &[ast::Obje
     }
     for (db, t) in &resolved {
         let _ = catalog.remove_table(db, t); // absent ones were reported above
+        catalog.remove_triggers_of(db, t);
     }
     Ok(())
 }

@@ -20,7 +20,9 @@ use crate::locking::{self, LockSpec};
 use crate::ops;
 use crate::query::{self, Env, JoinKind, Source, SourceData};
 use crate::session_info::SessionInfo;
+use crate::triggers;
 use crate::types::{WriteContext, coerce_to_column};
+use quill_sql_frontend::program::{Event, Timing};
 use quill_txn::LockMode;
 
 mod bulk;
@@ -48,6 +50,32 @@ pub struct DmlCx<'a> {
     pub lock: LockSpec,
     /// READ UNCOMMITTED: INSERT ... SELECT reads the newest versions, committed or not.
     pub read_uncommitted: bool,
+    /// Triggers fire. False for a replica's applier: the source's row changes already hold
+    /// what its triggers did (row-based replication).
+    pub fire_triggers: bool,
+    /// Ids of the tables whose triggers run around this statement: a write to one of them
+    /// is refused (1442, `triggers`).
+    pub firing: Vec<u64>,
+}
+
+impl DmlCx<'_> {
+    /// The context a statement run inside this one works in (a trigger's), with `params`.
+    pub fn nested<'b>(&'b mut self, params: &'b [Value]) -> DmlCx<'b> {
+        DmlCx {
+            txn: self.txn,
+            info: self.info,
+            params,
+            now_us: self.now_us,
+            undo: &mut *self.undo,
+            warnings: &mut *self.warnings,
+            strict: self.strict,
+            found_rows: self.found_rows,
+            lock: self.lock,
+            read_uncommitted: self.read_uncommitted,
+            fire_triggers: self.fire_triggers,
+            firing: self.firing.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -70,7 +98,7 @@ pub struct AutoIds {
     pub last_value: Option<u64>,
 }
 
-fn env<'a>(catalog: &'a Catalog, cx: &DmlCx<'a>) -> Env<'a> {
+pub(crate) fn env<'a>(catalog: &'a Catalog, cx: &DmlCx<'a>) -> Env<'a> {
     Env {
         catalog,
         view: ReadView::current(cx.txn),
@@ -395,7 +423,7 @@ pub fn insert(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Insert) -> Resu
         let many = select.is_some() || proposed.len() > 1;
         let rows_hint = if select.is_some() { None } else { u64::try_from(proposed.len()).ok() };
         // Foreign keys are checked row by row (`foreign_keys`), off the bulk path.
-        let bulk_allowed = many && !replace && on_dup.is_none() && !foreign_keys::checks_inserts(cx, t);
+        let bulk_allowed = many && !replace && on_dup.is_none() && !foreign_keys::checks_inserts(cx, t) && !triggers::fires(catalog, cx, t, Event::Insert);
         let mut bulk = if bulk_allowed { BulkBuffer::start(cx, data, ignore, rows_hint) } else { None };
         let read_lock = env(catalog, cx).lock;
         let whole_copy = select.filter(|_| bulk.is_some()).and_then(|q| copy::plan(catalog, cx.info, q, t, &targets, read_lock.as_ref()));
@@ -485,7 +513,11 @@ fn insert_proposed(
     duplicates: &mut u64,
     ids: &mut AutoIds,
 ) -> Result<()> {
-    let Some(row) = prepare_row(cx, t, data, vals, row_no, mode.ignore, ids)? else { return Ok(()) };
+    let Some(mut row) = prepare_row(cx, t, data, vals, row_no, mode.ignore, ids)? else { return Ok(()) };
+    if triggers::fire(catalog, cx, t, Event::Insert, Timing::Before, Some(&mut row), None)? {
+        // The trigger changed NEW: its values are checked and converted as given ones are.
+        row = finish_row(t, row, row_no, cx, data, ids)?;
+    }
     insert_row(catalog, cx, t, data, row, row_no, mode.replace, mode.ignore, mode.on_dup, res, duplicates)
 }
 
@@ -552,16 +584,24 @@ fn insert_row(
                 // After the write, so a row may refer to itself.
                 foreign_keys::check_parents(catalog, cx, t, &row, None)?;
                 res.affected += 1;
+                let mut new = row;
+                triggers::fire(catalog, cx, t, Event::Insert, Timing::After, Some(&mut new), None)?;
                 return Ok(());
             }
             Err(WriteError::Duplicate { existing_pk, .. }) if replace && attempts < 64 => {
                 locking::lock_for_write(&cx.info.engine.txns.locks, cx.txn, t.id, data, &existing_pk)?;
-                // REPLACE deletes the old row: its children are refused or cascaded as for DELETE.
-                if let Some(old) = data.get(&existing_pk, &ReadView::current(cx.txn)).map(|r| Row::clone(&r)) {
-                    foreign_keys::on_parent_change(catalog, cx, t, &existing_pk, &old, None, &mut Vec::new())?;
+                // REPLACE deletes the old row: its children are refused or cascaded as for
+                // DELETE, and its DELETE triggers fire.
+                let old = data.get(&existing_pk, &ReadView::current(cx.txn)).map(|r| Row::clone(&r));
+                if let Some(old) = &old {
+                    triggers::fire(catalog, cx, t, Event::Delete, Timing::Before, None, Some(old))?;
+                    foreign_keys::on_parent_change(catalog, cx, t, &existing_pk, old, None, &mut Vec::new())?;
                 }
                 data.delete_row(cx.txn, &existing_pk).map_err(|e| write_error(e, t, &row, cx))?;
                 cx.undo.push(t.id, &existing_pk);
+                if let Some(old) = &old {
+                    triggers::fire(catalog, cx, t, Event::Delete, Timing::After, None, Some(old))?;
+                }
                 res.affected += 1;
                 *duplicates += 1;
             }
@@ -571,15 +611,20 @@ fn insert_row(
                 let old = Row::clone(&data.get(&existing_pk, &ReadView::current(cx.txn)).expect("duplicate row is visible"));
                 let mut combined = old.clone();
                 combined.extend(row.iter().cloned());
-                let e = env(catalog, cx);
                 let mut new = old.clone();
-                for (col, ex) in assigns {
-                    let v = ex.eval(&e, &RowCtx::new(&combined))?;
-                    new[*col] = v.clone();
-                    combined[*col] = v;
+                {
+                    let e = env(catalog, cx);
+                    for (col, ex) in assigns {
+                        let v = ex.eval(&e, &RowCtx::new(&combined))?;
+                        new[*col] = v.clone();
+                        combined[*col] = v;
+                    }
                 }
                 let mut none = AutoIds::default();
-                let new = finish_row(t, new, row_no, cx, data, &mut none)?;
+                let mut new = finish_row(t, new, row_no, cx, data, &mut none)?;
+                if triggers::fire(catalog, cx, t, Event::Update, Timing::Before, Some(&mut new), Some(&old))? {
+                    new = finish_row(t, new, row_no, cx, data, &mut none)?;
+                }
                 if rows_equal(&new, &old) {
                     if cx.found_rows {
                         res.affected += 1;
@@ -598,6 +643,7 @@ fn insert_row(
                     foreign_keys::on_parent_change(catalog, cx, t, &existing_pk, &old, Some(&new), &mut Vec::new())?;
                     res.affected += 2;
                 }
+                triggers::fire(catalog, cx, t, Event::Update, Timing::After, Some(&mut new), Some(&old))?;
                 return Ok(());
             }
             Err(WriteError::Duplicate { .. }) if ignore => {
@@ -803,7 +849,12 @@ fn update_row(
 ) -> Result<bool> {
     let mut none = AutoIds::default();
     let mut new = finish_row(t, new, row_no, cx, data, &mut none)?;
+    if triggers::fire(catalog, cx, t, Event::Update, Timing::Before, Some(&mut new), Some(current))? {
+        new = finish_row(t, new, row_no, cx, data, &mut none)?;
+    }
     if rows_equal(&new, current) {
+        // MySQL fires AFTER UPDATE for a matched row whatever it changed.
+        triggers::fire(catalog, cx, t, Event::Update, Timing::After, Some(&mut new), Some(current))?;
         return Ok(false);
     }
     for (i, c) in t.columns.iter().enumerate() {
@@ -822,16 +873,19 @@ fn update_row(
     foreign_keys::check_parents(catalog, cx, t, &new, Some(current))?;
     // After the parent row changed, as InnoDB cascades.
     foreign_keys::on_parent_change(catalog, cx, t, pk, current, Some(&new), &mut Vec::new())?;
+    triggers::fire(catalog, cx, t, Event::Update, Timing::After, Some(&mut new), Some(current))?;
     Ok(true)
 }
 
 /// Deletes the row at `pk` of `t` (found as `found`): its children first, as InnoDB cascades.
 fn delete_row(catalog: &Catalog, cx: &mut DmlCx<'_>, t: &TableMeta, data: &dyn Handler, pk: &[u8], found: &Row) -> Result<bool> {
     let Some(current) = data.get(pk, &ReadView::current(cx.txn)).map(|r| Row::clone(&r)) else { return Ok(false) };
+    triggers::fire(catalog, cx, t, Event::Delete, Timing::Before, None, Some(&current))?;
     foreign_keys::on_parent_change(catalog, cx, t, pk, &current, None, &mut Vec::new())?;
     locking::lock_for_write(&cx.info.engine.txns.locks, cx.txn, t.id, t.data.as_ref(), pk)?;
     data.delete_row(cx.txn, pk).map_err(|e| write_error(e, t, found, cx))?;
     cx.undo.push(t.id, pk);
+    triggers::fire(catalog, cx, t, Event::Delete, Timing::After, None, Some(&current))?;
     Ok(true)
 }
 

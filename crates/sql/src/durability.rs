@@ -606,6 +606,12 @@ impl Replayer {
                         return Err(fail(format!("{db}.{name}: its definition made no view")));
                     }
                 }
+                CheckpointEntry::Program { db, name, definition } => {
+                    self.session.replay_ddl(Some(db.clone()), &definition).map_err(|e| fail(format!("{definition}: {e}")))?;
+                    if self.engine.catalog().trigger(&db, &name).is_none() {
+                        return Err(fail(format!("{db}.{name}: its definition made no trigger")));
+                    }
+                }
                 CheckpointEntry::TablePages(pages) => {
                     let (db, name) = table.as_ref().ok_or_else(|| fail("table pages before any table".into()))?;
                     let catalog = self.engine.catalog();

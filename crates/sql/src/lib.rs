@@ -19,10 +19,13 @@ pub mod durability;
 mod file_sink;
 mod innodb_status;
 mod performance_schema;
+mod program_run;
 mod schema_constraints;
 mod schema_server;
 pub mod session;
 mod show;
+mod trigger_ddl;
+mod triggers;
 mod view_ddl;
 mod view_writes;
 
@@ -36,7 +39,7 @@ pub use quill_sql_query::{query, sink};
 pub use quill_sql_types::{SERVER_VERSION, SqlError, Warning, charset, error, ident, ops, types};
 
 // The rest of the layers below, under the names this crate's modules use (`crate::bind`, ...).
-use quill_sql_context::{foreign_keys, interrupt, locking, mdl, session_info, statement_waits, tmp_memory, view_meta, write_log};
+use quill_sql_context::{foreign_keys, interrupt, locking, mdl, program_meta, session_info, statement_waits, tmp_memory, view_meta, write_log};
 use quill_sql_frontend::{account_statements, alter_options, dialect, into_file, load_data, show_statements, table_lock_statements, text, words};
 use quill_sql_query::{bind, cost, cte, explain, expr, functions, system_tables, views};
 use quill_sql_types::like;

@@ -21,7 +21,7 @@
 
 use std::ops::ControlFlow;
 
-use sqlparser::ast::{self, TableFactor, VisitMut, VisitorMut};
+use sqlparser::ast::{self, VisitMut, VisitorMut};
 
 use crate::catalog::Catalog;
 use crate::error::{Result, SqlError, Warning, codes};
@@ -132,6 +132,13 @@ fn reaches(catalog: &Catalog, query: &ast::Query, target: (&str, &str), depth: u
 /// Qualifies every one-part table name of `query` with `db`, but the names of CTEs the
 /// query defines.
 fn qualify(query: &mut ast::Query, db: &str) {
+    qualify_tables(query, db);
+}
+
+/// Qualifies every table name in `node` that names no common table expression with `db`
+/// (a view's query; a trigger's statements, which read and write in the trigger's database
+/// whatever the session's default is).
+pub(crate) fn qualify_tables<V: VisitMut>(node: &mut V, db: &str) {
     struct Qualify<'d> {
         db: &'d str,
         ctes: Vec<String>,
@@ -144,9 +151,8 @@ fn qualify(query: &mut ast::Query, db: &str) {
             }
             ControlFlow::Continue(())
         }
-        fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<()> {
-            if let TableFactor::Table { name, .. } = factor
-                && let [ast::ObjectNamePart::Identifier(table)] = name.0.as_mut_slice()
+        fn pre_visit_relation(&mut self, name: &mut ast::ObjectName) -> ControlFlow<()> {
+            if let [ast::ObjectNamePart::Identifier(table)] = name.0.as_mut_slice()
                 && !self.ctes.contains(&table.value)
             {
                 table.quote_style = Some('`');
@@ -155,7 +161,7 @@ fn qualify(query: &mut ast::Query, db: &str) {
             ControlFlow::Continue(())
         }
     }
-    let _ = VisitMut::visit(query, &mut Qualify { db, ctes: Vec::new() });
+    let _ = VisitMut::visit(node, &mut Qualify { db, ctes: Vec::new() });
 }
 
 fn current_user(info: &SessionInfo) -> String {

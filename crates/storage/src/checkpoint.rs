@@ -34,8 +34,8 @@ pub const MAGIC: &[u8; 8] = b"QUILLCKP";
 /// The version written. Versions 1 (no `read_from`, a 32-byte header), 2 (rows in the
 /// first row encoding, `crate::row`), 3 (no DEFINITIONS_FROM entry), 4 (no VIEW entry),
 /// 5 (no STREAM_COMMIT entry), 6 (no DATABASE_COLLATION entry), 7 (no TABLE_PAGES
-/// entry) and 8 (no delta records in TABLE_PAGES) are still read.
-pub const VERSION: u32 = 9;
+/// entry), 8 (no delta records in TABLE_PAGES) and 9 (no PROGRAM entry) are still read.
+pub const VERSION: u32 = 10;
 pub const MAGIC_OFFSET: usize = 0;
 pub const VERSION_OFFSET: usize = MAGIC_OFFSET + 8;
 pub const LSN_OFFSET: usize = VERSION_OFFSET + 8; // 4 bytes of version, 4 reserved
@@ -67,6 +67,9 @@ pub const ENTRY_DATABASE_COLLATION: u8 = 8;
 /// A paged table's pages, after its TABLE entry and instead of ROW entries: its page file
 /// and each index's directory of leaves (version 8 on; `crate::tablespace::TablePages`).
 pub const ENTRY_TABLE_PAGES: u8 = 9;
+/// A stored program (a trigger), after every view: its database, name and defining
+/// statement, in the order they were made (version 10 on).
+pub const ENTRY_PROGRAM: u8 = 10;
 
 pub const FILE_PREFIX: &str = "checkpoint-";
 pub const FILE_SUFFIX: &str = ".qckpt";
@@ -156,6 +159,13 @@ pub enum CheckpointEntry {
     DefinitionsFrom(u64),
     /// A view, after every table: the statement that makes it again.
     View {
+        db: String,
+        name: String,
+        definition: String,
+    },
+    /// A stored program, after every view: the statement that makes it again (see
+    /// [`ENTRY_PROGRAM`]).
+    Program {
         db: String,
         name: String,
         definition: String,
@@ -273,6 +283,18 @@ impl CheckpointWriter {
     /// I/O errors.
     pub fn view(&mut self, db: &str, name: &str, definition: &str) -> io::Result<()> {
         self.buffer.push(ENTRY_VIEW);
+        put16(&mut self.buffer, db.as_bytes());
+        put16(&mut self.buffer, name.as_bytes());
+        put32(&mut self.buffer, definition.as_bytes());
+        self.entry_done()
+    }
+
+    /// A stored program's entry, written after every view's.
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn program(&mut self, db: &str, name: &str, definition: &str) -> io::Result<()> {
+        self.buffer.push(ENTRY_PROGRAM);
         put16(&mut self.buffer, db.as_bytes());
         put16(&mut self.buffer, name.as_bytes());
         put32(&mut self.buffer, definition.as_bytes());
@@ -461,6 +483,15 @@ pub fn read_checkpoint_versioned<E: From<CheckpointError>>(
                     Some(CheckpointEntry::View { db, name, definition })
                 })();
                 parsed.ok_or_else(|| damaged("bad view entry"))?
+            }
+            ENTRY_PROGRAM if version >= 10 => {
+                let parsed = (|| {
+                    let db = take_str16(&mut rest)?;
+                    let name = take_str16(&mut rest)?;
+                    let definition = String::from_utf8(take_len32(&mut rest)?.to_vec()).ok()?;
+                    Some(CheckpointEntry::Program { db, name, definition })
+                })();
+                parsed.ok_or_else(|| damaged("bad program entry"))?
             }
             ENTRY_ROW => {
                 let parsed = (|| Some(CheckpointEntry::Row { key: take_len32(&mut rest)?.to_vec(), row: decode(take_len32(&mut rest)?)? }))();
@@ -676,7 +707,7 @@ fn entry_len(bytes: &[u8]) -> Option<usize> {
         ENTRY_TABLE_PAGES => field(4)?,
         ENTRY_END | ENTRY_DEFINITIONS_FROM => at += 8,
         ENTRY_STREAM_COMMIT => at += 16,
-        ENTRY_VIEW => {
+        ENTRY_VIEW | ENTRY_PROGRAM => {
             field(2)?;
             field(2)?;
             field(4)?;
@@ -705,6 +736,7 @@ mod tests {
             w.row(&[1, i as u8], &vec![Value::Int(i), Value::Str(format!("row {i}"))]).unwrap();
         }
         w.view("app", "v", "CREATE ALGORITHM=UNDEFINED DEFINER=`root`@`localhost` SQL SECURITY DEFINER VIEW `v` AS SELECT 1").unwrap();
+        w.program("app", "tr", "CREATE DEFINER=`root`@`localhost` TRIGGER `tr` BEFORE INSERT ON `t` FOR EACH ROW SET NEW.id = NEW.id + 1").unwrap();
         w.finish().unwrap().0
     }
 
@@ -723,7 +755,7 @@ mod tests {
         let path = write_sample(&fs, 4096);
         assert_eq!(find_checkpoints(&fs, &dir()).unwrap(), vec![(4096, path.clone())]);
         let (position, entries) = read(&fs, &path).unwrap();
-        assert_eq!((position, entries.len()), (CheckpointPosition { lsn: 4096, next_seq: 42, read_from: 2048 }, 1003));
+        assert_eq!((position, entries.len()), (CheckpointPosition { lsn: 4096, next_seq: 42, read_from: 2048 }, 1004));
         assert_eq!(
             entries[1],
             CheckpointEntry::Table {
@@ -742,6 +774,7 @@ mod tests {
                 definition: "CREATE ALGORITHM=UNDEFINED DEFINER=`root`@`localhost` SQL SECURITY DEFINER VIEW `v` AS SELECT 1".into()
             }
         );
+        assert!(matches!(&entries[1003], CheckpointEntry::Program { name, .. } if name == "tr"));
     }
 
     fn leaf(low: &[u8], unit: u64, entries: u64) -> DirectoryLeaf {

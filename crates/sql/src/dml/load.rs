@@ -91,8 +91,10 @@ pub fn load(
         let mut res = DmlResult::default();
         let mut out = LoadResult { variables: vec![Value::Null; targets.variables.len()], ..LoadResult::default() };
         let mut ids = super::AutoIds::default();
-        // Foreign keys are checked row by row, off the bulk path.
-        let mut bulk = if replace || super::foreign_keys::checks_inserts(cx, t) { None } else { BulkBuffer::start(cx, data, ignore, None) };
+        // Foreign keys are checked, and triggers fired, row by row, off the bulk path.
+        let row_by_row =
+            replace || super::foreign_keys::checks_inserts(cx, t) || crate::triggers::fires(catalog, cx, t, quill_sql_frontend::program::Event::Insert);
+        let mut bulk = if row_by_row { None } else { BulkBuffer::start(cx, data, ignore, None) };
         // The bulk path's count of skipped duplicates; `out.skipped` is derived below instead.
         let mut duplicates = 0;
         let mut each_row = |cx: &mut DmlCx<'_>, fields: Vec<Value>| -> Result<()> {

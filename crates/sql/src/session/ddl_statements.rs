@@ -14,12 +14,44 @@ use crate::query::{self};
 use crate::text::{self, LexOptions};
 use crate::vars;
 use crate::{ddl, view_ddl};
+use quill_sql_frontend::program_ddl::ProgramStatement;
 
 use super::{DDL_RECORD_BYTES_BASE, Outcome, Session, first_words, ident_of, is_ddl, unix_micros};
 
+/// A DDL statement: one sqlparser reads, or one of a stored program (`program_ddl`).
+#[derive(Clone, Copy)]
+pub(super) enum DdlStatement<'a> {
+    Sql(&'a Statement),
+    Program(&'a ProgramStatement),
+}
+
 impl Session {
     pub(super) fn ddl(&mut self, stmt: &Statement, params: &[Value], text: &str) -> Result<Outcome> {
-        if !is_ddl(stmt) {
+        self.ddl_statement(DdlStatement::Sql(stmt), params, text)
+    }
+
+    /// CREATE / DROP TRIGGER (and, later, routines): checked, then run as DDL.
+    pub(super) fn program_ddl(&mut self, statement: &ProgramStatement, text: &str) -> Result<Outcome> {
+        match statement {
+            ProgramStatement::CreateTrigger(def) => {
+                let (db, table) = crate::trigger_ddl::trigger_table(&self.info, def)?;
+                self.require_table(&db, &table, crate::accounts::TRIGGER)?;
+            }
+            ProgramStatement::DropTrigger { db, name, .. } => {
+                let db = db.clone().or_else(|| self.info.db.clone()).ok_or_else(SqlError::no_db)?;
+                if let Some(t) = self.info.engine.catalog().trigger(&db, name) {
+                    self.require_table(&db, &t.table, crate::accounts::TRIGGER)?;
+                }
+            }
+            ProgramStatement::CreateRoutine(_) | ProgramStatement::DropRoutine { .. } => return Err(SqlError::unsupported("stored routines")),
+        }
+        self.ddl_statement(DdlStatement::Program(statement), &[], text)
+    }
+
+    fn ddl_statement(&mut self, statement: DdlStatement<'_>, params: &[Value], text: &str) -> Result<Outcome> {
+        if let DdlStatement::Sql(stmt) = statement
+            && !is_ddl(stmt)
+        {
             // Refused before the implicit commit: an unsupported statement (ROLLBACK TO
             // SAVEPOINT, say) must not commit what the client meant to undo.
             return Err(SqlError::unsupported(first_words(&stmt.to_string()).to_string()));
@@ -35,8 +67,8 @@ impl Session {
         let Some(_gate) = engine.ddl_gate.try_write() else { return Err(SqlError::must_wait(Wait::DdlGate)) };
         // DDL commits the open transaction first.
         self.commit()?;
-        let mut created_by_select = match stmt {
-            Statement::CreateTable(ct) if ct.query.is_some() => {
+        let mut created_by_select = match statement {
+            DdlStatement::Sql(Statement::CreateTable(ct)) if ct.query.is_some() => {
                 query::resolve_table_name(&self.info, &ct.name).ok().filter(|(db, t)| engine.catalog().table(db, t).is_err())
             }
             _ => None,
@@ -53,77 +85,86 @@ impl Session {
         let mut warnings = Vec::new();
         let info = &self.info;
         let mut affected = 0;
-        let r = match stmt {
-            Statement::CreateDatabase { db_name, if_not_exists, default_charset, default_collation, .. } => {
-                ddl::database_collation(default_charset.as_deref(), default_collation.as_deref(), self.server_collation())
-                    .and_then(|collation| ddl::create_database(&mut catalog, &ident_of(db_name), *if_not_exists, collation, &mut warnings))
+        let r = match statement {
+            DdlStatement::Program(ProgramStatement::CreateTrigger(def)) => {
+                crate::trigger_ddl::create_trigger(&mut catalog, info, self.info.now_us(), def, &mut warnings)
             }
-            Statement::CreateSchema { schema_name, if_not_exists, .. } => {
-                ddl::create_database(&mut catalog, schema_name.to_string().trim_matches('`'), *if_not_exists, self.server_collation(), &mut warnings)
+            DdlStatement::Program(ProgramStatement::DropTrigger { if_exists, db, name }) => {
+                crate::trigger_ddl::drop_trigger(&mut catalog, info, db.as_deref(), name, *if_exists, &mut warnings)
             }
-            Statement::AlterSchema(alter) => {
-                let name = if alter.name.0.is_empty() { self.info.db.clone().ok_or_else(SqlError::no_db) } else { Ok(ident_of(&alter.name)) };
-                name.and_then(|name| match alter.operations.as_slice() {
-                    [ast::AlterSchemaOperation::SetOptionsParens { options }] => ddl::alter_database(&mut catalog, &name, options),
-                    _ => Err(SqlError::unsupported("ALTER DATABASE")),
-                })
-            }
-            Statement::Drop { object_type: ast::ObjectType::Database | ast::ObjectType::Schema, if_exists, names, .. } => {
-                // The default database is cleared below once the drop succeeded.
-                ddl::drop_database(&mut catalog, &ident_of(&names[0]), *if_exists, &mut warnings).map(|n| affected = n)
-            }
-            Statement::CreateTable(ct) => ddl::create_table(&mut catalog, info, (params, self.info.now_us()), ct, &mut warnings).and_then(|()| {
-                let Some(make) = self.replica_create_rows.take() else { return Ok(()) };
-                let (db, name) = query::resolve_table_name(info, &ct.name)?;
-                if engine.catalog().table(&db, &name).is_ok() {
-                    // IF NOT EXISTS found the table: nothing is created, nothing inserted
-                    // (as MySQL's CREATE TABLE IF NOT EXISTS ... SELECT does).
-                    return Ok(());
+            DdlStatement::Program(ProgramStatement::CreateRoutine(_) | ProgramStatement::DropRoutine { .. }) => Err(SqlError::unsupported("stored routines")),
+            DdlStatement::Sql(stmt) => match stmt {
+                Statement::CreateDatabase { db_name, if_not_exists, default_charset, default_collation, .. } => {
+                    ddl::database_collation(default_charset.as_deref(), default_collation.as_deref(), self.server_collation())
+                        .and_then(|collation| ddl::create_database(&mut catalog, &ident_of(db_name), *if_not_exists, collation, &mut warnings))
                 }
-                let table = catalog.table(&db, &name)?;
-                ddl::fill_new_table(table, make(table)?, &mut warnings)?;
-                created_by_select = Some((db, name));
-                Ok(())
-            }),
-            Statement::Drop { object_type: ast::ObjectType::Table, if_exists, names, .. } => {
-                ddl::drop_tables(&mut catalog, info, names, *if_exists, &mut warnings)
-            }
-            Statement::Drop { object_type: ast::ObjectType::Index, names, table: Some(t), .. } => {
-                ddl::drop_index(&mut catalog, info, &ident_of(&names[0]), t, &mut warnings)
-            }
-            Statement::Truncate(t) => match t.table_names.first() {
-                Some(n) => ddl::truncate(&mut catalog, info, &n.name),
-                None => Err(SqlError::parse("TRUNCATE")),
+                Statement::CreateSchema { schema_name, if_not_exists, .. } => {
+                    ddl::create_database(&mut catalog, schema_name.to_string().trim_matches('`'), *if_not_exists, self.server_collation(), &mut warnings)
+                }
+                Statement::AlterSchema(alter) => {
+                    let name = if alter.name.0.is_empty() { self.info.db.clone().ok_or_else(SqlError::no_db) } else { Ok(ident_of(&alter.name)) };
+                    name.and_then(|name| match alter.operations.as_slice() {
+                        [ast::AlterSchemaOperation::SetOptionsParens { options }] => ddl::alter_database(&mut catalog, &name, options),
+                        _ => Err(SqlError::unsupported("ALTER DATABASE")),
+                    })
+                }
+                Statement::Drop { object_type: ast::ObjectType::Database | ast::ObjectType::Schema, if_exists, names, .. } => {
+                    // The default database is cleared below once the drop succeeded.
+                    ddl::drop_database(&mut catalog, &ident_of(&names[0]), *if_exists, &mut warnings).map(|n| affected = n)
+                }
+                Statement::CreateTable(ct) => ddl::create_table(&mut catalog, info, (params, self.info.now_us()), ct, &mut warnings).and_then(|()| {
+                    let Some(make) = self.replica_create_rows.take() else { return Ok(()) };
+                    let (db, name) = query::resolve_table_name(info, &ct.name)?;
+                    if engine.catalog().table(&db, &name).is_ok() {
+                        // IF NOT EXISTS found the table: nothing is created, nothing inserted
+                        // (as MySQL's CREATE TABLE IF NOT EXISTS ... SELECT does).
+                        return Ok(());
+                    }
+                    let table = catalog.table(&db, &name)?;
+                    ddl::fill_new_table(table, make(table)?, &mut warnings)?;
+                    created_by_select = Some((db, name));
+                    Ok(())
+                }),
+                Statement::Drop { object_type: ast::ObjectType::Table, if_exists, names, .. } => {
+                    ddl::drop_tables(&mut catalog, info, names, *if_exists, &mut warnings)
+                }
+                Statement::Drop { object_type: ast::ObjectType::Index, names, table: Some(t), .. } => {
+                    ddl::drop_index(&mut catalog, info, &ident_of(&names[0]), t, &mut warnings)
+                }
+                Statement::Truncate(t) => match t.table_names.first() {
+                    Some(n) => ddl::truncate(&mut catalog, info, &n.name),
+                    None => Err(SqlError::parse("TRUNCATE")),
+                },
+                Statement::CreateIndex(ci) => ddl::create_index(&mut catalog, info, ci, &mut warnings),
+                Statement::AlterTable(at) => ddl::alter_table(&mut catalog, info, self.info.now_us(), &at.name, &at.operations, &mut warnings),
+                Statement::CreateView(cv) => {
+                    let v = view_ddl::ViewStatement {
+                        name: &cv.name,
+                        columns: cv.columns.iter().map(|c| c.name.value.clone()).collect(),
+                        query: &cv.query,
+                        or_replace: cv.or_replace,
+                        alter: false,
+                        params: cv.params.as_ref(),
+                    };
+                    view_ddl::create_view(&mut catalog, info, self.info.now_us(), &v, !self.replaying)
+                }
+                Statement::AlterView { name, columns, query, .. } => {
+                    let v = view_ddl::ViewStatement {
+                        name,
+                        columns: columns.iter().map(|c| c.value.clone()).collect(),
+                        query,
+                        or_replace: true,
+                        alter: true,
+                        params: None,
+                    };
+                    view_ddl::create_view(&mut catalog, info, self.info.now_us(), &v, !self.replaying)
+                }
+                Statement::Drop { object_type: ast::ObjectType::View, if_exists, names, .. } => {
+                    view_ddl::drop_views(&mut catalog, info, names, *if_exists, &mut warnings)
+                }
+                Statement::RenameTable(pairs) => ddl::rename_tables(&mut catalog, info, pairs),
+                other => Err(SqlError::unsupported(first_words(&other.to_string()).to_string())),
             },
-            Statement::CreateIndex(ci) => ddl::create_index(&mut catalog, info, ci, &mut warnings),
-            Statement::AlterTable(at) => ddl::alter_table(&mut catalog, info, self.info.now_us(), &at.name, &at.operations, &mut warnings),
-            Statement::CreateView(cv) => {
-                let v = view_ddl::ViewStatement {
-                    name: &cv.name,
-                    columns: cv.columns.iter().map(|c| c.name.value.clone()).collect(),
-                    query: &cv.query,
-                    or_replace: cv.or_replace,
-                    alter: false,
-                    params: cv.params.as_ref(),
-                };
-                view_ddl::create_view(&mut catalog, info, self.info.now_us(), &v, !self.replaying)
-            }
-            Statement::AlterView { name, columns, query, .. } => {
-                let v = view_ddl::ViewStatement {
-                    name,
-                    columns: columns.iter().map(|c| c.value.clone()).collect(),
-                    query,
-                    or_replace: true,
-                    alter: true,
-                    params: None,
-                };
-                view_ddl::create_view(&mut catalog, info, self.info.now_us(), &v, !self.replaying)
-            }
-            Statement::Drop { object_type: ast::ObjectType::View, if_exists, names, .. } => {
-                view_ddl::drop_views(&mut catalog, info, names, *if_exists, &mut warnings)
-            }
-            Statement::RenameTable(pairs) => ddl::rename_tables(&mut catalog, info, pairs),
-            other => Err(SqlError::unsupported(first_words(&other.to_string()).to_string())),
         };
         // Logged and installed under `commit_order`, so the record and the catalog it makes
         // take one place among commits; durable before the reply in every flush mode, as
@@ -135,7 +176,11 @@ impl Session {
                 let context = quill_log::DdlContext { sql_mode: self.info.var("sql_mode").to_owned(), time_zone: self.info.var("time_zone").to_owned() };
                 // A view's statement is logged with its definer and its tables qualified, as
                 // MySQL binlogs it: a replay, or a replica, makes the same view.
-                let text = view_ddl::logged_statement(stmt, &catalog, info).unwrap_or_else(|| text.to_owned());
+                let text = match statement {
+                    DdlStatement::Sql(stmt) => view_ddl::logged_statement(stmt, &catalog, info),
+                    DdlStatement::Program(p) => crate::trigger_ddl::logged_statement(p, &catalog, info),
+                }
+                .unwrap_or_else(|| text.to_owned());
                 let mut changes = crate::durability::ddl_changes(&catalog, self.info.db.as_deref(), text, context, created_by_select.as_ref());
                 // A replicated statement's GTID goes in its own record: its row of the
                 // replica's GTID table, then where it came from.
@@ -179,7 +224,7 @@ impl Session {
         self.warnings.extend(warnings);
         r?;
         self.info.row_count = 0;
-        if let Statement::Drop { object_type: ast::ObjectType::Database | ast::ObjectType::Schema, names, .. } = stmt
+        if let DdlStatement::Sql(Statement::Drop { object_type: ast::ObjectType::Database | ast::ObjectType::Schema, names, .. }) = statement
             && self.info.db.as_deref() == Some(ident_of(&names[0]).as_str())
         {
             self.info.db = None;
@@ -214,6 +259,10 @@ impl Session {
         self.replaying = true;
         self.info.db = db;
         let statement = text::single(sql.as_bytes(), LexOptions::default())?;
+        if let Some(program) = quill_sql_frontend::program_ddl::recognise(&statement.text) {
+            self.ddl_statement(DdlStatement::Program(&program?), &[], sql)?;
+            return Ok(());
+        }
         let statements = self.parse(&statement.text, statement.operators, statement.div_operators)?;
         for statement in statements.iter() {
             self.ddl(statement, &[], sql)?;

@@ -85,6 +85,20 @@ impl Session {
                         requests.extend(reached.into_iter().map(|(name, write)| (name, mode(write))));
                     }
                 }
+                // The tables the triggers of a written table name, written (a trigger's
+                // own statements take no locks of their own).
+                if !ddl {
+                    let mut i = 0;
+                    while i < requests.len() {
+                        let ((db, table), m) = &requests[i];
+                        if *m == Mode::Write {
+                            let reached = crate::triggers::tables_named(&catalog, &self.info, db, table);
+                            requests
+                                .extend(reached.into_iter().filter(|n| !requests.iter().any(|(r, _)| r == n)).map(|n| (n, Mode::Write)).collect::<Vec<_>>());
+                        }
+                        i += 1;
+                    }
+                }
                 requests
             }
         };

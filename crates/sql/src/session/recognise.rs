@@ -29,6 +29,14 @@ impl Session {
         let words = crate::words::words(sql);
         let upper: Vec<String> = words.iter().take(6).map(|w| w.to_ascii_uppercase()).collect();
         let up = |i: usize| upper.get(i).map_or("", String::as_str);
+        if matches!(up(0), "CREATE" | "DROP")
+            && let Some(statement) = quill_sql_frontend::program_ddl::recognise(sql)
+        {
+            return Some(match statement {
+                Ok(statement) => self.program_statement(&statement, sql).await,
+                Err(e) => Err(e),
+            });
+        }
         if matches!(up(0), "CREATE" | "ALTER" | "DROP" | "GRANT" | "REVOKE" | "SHOW" | "SET" | "FLUSH")
             && let Some(statement) = crate::account_statements::parse(sql)
         {
@@ -108,6 +116,29 @@ impl Session {
             "CHANGE" | "START" | "STOP" | "RESET" => crate::replica_statements::parse(sql, &upper).map(|r| r.and_then(|s| self.replica_statement(s))),
             _ => None,
         }
+    }
+
+    /// A statement that makes or drops a stored program, under an exclusive metadata lock on
+    /// the table a trigger is for (no statement writes it while its triggers change).
+    pub(super) async fn program_statement(&mut self, statement: &quill_sql_frontend::program_ddl::ProgramStatement, sql: &str) -> Result<Outcome> {
+        use quill_sql_frontend::program_ddl::ProgramStatement;
+        let table = match statement {
+            ProgramStatement::CreateTrigger(def) => Some(crate::trigger_ddl::trigger_table(&self.info, def)?),
+            ProgramStatement::DropTrigger { db, name, .. } => {
+                let db = db.clone().or_else(|| self.info.db.clone()).ok_or_else(SqlError::no_db)?;
+                self.info.engine.catalog().trigger(&db, name).map(|t| (db, t.table.clone()))
+            }
+            _ => None,
+        };
+        let requests = table.into_iter().map(|t| (t, crate::mdl::Mode::Exclusive)).collect();
+        let r = match self.acquire_locks(requests, false).await {
+            Ok(()) => self.program_ddl(statement, sql),
+            Err(e) => Err(e),
+        };
+        if self.txn.is_none() {
+            self.info.engine.mdl.release_all(self.info.connection_id);
+        }
+        r
     }
 
     /// `PURGE {BINARY | MASTER} LOGS {TO 'file' | BEFORE datetime}`: a warning (1867) names

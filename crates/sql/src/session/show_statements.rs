@@ -247,23 +247,23 @@ impl Session {
                 }
                 ResultSet { columns, rows }
             }
-            // Quill has no triggers: MySQL 8's columns, no rows.
-            ShowWhat::Triggers => {
-                let text = SqlTypeHelper::text();
-                let names = [
-                    "Trigger",
-                    "Event",
-                    "Table",
-                    "Statement",
-                    "Timing",
-                    "Created",
-                    "sql_mode",
-                    "Definer",
-                    "character_set_client",
-                    "collation_connection",
-                    "Database Collation",
-                ];
-                ResultSet { columns: names.iter().map(|n| OutColumn::computed(n, text.clone())).collect(), rows: Vec::new() }
+            ShowWhat::Triggers { db } => {
+                let db = db.or_else(|| self.info.db.clone()).ok_or_else(SqlError::no_db)?;
+                self.require_visible_database(&db)?;
+                catalog.database(&db)?;
+                // A trigger shows to an account with TRIGGER on its table (MySQL's rule).
+                let rows = crate::trigger_ddl::show_rows(&catalog, &db, like.as_deref(), |t| {
+                    self.privileges_on(&t.db, Some(&t.table)) & crate::accounts::TRIGGER != 0
+                });
+                ResultSet { columns: crate::trigger_ddl::show_columns(), rows }
+            }
+            ShowWhat::CreateTrigger { name } => {
+                let (db, name) = self.split_name(&name);
+                let db = db?;
+                let trigger = catalog.trigger(&db, &name).cloned().ok_or_else(|| SqlError::new(codes::ER_TRG_DOES_NOT_EXIST, "Trigger does not exist"))?;
+                self.require_table(&db, &trigger.table, crate::accounts::TRIGGER)?;
+                let (columns, row) = crate::trigger_ddl::show_create(&trigger);
+                ResultSet { columns, rows: vec![row] }
             }
             ShowWhat::Engines => {
                 // information_schema.ENGINES' rows, under SHOW ENGINES' names.

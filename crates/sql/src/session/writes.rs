@@ -96,6 +96,8 @@ impl Session {
                 found_rows: self.client_found_rows,
                 lock,
                 read_uncommitted: self.isolation() == "READ-UNCOMMITTED",
+                fire_triggers: !self.replica_applier,
+                firing: Vec::new(),
             };
             let r = cost::run_heavy(heavy, || f(&catalog, &mut cx));
             if r.is_err() {

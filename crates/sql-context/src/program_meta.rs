@@ -1,0 +1,60 @@
+//! Stored programs as the catalog keeps them: triggers ([`TriggerMeta`]), each with its
+//! definition as written and its compiled program (`quill_sql_frontend::program`), compiled
+//! once when made or loaded. Running a program is the statement layer's (`quill_sql::routines`).
+//!
+//! A database keeps its triggers in one list ([`crate::catalog::Database::triggers`]) in
+//! action order: the triggers of one table, event and timing fire in the order they appear
+//! there (`FOLLOWS` / `PRECEDES` put a new one beside another; otherwise it goes last).
+//! Trigger names are unique in their database, as MySQL's are. The checkpoint writes each
+//! trigger's [`TriggerMeta::definition`] in list order, so loading restores the order.
+
+use std::sync::Arc;
+
+use quill_sql_frontend::program::{Event, Program, Timing};
+use quill_sql_types::ident::quote_identifier as quote;
+
+/// A trigger.
+#[derive(Debug, Clone)]
+pub struct TriggerMeta {
+    pub db: String,
+    pub name: String,
+    /// The table it fires for (in its database).
+    pub table: String,
+    pub timing: Timing,
+    pub event: Event,
+    /// The body as written (information_schema's `ACTION_STATEMENT`).
+    pub body: String,
+    /// `user`, `host`.
+    pub definer: (String, String),
+    /// The `sql_mode` it was made under (shown; see `docs/stored-programs.md`).
+    pub sql_mode: String,
+    /// When it was made, in microseconds since the epoch.
+    pub created_us: i64,
+    pub character_set_client: String,
+    pub collation_connection: String,
+    pub database_collation: String,
+    pub program: Arc<Program>,
+}
+
+impl TriggerMeta {
+    /// The statement that makes it again, as SHOW CREATE TRIGGER gives it.
+    #[must_use]
+    pub fn definition(&self) -> String {
+        format!(
+            "CREATE DEFINER={}@{} TRIGGER {} {} {} ON {} FOR EACH ROW {}",
+            quote(&self.definer.0),
+            quote(&self.definer.1),
+            quote(&self.name),
+            self.timing.name(),
+            self.event.name(),
+            quote(&self.table),
+            self.body
+        )
+    }
+
+    /// `user@host` as information_schema shows a definer.
+    #[must_use]
+    pub fn definer_text(&self) -> String {
+        format!("{}@{}", self.definer.0, self.definer.1)
+    }
+}
