@@ -163,3 +163,12 @@ def test_drop_check_removes_only_a_check_constraint(conn):
         cur.execute("INSERT INTO ck VALUES (-1)")
         assert rows(conn, "SELECT a FROM ck") == ((-1,),)
     assert errno(conn, "ALTER TABLE ck DROP CHECK c1") == 3821
+
+
+@pytest.mark.mysql8_only
+def test_information_schema_keywords_lists_the_reserved_words(conn):
+    # What Connector/J's getSQLKeywords reads when Hibernate starts.
+    reserved = {w for (w,) in rows(conn, "SELECT WORD FROM INFORMATION_SCHEMA.KEYWORDS WHERE RESERVED = 1 ORDER BY WORD")}
+    assert {"SELECT", "GROUP", "WINDOW", "LATERAL", "RANK"} <= reserved
+    assert not {"ADMIN", "ACCOUNT", "BEGIN"} & reserved
+    assert rows(conn, "SELECT RESERVED FROM INFORMATION_SCHEMA.KEYWORDS WHERE WORD = 'BEGIN'") == ((0,),)

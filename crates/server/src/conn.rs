@@ -974,6 +974,12 @@ fn write_outcome(w: &mut PacketWriter, caps: u32, session: &Session, outcome: Ou
     // Text goes out in character_set_results (none: as stored).
     let results = session.results_conversion();
     match outcome {
+        Outcome::Results(list) => {
+            let n = list.len();
+            for (i, o) in list.into_iter().enumerate() {
+                write_outcome(w, caps, session, o, if i + 1 < n { SERVER_MORE_RESULTS_EXISTS } else { more }, binary);
+            }
+        }
         Outcome::Done { affected, last_insert_id, info } => {
             response::write_ok(
                 w,

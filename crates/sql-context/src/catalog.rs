@@ -16,7 +16,7 @@ use std::sync::Arc;
 use quill_storage::tablespace::{TablePages, Tablespace};
 use quill_storage::{Collation, Handler, IndexDef, KeyPart, Value};
 
-use crate::program_meta::TriggerMeta;
+use crate::program_meta::{RoutineMeta, TriggerMeta};
 use crate::view_meta::ViewMeta;
 use quill_sql_frontend::program::{Event, Timing};
 use quill_sql_types::error::{Result, SqlError, codes};
@@ -284,6 +284,17 @@ pub struct Database {
     pub views: BTreeMap<String, Arc<ViewMeta>>,
     /// The database's triggers, in action order (`program_meta`).
     pub triggers: Vec<Arc<TriggerMeta>>,
+    /// Its stored procedures and functions (two name spaces), by lower-cased name.
+    pub procedures: BTreeMap<String, Arc<RoutineMeta>>,
+    pub functions: BTreeMap<String, Arc<RoutineMeta>>,
+}
+
+impl Database {
+    /// The procedures (`function` false) or functions of the database.
+    #[must_use]
+    pub fn routines(&self, function: bool) -> &BTreeMap<String, Arc<RoutineMeta>> {
+        if function { &self.functions } else { &self.procedures }
+    }
 }
 
 /// Names of the databases that always exist and cannot be dropped.
@@ -471,6 +482,34 @@ impl Catalog {
         if let Some(d) = self.databases.get_mut(db) {
             d.triggers.retain(|t| t.table != table);
         }
+    }
+
+    /// The procedure (`function` false) or function `db.name` (names are case-insensitive).
+    #[must_use]
+    pub fn routine(&self, db: &str, name: &str, function: bool) -> Option<&Arc<RoutineMeta>> {
+        self.databases.get(db).and_then(|d| d.routines(function).get(&name.to_lowercase()))
+    }
+
+    /// Adds a procedure or function.
+    ///
+    /// # Errors
+    /// 1049; 1304 when one of its kind has the name.
+    pub fn add_routine(&mut self, routine: RoutineMeta) -> Result<()> {
+        let db = self.databases.get_mut(&routine.db).ok_or_else(|| SqlError::unknown_db(&routine.db))?;
+        let map = if routine.function { &mut db.functions } else { &mut db.procedures };
+        let key = routine.name.to_lowercase();
+        if map.contains_key(&key) {
+            return Err(SqlError::new(codes::ER_SP_ALREADY_EXISTS, format!("{} {} already exists", routine.kind(), routine.name)));
+        }
+        map.insert(key, Arc::new(routine));
+        Ok(())
+    }
+
+    /// Removes the procedure or function `db.name`, returning it.
+    pub fn remove_routine(&mut self, db: &str, name: &str, function: bool) -> Option<Arc<RoutineMeta>> {
+        let d = self.databases.get_mut(db)?;
+        let map = if function { &mut d.functions } else { &mut d.procedures };
+        map.remove(&name.to_lowercase())
     }
 
     /// Register a new table.

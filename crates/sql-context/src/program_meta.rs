@@ -1,4 +1,5 @@
-//! Stored programs as the catalog keeps them: triggers ([`TriggerMeta`]), each with its
+//! Stored programs as the catalog keeps them: triggers ([`TriggerMeta`]) and stored
+//! procedures and functions ([`RoutineMeta`]), each with its
 //! definition as written and its compiled program (`quill_sql_frontend::program`), compiled
 //! once when made or loaded. Running a program is the statement layer's (`quill_sql::routines`).
 //!
@@ -48,6 +49,61 @@ impl TriggerMeta {
             self.timing.name(),
             self.event.name(),
             quote(&self.table),
+            self.body
+        )
+    }
+
+    /// `user@host` as information_schema shows a definer.
+    #[must_use]
+    pub fn definer_text(&self) -> String {
+        format!("{}@{}", self.definer.0, self.definer.1)
+    }
+}
+
+/// A stored procedure or function.
+#[derive(Debug, Clone)]
+pub struct RoutineMeta {
+    pub db: String,
+    pub name: String,
+    pub function: bool,
+    pub params: Vec<quill_sql_frontend::program::Param>,
+    /// The parameter list as written (information_schema, SHOW CREATE).
+    pub params_text: String,
+    /// A function's RETURNS type, and as written.
+    pub returns: Option<(sqlparser::ast::DataType, String)>,
+    pub characteristics: quill_sql_frontend::program_ddl::Characteristics,
+    /// The body as written (`ROUTINE_DEFINITION`).
+    pub body: String,
+    /// `user`, `host`.
+    pub definer: (String, String),
+    pub sql_mode: String,
+    pub created_us: i64,
+    pub character_set_client: String,
+    pub collation_connection: String,
+    pub database_collation: String,
+    pub program: Arc<Program>,
+}
+
+impl RoutineMeta {
+    /// `PROCEDURE` or `FUNCTION`.
+    #[must_use]
+    pub fn kind(&self) -> &'static str {
+        if self.function { "FUNCTION" } else { "PROCEDURE" }
+    }
+
+    /// The statement that makes it again, as SHOW CREATE PROCEDURE / FUNCTION gives it.
+    #[must_use]
+    pub fn definition(&self) -> String {
+        let returns = self.returns.as_ref().map_or(String::new(), |(_, text)| format!(" RETURNS {text}"));
+        let characteristics = self.characteristics.text();
+        let characteristics = if characteristics.is_empty() { String::new() } else { format!("\n    {characteristics}") };
+        format!(
+            "CREATE DEFINER={}@{} {} {}({}){returns}{characteristics}\n{}",
+            quote(&self.definer.0),
+            quote(&self.definer.1),
+            self.kind(),
+            quote(&self.name),
+            self.params_text,
             self.body
         )
     }

@@ -58,6 +58,14 @@ pub struct SessionInfo {
 pub const EXPRESSION_WARNINGS_MAX: usize = 1024;
 
 impl SessionInfo {
+    /// Whether the account may see a stored routine (SHOW ... STATUS, information_schema):
+    /// it is its definer, or holds EXECUTE, CREATE ROUTINE or ALTER ROUTINE on its database.
+    #[must_use]
+    pub fn may_see_routine(&self, r: &crate::program_meta::RoutineMeta) -> bool {
+        let privs = crate::accounts::EXECUTE | crate::accounts::CREATE_ROUTINE | crate::accounts::ALTER_ROUTINE;
+        (r.definer.0 == self.user && r.definer.1 == self.account_host) || self.privileges_on(&r.db, None) & privs != 0
+    }
+
     /// Records a warning raised by an expression (see `expression_warnings`).
     pub fn warn(&self, code: u16, message: String) {
         let mut warnings = self.expression_warnings.borrow_mut();

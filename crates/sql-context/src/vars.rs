@@ -178,6 +178,8 @@ pub const VARIABLES: &[VarDef] = &[
     v("log_replica_updates", Global, Bool, ReadOnly, "ON"),
     v("log_slave_updates", Global, Bool, ReadOnly, "ON"),
     v("max_execution_time", Both, int(0, 4_294_967_295), Live, "0"),
+    // How often a stored procedure may call itself in one CALL (`session::call`).
+    v("max_sp_recursion_depth", Both, int(0, 255), Live, "0"),
     // Days an account's password lasts when it follows the default (`PASSWORD EXPIRE
     // DEFAULT`); 0 is never.
     v("default_password_lifetime", Global, int(0, 65_535), Live, "0"),

@@ -620,7 +620,12 @@ impl<'a> Tokens<'a> {
     /// assignments.
     fn set_is_a_statement(&self) -> bool {
         let second = self.word_at(1).unwrap_or_default();
-        SET_STATEMENT_WORDS.contains(&second.as_str()) || (matches!(second.as_str(), "GLOBAL" | "SESSION" | "LOCAL") && self.word_at(2).as_deref() == Some("TRANSACTION"))
+        // `SET names = ...` assigns a variable called names.
+        if matches!(self.tokens.get(self.at + 2), Some((Token::Eq | Token::Assignment, _))) {
+            return false;
+        }
+        SET_STATEMENT_WORDS.contains(&second.as_str())
+            || (matches!(second.as_str(), "GLOBAL" | "SESSION" | "LOCAL") && self.word_at(2).as_deref() == Some("TRANSACTION"))
     }
 
     fn sql_statement(&mut self) -> Result<Stmt> {

@@ -47,6 +47,10 @@ pub enum ShowWhat {
     Triggers { db: Option<String> },
     /// `SHOW CREATE TRIGGER [db.]name`.
     CreateTrigger { name: String },
+    /// `SHOW CREATE PROCEDURE | FUNCTION [db.]name`.
+    CreateRoutine { function: bool, name: String },
+    /// `SHOW PROCEDURE | FUNCTION STATUS`.
+    RoutineStatus { function: bool },
     /// `SHOW ENGINES`.
     Engines,
     /// `SHOW COLLATION`.
@@ -122,6 +126,10 @@ pub fn parse(sql: &str, words: &[&str]) -> Result<Show> {
         "CREATE" if matches!(next(1), "TABLE" | "VIEW") => {
             ShowWhat::CreateTable { table: (*words.get(i + 2).ok_or_else(missing)?).to_owned(), view: next(1) == "VIEW" }
         }
+        "CREATE" if matches!(next(1), "PROCEDURE" | "FUNCTION") => {
+            ShowWhat::CreateRoutine { function: next(1) == "FUNCTION", name: words.get(i + 2).map(|w| w.trim_end_matches(';')).ok_or_else(missing)?.to_owned() }
+        }
+        "PROCEDURE" | "FUNCTION" if next(1) == "STATUS" => ShowWhat::RoutineStatus { function: what == "FUNCTION" },
         "CREATE" if next(1) == "TRIGGER" => ShowWhat::CreateTrigger { name: words.get(i + 2).map(|w| w.trim_end_matches(';')).ok_or_else(missing)?.to_owned() },
         "CREATE" if matches!(next(1), "DATABASE" | "SCHEMA") => {
             let if_not_exists = next(2) == "IF" && next(3) == "NOT" && next(4) == "EXISTS";

@@ -398,6 +398,23 @@ impl Lexer<'_> {
             }
         }
         let raw = &self.sql[start..self.at];
+        // `@`name``, a user variable's quoted name: the parser reads only a bare one, which
+        // a name of word characters can be.
+        // (Not a definer's host, `user`@`host`: the `@` follows the user's name there.)
+        let user_variable = self.out.last() == Some(&b'@')
+            && self
+                .out
+                .len()
+                .checked_sub(2)
+                .is_none_or(|i| !(self.out[i].is_ascii_alphanumeric() || matches!(self.out[i], b'@' | b'`' | b'\'' | b'"' | b'_' | b'$')));
+        if user_variable
+            && raw.len() > 2
+            && raw[raw.len() - 1] == b'`'
+            && raw[1..raw.len() - 1].iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_' || *c == b'$')
+        {
+            self.out.extend_from_slice(&raw[1..raw.len() - 1]);
+            return Ok(());
+        }
         match self.options.charset.decode(raw) {
             Some(text) => {
                 self.out.extend_from_slice(text.as_bytes());
@@ -585,6 +602,12 @@ mod tests {
         assert_eq!(utf8(format!("{function}; SELECT 4").as_bytes()), [function, "SELECT 4"]);
         // Statements that define no program split as ever.
         assert_eq!(utf8(b"CREATE TABLE t (a INT); BEGIN; SELECT IF(1, 2, 3); END"), ["CREATE TABLE t (a INT)", "BEGIN", "SELECT IF(1, 2, 3)", "END"]);
+    }
+
+    #[test]
+    fn a_user_variables_quoted_name_is_bare_when_it_can_be() {
+        assert_eq!(utf8(b"CALL p(@`_p_0`, @`a b`, @@`x`)"), ["CALL p(@_p_0, @`a b`, @@`x`)"]);
+        assert_eq!(utf8(b"GRANT ALL ON *.* TO `u`@`h`"), ["GRANT ALL ON *.* TO `u`@`h`"]);
     }
 
     #[test]

@@ -20,6 +20,7 @@ use quill_sql_types::ops::Arith;
 use quill_sql_types::types::SqlType;
 
 mod calls;
+pub use calls::is_builtin_function;
 mod typing;
 
 pub use typing::{never_null, parse_number_literal, type_of};

@@ -118,9 +118,22 @@ pub struct Subquery {
     pub cache: RefCell<Option<Rc<Vec<Vec<Value>>>>>,
 }
 
+/// A call of a stored function (`CREATE FUNCTION`): run through
+/// [`crate::system_tables::SystemTables::call_function`], the seam to the statement layer
+/// that runs programs.
+#[derive(Debug, Clone)]
+pub struct StoredCall {
+    pub routine: std::sync::Arc<quill_sql_context::program_meta::RoutineMeta>,
+    pub args: Vec<Expr>,
+    /// Its RETURNS type.
+    pub ty: SqlType,
+}
+
 #[derive(Debug, Clone)]
 pub enum Expr {
     Const(Value),
+    /// A stored function's call.
+    Stored(Box<StoredCall>),
     Column(usize),
     /// A column of an enclosing query's row: `(levels up, starting at 0, position)`.
     Outer(usize, usize),
@@ -320,6 +333,7 @@ impl Expr {
             Expr::Agg(_) | Expr::Window(..) => found = true,
             Expr::Subquery(s, _, _) if s.correlated => found = true,
             Expr::Func(f, _) if !f.is_deterministic() => found = true,
+            Expr::Stored(_) => found = true,
             _ => {}
         });
         found
@@ -360,6 +374,7 @@ impl Expr {
                 }
             }
             Expr::Func(_, args) => args.iter().for_each(|e| e.walk(f)),
+            Expr::Stored(call) => call.args.iter().for_each(|e| e.walk(f)),
             Expr::Subquery(_, SubqueryUse::In { left, .. } | SubqueryUse::Quantified { left, .. }, _) => left.walk(f),
             _ => {}
         }
@@ -526,6 +541,10 @@ impl Expr {
                 }
             }
             Expr::Func(f, args) => functions::call(*f, args, env, cx)?,
+            Expr::Stored(call) => {
+                let args = call.args.iter().map(|a| a.eval(env, cx)).collect::<Result<Vec<_>>>()?;
+                env.system_tables.call_function(env, &call.routine, args)?
+            }
             Expr::Agg(slot) => cx.aggs.get(*slot).cloned().unwrap_or(Value::Null),
             Expr::Window(slot, _) => cx.windows.get(*slot).cloned().unwrap_or(Value::Null),
             Expr::Subquery(sq, usage, negated) => eval_subquery(sq, usage, *negated, env, cx)?,

@@ -3,6 +3,9 @@
 //! process list, the lock manager and the replica), and a query that names one reaches it
 //! through the [`SystemTables`] its [`Env`] carries.
 //!
+//! The same seam runs stored functions ([`SystemTables::call_function`]): their programs
+//! run statements, which is the layer above's.
+//!
 //! Invariant: a system table's rows are computed when the statement opens it, under the
 //! session's privileges (rows the account may not see are left out), and read like a
 //! derived table's.
@@ -10,7 +13,7 @@
 use quill_storage::Value;
 
 use crate::query::{Env, OutColumn};
-use quill_sql_types::error::Result;
+use quill_sql_types::error::{Result, SqlError};
 
 /// A system table's columns and rows.
 pub type SystemTable = (Vec<OutColumn>, Vec<Vec<Value>>);
@@ -27,4 +30,13 @@ pub trait SystemTables: Sync {
     /// `performance_schema`.`name` as `env`'s session sees it; `None` for a name the schema
     /// does not make (the catalog's own `performance_schema` tables, if any, then answer).
     fn performance_schema(&self, env: &Env<'_>, name: &str) -> Option<Result<SystemTable>>;
+
+    /// Runs the stored function `routine` on `args` (the statement layer runs programs).
+    ///
+    /// # Errors
+    /// The function's.
+    fn call_function(&self, env: &Env<'_>, routine: &quill_sql_context::program_meta::RoutineMeta, args: Vec<Value>) -> Result<Value> {
+        let _ = (env, args);
+        Err(SqlError::unsupported(format!("FUNCTION {}.{} here", routine.db, routine.name)))
+    }
 }

@@ -282,6 +282,9 @@ fn write_file(
     for trigger in catalog.databases.values().flat_map(|d| d.triggers.iter()) {
         writer.program(&trigger.db, &trigger.name, &trigger.definition())?;
     }
+    for routine in catalog.databases.values().flat_map(|d| d.functions.values().chain(d.procedures.values())) {
+        writer.program(&routine.db, &routine.name, &routine.definition())?;
+    }
     let (path, bytes) = writer.finish()?;
     Ok((path, bytes, rows_total, paged))
 }

@@ -608,8 +608,11 @@ impl Replayer {
                 }
                 CheckpointEntry::Program { db, name, definition } => {
                     self.session.replay_ddl(Some(db.clone()), &definition).map_err(|e| fail(format!("{definition}: {e}")))?;
-                    if self.engine.catalog().trigger(&db, &name).is_none() {
-                        return Err(fail(format!("{db}.{name}: its definition made no trigger")));
+                    let catalog = self.engine.catalog();
+                    let made =
+                        catalog.trigger(&db, &name).is_some() || catalog.routine(&db, &name, true).is_some() || catalog.routine(&db, &name, false).is_some();
+                    if !made {
+                        return Err(fail(format!("{db}.{name}: its definition made no trigger or routine")));
                     }
                 }
                 CheckpointEntry::TablePages(pages) => {

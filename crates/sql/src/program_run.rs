@@ -34,7 +34,7 @@ pub const HANDLER_NESTING_MAX: usize = 64;
 /// What runs a program's statements and evaluates its expressions.
 pub(crate) trait Host {
     /// `e` evaluated with `frame` as its parameters.
-    fn eval(&mut self, e: &ast::Expr, frame: &[Value]) -> Result<Value>;
+    async fn eval(&mut self, e: &ast::Expr, frame: &[Value]) -> Result<Value>;
     /// Runs a statement with `frame` as its parameters; a query with `into` targets answers
     /// its rows (else `None`).
     async fn statement(&mut self, statement: &ast::Statement, text: &str, frame: &[Value], into: bool) -> Result<Option<Vec<Vec<Value>>>>;
@@ -50,6 +50,11 @@ pub(crate) trait Host {
     fn interrupted(&self) -> Option<SqlError>;
     /// Strict mode: a value that does not fit its slot is an error, not a warning.
     fn strict(&self) -> bool;
+    /// Values the last statement handed back to slots of the frame (a CALL's OUT
+    /// parameters that are the caller's variables).
+    fn frame_writes(&mut self) -> Vec<(usize, Value)> {
+        Vec::new()
+    }
 }
 
 /// An active handler: where the program goes on after its body, and the condition it
@@ -153,19 +158,23 @@ pub(crate) async fn run<H: Host>(program: &Program, frame: &mut Frame, host: &mu
             match &program.instrs[pc] {
                 Instr::Declare { slot, default } => {
                     let v = match default {
-                        Some(e) => host.eval(e, &frame.values)?,
+                        Some(e) => host.eval(e, &frame.values).await?,
                         None => Value::Null,
                     };
                     let strict = host.strict();
                     frame.set(program, *slot, v, strict, host.warnings())?;
                 }
                 Instr::Set { slot, value } => {
-                    let v = host.eval(value, &frame.values)?;
+                    let v = host.eval(value, &frame.values).await?;
                     let strict = host.strict();
                     frame.set(program, *slot, v, strict, host.warnings())?;
                 }
                 Instr::Sql { statement, text, into } => {
                     let rows = host.statement(statement, text, &frame.values, !into.is_empty()).await?;
+                    let strict = host.strict();
+                    for (slot, v) in host.frame_writes() {
+                        frame.set(program, slot, v, strict, host.warnings())?;
+                    }
                     if !into.is_empty() {
                         let rows = rows.unwrap_or_default();
                         match rows.as_slice() {
@@ -197,13 +206,13 @@ pub(crate) async fn run<H: Host>(program: &Program, frame: &mut Frame, host: &mu
                 }
                 Instr::Text(text) => host.text(text).await?,
                 Instr::JumpIfNot { condition, to } => {
-                    if !truthy(&host.eval(condition, &frame.values)?) {
+                    if !truthy(&host.eval(condition, &frame.values).await?) {
                         return Ok(Step::Jump(*to));
                     }
                 }
                 Instr::Jump(to) => return Ok(Step::Jump(*to)),
                 Instr::Return(e) => {
-                    return Ok(Step::Return(host.eval(e, &frame.values)?));
+                    return Ok(Step::Return(host.eval(e, &frame.values).await?));
                 }
                 Instr::Open(c) => {
                     if cursors[*c].is_some() {
@@ -241,7 +250,7 @@ pub(crate) async fn run<H: Host>(program: &Program, frame: &mut Frame, host: &mu
                     } else {
                         None
                     };
-                    let e = signal(host, &frame.values, base, condition.as_ref(), items)?;
+                    let e = signal(host, &frame.values, base, condition.as_ref(), items).await?;
                     if e.state.starts_with("01") {
                         host.warnings().push(Warning { level: "Warning", code: e.code, message: e.message });
                     } else {
@@ -312,7 +321,7 @@ enum Step {
 /// The error SIGNAL / RESIGNAL raises: its condition (a SQLSTATE's default number and
 /// message, MySQL's: 1644 "Unhandled user-defined exception condition" for a class other
 /// than 01 and 02) with its SET items applied, or the handled condition's for RESIGNAL.
-fn signal<H: Host>(
+async fn signal<H: Host>(
     host: &mut H,
     frame: &[Value],
     base: Option<SqlError>,
@@ -337,7 +346,7 @@ fn signal<H: Host>(
         (None, None) => SqlError::new(codes::ER_RESIGNAL_WITHOUT_ACTIVE_HANDLER, "RESIGNAL when handler not active"),
     };
     for (name, value) in items {
-        let v = host.eval(value, frame)?;
+        let v = host.eval(value, frame).await?;
         match name.as_str() {
             "MESSAGE_TEXT" => e.message = crate::ops::to_string_lossy(&v),
             "MYSQL_ERRNO" => {

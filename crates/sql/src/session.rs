@@ -41,6 +41,7 @@ use crate::session_info::SessionInfo;
 use crate::text::{self, LexOptions, StatementText};
 
 mod accounts;
+mod call;
 mod checksum;
 mod commit;
 mod ddl_statements;
@@ -81,6 +82,8 @@ pub enum Outcome {
         last_insert_id: u64,
         info: String,
     },
+    /// Several results of one statement, sent in order (a CALL's result sets, then its OK).
+    Results(Vec<Outcome>),
 }
 
 impl Outcome {
@@ -94,6 +97,7 @@ impl Outcome {
             Outcome::Rows(rs) => rs.rows.len() as u64,
             Outcome::Streamed { rows } => *rows,
             Outcome::Done { .. } => 0,
+            Outcome::Results(list) => list.iter().map(Outcome::result_rows).sum(),
         }
     }
 }
@@ -265,6 +269,8 @@ pub struct Session {
     pub row_sink: Option<Box<dyn crate::sink::RowSink>>,
     /// Whether the statement running now may stream its result: it is its command's first.
     may_stream: bool,
+    /// The stored procedures running now, outermost first (`call`).
+    routine_stack: Vec<Arc<crate::program_meta::RoutineMeta>>,
 }
 
 impl Session {
@@ -338,6 +344,7 @@ impl Session {
             closed: false,
             row_sink: None,
             may_stream: false,
+            routine_stack: Vec::new(),
         }
     }
 

@@ -393,6 +393,10 @@ impl SystemTables for SystemSchemas {
     fn performance_schema(&self, env: &Env<'_>, name: &str) -> Option<Result<SystemTable>> {
         crate::performance_schema::performance_schema_table(env, name)
     }
+
+    fn call_function(&self, env: &Env<'_>, routine: &crate::program_meta::RoutineMeta, args: Vec<Value>) -> Result<Value> {
+        crate::stored_functions::call(env, routine, args)
+    }
 }
 
 /// Rows of an information_schema table that the session's account may see: rows naming a
@@ -423,7 +427,7 @@ pub fn information_schema_table(env: &Env<'_>, name: &str) -> Result<(Vec<OutCol
 
 /// The `information_schema` tables Quill answers, as `SHOW TABLES FROM information_schema`
 /// lists them: every name [`information_schema_rows`] knows.
-pub const INFORMATION_SCHEMA_TABLES: [&str; 17] = [
+pub const INFORMATION_SCHEMA_TABLES: [&str; 19] = [
     "CHARACTER_SETS",
     "CHECK_CONSTRAINTS",
     "COLLATIONS",
@@ -431,7 +435,9 @@ pub const INFORMATION_SCHEMA_TABLES: [&str; 17] = [
     "ENGINES",
     "INNODB_BUFFER_POOL_STATS",
     "INNODB_TRX",
+    "KEYWORDS",
     "KEY_COLUMN_USAGE",
+    "PARAMETERS",
     "PROCESSLIST",
     "REFERENTIAL_CONSTRAINTS",
     "ROUTINES",
@@ -638,7 +644,12 @@ fn information_schema_rows(env: &Env<'_>, name: &str) -> Result<(Vec<OutColumn>,
         "ENGINES" => crate::schema_server::engines(),
         "CHARACTER_SETS" => crate::schema_server::character_sets(),
         "COLLATIONS" => crate::schema_server::collations(),
-        "ROUTINES" => crate::schema_server::routines(),
+        "ROUTINES" => (crate::schema_server::routines().0, crate::routine_ddl::schema_rows(catalog, |r| env.info.may_see_routine(r))),
+        "PARAMETERS" => crate::routine_ddl::parameters(catalog, |r| env.info.may_see_routine(r)),
+        "KEYWORDS" => (
+            cols(&[("WORD", text(128)), ("RESERVED", SqlType::Int { kind: crate::types::IntKind::Int, unsigned: false, display: None })]),
+            crate::keywords::KEYWORDS.iter().map(|(w, reserved)| vec![s(*w), Value::Int(i64::from(*reserved))]).collect(),
+        ),
         "VIEWS" => (crate::schema_server::views().0, crate::view_ddl::schema_rows(catalog, |v| crate::view_writes::is_updatable(catalog, v))),
         "TABLE_CONSTRAINTS" => crate::schema_constraints::table_constraints(catalog),
         "KEY_COLUMN_USAGE" => crate::schema_constraints::key_column_usage(catalog),

@@ -129,16 +129,23 @@ pub fn check_system_variables(program: &program::Program) -> Result<()> {
     Ok(())
 }
 
-/// Qualifies the table names of `program`'s statements with `db`: a stored program reads
-/// and writes the tables of its own database, whatever the caller's default database.
+/// Qualifies the table names of `program`'s statements, and the names of the stored functions
+/// its statements and expressions call, with `db`: a stored program reads and writes the
+/// tables of its own database and calls its functions, whatever the caller's default database.
 pub fn qualify_program(program: &mut program::Program, db: &str) {
     for i in &mut program.instrs {
-        if let program::Instr::Sql { statement, .. } = i {
-            crate::view_ddl::qualify_tables(&mut **statement, db);
+        match i {
+            program::Instr::Sql { statement, .. } => crate::view_ddl::qualify_tables_and_functions(&mut **statement, db),
+            program::Instr::Declare { default: Some(e), .. }
+            | program::Instr::Set { value: e, .. }
+            | program::Instr::JumpIfNot { condition: e, .. }
+            | program::Instr::Return(e) => crate::view_ddl::qualify_tables_and_functions(e, db),
+            program::Instr::Signal { items, .. } => items.iter_mut().for_each(|(_, e)| crate::view_ddl::qualify_tables_and_functions(e, db)),
+            _ => {}
         }
     }
     for c in &mut program.cursors {
-        crate::view_ddl::qualify_tables(&mut *c.query, db);
+        crate::view_ddl::qualify_tables_and_functions(&mut *c.query, db);
     }
 }
 

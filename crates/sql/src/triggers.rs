@@ -142,7 +142,7 @@ fn written_tables(statement: &ast::Statement) -> Vec<&ast::ObjectName> {
 }
 
 impl Host for TriggerHost<'_, '_> {
-    fn eval(&mut self, e: &ast::Expr, frame: &[Value]) -> Result<Value> {
+    async fn eval(&mut self, e: &ast::Expr, frame: &[Value]) -> Result<Value> {
         let cx = self.cx.nested(frame);
         let env = dml::env(self.catalog, &cx);
         Binder::new(&env, &Scope::default(), "field list").bind(e)?.eval(&env, &RowCtx::new(&[]))
@@ -177,7 +177,7 @@ impl Host for TriggerHost<'_, '_> {
                 let Some(user) = name.strip_prefix('@').filter(|n| !n.starts_with('@')) else {
                     return Err(SqlError::new(codes::ER_SP_BADSTATEMENT, format!("SET {name} is not allowed in a trigger")));
                 };
-                let v = self.eval(&values[0], frame)?;
+                let v = self.eval(&values[0], frame).await?;
                 self.set_user_variable(&user.trim_matches(|c| c == '`' || c == '\'' || c == '"').to_ascii_lowercase(), v);
                 Ok(None)
             }

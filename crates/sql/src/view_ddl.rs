@@ -139,29 +139,54 @@ fn qualify(query: &mut ast::Query, db: &str) {
 /// (a view's query; a trigger's statements, which read and write in the trigger's database
 /// whatever the session's default is).
 pub(crate) fn qualify_tables<V: VisitMut>(node: &mut V, db: &str) {
-    struct Qualify<'d> {
-        db: &'d str,
-        ctes: Vec<String>,
-    }
-    impl VisitorMut for Qualify<'_> {
-        type Break = ();
-        fn pre_visit_query(&mut self, query: &mut ast::Query) -> ControlFlow<()> {
-            if let Some(with) = &query.with {
-                self.ctes.extend(with.cte_tables.iter().map(|c| c.alias.name.value.clone()));
-            }
-            ControlFlow::Continue(())
+    let _ = VisitMut::visit(node, &mut Qualify { db, ctes: Vec::new(), functions: false });
+}
+
+/// [`qualify_tables`], and the names of calls that are not built-in functions' (stored
+/// functions, which a stored program finds in its own database).
+pub(crate) fn qualify_tables_and_functions<V: VisitMut>(node: &mut V, db: &str) {
+    let _ = VisitMut::visit(node, &mut Qualify { db, ctes: Vec::new(), functions: true });
+}
+
+struct Qualify<'d> {
+    db: &'d str,
+    ctes: Vec<String>,
+    functions: bool,
+}
+
+impl VisitorMut for Qualify<'_> {
+    type Break = ();
+    fn pre_visit_query(&mut self, query: &mut ast::Query) -> ControlFlow<()> {
+        if let Some(with) = &query.with {
+            self.ctes.extend(with.cte_tables.iter().map(|c| c.alias.name.value.clone()));
         }
-        fn pre_visit_relation(&mut self, name: &mut ast::ObjectName) -> ControlFlow<()> {
-            if let [ast::ObjectNamePart::Identifier(table)] = name.0.as_mut_slice()
-                && !self.ctes.contains(&table.value)
-            {
-                table.quote_style = Some('`');
-                name.0.insert(0, ast::ObjectNamePart::Identifier(ast::Ident::with_quote('`', self.db)));
-            }
-            ControlFlow::Continue(())
-        }
+        ControlFlow::Continue(())
     }
-    let _ = VisitMut::visit(node, &mut Qualify { db, ctes: Vec::new() });
+    fn pre_visit_relation(&mut self, name: &mut ast::ObjectName) -> ControlFlow<()> {
+        if let [ast::ObjectNamePart::Identifier(table)] = name.0.as_mut_slice()
+            && !self.ctes.contains(&table.value)
+        {
+            table.quote_style = Some('`');
+            name.0.insert(0, ast::ObjectNamePart::Identifier(ast::Ident::with_quote('`', self.db)));
+        }
+        ControlFlow::Continue(())
+    }
+    fn pre_visit_expr(&mut self, expr: &mut ast::Expr) -> ControlFlow<()> {
+        if self.functions
+            && let ast::Expr::Function(f) = expr
+            && f.over.is_none()
+            && let [ast::ObjectNamePart::Identifier(name)] = f.name.0.as_slice()
+        {
+            let argc = match &f.args {
+                ast::FunctionArguments::List(l) => l.args.len(),
+                _ => 0,
+            };
+            if !crate::bind::is_builtin_function(&name.value, argc) {
+                f.name.0.insert(0, ast::ObjectNamePart::Identifier(ast::Ident::with_quote('`', self.db)));
+            }
+        }
+        ControlFlow::Continue(())
+    }
 }
 
 fn current_user(info: &SessionInfo) -> String {

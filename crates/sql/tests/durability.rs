@@ -38,6 +38,7 @@ async fn run(session: &mut Session, sql: &str) -> Vec<Vec<Value>> {
         Ok(Outcome::Rows(rs)) => rs.rows,
         Ok(Outcome::Done { .. }) => Vec::new(),
         Ok(Outcome::Streamed { .. }) => unreachable!("no row sink was lent"),
+        Ok(Outcome::Results(_)) => unreachable!("no CALL here"),
         Err(e) => panic!("{sql}: {e}"),
     }
 }

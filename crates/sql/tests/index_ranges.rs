@@ -83,6 +83,7 @@ async fn rows(session: &mut Session, sql: &str) -> Result<Vec<String>, String> {
         Ok(Outcome::Rows(rs)) => Ok(rs.rows.iter().map(|r| format!("{r:?}")).collect()),
         Ok(Outcome::Done { affected, .. }) => Ok(vec![affected.to_string()]),
         Ok(Outcome::Streamed { .. }) => unreachable!("no row sink was lent"),
+        Ok(Outcome::Results(_)) => unreachable!("no CALL here"),
         Err(e) => Err(format!("{} {}", e.code, e.message)),
     }
 }

@@ -80,6 +80,7 @@ pub fn type_of(e: &Expr, scope: &Scope, outer: &[&Scope], aggs: &[SqlType], para
             crate::type_aggregation::aggregate(&values).with_collation(*collation)
         }
         Expr::Func(f, args) => f.result_type(&args.iter().map(t).collect::<Vec<_>>()),
+        Expr::Stored(call) => call.ty.clone(),
         Expr::Cast(_, ty) => ty.clone(),
         truth => {
             debug_assert!(truth.is_truth_value(), "every other expression is a truth value");

@@ -30,7 +30,7 @@ impl Session {
         self.ddl_statement(DdlStatement::Sql(stmt), params, text)
     }
 
-    /// CREATE / DROP TRIGGER (and, later, routines): checked, then run as DDL.
+    /// CREATE / DROP TRIGGER, PROCEDURE and FUNCTION: privileges checked, then run as DDL.
     pub(super) fn program_ddl(&mut self, statement: &ProgramStatement, text: &str) -> Result<Outcome> {
         match statement {
             ProgramStatement::CreateTrigger(def) => {
@@ -43,7 +43,20 @@ impl Session {
                     self.require_table(&db, &t.table, crate::accounts::TRIGGER)?;
                 }
             }
-            ProgramStatement::CreateRoutine(_) | ProgramStatement::DropRoutine { .. } => return Err(SqlError::unsupported("stored routines")),
+            ProgramStatement::CreateRoutine(def) => {
+                let db = crate::routine_ddl::routine_database(&self.info, def.db.as_ref())?;
+                self.require_database(&db, crate::accounts::CREATE_ROUTINE)?;
+            }
+            ProgramStatement::DropRoutine { db, name, function, .. } => {
+                let db = crate::routine_ddl::routine_database(&self.info, db.as_ref())?;
+                if self.privileges_on(&db, None) & crate::accounts::ALTER_ROUTINE == 0 {
+                    return Err(SqlError::new(
+                        codes::ER_PROCACCESS_DENIED_ERROR,
+                        format!("alter routine command denied to user '{}'@'{}' for routine '{db}.{name}'", self.info.user, self.info.account_host),
+                    ));
+                }
+                let _ = function;
+            }
         }
         self.ddl_statement(DdlStatement::Program(statement), &[], text)
     }
@@ -92,7 +105,12 @@ impl Session {
             DdlStatement::Program(ProgramStatement::DropTrigger { if_exists, db, name }) => {
                 crate::trigger_ddl::drop_trigger(&mut catalog, info, db.as_deref(), name, *if_exists, &mut warnings)
             }
-            DdlStatement::Program(ProgramStatement::CreateRoutine(_) | ProgramStatement::DropRoutine { .. }) => Err(SqlError::unsupported("stored routines")),
+            DdlStatement::Program(ProgramStatement::CreateRoutine(def)) => {
+                crate::routine_ddl::create_routine(&mut catalog, info, self.info.now_us(), def, &mut warnings)
+            }
+            DdlStatement::Program(ProgramStatement::DropRoutine { function, if_exists, db, name }) => {
+                crate::routine_ddl::drop_routine(&mut catalog, info, *function, db.as_ref(), name, *if_exists, &mut warnings)
+            }
             DdlStatement::Sql(stmt) => match stmt {
                 Statement::CreateDatabase { db_name, if_not_exists, default_charset, default_collation, .. } => {
                     ddl::database_collation(default_charset.as_deref(), default_collation.as_deref(), self.server_collation())
@@ -178,7 +196,9 @@ impl Session {
                 // MySQL binlogs it: a replay, or a replica, makes the same view.
                 let text = match statement {
                     DdlStatement::Sql(stmt) => view_ddl::logged_statement(stmt, &catalog, info),
-                    DdlStatement::Program(p) => crate::trigger_ddl::logged_statement(p, &catalog, info),
+                    DdlStatement::Program(p) => {
+                        crate::trigger_ddl::logged_statement(p, &catalog, info).or_else(|| crate::routine_ddl::logged_statement(p, &catalog, info))
+                    }
                 }
                 .unwrap_or_else(|| text.to_owned());
                 let mut changes = crate::durability::ddl_changes(&catalog, self.info.db.as_deref(), text, context, created_by_select.as_ref());

@@ -17,6 +17,10 @@ impl Session {
     /// checkpoints; `text` is the statement as the client sent it (the commit log records
     /// DDL as this text: sqlparser's Display does not round-trip every literal).
     pub(super) async fn execute(&mut self, stmt: &Statement, params: &[Value], text: &str) -> Result<Outcome> {
+        // A CALL runs its procedure's statements, each one of these (`call`).
+        if let Statement::Call(f) = stmt {
+            return Box::pin(self.call_statement(f, params)).await;
+        }
         self.check_privileges(stmt)?;
         // A write through an updatable view runs on the view's table (`view_writes`).
         let through_view = match stmt {

@@ -41,7 +41,7 @@ impl Session {
         let raised = self.info.expression_warnings.take();
         self.warnings.extend(raised);
         let (rows_sent, rows_affected) = match r {
-            Ok(o @ (Outcome::Rows(_) | Outcome::Streamed { .. })) => (o.result_rows(), 0),
+            Ok(o @ (Outcome::Rows(_) | Outcome::Streamed { .. } | Outcome::Results(_))) => (o.result_rows(), 0),
             Ok(Outcome::Done { affected, .. }) => (0, *affected),
             Err(_) => (0, 0),
         };

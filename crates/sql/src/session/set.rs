@@ -82,6 +82,13 @@ impl Session {
                         });
                         assignment = item.trim_start()[keyword.len()..].trim_start();
                     }
+                    // `@`name` = v` (a quoted user variable name, as PyMySQL's callproc sends):
+                    // the parser reads no quoted name after `@`.
+                    if let Some((name, value)) = quoted_user_variable(assignment) {
+                        let value = quill_sql_frontend::compound::parse_expr(value)?;
+                        plans.push(SetPlan::User { name, value: self.eval_const(&value, &[])? });
+                        continue;
+                    }
                     let parsed = crate::parse::parse(&format!("SET {assignment}"), statement.operators, statement.div_operators)?;
                     match parsed.first() {
                         Some(Statement::Set(ast::Set::SingleAssignment { variable, values, .. })) if parsed.len() == 1 && values.len() == 1 => {
@@ -270,6 +277,29 @@ pub(super) enum SetPlan {
     System { def: &'static vars::VarDef, global: bool, normalised: vars::Normalised },
     Names { charset: Charset, collation: String },
     CharacterSet { charset: Charset },
+}
+
+/// `@`name` = value` (or `'name'`, `"name"`): the name (lower-cased, doubled quotes undone)
+/// and the value's text.
+fn quoted_user_variable(assignment: &str) -> Option<(String, &str)> {
+    let rest = assignment.trim_start().strip_prefix('@')?;
+    let quote = rest.chars().next().filter(|c| matches!(c, '`' | '\'' | '"'))?;
+    let mut name = String::new();
+    let mut chars = rest[1..].char_indices();
+    let end = loop {
+        let (i, c) = chars.next()?;
+        if c == quote {
+            if rest[1 + i + 1..].starts_with(quote) {
+                name.push(quote);
+                chars.next();
+                continue;
+            }
+            break 1 + i + 1;
+        }
+        name.push(c);
+    };
+    let value = rest[end..].trim_start().strip_prefix('=')?;
+    Some((name.to_ascii_lowercase(), value.trim()))
 }
 
 /// `NAMES cs [COLLATE c]` (`cs` may be DEFAULT: utf8mb4).

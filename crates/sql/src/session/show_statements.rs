@@ -257,6 +257,20 @@ impl Session {
                 });
                 ResultSet { columns: crate::trigger_ddl::show_columns(), rows }
             }
+            ShowWhat::CreateRoutine { function, name } => {
+                let (db, name) = self.split_name(&name);
+                let db = db?;
+                let routine = catalog.routine(&db, &name, function).cloned().ok_or_else(|| crate::routine_ddl::no_such_routine(function, &db, &name))?;
+                if !self.may_see_routine(&routine) {
+                    return Err(crate::routine_ddl::no_such_routine(function, &db, &name));
+                }
+                let (columns, row) = crate::routine_ddl::show_create(&routine);
+                ResultSet { columns, rows: vec![row] }
+            }
+            ShowWhat::RoutineStatus { function } => {
+                let rows = crate::routine_ddl::status_rows(&catalog, function, like.as_deref(), |r| self.may_see_routine(r));
+                ResultSet { columns: crate::routine_ddl::status_columns(), rows }
+            }
             ShowWhat::CreateTrigger { name } => {
                 let (db, name) = self.split_name(&name);
                 let db = db?;
@@ -378,6 +392,12 @@ impl Session {
     }
 
     /// 1044 for SHOW TABLES / SHOW TABLE STATUS of a database the account has nothing in.
+    /// Whether the account may see a routine: it made it, or holds EXECUTE, CREATE ROUTINE or
+    /// ALTER ROUTINE on its database.
+    pub(crate) fn may_see_routine(&self, r: &crate::program_meta::RoutineMeta) -> bool {
+        self.info.may_see_routine(r)
+    }
+
     pub(super) fn require_visible_database(&self, db: &str) -> Result<()> {
         if self.info.may_see_database(db) { Ok(()) } else { Err(self.database_denied(db)) }
     }
