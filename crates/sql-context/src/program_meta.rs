@@ -25,6 +25,14 @@ pub struct TriggerMeta {
     pub event: Event,
     /// The body as written (information_schema's `ACTION_STATEMENT`).
     pub body: String,
+    pub creation: Creation,
+    pub program: Arc<Program>,
+}
+
+/// Who made a stored program, when, and under which settings: what SHOW and
+/// information_schema show beside its definition.
+#[derive(Debug, Clone)]
+pub struct Creation {
     /// `user`, `host`.
     pub definer: (String, String),
     /// The `sql_mode` it was made under (shown; see `docs/stored-programs.md`).
@@ -34,7 +42,40 @@ pub struct TriggerMeta {
     pub character_set_client: String,
     pub collation_connection: String,
     pub database_collation: String,
-    pub program: Arc<Program>,
+}
+
+impl Creation {
+    /// A program made now by `info`'s session, for `definer` (`None`: its own account), in a
+    /// database of collation `database_collation`.
+    #[must_use]
+    pub fn now(info: &crate::session_info::SessionInfo, now_us: i64, definer: Option<(String, String)>, database_collation: &str) -> Creation {
+        Creation {
+            definer: definer.unwrap_or_else(|| (info.user.clone(), info.account_host.clone())),
+            sql_mode: info.var("sql_mode").to_owned(),
+            created_us: now_us,
+            character_set_client: info.var("character_set_client").to_owned(),
+            collation_connection: info.var("collation_connection").to_owned(),
+            database_collation: database_collation.to_owned(),
+        }
+    }
+
+    /// `user@host` as information_schema shows a definer.
+    #[must_use]
+    pub fn definer_text(&self) -> String {
+        format!("{}@{}", self.definer.0, self.definer.1)
+    }
+
+    /// Whether `user`@`host` is the definer.
+    #[must_use]
+    pub fn is_definer(&self, user: &str, host: &str) -> bool {
+        self.definer.0 == user && self.definer.1 == host
+    }
+
+    /// `DEFINER=`user`@`host`` as SHOW CREATE writes it.
+    #[must_use]
+    pub fn definer_clause(&self) -> String {
+        format!("DEFINER={}@{}", quote(&self.definer.0), quote(&self.definer.1))
+    }
 }
 
 impl TriggerMeta {
@@ -42,21 +83,14 @@ impl TriggerMeta {
     #[must_use]
     pub fn definition(&self) -> String {
         format!(
-            "CREATE DEFINER={}@{} TRIGGER {} {} {} ON {} FOR EACH ROW {}",
-            quote(&self.definer.0),
-            quote(&self.definer.1),
+            "CREATE {} TRIGGER {} {} {} ON {} FOR EACH ROW {}",
+            self.creation.definer_clause(),
             quote(&self.name),
             self.timing.name(),
             self.event.name(),
             quote(&self.table),
             self.body
         )
-    }
-
-    /// `user@host` as information_schema shows a definer.
-    #[must_use]
-    pub fn definer_text(&self) -> String {
-        format!("{}@{}", self.definer.0, self.definer.1)
     }
 }
 
@@ -74,13 +108,7 @@ pub struct RoutineMeta {
     pub characteristics: quill_sql_frontend::program_ddl::Characteristics,
     /// The body as written (`ROUTINE_DEFINITION`).
     pub body: String,
-    /// `user`, `host`.
-    pub definer: (String, String),
-    pub sql_mode: String,
-    pub created_us: i64,
-    pub character_set_client: String,
-    pub collation_connection: String,
-    pub database_collation: String,
+    pub creation: Creation,
     pub program: Arc<Program>,
 }
 
@@ -98,19 +126,12 @@ impl RoutineMeta {
         let characteristics = self.characteristics.text();
         let characteristics = if characteristics.is_empty() { String::new() } else { format!("\n    {characteristics}") };
         format!(
-            "CREATE DEFINER={}@{} {} {}({}){returns}{characteristics}\n{}",
-            quote(&self.definer.0),
-            quote(&self.definer.1),
+            "CREATE {} {} {}({}){returns}{characteristics}\n{}",
+            self.creation.definer_clause(),
             self.kind(),
             quote(&self.name),
             self.params_text,
             self.body
         )
-    }
-
-    /// `user@host` as information_schema shows a definer.
-    #[must_use]
-    pub fn definer_text(&self) -> String {
-        format!("{}@{}", self.definer.0, self.definer.1)
     }
 }

@@ -63,7 +63,7 @@ impl SessionInfo {
     #[must_use]
     pub fn may_see_routine(&self, r: &crate::program_meta::RoutineMeta) -> bool {
         let privs = crate::accounts::EXECUTE | crate::accounts::CREATE_ROUTINE | crate::accounts::ALTER_ROUTINE;
-        (r.definer.0 == self.user && r.definer.1 == self.account_host) || self.privileges_on(&r.db, None) & privs != 0
+        r.creation.is_definer(&self.user, &self.account_host) || self.privileges_on(&r.db, None) & privs != 0
     }
 
     /// Records a warning raised by an expression (see `expression_warnings`).

@@ -17,7 +17,7 @@ use quill_storage::Value;
 
 use crate::catalog::Catalog;
 use crate::error::{Result, SqlError, Warning, codes};
-use crate::program_meta::RoutineMeta;
+use crate::program_meta::{Creation, RoutineMeta};
 use crate::query::OutColumn;
 use crate::session_info::SessionInfo;
 use crate::types::SqlType;
@@ -56,7 +56,6 @@ pub fn create_routine(catalog: &mut Catalog, info: &SessionInfo, now_us: i64, de
     let mut program = program::compile(if def.function { Kind::Function } else { Kind::Procedure }, &def.params, &def.body)?;
     crate::trigger_ddl::check_system_variables(&program)?;
     crate::trigger_ddl::qualify_program(&mut program, &db);
-    let definer = def.definer.clone().unwrap_or_else(|| (info.user.clone(), info.account_host.clone()));
     catalog.add_routine(RoutineMeta {
         db,
         name: def.name.clone(),
@@ -66,12 +65,7 @@ pub fn create_routine(catalog: &mut Catalog, info: &SessionInfo, now_us: i64, de
         returns: def.returns.clone(),
         characteristics: def.characteristics.clone(),
         body: def.body_text.clone(),
-        definer,
-        sql_mode: info.var("sql_mode").to_owned(),
-        created_us: now_us,
-        character_set_client: info.var("character_set_client").to_owned(),
-        collation_connection: info.var("collation_connection").to_owned(),
-        database_collation: collation.name().to_owned(),
+        creation: Creation::now(info, now_us, def.definer.clone(), collation.name()),
         program: Arc::new(program),
     })
 }
@@ -141,7 +135,17 @@ pub fn show_create(r: &RoutineMeta) -> (Vec<OutColumn>, Vec<Value>) {
     ];
     let columns = names.iter().map(|n| OutColumn::computed(n, text(1024))).collect();
     let s = |x: &str| Value::Str(x.to_owned());
-    (columns, vec![s(&r.name), s(&r.sql_mode), s(&r.definition()), s(&r.character_set_client), s(&r.collation_connection), s(&r.database_collation)])
+    (
+        columns,
+        vec![
+            s(&r.name),
+            s(&r.creation.sql_mode),
+            s(&r.definition()),
+            s(&r.creation.character_set_client),
+            s(&r.creation.collation_connection),
+            s(&r.creation.database_collation),
+        ],
+    )
 }
 
 /// SHOW PROCEDURE | FUNCTION STATUS: its columns.
@@ -177,14 +181,14 @@ pub fn status_rows(catalog: &Catalog, function: bool, like: Option<&str>, visibl
                 s(&r.db),
                 s(&r.name),
                 s(r.kind()),
-                s(&r.definer_text()),
-                created(r.created_us),
-                created(r.created_us),
+                s(&r.creation.definer_text()),
+                created(r.creation.created_us),
+                created(r.creation.created_us),
                 s(if r.characteristics.security_invoker { "INVOKER" } else { "DEFINER" }),
                 s(&r.characteristics.comment),
-                s(&r.character_set_client),
-                s(&r.collation_connection),
-                s(&r.database_collation),
+                s(&r.creation.character_set_client),
+                s(&r.creation.collation_connection),
+                s(&r.creation.database_collation),
             ]
         })
         .collect()
@@ -222,14 +226,14 @@ pub fn schema_rows(catalog: &Catalog, visible: impl Fn(&RoutineMeta) -> bool) ->
                 s(&r.characteristics.data_access),
                 Value::Null,
                 s(if r.characteristics.security_invoker { "INVOKER" } else { "DEFINER" }),
-                created(r.created_us),
-                created(r.created_us),
-                s(&r.sql_mode),
+                created(r.creation.created_us),
+                created(r.creation.created_us),
+                s(&r.creation.sql_mode),
                 s(&r.characteristics.comment),
-                s(&r.definer_text()),
-                s(&r.character_set_client),
-                s(&r.collation_connection),
-                s(&r.database_collation),
+                s(&r.creation.definer_text()),
+                s(&r.creation.character_set_client),
+                s(&r.creation.collation_connection),
+                s(&r.creation.database_collation),
             ]);
         }
     }

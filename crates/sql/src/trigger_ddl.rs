@@ -17,7 +17,7 @@ use quill_storage::Value;
 
 use crate::catalog::Catalog;
 use crate::error::{Result, SqlError, Warning, codes};
-use crate::program_meta::TriggerMeta;
+use crate::program_meta::{Creation, TriggerMeta};
 use crate::query::OutColumn;
 use crate::session_info::SessionInfo;
 use crate::types::SqlType;
@@ -64,7 +64,6 @@ pub fn create_trigger(catalog: &mut Catalog, info: &SessionInfo, now_us: i64, de
             return Err(SqlError::bad_field(column, if *new { "NEW" } else { "OLD" }));
         }
     }
-    let definer = def.definer.clone().unwrap_or_else(|| (info.user.clone(), info.account_host.clone()));
     let collation = catalog.database(&db)?.collation.name().to_owned();
     let meta = TriggerMeta {
         db: db.clone(),
@@ -73,12 +72,7 @@ pub fn create_trigger(catalog: &mut Catalog, info: &SessionInfo, now_us: i64, de
         timing: def.timing,
         event: def.event,
         body: def.body_text.clone(),
-        definer,
-        sql_mode: info.var("sql_mode").to_owned(),
-        created_us: now_us,
-        character_set_client: info.var("character_set_client").to_owned(),
-        collation_connection: info.var("collation_connection").to_owned(),
-        database_collation: collation,
+        creation: Creation::now(info, now_us, def.definer.clone(), &collation),
         program: Arc::new(program),
     };
     catalog.add_trigger(meta, def.order.as_ref().map(|(follows, other)| (*follows, other.as_str())))
@@ -98,9 +92,8 @@ pub fn logged_statement(statement: &ProgramStatement, catalog: &Catalog, info: &
         None => String::new(),
     };
     Some(format!(
-        "CREATE DEFINER={}@{} TRIGGER {}.{} {} {} ON {} FOR EACH ROW {order}{}",
-        quote(&t.definer.0),
-        quote(&t.definer.1),
+        "CREATE {} TRIGGER {}.{} {} {} ON {} FOR EACH ROW {order}{}",
+        t.creation.definer_clause(),
         quote(&db),
         quote(&t.name),
         t.timing.name(),
@@ -247,11 +240,11 @@ pub fn schema_rows(catalog: &Catalog, visible: impl Fn(&TriggerMeta) -> bool) ->
                 s("OLD"),
                 s("NEW"),
                 created(t),
-                s(&t.sql_mode),
-                s(&t.definer_text()),
-                s(&t.character_set_client),
-                s(&t.collation_connection),
-                s(&t.database_collation),
+                s(&t.creation.sql_mode),
+                s(&t.creation.definer_text()),
+                s(&t.creation.character_set_client),
+                s(&t.creation.collation_connection),
+                s(&t.creation.database_collation),
             ]
         })
         .collect()
@@ -259,7 +252,7 @@ pub fn schema_rows(catalog: &Catalog, visible: impl Fn(&TriggerMeta) -> bool) ->
 
 /// When a trigger was made, to the hundredth of a second (as MySQL keeps it).
 fn created(t: &TriggerMeta) -> Value {
-    Value::DateTime(crate::types::round_micros(t.created_us, 2))
+    Value::DateTime(crate::types::round_micros(t.creation.created_us, 2))
 }
 
 /// SHOW TRIGGERS' columns.
@@ -296,11 +289,11 @@ pub fn show_rows(catalog: &Catalog, db: &str, like: Option<&str>, visible: impl 
                 s(&t.body),
                 s(t.timing.name()),
                 created(t),
-                s(&t.sql_mode),
-                s(&t.definer_text()),
-                s(&t.character_set_client),
-                s(&t.collation_connection),
-                s(&t.database_collation),
+                s(&t.creation.sql_mode),
+                s(&t.creation.definer_text()),
+                s(&t.creation.character_set_client),
+                s(&t.creation.collation_connection),
+                s(&t.creation.database_collation),
             ]
         })
         .collect()
@@ -312,7 +305,14 @@ pub fn show_create(t: &TriggerMeta) -> (Vec<OutColumn>, Vec<Value>) {
     let names = ["Trigger", "sql_mode", "SQL Original Statement", "character_set_client", "collation_connection", "Database Collation", "Created"];
     let columns = names.iter().map(|n| OutColumn::computed(n, if *n == "Created" { SqlType::DateTime(2) } else { text(1024) })).collect();
     let s = |x: &str| Value::Str(x.to_owned());
-    let row =
-        vec![s(&t.name), s(&t.sql_mode), s(&t.definition()), s(&t.character_set_client), s(&t.collation_connection), s(&t.database_collation), created(t)];
+    let row = vec![
+        s(&t.name),
+        s(&t.creation.sql_mode),
+        s(&t.definition()),
+        s(&t.creation.character_set_client),
+        s(&t.creation.collation_connection),
+        s(&t.creation.database_collation),
+        created(t),
+    ];
     (columns, row)
 }

@@ -48,7 +48,7 @@ impl<'a, 'e> Binder<'a, 'e> {
         let db = db.as_deref().ok_or_else(missing)?;
         let routine = self.env.catalog.routine(db, &name, true).ok_or_else(missing)?;
         let info = self.env.info;
-        let definer = routine.definer.0 == info.user && routine.definer.1 == info.account_host;
+        let definer = routine.creation.is_definer(&info.user, &info.account_host);
         if info.privileges_on(db, None) & quill_sql_types::privileges::EXECUTE == 0 && !definer {
             return Err(SqlError::new(
                 codes::ER_PROCACCESS_DENIED_ERROR,

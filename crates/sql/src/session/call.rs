@@ -157,7 +157,7 @@ impl Session {
     }
 
     fn is_definer_of(&self, r: &RoutineMeta) -> bool {
-        r.definer.0 == self.info.user && r.definer.1 == self.info.account_host
+        r.creation.is_definer(&self.info.user, &self.info.account_host)
     }
 
     /// SQL SECURITY DEFINER: the session's account becomes the routine's definer (when that
@@ -166,8 +166,9 @@ impl Session {
         if r.characteristics.security_invoker || self.is_definer_of(r) {
             return None;
         }
-        self.info.engine.acl.read().account(&r.definer.0, &r.definer.1)?;
-        let previous = (std::mem::replace(&mut self.info.user, r.definer.0.clone()), std::mem::replace(&mut self.info.account_host, r.definer.1.clone()));
+        let (user, host) = &r.creation.definer;
+        self.info.engine.acl.read().account(user, host)?;
+        let previous = (std::mem::replace(&mut self.info.user, user.clone()), std::mem::replace(&mut self.info.account_host, host.clone()));
         Some(previous)
     }
 
