@@ -172,3 +172,18 @@ def test_information_schema_keywords_lists_the_reserved_words(conn):
     assert {"SELECT", "GROUP", "WINDOW", "LATERAL", "RANK"} <= reserved
     assert not {"ADMIN", "ACCOUNT", "BEGIN"} & reserved
     assert rows(conn, "SELECT RESERVED FROM INFORMATION_SCHEMA.KEYWORDS WHERE WORD = 'BEGIN'") == ((0,),)
+
+
+@pytest.mark.mysql8_only
+def test_information_schema_tables_tools_read_at_start_up(conn, fresh_db):
+    # Vitess's schema engine, ORMs' reflection: PARTITIONS, INNODB_TABLES, INNODB_TABLESPACES,
+    # FILES and USER_PRIVILEGES answer with MySQL 8's columns.
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE p (id INT PRIMARY KEY, a VARCHAR(10))")
+        cur.execute("INSERT INTO p VALUES (1, 'x'), (2, 'y')")
+    assert rows(conn, f"SELECT table_name, partition_name, partition_method, table_rows FROM information_schema.partitions WHERE table_schema = '{fresh_db}'") == (("p", None, None, 2),)
+    assert rows(conn, f"SELECT n_cols, space_type, row_format FROM information_schema.innodb_tables WHERE name = '{fresh_db}/p'") == ((5, "Single", "Dynamic"),)
+    assert rows(conn, f"SELECT page_size, state FROM information_schema.innodb_tablespaces WHERE name = '{fresh_db}/p'") == ((16384, "normal"),)
+    assert rows(conn, "SELECT COUNT(*) FROM information_schema.files WHERE table_name = 'p'") == ((0,),)
+    privileges = {r[0] for r in rows(conn, "SELECT privilege_type FROM information_schema.user_privileges WHERE grantee = \"'root'@'localhost'\"")}
+    assert {"SELECT", "SUPER", "CREATE ROUTINE", "TRIGGER"} <= privileges

@@ -24,6 +24,7 @@ mod program_run;
 mod routine_ddl;
 mod schema_constraints;
 mod schema_server;
+mod schema_storage;
 pub mod session;
 mod show;
 mod stored_functions;

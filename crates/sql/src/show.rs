@@ -403,11 +403,10 @@ impl SystemTables for SystemSchemas {
 /// database or table only where it has some privilege (`session::privileges`).
 ///
 /// # Errors
-/// 1109 for a table Quill does not provide; 1227 for INNODB_TRX and
-/// INNODB_BUFFER_POOL_STATS without PROCESS.
+/// 1109 for a table Quill does not provide; 1227 for the `INNODB_` tables without PROCESS.
 pub fn information_schema_table(env: &Env<'_>, name: &str) -> Result<(Vec<OutColumn>, Vec<Vec<Value>>)> {
     let info = env.info;
-    if name.eq_ignore_ascii_case("INNODB_TRX") || name.eq_ignore_ascii_case("INNODB_BUFFER_POOL_STATS") {
+    if name.len() > 7 && name[..7].eq_ignore_ascii_case("INNODB_") {
         info.require_global(crate::accounts::PROCESS, "PROCESS")?;
     }
     let (columns, mut rows) = information_schema_rows(env, name)?;
@@ -427,17 +426,21 @@ pub fn information_schema_table(env: &Env<'_>, name: &str) -> Result<(Vec<OutCol
 
 /// The `information_schema` tables Quill answers, as `SHOW TABLES FROM information_schema`
 /// lists them: every name [`information_schema_rows`] knows.
-pub const INFORMATION_SCHEMA_TABLES: [&str; 19] = [
+pub const INFORMATION_SCHEMA_TABLES: [&str; 24] = [
     "CHARACTER_SETS",
     "CHECK_CONSTRAINTS",
     "COLLATIONS",
     "COLUMNS",
     "ENGINES",
+    "FILES",
     "INNODB_BUFFER_POOL_STATS",
+    "INNODB_TABLES",
+    "INNODB_TABLESPACES",
     "INNODB_TRX",
     "KEYWORDS",
     "KEY_COLUMN_USAGE",
     "PARAMETERS",
+    "PARTITIONS",
     "PROCESSLIST",
     "REFERENTIAL_CONSTRAINTS",
     "ROUTINES",
@@ -446,6 +449,7 @@ pub const INFORMATION_SCHEMA_TABLES: [&str; 19] = [
     "TABLES",
     "TABLE_CONSTRAINTS",
     "TRIGGERS",
+    "USER_PRIVILEGES",
     "VIEWS",
 ];
 
@@ -646,6 +650,15 @@ fn information_schema_rows(env: &Env<'_>, name: &str) -> Result<(Vec<OutColumn>,
         "COLLATIONS" => crate::schema_server::collations(),
         "ROUTINES" => (crate::schema_server::routines().0, crate::routine_ddl::schema_rows(catalog, |r| env.info.may_see_routine(r))),
         "PARAMETERS" => crate::routine_ddl::parameters(catalog, |r| env.info.may_see_routine(r)),
+        "PARTITIONS" => crate::schema_storage::partitions(catalog),
+        "FILES" => crate::schema_storage::files(),
+        "INNODB_TABLES" => crate::schema_storage::innodb_tables(catalog),
+        "INNODB_TABLESPACES" => crate::schema_storage::innodb_tablespaces(catalog),
+        "USER_PRIVILEGES" => {
+            let info = env.info;
+            let sees_all = info.global_privileges() & (crate::accounts::CREATE_USER | crate::accounts::SUPER) != 0;
+            crate::schema_storage::user_privileges(&info.engine.acl.read(), |user, host| sees_all || (user == info.user && host == info.account_host))
+        }
         "KEYWORDS" => (
             cols(&[("WORD", text(128)), ("RESERVED", SqlType::Int { kind: crate::types::IntKind::Int, unsigned: false, display: None })]),
             crate::keywords::KEYWORDS.iter().map(|(w, reserved)| vec![s(*w), Value::Int(i64::from(*reserved))]).collect(),
