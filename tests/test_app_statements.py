@@ -187,3 +187,27 @@ def test_information_schema_tables_tools_read_at_start_up(conn, fresh_db):
     assert rows(conn, "SELECT COUNT(*) FROM information_schema.files WHERE table_name = 'p'") == ((0,),)
     privileges = {r[0] for r in rows(conn, "SELECT privilege_type FROM information_schema.user_privileges WHERE grantee = \"'root'@'localhost'\"")}
     assert {"SELECT", "SUPER", "CREATE ROUTINE", "TRIGGER"} <= privileges
+
+
+def test_bit_columns_hold_bits_and_send_bytes(conn, fresh_db):
+    # Hibernate maps booleans to BIT; JDBC and Python drivers read BIT values as bytes.
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE b (id INT PRIMARY KEY, flag BIT NOT NULL, m BIT(12) DEFAULT b'101')")
+        cur.execute("INSERT INTO b (id, flag) VALUES (1, 1), (2, 0)")
+        cur.execute("INSERT INTO b VALUES (3, b'1', 4095), (4, %s, %s)", (True, 7))
+        cur.execute("SHOW CREATE TABLE b")
+        create = cur.fetchone()[1]
+    assert "`flag` bit(1) NOT NULL" in create and "`m` bit(12) DEFAULT b'101'" in create
+    assert rows(conn, "SELECT id, flag, m, flag + 0, m + 0, HEX(m) FROM b ORDER BY id") == (
+        (1, b"\x01", b"\x00\x05", 1, 5, "5"),
+        (2, b"\x00", b"\x00\x05", 0, 5, "5"),
+        (3, b"\x01", b"\x0f\xff", 1, 4095, "FFF"),
+        (4, b"\x01", b"\x00\x07", 1, 7, "7"),
+    )
+    assert rows(conn, "SELECT id FROM b WHERE flag = 1 ORDER BY id") == ((1,), (3,), (4,))
+    assert rows(conn, f"SELECT column_type, data_type, numeric_precision FROM information_schema.columns WHERE table_schema = '{fresh_db}' AND table_name = 'b' AND column_name <> 'id' ORDER BY ordinal_position") == (
+        ("bit(1)", "bit", 1),
+        ("bit(12)", "bit", 12),
+    )
+    assert errno(conn, "INSERT INTO b VALUES (5, 2, 0)") == 1406
+    assert errno(conn, "INSERT INTO b VALUES (6, 0, 4096)") == 1406

@@ -406,3 +406,70 @@ def test_a_dump_with_routines_restores_them(conn, fresh_db, server):
             assert str(rows(c, "SELECT fee(100)")[0][0]) == "1.00"
         finally:
             c.close()
+
+
+def test_blocks_close_their_cursors_and_continue_resumes_after_a_failed_condition(conn):
+    execute(
+        conn,
+        "CREATE TABLE one (v INT)",
+        "INSERT INTO one VALUES (1), (2)",
+        """CREATE PROCEDURE twice(OUT total INT)
+           BEGIN
+             DECLARE i INT DEFAULT 0;
+             SET total = 0;
+             WHILE i < 2 DO
+               BEGIN
+                 DECLARE v INT;
+                 DECLARE done INT DEFAULT 0;
+                 DECLARE c CURSOR FOR SELECT one.v FROM one;
+                 DECLARE CONTINUE HANDLER FOR NOT FOUND SET done = 1;
+                 OPEN c;
+                 l: LOOP FETCH c INTO v; IF done THEN LEAVE l; END IF; SET total = total + v; END LOOP;
+               END;
+               SET i = i + 1;
+             END WHILE;
+           END""",
+        """CREATE PROCEDURE skip_failed(OUT trail VARCHAR(40))
+           BEGIN
+             DECLARE CONTINUE HANDLER FOR SQLEXCEPTION SET trail = CONCAT(trail, 'h');
+             SET trail = 's';
+             IF (SELECT v FROM one) > 0 THEN SET trail = CONCAT(trail, 'then'); ELSE SET trail = CONCAT(trail, 'else'); END IF;
+             SET trail = CONCAT(trail, 'e');
+           END""",
+    )
+    execute(conn, "CALL twice(@t)")
+    assert rows(conn, "SELECT @t") == ((6,),)
+    # The condition fails (a subquery of two rows): the handler runs, then the statement after the IF.
+    execute(conn, "CALL skip_failed(@trail)")
+    assert rows(conn, "SELECT @trail") == (("she",),)
+
+
+def test_a_procedure_runs_in_its_own_database_and_may_use_dynamic_sql(conn, fresh_db, server):
+    execute(
+        conn,
+        "CREATE TABLE t (id INT PRIMARY KEY)",
+        "CREATE PROCEDURE inner_p(OUT d VARCHAR(64)) SET d = DATABASE()",
+        "CREATE PROCEDURE outer_p(OUT d VARCHAR(64)) CALL inner_p(d)",
+        """CREATE PROCEDURE dyn(IN n INT)
+           BEGIN
+             SET @q = CONCAT('INSERT INTO t VALUES (', n, ')');
+             PREPARE s FROM @q;
+             EXECUTE s;
+             DEALLOCATE PREPARE s;
+             PREPARE s2 FROM 'SELECT COUNT(*) FROM t';
+             EXECUTE s2;
+           END""",
+    )
+    with scratch_database(server, "elsewhere") as other:
+        c = server.connect(other)
+        try:
+            execute(c, f"CALL `{fresh_db}`.outer_p(@d)")
+            assert rows(c, "SELECT @d, DATABASE()") == ((fresh_db, other),)
+        finally:
+            c.close()
+    with conn.cursor() as cur:
+        cur.execute("CALL dyn(5)")
+        assert cur.fetchall() == ((1,),)
+        while cur.nextset():
+            pass
+    assert rows(conn, "SELECT id FROM t") == ((5,),)

@@ -380,3 +380,58 @@ def test_a_replica_applies_what_triggers_did_and_fires_none_again(tmp_path):
         # On the replica itself, the trigger fires for its own writes.
         replica.run("STOP REPLICA", "INSERT INTO app.t VALUES (9)")
         assert replica.run("SELECT t FROM app.log WHERE t = 9") == ((9,),)
+
+
+def test_a_before_trigger_may_fill_a_not_null_column(conn):
+    execute(
+        conn,
+        "CREATE TABLE n (id INT PRIMARY KEY AUTO_INCREMENT, a INT NOT NULL, b INT NOT NULL DEFAULT 5, CHECK (a >= 0))",
+        "CREATE TRIGGER n_bi BEFORE INSERT ON n FOR EACH ROW SET NEW.a = IFNULL(NEW.a, 0)",
+        "CREATE TRIGGER n_bu BEFORE UPDATE ON n FOR EACH ROW SET NEW.a = IFNULL(NEW.a, OLD.a)",
+        "INSERT INTO n (a) VALUES (NULL), (7)",
+        "UPDATE n SET a = NULL WHERE id = 2",
+    )
+    assert rows(conn, "SELECT id, a, b FROM n ORDER BY id") == ((1, 0, 5), (2, 7, 5))
+    # The row's checks still hold after the trigger.
+    assert errno(conn, "INSERT INTO n (a) VALUES (-1)") == 3819
+
+
+def test_a_trigger_runs_with_its_definers_privileges(conn, fresh_db, server):
+    user = f"t{fresh_db[-8:]}"
+    execute(
+        conn,
+        "CREATE TABLE mine (id INT PRIMARY KEY)",
+        "CREATE TABLE secret (id INT PRIMARY KEY)",
+        f"CREATE USER '{user}'@'%'",
+        f"GRANT SELECT, INSERT, TRIGGER ON `{fresh_db}`.mine TO '{user}'@'%'",
+    )
+    c = pymysql.connect(host=server.host, port=server.port, user=user, password="", database=fresh_db, autocommit=True)
+    try:
+        # Naming another account as definer needs SUPER.
+        assert errno(c, "CREATE DEFINER=root@localhost TRIGGER up AFTER INSERT ON mine FOR EACH ROW INSERT INTO secret VALUES (NEW.id)") == 1227
+        execute(c, "CREATE TRIGGER up AFTER INSERT ON mine FOR EACH ROW INSERT INTO secret VALUES (NEW.id)")
+        # The trigger writes with its definer's privileges, which do not reach `secret`.
+        assert errno(c, "INSERT INTO mine VALUES (1)") == 1142
+    finally:
+        c.close()
+    assert rows(conn, "SELECT COUNT(*) FROM secret") == ((0,),)
+    assert rows(conn, "SELECT COUNT(*) FROM mine") == ((0,),)
+    execute(conn, f"DROP USER '{user}'@'%'")
+
+
+def test_a_trigger_whose_column_went_away_still_starts_and_fails_when_it_fires(tmp_path):
+    datadir = tmp_path / "d"
+    with PrivateQuill(datadir, "--quill-checkpoint-log-bytes=4096") as q:
+        q.run("CREATE DATABASE app", "CREATE TABLE app.t (id INT PRIMARY KEY, b INT)")
+        q.run("CREATE TRIGGER app.t_bi BEFORE INSERT ON app.t FOR EACH ROW SET NEW.b = 1")
+        q.run("ALTER TABLE app.t DROP COLUMN b")
+        q.run("CREATE TABLE app.filler (id INT PRIMARY KEY, pad VARCHAR(200))")
+        for i in range(60):
+            q.run(f"INSERT INTO app.filler VALUES ({i}, REPEAT('x', 150))")
+        q.wait_for_checkpoint()
+    with PrivateQuill(datadir) as q:
+        c = q.connect()
+        try:
+            assert errno(c, "INSERT INTO app.t VALUES (1)") == 1054
+        finally:
+            c.close()

@@ -325,6 +325,7 @@ fn column_kind(ty: &SqlType) -> ColumnKind {
         SqlType::Json => ColumnKind::Blob { length_bytes: 4 },
         SqlType::Date => ColumnKind::Date,
         SqlType::Year => ColumnKind::Year,
+        SqlType::Bit(bits) => ColumnKind::Bit { bits: *bits },
         SqlType::DateTime(fsp) => ColumnKind::DateTime { fsp: *fsp },
         SqlType::Timestamp(fsp) => ColumnKind::Timestamp { fsp: *fsp },
         SqlType::Time(fsp) => ColumnKind::Time { fsp: *fsp },

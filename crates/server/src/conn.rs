@@ -1051,6 +1051,7 @@ fn column_type(ty: &SqlType) -> ColumnType {
         SqlType::Decimal { .. } => ColumnType::NewDecimal,
         SqlType::Float => ColumnType::Float,
         SqlType::Double => ColumnType::Double,
+        SqlType::Bit(_) => ColumnType::Bit,
         SqlType::Char { .. } | SqlType::Binary(_) => ColumnType::String,
         SqlType::VarChar { .. } | SqlType::VarBinary(_) => ColumnType::VarString,
         SqlType::Text { .. } | SqlType::Blob(_) => ColumnType::Blob,
@@ -1151,6 +1152,8 @@ fn to_binary(v: &Value, ty: &SqlType) -> BinaryValue {
     use chrono::{Datelike, Timelike};
     match v {
         Value::Null => BinaryValue::Null,
+        // A BIT value goes as its bytes, as in the text protocol.
+        _ if matches!(ty, SqlType::Bit(_)) => BinaryValue::Bytes(quill_sql::types::to_text(v, ty).unwrap_or_default()),
         Value::Int(i) => match column_type(ty) {
             ColumnType::Float | ColumnType::Double => BinaryValue::Double(*i as f64),
             ColumnType::Tiny | ColumnType::Short | ColumnType::Long | ColumnType::Int24 | ColumnType::LongLong | ColumnType::Year => BinaryValue::Int(*i),

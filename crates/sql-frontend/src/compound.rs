@@ -194,6 +194,11 @@ pub fn parse_expr(text: &str) -> Result<ast::Expr> {
 pub fn parse_sql(text: &str) -> Result<Sql> {
     let (text, into) = cut_into(text);
     let statement = text::single(text.as_bytes(), LexOptions::default())?;
+    // Dynamic SQL is the session's, by its words (sqlparser reads EXECUTE otherwise).
+    let first = crate::words::Words::new(&text).next().unwrap_or_default().to_ascii_uppercase();
+    if matches!(first.as_str(), "PREPARE" | "EXECUTE" | "DEALLOCATE") {
+        return Ok(Sql { text, parsed: None, into });
+    }
     let rewritten = crate::parse::rewrite_set_assignment(&statement.text);
     let parsed = match crate::parse::parse(&rewritten, statement.operators, statement.div_operators) {
         Ok(mut s) if s.len() == 1 => s.pop(),
@@ -294,7 +299,18 @@ pub(crate) struct Tokens<'a> {
     pub(crate) sql: &'a str,
     pub(crate) tokens: Vec<(Token, usize)>,
     pub(crate) at: usize,
+    /// Compound statements open around the one being read ([`BODY_NESTING_MAX`]).
+    depth: usize,
 }
+
+/// How deeply compound statements (blocks, loops, IF, CASE, handlers) may nest in a body:
+/// the parser and the compiler recurse once per level, so the bound keeps their stack
+/// small; deeper is 1436, as for any statement nested too deep.
+pub const BODY_NESTING_MAX: usize = 64;
+/// Stack left below which reading (or compiling) one more level first grows the stack.
+pub const STACK_RED_ZONE_BYTES: usize = 256 << 10;
+/// How much stack each growth adds.
+pub const STACK_GROWTH_BYTES: usize = 4 << 20;
 
 impl<'a> Tokens<'a> {
     pub(crate) fn new(sql: &'a str) -> Result<Tokens<'a>> {
@@ -302,7 +318,7 @@ impl<'a> Tokens<'a> {
         let spanned = Tokenizer::new(&dialect, sql).tokenize_with_location().map_err(|e| SqlError::parse(&e.to_string()))?;
         let offsets = offsets(sql, &spanned);
         let tokens = spanned.into_iter().zip(offsets).filter(|(t, _)| !matches!(t.token, Token::Whitespace(_))).map(|(t, o)| (t.token, o)).collect();
-        Ok(Tokens { sql, tokens, at: 0 })
+        Ok(Tokens { sql, tokens, at: 0, depth: 0 })
     }
 
     /// The byte offset of token `i` (the text's end past the last).
@@ -426,12 +442,27 @@ impl<'a> Tokens<'a> {
     /// does not keep apart from its type's).
     pub(crate) fn data_type(&mut self) -> Result<ast::DataType> {
         let from = self.offset(self.at);
-        let rest = &self.sql[from..];
+        // The type ends before a `,` or `)` outside its own parentheses, or a `;`: parse that
+        // much only (re-reading the whole rest for each declaration would be quadratic).
+        let mut depth = 0usize;
+        let mut end = self.at;
+        while let Some((t, _)) = self.tokens.get(end) {
+            match t {
+                Token::LParen => depth += 1,
+                Token::RParen if depth == 0 => break,
+                Token::RParen => depth -= 1,
+                Token::Comma if depth == 0 => break,
+                Token::SemiColon => break,
+                _ => {}
+            }
+            end += 1;
+        }
+        let rest = &self.sql[from..self.offset(end)];
         let dialect = QuillDialect::default();
         let mut p = Parser::new(&dialect).try_with_sql(rest).map_err(|e| SqlError::parse(&e.to_string()))?;
         let ty = p.parse_data_type().map_err(|_| self.syntax())?;
         let next = p.peek_token();
-        let end = if next.token == Token::EOF { self.sql.len() } else { from + crate::parse::token_offset(rest, &next) };
+        let end = if next.token == Token::EOF { from + rest.len() } else { from + crate::parse::token_offset(rest, &next) };
         self.seek(end);
         loop {
             if self.eat_word("CHARSET") || (self.is_word("CHARACTER") && self.word_at(1).as_deref() == Some("SET")) {
@@ -494,6 +525,18 @@ impl<'a> Tokens<'a> {
     }
 
     fn statement(&mut self) -> Result<Stmt> {
+        self.depth += 1;
+        let s = if self.depth > BODY_NESTING_MAX {
+            Err(SqlError::new(quill_sql_types::error::codes::ER_STACK_OVERRUN_NEED_MORE, format!("Compound statements nest more than {BODY_NESTING_MAX} deep")))
+        } else {
+            // Each level takes tens of kilobytes of stack in a debug build: grow it as needed.
+            stacker::maybe_grow(STACK_RED_ZONE_BYTES, STACK_GROWTH_BYTES, || self.statement_inner())
+        };
+        self.depth -= 1;
+        s
+    }
+
+    fn statement_inner(&mut self) -> Result<Stmt> {
         let label = self.label();
         let Some(word) = self.word_at(0) else {
             if label.is_some() {
@@ -846,6 +889,14 @@ mod tests {
         }
         let e = parse_body("a: BEGIN END b").unwrap_err();
         assert_eq!(e.code, 1310, "{e}");
+    }
+
+    #[test]
+    fn nesting_is_bounded() {
+        let deep = format!("{}SELECT 1;{}", "BEGIN ".repeat(BODY_NESTING_MAX + 5), " END;".repeat(BODY_NESTING_MAX + 5));
+        assert_eq!(parse_body(deep.trim_end_matches(';')).unwrap_err().code, 1436);
+        let fine = format!("{}SELECT 1;{}", "BEGIN ".repeat(10), " END;".repeat(10));
+        assert!(parse_body(fine.trim_end_matches(';')).is_ok());
     }
 
     #[test]

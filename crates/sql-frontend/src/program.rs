@@ -210,6 +210,9 @@ pub enum Instr {
         condition: Option<ConditionValue>,
         items: Vec<(String, Expr)>,
     },
+    /// Close these cursors (entering the block that declares them: a cursor is closed when
+    /// its block is left, so a loop may open it again).
+    ResetCursors(Vec<usize>),
     /// Raise this error (a CASE with no ELSE that matched nothing: 1339).
     Raise {
         code: u16,
@@ -230,6 +233,10 @@ pub struct Program {
     pub cursors: Vec<Cursor>,
     /// The first `params` slots are the routine's parameters.
     pub params: usize,
+    /// Where a CONTINUE handler goes on after an instruction that failed, when not at the
+    /// next one: after the whole IF, CASE or loop whose condition (or CASE operand) it
+    /// evaluates, as MySQL goes on.
+    pub resume: std::collections::BTreeMap<usize, usize>,
 }
 
 impl Program {
@@ -260,7 +267,15 @@ impl Program {
 /// The checks of the module doc.
 pub fn compile(kind: Kind, params: &[Param], body: &Stmt) -> Result<Program> {
     let mut c = Compiler {
-        program: Program { kind, instrs: Vec::new(), slots: Vec::new(), handlers: Vec::new(), cursors: Vec::new(), params: params.len() },
+        program: Program {
+            kind,
+            instrs: Vec::new(),
+            slots: Vec::new(),
+            handlers: Vec::new(),
+            cursors: Vec::new(),
+            params: params.len(),
+            resume: std::collections::BTreeMap::new(),
+        },
         scopes: vec![Scope::default()],
         labels: Vec::new(),
     };
@@ -448,15 +463,22 @@ impl Compiler {
     }
 
     fn statement(&mut self, s: &Stmt) -> Result<()> {
+        use crate::compound::{STACK_GROWTH_BYTES, STACK_RED_ZONE_BYTES};
+        stacker::maybe_grow(STACK_RED_ZONE_BYTES, STACK_GROWTH_BYTES, || self.statement_grown(s))
+    }
+
+    fn statement_grown(&mut self, s: &Stmt) -> Result<()> {
         match s {
             Stmt::Block { label, body } => self.block(label.as_ref(), body),
             Stmt::Declare { .. } | Stmt::Condition { .. } | Stmt::Cursor { .. } | Stmt::Handler { .. } => Err(SqlError::parse("DECLARE")),
             Stmt::Set(items) => items.iter().try_for_each(|item| self.set(item)),
             Stmt::If { branches, otherwise } => {
                 let mut ends = Vec::new();
+                let mut conditions = Vec::new();
                 for (condition, body) in branches {
                     let condition = self.expr(condition)?;
                     let skip = self.emit(Instr::JumpIfNot { condition, to: 0 });
+                    conditions.push(skip);
                     self.statements(body)?;
                     ends.push(self.emit(Instr::Jump(0)));
                     let here = self.pc();
@@ -467,14 +489,18 @@ impl Compiler {
                 }
                 let end = self.pc();
                 ends.into_iter().for_each(|j| self.patch(j, end));
+                conditions.into_iter().for_each(|c| {
+                    self.program.resume.insert(c, end);
+                });
                 Ok(())
             }
             Stmt::Case { operand, whens, otherwise } => {
+                let mut conditions = Vec::new();
                 let operand = match operand {
                     Some(o) => {
                         let value = self.expr(o)?;
                         let slot = self.slot("case operand", SlotKind::Hidden);
-                        self.emit(Instr::Set { slot, value });
+                        conditions.push(self.emit(Instr::Set { slot, value }));
                         Some(slot)
                     }
                     None => None,
@@ -489,6 +515,7 @@ impl Compiler {
                         None => when,
                     };
                     let skip = self.emit(Instr::JumpIfNot { condition, to: 0 });
+                    conditions.push(skip);
                     self.statements(body)?;
                     ends.push(self.emit(Instr::Jump(0)));
                     let here = self.pc();
@@ -506,6 +533,9 @@ impl Compiler {
                 }
                 let end = self.pc();
                 ends.into_iter().for_each(|j| self.patch(j, end));
+                conditions.into_iter().for_each(|c| {
+                    self.program.resume.insert(c, end);
+                });
                 Ok(())
             }
             Stmt::Loop { label, body } => {
@@ -525,6 +555,7 @@ impl Compiler {
                 self.emit(Instr::Jump(start));
                 let end = self.pc();
                 self.patch(exit, end);
+                self.program.resume.insert(exit, end);
                 self.close_label(label.as_ref());
                 Ok(())
             }
@@ -691,6 +722,10 @@ impl Compiler {
                 }
                 _ => unreachable!("counted as declarations"),
             }
+        }
+        let cursors: Vec<usize> = self.scopes[depth - 1].cursors.iter().map(|(_, c)| *c).collect();
+        if !cursors.is_empty() {
+            self.emit(Instr::ResetCursors(cursors));
         }
         let scope_start = self.pc();
         self.statements(&body[declarations..])?;

@@ -113,7 +113,16 @@ pub fn recognise(sql: &str) -> Option<Result<ProgramStatement>> {
             let kind = if KINDS.contains(&second.as_str()) {
                 second
             } else if second.starts_with("DEFINER") {
-                words.take(6).find(|w| KINDS.contains(&w.as_str()))?
+                // Past the definer's words (`=`, `user@host`, quoted parts), the next word
+                // must be the kind: `CREATE DEFINER = u@h VIEW function ...` is a view.
+                let definer_word =
+                    |w: &String| w == "=" || w.starts_with('=') || w.contains('@') || w.starts_with(['\'', '"', '`']) || w.starts_with("CURRENT_USER");
+                let mut rest = words.skip_while(|w| definer_word(w) || (second == "DEFINER" && w.is_empty()));
+                let next = rest.next()?;
+                if !KINDS.contains(&next.as_str()) {
+                    return None;
+                }
+                next
             } else {
                 return None;
             };
@@ -387,6 +396,8 @@ mod tests {
         assert!(matches!(recognise("DROP TRIGGER IF EXISTS a.b"), Some(Ok(ProgramStatement::DropTrigger { if_exists: true, .. }))));
         assert!(matches!(recognise("DROP FUNCTION f"), Some(Ok(ProgramStatement::DropRoutine { function: true, .. }))));
         assert!(recognise("CREATE TABLE t (a INT)").is_none());
+        assert!(recognise("CREATE DEFINER=u@h VIEW function AS SELECT 1").is_none());
+        assert!(recognise("CREATE DEFINER = 'u'@'%' SQL SECURITY INVOKER VIEW procedure AS SELECT 1").is_none());
         assert!(recognise("DROP TABLE t").is_none());
     }
 }

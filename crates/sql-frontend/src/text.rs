@@ -122,34 +122,46 @@ struct Lexer<'a> {
 }
 
 /// What the lexer follows of a statement that defines a stored program: whether it is one
-/// (decided by its first words), and how deep in its body's blocks the text is.
+/// (decided by its first words), and which of its body's blocks are open.
 #[derive(Debug, Default)]
 struct Blocks {
     /// Words read before the statement was found to be a program definition or not.
     words: usize,
     /// `None` until decided.
     program: Option<bool>,
-    /// Blocks open: a `;` inside one belongs to the body.
-    depth: usize,
+    /// The blocks open, innermost last: `true` for a CASE expression (whose THEN and ELSE
+    /// start no statement), `false` for a compound statement. A `;` inside one belongs to the
+    /// body.
+    open: Vec<bool>,
     /// The previous word was END (so `END IF`, `END LOOP`... close one block, not open one).
     after_end: bool,
     /// The previous token lets a statement start here (`;`, `BEGIN`, `THEN`, `ELSE`, `DO`,
     /// `LOOP`, `REPEAT`, `FOR EACH ROW`, a label's `:`, a parameter list's `)`): where
-    /// `IF`, `LOOP`, `WHILE` and `REPEAT` open a block rather than call a function.
+    /// `IF`, `CASE` and `REPEAT` open a compound statement rather than call a function (or,
+    /// for CASE, start an expression).
     statement_start: bool,
 }
 
 /// Words that may stand between CREATE and the kind of program it defines.
 const PROGRAM_PREFIX_WORDS: &[&str] = &["DEFINER", "OR", "REPLACE", "AGGREGATE", "CURRENT_USER"];
 
+/// How a word of a program's body stands.
+#[derive(Debug, Clone, Copy)]
+struct WordContext {
+    /// The last thing written was `=` or `@` (a definer's user or host).
+    after_name_punctuation: bool,
+    /// The word follows a `.` (a column such as `NEW.end`): no keyword.
+    qualified: bool,
+    /// The next thing after the word is `(` (a function call, or a parenthesized condition).
+    before_parenthesis: bool,
+}
+
 impl Blocks {
     fn in_body(&self) -> bool {
-        self.program == Some(true) && self.depth > 0
+        self.program == Some(true) && !self.open.is_empty()
     }
 
-    /// A word of the statement; `after_name_punctuation` when the last thing written was `=`
-    /// or `@` (a definer's user or host).
-    fn word(&mut self, word: &[u8], after_name_punctuation: bool) {
+    fn word(&mut self, word: &[u8], at: WordContext) {
         let up = String::from_utf8_lossy(word).to_ascii_uppercase();
         if self.program.is_none() {
             if self.words == 0 {
@@ -158,7 +170,7 @@ impl Blocks {
                 }
             } else if matches!(up.as_str(), "TRIGGER" | "PROCEDURE" | "FUNCTION" | "EVENT") {
                 self.program = Some(true);
-            } else if !(PROGRAM_PREFIX_WORDS.contains(&up.as_str()) || after_name_punctuation) {
+            } else if !(PROGRAM_PREFIX_WORDS.contains(&up.as_str()) || at.after_name_punctuation) {
                 self.program = Some(false);
             }
             self.words += 1;
@@ -167,15 +179,30 @@ impl Blocks {
         if self.program == Some(false) {
             return;
         }
+        if at.qualified {
+            self.after_end = false;
+            self.statement_start = false;
+            return;
+        }
+        let in_case_expression = self.open.last() == Some(&true);
         match up.as_str() {
-            "BEGIN" => self.depth += 1,
-            "CASE" if !self.after_end => self.depth += 1,
-            "IF" | "LOOP" | "WHILE" | "REPEAT" if !self.after_end && self.statement_start => self.depth += 1,
-            "END" => self.depth = self.depth.saturating_sub(1),
+            "BEGIN" => self.open.push(false),
+            "CASE" if !self.after_end => self.open.push(!self.statement_start),
+            // LOOP and WHILE are no function; IF and REPEAT are, when a `(` follows them
+            // where no statement starts.
+            "LOOP" | "WHILE" if !self.after_end => self.open.push(false),
+            "IF" | "REPEAT" if !self.after_end && (self.statement_start || !at.before_parenthesis) => self.open.push(false),
+            "END" => {
+                self.open.pop();
+            }
             _ => {}
         }
         self.after_end = up == "END";
-        self.statement_start = matches!(up.as_str(), "BEGIN" | "THEN" | "ELSE" | "DO" | "LOOP" | "REPEAT" | "ROW");
+        self.statement_start = match up.as_str() {
+            "THEN" | "ELSE" => !in_case_expression,
+            "BEGIN" | "DO" | "LOOP" | "REPEAT" | "ROW" => true,
+            _ => false,
+        };
     }
 
     /// A token other than a word or whitespace.
@@ -317,8 +344,11 @@ impl Lexer<'_> {
             self.at += 1;
         }
         let word = &self.sql[start..self.at];
-        let after_name_punctuation = matches!(self.out.iter().rev().find(|c| !c.is_ascii_whitespace()), Some(b'=' | b'@'));
-        self.blocks.word(word, after_name_punctuation);
+        let last = self.out.iter().rev().find(|c| !c.is_ascii_whitespace()).copied();
+        let next = self.sql[self.at..].iter().find(|c| !c.is_ascii_whitespace()).copied();
+        let at =
+            WordContext { after_name_punctuation: matches!(last, Some(b'=' | b'@')), qualified: last == Some(b'.'), before_parenthesis: next == Some(b'(') };
+        self.blocks.word(word, at);
         if OPERATOR_WORDS.iter().any(|w| w.eq_ignore_ascii_case(word)) {
             self.current.operators += 1;
             if word.eq_ignore_ascii_case(b"DIV") {
@@ -600,6 +630,15 @@ mod tests {
         assert_eq!(utf8(format!("{one}; SELECT 3").as_bytes()), [one, "SELECT 3"]);
         let function = "CREATE DEFINER=root@localhost FUNCTION f(x INT) RETURNS INT DETERMINISTIC RETURN x + 1";
         assert_eq!(utf8(format!("{function}; SELECT 4").as_bytes()), [function, "SELECT 4"]);
+        for body in [
+            "CREATE PROCEDURE p() BEGIN DECLARE CONTINUE HANDLER FOR SQLEXCEPTION IF @x THEN SET @y = 1; END IF; SELECT 1; END",
+            "CREATE TRIGGER t BEFORE INSERT ON x FOR EACH ROW FOLLOWS t1 IF NEW.a < 0 THEN SET NEW.a = 0; END IF",
+            "CREATE FUNCTION f(x INT) RETURNS INT DETERMINISTIC IF x > 0 THEN RETURN 1; ELSE RETURN 0; END IF",
+            "CREATE TRIGGER t BEFORE INSERT ON x FOR EACH ROW BEGIN SET NEW.end = NEW.start + 1; SET NEW.b = 2; END",
+            "CREATE PROCEDURE p() BEGIN SELECT CASE WHEN 1 THEN IF(1, 2, 3) ELSE REPEAT('a', 2) END; END",
+        ] {
+            assert_eq!(utf8(format!("{body}; SELECT 5").as_bytes()), [body, "SELECT 5"], "{body}");
+        }
         // Statements that define no program split as ever.
         assert_eq!(utf8(b"CREATE TABLE t (a INT); BEGIN; SELECT IF(1, 2, 3); END"), ["CREATE TABLE t (a INT)", "BEGIN", "SELECT IF(1, 2, 3)", "END"]);
     }

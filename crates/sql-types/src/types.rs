@@ -95,6 +95,9 @@ pub enum SqlType {
     },
     Float,
     Double,
+    /// BIT(n), 1 to 64 bits: an unsigned number, sent to clients as its `(n + 7) / 8` bytes,
+    /// most significant first, as MySQL sends it.
+    Bit(u8),
     Char {
         len: u32,
         collation: Collation,
@@ -201,6 +204,7 @@ impl SqlType {
             | SqlType::Decimal { .. }
             | SqlType::Float
             | SqlType::Double
+            | SqlType::Bit(_)
             | SqlType::Date
             | SqlType::DateTime(_)
             | SqlType::Timestamp(_)
@@ -260,6 +264,7 @@ impl SqlType {
             SqlType::Decimal { precision, scale, unsigned: u } => format!("decimal({precision},{scale}){}", unsigned(*u)),
             SqlType::Float => "float".to_owned(),
             SqlType::Double => "double".to_owned(),
+            SqlType::Bit(n) => format!("bit({n})"),
             SqlType::Char { len, .. } => format!("char({len})"),
             SqlType::VarChar { len, .. } => format!("varchar({len})"),
             SqlType::Text { kind, .. } => format!("{}text", kind.prefix()),
@@ -316,6 +321,7 @@ impl SqlType {
             SqlType::Decimal { precision, scale, .. } => u32::from(*precision) + 1 + u32::from(*scale > 0),
             SqlType::Float => 12,
             SqlType::Double => 22,
+            SqlType::Bit(n) => u32::from(*n),
             SqlType::Char { len, .. } | SqlType::VarChar { len, .. } => len * 4,
             SqlType::Binary(n) | SqlType::VarBinary(n) => *n,
             SqlType::Text { kind, .. } | SqlType::Blob(kind) => u32::try_from(kind.max_len()).unwrap_or(u32::MAX),
@@ -366,6 +372,11 @@ impl SqlType {
             DataType::Text => SqlType::Text { kind: LobKind::Normal, collation },
             DataType::MediumText => SqlType::Text { kind: LobKind::Medium, collation },
             DataType::LongText => SqlType::Text { kind: LobKind::Long, collation },
+            DataType::Bit(n) => match n.unwrap_or(1) {
+                0 => SqlType::Bit(1),
+                n @ 1..=64 => SqlType::Bit(n as u8),
+                _ => return Err(SqlError::new(codes::ER_TOO_BIG_DISPLAYWIDTH, "Display width out of range for column (max = 64)")),
+            },
             DataType::Binary(n) => SqlType::Binary(n.unwrap_or(1) as u32),
             DataType::Varbinary(n) => SqlType::VarBinary(match n {
                 Some(sqlparser::ast::BinaryLength::IntegerLength { length }) => *length as u32,
@@ -492,9 +503,34 @@ pub fn format_float(f: f64) -> String {
     if (1e-5..1e15).contains(&a) { format!("{single}") } else { format_double(f64::from(single)) }
 }
 
+/// A value as the bits a BIT column holds: an integer's two's complement, a string's bytes
+/// most significant first (MySQL's reading of a string stored into BIT).
+#[must_use]
+pub fn bit_value(v: &Value) -> u64 {
+    match v {
+        Value::UInt(u) => *u,
+        Value::Int(i) => *i as u64,
+        Value::Str(s) => s.as_bytes().iter().fold(0u64, |a, b| (a << 8) | u64::from(*b)),
+        Value::Bytes(b) => b.iter().fold(0u64, |a, b| (a << 8) | u64::from(*b)),
+        other => crate::ops::to_i128(other) as u64,
+    }
+}
+
+/// A BIT(n) value as MySQL sends it: its `(n + 7) / 8` low bytes, most significant first.
+#[must_use]
+pub fn bit_bytes(v: u64, bits: u8) -> Vec<u8> {
+    let len = usize::from(bits.div_ceil(8)).clamp(1, 8);
+    v.to_be_bytes()[8 - len..].to_vec()
+}
+
 /// A value as text in a result row, given the column type. `None` is SQL NULL.
 #[must_use]
 pub fn to_text(v: &Value, ty: &SqlType) -> Option<Vec<u8>> {
+    if let SqlType::Bit(n) = ty
+        && !v.is_null()
+    {
+        return Some(bit_bytes(bit_value(v), *n));
+    }
     Some(match v {
         Value::Null => return None,
         Value::Int(i) => i.to_string().into_bytes(),

@@ -209,7 +209,7 @@ pub fn column_default(c: &crate::catalog::Column, now_us: i64, info: &SessionInf
 }
 
 /// Coerce and check every column of a full row before it is written.
-fn finish_row(t: &TableMeta, mut row: Row, row_no: u64, cx: &mut DmlCx<'_>, data: &dyn Handler, ids: &mut AutoIds) -> Result<Row> {
+fn finish_row(t: &TableMeta, mut row: Row, row_no: u64, cx: &mut DmlCx<'_>, data: &dyn Handler, ids: &mut AutoIds, checked: bool) -> Result<Row> {
     for (i, c) in t.columns.iter().enumerate() {
         if c.generated.is_some() {
             continue;
@@ -233,7 +233,7 @@ fn finish_row(t: &TableMeta, mut row: Row, row_no: u64, cx: &mut DmlCx<'_>, data
                 ids.last_value = u64::try_from(n).ok();
             }
         }
-        if v.is_null() && !c.nullable {
+        if v.is_null() && !c.nullable && checked {
             if cx.strict {
                 return Err(SqlError::new(codes::ER_BAD_NULL_ERROR, format!("Column '{}' cannot be null", c.name)));
             }
@@ -241,6 +241,9 @@ fn finish_row(t: &TableMeta, mut row: Row, row_no: u64, cx: &mut DmlCx<'_>, data
             v = zero_value(&c.ty);
         }
         row[i] = v;
+    }
+    if !checked {
+        return Ok(row);
     }
     if t.columns.iter().any(|c| c.generated.is_some()) {
         generate_columns(t, &mut row, row_no, cx)?;
@@ -431,7 +434,7 @@ pub fn insert(catalog: &Catalog, cx: &mut DmlCx<'_>, stmt: &ast::Insert) -> Resu
             count += 1;
             let mode = Duplicate { replace, ignore, on_dup: on_dup.as_deref() };
             match (bulk.as_mut(), incoming) {
-                (Some(b), Incoming::Proposed(vals)) => match prepare_row(cx, t, data, vals, count, ignore, &mut ids)? {
+                (Some(b), Incoming::Proposed(vals)) => match prepare_row(cx, t, data, vals, count, ignore, &mut ids, true)? {
                     Some(row) => b.push(cx, t, data, Finished::Row(row), &mut res, &mut duplicates),
                     None => Ok(()),
                 },
@@ -513,17 +516,30 @@ fn insert_proposed(
     duplicates: &mut u64,
     ids: &mut AutoIds,
 ) -> Result<()> {
-    let Some(mut row) = prepare_row(cx, t, data, vals, row_no, mode.ignore, ids)? else { return Ok(()) };
-    if triggers::fire(catalog, cx, t, Event::Insert, Timing::Before, Some(&mut row), None)? {
-        // The trigger changed NEW: its values are checked and converted as given ones are.
-        row = finish_row(t, row, row_no, cx, data, ids)?;
+    // With BEFORE INSERT triggers, NOT NULL, generated columns and CHECK constraints are
+    // seen to after them (a trigger may set a NULL column), as MySQL does.
+    let before = triggers::fires_before(catalog, cx, t, Event::Insert);
+    let Some(mut row) = prepare_row(cx, t, data, vals, row_no, mode.ignore, ids, !before)? else { return Ok(()) };
+    if before {
+        triggers::fire(catalog, cx, t, Event::Insert, Timing::Before, Some(&mut row), None)?;
+        row = finish_row(t, row, row_no, cx, data, ids, true)?;
     }
     insert_row(catalog, cx, t, data, row, row_no, mode.replace, mode.ignore, mode.on_dup, res, duplicates)
 }
 
 /// A proposed row made whole: defaults for the columns it leaves out, then the column checks
 /// and conversions (`finish_row`). `None` when IGNORE skips it for a data error (a warning).
-fn prepare_row(cx: &mut DmlCx<'_>, t: &TableMeta, data: &dyn Handler, vals: ProposedRow, row_no: u64, ignore: bool, ids: &mut AutoIds) -> Result<Option<Row>> {
+#[allow(clippy::too_many_arguments)]
+fn prepare_row(
+    cx: &mut DmlCx<'_>,
+    t: &TableMeta,
+    data: &dyn Handler,
+    vals: ProposedRow,
+    row_no: u64,
+    ignore: bool,
+    ids: &mut AutoIds,
+    checked: bool,
+) -> Result<Option<Row>> {
     let mut row: Row = Vec::with_capacity(vals.len());
     for (i, v) in vals.into_iter().enumerate() {
         row.push(match v {
@@ -533,7 +549,7 @@ fn prepare_row(cx: &mut DmlCx<'_>, t: &TableMeta, data: &dyn Handler, vals: Prop
             None => default_value(t, i, cx.now_us, cx.info)?,
         });
     }
-    match finish_row(t, row, row_no, cx, data, ids) {
+    match finish_row(t, row, row_no, cx, data, ids, checked) {
         Ok(r) => Ok(Some(r)),
         Err(e) if ignore && e.wait().is_none() && !e.rolls_back_transaction => {
             cx.warnings.push(Warning { level: "Warning", code: e.code, message: e.message });
@@ -621,9 +637,11 @@ fn insert_row(
                     }
                 }
                 let mut none = AutoIds::default();
-                let mut new = finish_row(t, new, row_no, cx, data, &mut none)?;
-                if triggers::fire(catalog, cx, t, Event::Update, Timing::Before, Some(&mut new), Some(&old))? {
-                    new = finish_row(t, new, row_no, cx, data, &mut none)?;
+                let before = triggers::fires_before(catalog, cx, t, Event::Update);
+                let mut new = finish_row(t, new, row_no, cx, data, &mut none, !before)?;
+                if before {
+                    triggers::fire(catalog, cx, t, Event::Update, Timing::Before, Some(&mut new), Some(&old))?;
+                    new = finish_row(t, new, row_no, cx, data, &mut none, true)?;
                 }
                 if rows_equal(&new, &old) {
                     if cx.found_rows {
@@ -848,9 +866,11 @@ fn update_row(
     assigned: &[usize],
 ) -> Result<bool> {
     let mut none = AutoIds::default();
-    let mut new = finish_row(t, new, row_no, cx, data, &mut none)?;
-    if triggers::fire(catalog, cx, t, Event::Update, Timing::Before, Some(&mut new), Some(current))? {
-        new = finish_row(t, new, row_no, cx, data, &mut none)?;
+    let before = triggers::fires_before(catalog, cx, t, Event::Update);
+    let mut new = finish_row(t, new, row_no, cx, data, &mut none, !before)?;
+    if before {
+        triggers::fire(catalog, cx, t, Event::Update, Timing::Before, Some(&mut new), Some(current))?;
+        new = finish_row(t, new, row_no, cx, data, &mut none, true)?;
     }
     if rows_equal(&new, current) {
         // MySQL fires AFTER UPDATE for a matched row whatever it changed.

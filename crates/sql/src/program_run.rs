@@ -257,6 +257,7 @@ pub(crate) async fn run<H: Host>(program: &Program, frame: &mut Frame, host: &mu
                         return Err(e);
                     }
                 }
+                Instr::ResetCursors(list) => list.iter().for_each(|c| cursors[*c] = None),
                 Instr::Raise { code, state, message } => return Err(SqlError::new((*code, state), message.clone())),
                 Instr::HandlerEnd(h) => {
                     // Reached from its entry, so active (the innermost).
@@ -278,7 +279,9 @@ pub(crate) async fn run<H: Host>(program: &Program, frame: &mut Frame, host: &mu
             }
             Ok(Step::Next) => {
                 // A warning the statement left: a handler may take it (the newest that has one).
-                let raised: Vec<(u16, String)> = host.warnings()[warnings_before..].iter().map(|w| (w.code, w.message.clone())).collect();
+                // (A statement that cleared the warnings raised none of those counted before.)
+                let raised: Vec<(u16, String)> =
+                    host.warnings().get(warnings_before..).unwrap_or_default().iter().map(|w| (w.code, w.message.clone())).collect();
                 let handled = raised.iter().rev().find_map(|(code, message)| {
                     let state = warning_state(*code);
                     find_handler(program, pc, *code, state).map(|h| (h, SqlError::new((*code, state), message.clone())))
@@ -299,8 +302,10 @@ pub(crate) async fn run<H: Host>(program: &Program, frame: &mut Frame, host: &mu
                 let h = find_handler(program, pc, e.code, &e.state).filter(|_| active.len() < HANDLER_NESTING_MAX);
                 let Some(h) = h else { return Err(e) };
                 let handler = &program.handlers[h];
-                // An EXIT handler leaves its block: handlers active inside it are done.
-                active.push(Active { handler: h, resume: if handler.exit { handler.exit_to } else { pc + 1 }, condition: e });
+                // CONTINUE goes on after the failed instruction, or after the statement whose
+                // condition failed (`Program::resume`).
+                let resume = if handler.exit { handler.exit_to } else { program.resume.get(&pc).copied().unwrap_or(pc + 1) };
+                active.push(Active { handler: h, resume, condition: e });
                 pc = handler.entry;
             }
         }

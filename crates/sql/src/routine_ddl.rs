@@ -37,6 +37,7 @@ pub fn routine_database(info: &SessionInfo, db: Option<&String>) -> Result<Strin
 /// know; the body's errors (`program::compile`).
 pub fn create_routine(catalog: &mut Catalog, info: &SessionInfo, now_us: i64, def: &RoutineDefinition, warnings: &mut Vec<Warning>) -> Result<()> {
     let db = routine_database(info, def.db.as_ref())?;
+    crate::trigger_ddl::check_name(&def.name)?;
     let kind = if def.function { "FUNCTION" } else { "PROCEDURE" };
     if catalog.routine(&db, &def.name, def.function).is_some() {
         let message = format!("{kind} {} already exists", def.name);

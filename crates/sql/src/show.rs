@@ -88,6 +88,8 @@ fn default_text(t: &TableMeta, i: usize) -> Value {
         }
         ColumnDefault::Expression(e) => s(e.to_string()),
         ColumnDefault::Value(Value::Null) => Value::Null,
+        // A BIT default as MySQL shows it: b'101'.
+        ColumnDefault::Value(v) if matches!(c.ty, SqlType::Bit(_)) => s(format!("b'{:b}'", crate::types::bit_value(v))),
         ColumnDefault::Value(v) => crate::types::to_text(v, &c.ty).map_or(Value::Null, |b| s(String::from_utf8_lossy(&b).into_owned())),
     }
 }
@@ -209,7 +211,7 @@ pub fn show_create_table(catalog: &Catalog, db: &str, table: &str, quoting: Quot
             // A generated column has no default.
             _ if c.generated.is_some() => {}
             Value::Null if c.nullable && !c.ty.is_binary() && !matches!(c.ty, SqlType::Text { .. }) => l.push_str(" DEFAULT NULL"),
-            Value::Str(d) if matches!(c.default, ColumnDefault::CurrentTimestamp) => l.push_str(&format!(" DEFAULT {d}")),
+            Value::Str(d) if matches!(c.default, ColumnDefault::CurrentTimestamp) || matches!(c.ty, SqlType::Bit(_)) => l.push_str(&format!(" DEFAULT {d}")),
             Value::Str(d) if matches!(c.default, ColumnDefault::Expression(_)) => l.push_str(&format!(" DEFAULT ({d})")),
             _ if c.ty.is_binary() && matches!(&c.default, ColumnDefault::Value(Value::Bytes(b)) if std::str::from_utf8(b).is_err()) => {
                 if let ColumnDefault::Value(Value::Bytes(b)) = &c.default {
@@ -406,7 +408,7 @@ impl SystemTables for SystemSchemas {
 /// 1109 for a table Quill does not provide; 1227 for the `INNODB_` tables without PROCESS.
 pub fn information_schema_table(env: &Env<'_>, name: &str) -> Result<(Vec<OutColumn>, Vec<Vec<Value>>)> {
     let info = env.info;
-    if name.len() > 7 && name[..7].eq_ignore_ascii_case("INNODB_") {
+    if name.get(..7).is_some_and(|p| p.eq_ignore_ascii_case("INNODB_")) {
         info.require_global(crate::accounts::PROCESS, "PROCESS")?;
     }
     let (columns, mut rows) = information_schema_rows(env, name)?;
@@ -557,6 +559,7 @@ fn information_schema_rows(env: &Env<'_>, name: &str) -> Result<(Vec<OutColumn>,
                         _ => (Value::Null, Value::Null),
                     };
                     let (prec, scale) = match &col.ty {
+                        SqlType::Bit(n) => (Value::Int(i64::from(*n)), Value::Null),
                         SqlType::Float => (Value::Int(12), Value::Null),
                         SqlType::Double => (Value::Int(22), Value::Null),
                         SqlType::Decimal { precision, scale, .. } => (Value::Int(i64::from(*precision)), Value::Int(i64::from(*scale))),

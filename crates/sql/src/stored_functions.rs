@@ -67,7 +67,12 @@ pub fn call(env: &Env<'_>, routine: &RoutineMeta, args: Vec<Value>) -> Result<Va
     for (i, v) in args.into_iter().enumerate() {
         frame.set(program, i, v, strict, &mut warnings)?;
     }
-    let mut host = FunctionHost { env, warnings, strict };
+    let account = if routine.creation.is_definer(&env.info.user, &env.info.account_host) || routine.characteristics.security_invoker {
+        (env.info.user.clone(), env.info.account_host.clone())
+    } else {
+        routine.creation.definer.clone()
+    };
+    let mut host = FunctionHost { env, warnings, strict, account };
     let returned = program_run::run_now(program_run::run(program, &mut frame, &mut host));
     let mut warnings = std::mem::take(&mut host.warnings);
     let value = returned?.unwrap_or(Value::Null);
@@ -88,6 +93,8 @@ struct FunctionHost<'e, 'a> {
     env: &'e Env<'a>,
     warnings: Vec<Warning>,
     strict: bool,
+    /// Whose privileges its statements run with (SQL SECURITY).
+    account: (String, String),
 }
 
 impl FunctionHost<'_, '_> {
@@ -115,6 +122,7 @@ impl Host for FunctionHost<'_, '_> {
     }
 
     async fn statement(&mut self, statement: &ast::Statement, _text: &str, frame: &[Value], _into: bool) -> Result<Option<Vec<Vec<Value>>>> {
+        crate::triggers::check_body_privileges(self.env.info, &self.account, statement)?;
         match statement {
             ast::Statement::Query(q) => self.with_frame(frame, |env| {
                 let (plan, _) = query::plan_query(env, q, &[])?;

@@ -35,6 +35,12 @@ pub(crate) fn fires(catalog: &Catalog, cx: &DmlCx<'_>, t: &TableMeta, event: Eve
     cx.fire_triggers && catalog.has_triggers(&t.db, &t.name, event)
 }
 
+/// Whether rows written to `t` for `event` fire a BEFORE trigger (the row's own checks then
+/// come after it).
+pub(crate) fn fires_before(catalog: &Catalog, cx: &DmlCx<'_>, t: &TableMeta, event: Event) -> bool {
+    cx.fire_triggers && catalog.triggers_for(&t.db, &t.name, event, Timing::Before).next().is_some()
+}
+
 /// Fires `t`'s triggers for `event` at `timing` on one row: `new` (INSERT, UPDATE) and
 /// `old` (UPDATE, DELETE). Answers whether a trigger changed `new` (BEFORE only).
 ///
@@ -67,7 +73,7 @@ pub(crate) fn fire(
         }
         let mut nested = cx.nested(&[]);
         nested.firing.push(t.id);
-        let mut host = TriggerHost { catalog, cx: nested };
+        let mut host = TriggerHost { catalog, cx: nested, definer: &trigger.creation.definer };
         program_run::run_now(program_run::run(program, &mut frame, &mut host))?;
         if timing == Timing::Before
             && let Some(row) = new.as_deref_mut()
@@ -108,10 +114,54 @@ pub(crate) fn tables_named(catalog: &Catalog, info: &crate::session_info::Sessio
     out
 }
 
+/// 1142 unless `account` may run `statement` of a program's body: the privilege its verb
+/// needs (INSERT, UPDATE, DELETE) on each table it writes, SELECT on every other it reads.
+/// A trigger's and a (SQL SECURITY DEFINER) function's statements run with their definer's
+/// privileges, as MySQL runs them; the session's own checks saw only the outer statement.
+///
+/// # Errors
+/// 1142.
+pub(crate) fn check_body_privileges(info: &crate::session_info::SessionInfo, account: &(String, String), statement: &ast::Statement) -> Result<()> {
+    if !info.checked {
+        return Ok(());
+    }
+    let (verb, bit) = match statement {
+        ast::Statement::Insert(_) => ("INSERT", crate::accounts::INSERT),
+        ast::Statement::Update(_) => ("UPDATE", crate::accounts::UPDATE),
+        ast::Statement::Delete(_) => ("DELETE", crate::accounts::DELETE),
+        _ => ("SELECT", crate::accounts::SELECT),
+    };
+    let written: Vec<(String, String)> = written_tables(statement).into_iter().filter_map(|n| query::resolve_table_name(info, n).ok()).collect();
+    let mut needed: Vec<(String, String, &'static str, crate::accounts::Privs)> = written.iter().map(|(d, t)| (d.clone(), t.clone(), verb, bit)).collect();
+    let _ = ast::visit_relations(statement, |name| {
+        if let Ok((d, t)) = query::resolve_table_name(info, name)
+            && !written.contains(&(d.clone(), t.clone()))
+        {
+            needed.push((d, t, "SELECT", crate::accounts::SELECT));
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    let acl = info.engine.acl.read();
+    for (db, table, verb, bit) in needed {
+        if db.eq_ignore_ascii_case("information_schema") || db.eq_ignore_ascii_case("performance_schema") {
+            continue;
+        }
+        if acl.privileges(&account.0, &account.1, &db, Some(&table)) & bit == 0 {
+            return Err(SqlError::new(
+                codes::ER_TABLEACCESS_DENIED_ERROR,
+                format!("{verb} command denied to user '{}'@'{}' for table '{table}'", account.0, account.1),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Runs a trigger's statements inside the statement that fired it.
 struct TriggerHost<'c, 'a> {
     catalog: &'c Catalog,
     cx: DmlCx<'a>,
+    /// Whose privileges the statements run with.
+    definer: &'c (String, String),
 }
 
 /// The tables named in a FROM item: its table and those it joins.
@@ -149,6 +199,7 @@ impl Host for TriggerHost<'_, '_> {
     }
 
     async fn statement(&mut self, statement: &ast::Statement, _text: &str, frame: &[Value], _into: bool) -> Result<Option<Vec<Vec<Value>>>> {
+        check_body_privileges(self.cx.info, self.definer, statement)?;
         for name in written_tables(statement) {
             let (db, table) = query::resolve_table_name(self.cx.info, name)?;
             if let Ok(t) = self.catalog.table(&db, &table)

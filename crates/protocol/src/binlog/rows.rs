@@ -28,6 +28,7 @@ mod type_code {
     pub const INT24: u8 = 9;
     pub const DATE: u8 = 10;
     pub const YEAR: u8 = 13;
+    pub const BIT: u8 = 16;
     pub const VARCHAR: u8 = 15;
     pub const TIMESTAMP2: u8 = 17;
     pub const DATETIME2: u8 = 18;
@@ -97,6 +98,10 @@ pub enum ColumnKind {
     Set {
         pack_length: u8,
     },
+    /// BIT(bits): the value in `(bits + 7) / 8` bytes, most significant first.
+    Bit {
+        bits: u8,
+    },
 }
 
 /// One column of a TABLE_MAP.
@@ -132,6 +137,7 @@ impl ColumnKind {
             ColumnKind::Time { .. } => type_code::TIME2,
             // As MySQL logs them: a STRING whose metadata names the real type.
             ColumnKind::Enum { .. } | ColumnKind::Set { .. } => type_code::STRING,
+            ColumnKind::Bit { .. } => type_code::BIT,
         }
     }
 
@@ -152,6 +158,8 @@ impl ColumnKind {
             ColumnKind::DateTime { fsp } | ColumnKind::Timestamp { fsp } | ColumnKind::Time { fsp } => out.push(fsp),
             ColumnKind::Enum { pack_length } => out.extend_from_slice(&[type_code::ENUM, pack_length]),
             ColumnKind::Set { pack_length } => out.extend_from_slice(&[type_code::SET, pack_length]),
+            // Bits past whole bytes, then whole bytes.
+            ColumnKind::Bit { bits } => out.extend_from_slice(&[bits % 8, bits / 8]),
             ColumnKind::Tiny | ColumnKind::Short | ColumnKind::Int24 | ColumnKind::Long | ColumnKind::LongLong | ColumnKind::Date | ColumnKind::Year => {}
         }
     }
@@ -346,6 +354,10 @@ fn put_value(out: &mut Vec<u8>, kind: ColumnKind, v: &BinaryValue) -> Result<(),
         (ColumnKind::Char { max_bytes }, BinaryValue::Bytes(b)) => put_length_prefixed(out, if max_bytes > 255 { 2 } else { 1 }, b).ok_or_else(wrong)?,
         (ColumnKind::VarChar { max_bytes }, BinaryValue::Bytes(b)) => put_length_prefixed(out, if max_bytes > 255 { 2 } else { 1 }, b).ok_or_else(wrong)?,
         (ColumnKind::Blob { length_bytes }, BinaryValue::Bytes(b)) => put_length_prefixed(out, usize::from(length_bytes), b).ok_or_else(wrong)?,
+        (ColumnKind::Bit { bits }, _) => {
+            let len = usize::from(bits.div_ceil(8)).clamp(1, 8);
+            out.extend_from_slice(&int()?.to_be_bytes()[8 - len..]);
+        }
         (ColumnKind::Enum { pack_length } | ColumnKind::Set { pack_length }, _) => {
             out.extend_from_slice(&int()?.to_le_bytes()[..usize::from(pack_length).min(8)]);
         }

@@ -161,6 +161,7 @@ mod rows_events {
             column("y", ColumnKind::Year),
             Column { unsigned: true, ..column("u", ColumnKind::LongLong) },
             column("small", ColumnKind::Tiny),
+            column("flags", ColumnKind::Bit { bits: 12 }),
         ]
     }
 
@@ -180,6 +181,7 @@ mod rows_events {
             B::UInt(2026),
             B::UInt(u64::MAX - 1),
             B::Int(-3),
+            B::UInt(0xABC),
         ]
     }
 
@@ -219,13 +221,13 @@ mod rows_events {
 
         let events = read_all(&out);
         let Some(EventData::TableMapEvent(tme)) = events[1].read_data().unwrap() else { panic!("a table map") };
-        assert_eq!((tme.table_id(), tme.database_name().as_ref(), tme.table_name().as_ref(), tme.columns_count()), (77, "shop", "items", 14));
+        assert_eq!((tme.table_id(), tme.database_name().as_ref(), tme.table_name().as_ref(), tme.columns_count()), (77, "shop", "items", 15));
         let images = |e: &Event| -> Vec<Images> {
             let rows = match e.read_data().unwrap().unwrap() {
                 EventData::RowsEvent(r) => r.rows(&tme).map(|r| r.unwrap()).collect::<Vec<_>>(),
                 other => panic!("{other:?}"),
             };
-            let values = |r: Option<mysql_common::binlog::row::BinlogRow>| r.map(|r| (0..14).map(|i| decoded(r.as_ref(i))).collect());
+            let values = |r: Option<mysql_common::binlog::row::BinlogRow>| r.map(|r| (0..15).map(|i| decoded(r.as_ref(i))).collect());
             rows.into_iter().map(|(b, a)| (values(b), values(a))).collect()
         };
         let written = images(&events[2]);
@@ -244,6 +246,8 @@ mod rows_events {
             V::Bytes(b"2026".to_vec()),
             V::UInt(u64::MAX - 1),
             V::Int(-3),
+            // BIT(12): its two bytes, most significant first.
+            V::Bytes(vec![0x0A, 0xBC]),
         ];
         assert_eq!(written[0], (None, Some(expected_first.clone())));
         let second_read = written[1].1.clone().unwrap();

@@ -35,6 +35,7 @@ pub fn cast(v: Value, ty: &SqlType) -> Result<Value> {
             Value::Decimal(d)
         }
         SqlType::Double | SqlType::Float => Value::Double(ops::to_f64(&v)),
+        SqlType::Bit(_) => Value::UInt(types::bit_value(&v)),
         SqlType::Char { .. } | SqlType::VarChar { .. } | SqlType::Text { .. } | SqlType::Enum { .. } | SqlType::Set { .. } => {
             Value::Str(ops::to_string_lossy(&v))
         }

@@ -153,6 +153,25 @@ pub fn parse_number_prefix(s: &str) -> (f64, bool) {
     (n, t[end..].trim().is_empty())
 }
 
+/// A BIT(`bits`) column's value: the bits of a number (its two's complement), of a string
+/// (its bytes, most significant first); one that needs more bits is 1406, or in non-strict
+/// mode the largest value the column holds.
+fn coerce_bit(v: &Value, bits: u8, cx: &mut WriteContext<'_>) -> Result<Value> {
+    let fits = match v {
+        Value::Str(s) => s.len() <= usize::from(bits.div_ceil(8)),
+        Value::Bytes(b) => b.len() <= usize::from(bits.div_ceil(8)),
+        _ => true,
+    };
+    let n = super::bit_value(v);
+    let max = if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 };
+    let negative = matches!(v, Value::Int(i) if *i < 0) && bits < 64;
+    if !fits || n > max || negative {
+        let msg = format!("Data too long for column '{}' at row {}", cx.column, cx.row);
+        return cx.fail_or_warn(codes::ER_DATA_TOO_LONG, msg, Value::UInt(max));
+    }
+    Ok(Value::UInt(n))
+}
+
 /// Coerce `v` to a value a column of type `ty` stores.
 ///
 /// # Errors
@@ -165,6 +184,7 @@ pub fn coerce_to_column(v: Value, ty: &SqlType, cx: &mut WriteContext<'_>) -> Re
     match ty {
         SqlType::Int { kind, unsigned, .. } => coerce_int(v, *kind, *unsigned, cx),
         SqlType::Year => coerce_int(v, IntKind::Small, true, cx),
+        SqlType::Bit(bits) => coerce_bit(&v, *bits, cx),
         SqlType::Decimal { precision, scale, unsigned } => coerce_decimal(v, *precision, *scale, *unsigned, cx),
         SqlType::Float | SqlType::Double => {
             let f = match &v {

@@ -145,7 +145,7 @@ pub fn load(
                 apply_set(catalog, cx, &set, &defaults, &mut vals, &out.variables)?;
             }
             match bulk.as_mut() {
-                Some(b) => match prepare_row(cx, t, data, vals, row_no, ignore, &mut ids)? {
+                Some(b) => match prepare_row(cx, t, data, vals, row_no, ignore, &mut ids, true)? {
                     Some(row) => b.push(cx, t, data, super::Finished::Row(row), &mut res, &mut duplicates),
                     None => Ok(()),
                 },

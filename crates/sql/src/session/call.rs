@@ -137,9 +137,13 @@ impl Session {
         }
         self.routine_stack.push(routine.clone());
         let account = self.enter_security_context(&routine);
+        // The body runs in its database, as MySQL runs it (`DATABASE()`, a CALL, a statement
+        // given as text).
+        let caller_db = self.info.db.replace(routine.db.clone());
         let mut host = SessionHost { session: self, called: Called::default(), pending: Vec::new() };
         let ran = program_run::run(program, &mut frame, &mut host).await;
         let mut called = std::mem::take(&mut host.called);
+        self.info.db = caller_db;
         self.leave_security_context(account);
         self.routine_stack.pop();
         ran?;
@@ -198,11 +202,31 @@ struct SessionHost<'s> {
     pending: Vec<(usize, Value)>,
 }
 
-/// Whether an expression reads a table (a subquery): it is then run as a query, in the
-/// session's transaction, rather than evaluated alone.
-fn reads_tables(e: &ast::Expr) -> bool {
+/// `SELECT e`, built around `e` itself (not from its text, which does not always read back
+/// as the same expression).
+fn select_of(e: &ast::Expr) -> Result<ast::Statement> {
+    let mut parsed = crate::parse::parse("SELECT NULL", 0, 0)?;
+    let Some(ast::Statement::Query(mut q)) = parsed.pop() else { return Err(SqlError::internal("SELECT NULL is not a query")) };
+    let ast::SetExpr::Select(select) = q.body.as_mut() else { return Err(SqlError::internal("SELECT NULL is not a SELECT")) };
+    select.projection = vec![ast::SelectItem::UnnamedExpr(e.clone())];
+    Ok(ast::Statement::Query(q))
+}
+
+/// Whether an expression must run as a query, in the session's transaction and under its
+/// wait-and-retry loop, rather than be evaluated alone: it reads a table (a subquery), calls
+/// a stored function (which may), or calls a function that may wait (`statement_waits`).
+fn needs_statement(e: &ast::Expr) -> bool {
     ast::visit_expressions(e, |x| match x {
         ast::Expr::Subquery(_) | ast::Expr::Exists { .. } | ast::Expr::InSubquery { .. } => std::ops::ControlFlow::Break(()),
+        ast::Expr::Function(f) => {
+            let argc = match &f.args {
+                ast::FunctionArguments::List(l) => l.args.len(),
+                _ => 0,
+            };
+            let name = f.name.0.last().map(ToString::to_string).unwrap_or_default();
+            let stored = f.name.0.len() > 1 || !crate::bind::is_builtin_function(&name, argc);
+            if stored || super::calls_waiting_function(&format!("{name}(")) { std::ops::ControlFlow::Break(()) } else { std::ops::ControlFlow::Continue(()) }
+        }
         _ => std::ops::ControlFlow::Continue(()),
     })
     .is_break()
@@ -210,19 +234,10 @@ fn reads_tables(e: &ast::Expr) -> bool {
 
 impl Host for SessionHost<'_> {
     async fn eval(&mut self, e: &ast::Expr, frame: &[Value]) -> Result<Value> {
-        if !reads_tables(e) {
+        if !needs_statement(e) {
             return self.session.eval_const(e, frame);
         }
-        let select = ast::Statement::Query(Box::new(
-            crate::parse::parse(&format!("SELECT {e}"), 0, 0)?
-                .into_iter()
-                .next()
-                .and_then(|s| match s {
-                    ast::Statement::Query(q) => Some(*q),
-                    _ => None,
-                })
-                .ok_or_else(|| SqlError::parse(&e.to_string()))?,
-        ));
+        let select = select_of(e)?;
         match self.session.routine_statement(&select, "", frame).await? {
             Outcome::Rows(rs) => Ok(rs.rows.into_iter().next().and_then(|r| r.into_iter().next()).unwrap_or(Value::Null)),
             _ => Ok(Value::Null),

@@ -36,6 +36,7 @@ impl Session {
             ProgramStatement::CreateTrigger(def) => {
                 let (db, table) = crate::trigger_ddl::trigger_table(&self.info, def)?;
                 self.require_table(&db, &table, crate::accounts::TRIGGER)?;
+                crate::trigger_ddl::check_definer(&self.info, def.definer.as_ref())?;
             }
             ProgramStatement::DropTrigger { db, name, .. } => {
                 let db = db.clone().or_else(|| self.info.db.clone()).ok_or_else(SqlError::no_db)?;
@@ -46,6 +47,7 @@ impl Session {
             ProgramStatement::CreateRoutine(def) => {
                 let db = crate::routine_ddl::routine_database(&self.info, def.db.as_ref())?;
                 self.require_database(&db, crate::accounts::CREATE_ROUTINE)?;
+                crate::trigger_ddl::check_definer(&self.info, def.definer.as_ref())?;
             }
             ProgramStatement::DropRoutine { db, name, function, .. } => {
                 let db = crate::routine_ddl::routine_database(&self.info, db.as_ref())?;
@@ -100,7 +102,7 @@ impl Session {
         let mut affected = 0;
         let r = match statement {
             DdlStatement::Program(ProgramStatement::CreateTrigger(def)) => {
-                crate::trigger_ddl::create_trigger(&mut catalog, info, self.info.now_us(), def, &mut warnings)
+                crate::trigger_ddl::create_trigger(&mut catalog, info, self.info.now_us(), def, !self.replaying, &mut warnings)
             }
             DdlStatement::Program(ProgramStatement::DropTrigger { if_exists, db, name }) => {
                 crate::trigger_ddl::drop_trigger(&mut catalog, info, db.as_deref(), name, *if_exists, &mut warnings)

@@ -80,11 +80,17 @@ impl Session {
     /// # Errors
     /// 1243 for an unknown statement id; execution errors.
     pub async fn execute_prepared(&mut self, id: u32, params: Vec<Value>) -> Result<Outcome> {
+        self.execute_prepared_streaming(id, params, true).await
+    }
+
+    /// [`Session::execute_prepared`]; `may_stream` false for an `EXECUTE` whose result must
+    /// not stream (one that is not its command's first, or runs in a procedure).
+    pub(super) async fn execute_prepared_streaming(&mut self, id: u32, params: Vec<Value>, may_stream: bool) -> Result<Outcome> {
         let (stmt, text) =
             self.prepared.get(&id).map(|p| (p.statement.clone(), p.text.clone())).ok_or_else(|| {
                 SqlError::new(codes::ER_UNKNOWN_STMT_HANDLER, format!("Unknown prepared statement handler ({id}) given to mysqld_stmt_execute"))
             })?;
-        self.may_stream = true;
+        self.may_stream = may_stream;
         self.start_statement();
         let outcome = match stmt {
             // Counted, and its warnings kept or cleared, as a text statement's.

@@ -67,7 +67,8 @@ impl Session {
             let name = v.strip_prefix('@').ok_or_else(|| SqlError::parse(v))?.trim_matches('`').to_ascii_lowercase();
             params.push(self.info.user_vars.borrow().get(&name).cloned().unwrap_or(Value::Null));
         }
-        Box::pin(self.execute_prepared(id, params)).await
+        let may_stream = self.may_stream;
+        Box::pin(self.execute_prepared_streaming(id, params, may_stream)).await
     }
 
     /// `{DEALLOCATE | DROP} PREPARE name`.
