@@ -211,3 +211,30 @@ def test_bit_columns_hold_bits_and_send_bytes(conn, fresh_db):
     )
     assert errno(conn, "INSERT INTO b VALUES (5, 2, 0)") == 1406
     assert errno(conn, "INSERT INTO b VALUES (6, 0, 4096)") == 1406
+
+
+def test_explain_format_json_is_a_query_block_document(conn):
+    import json
+
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE e1 (id INT PRIMARY KEY, a INT, KEY ka (a))")
+        cur.execute("CREATE TABLE e2 (id INT PRIMARY KEY, b INT)")
+        for sql in ["SELECT * FROM e1 WHERE a = 2", "SELECT * FROM e1 JOIN e2 ON e2.id = e1.a"]:
+            cur.execute(f"EXPLAIN FORMAT=JSON {sql}")
+            assert [d[0] for d in cur.description] == ["EXPLAIN"]
+            assert "query_block" in json.loads(cur.fetchone()[0])
+        cur.execute("EXPLAIN FORMAT=TRADITIONAL SELECT * FROM e1")
+        assert cur.description[0][0] == "id"
+    assert errno(conn, "EXPLAIN FORMAT=XML SELECT 1") == 1791
+
+
+@pytest.mark.mysql8_only
+def test_explain_format_tree(conn):
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE e1 (id INT PRIMARY KEY, a INT)")
+        cur.execute("CREATE TABLE e2 (id INT PRIMARY KEY, b INT)")
+        cur.execute("EXPLAIN FORMAT=TREE SELECT * FROM e1 WHERE id = 1")
+        assert cur.fetchone()[0].startswith("-> ")
+        cur.execute("EXPLAIN FORMAT=TREE SELECT * FROM e1 JOIN e2 ON e2.id = e1.a")
+        tree = cur.fetchone()[0]
+    assert tree.startswith("-> Nested loop inner join") and tree.count("\n    -> ") == 2

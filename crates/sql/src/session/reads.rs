@@ -162,7 +162,17 @@ impl Session {
     }
 
     pub(super) async fn explain(&mut self, statement: &StatementText) -> Result<Outcome> {
-        let rest = statement.text.trim_start()[7..].trim_start();
+        let mut rest = statement.text.trim_start()[7..].trim_start();
+        // `FORMAT = TRADITIONAL | TREE | JSON`.
+        let mut format = crate::explain::Format::Traditional;
+        if rest.get(..6).is_some_and(|w| w.eq_ignore_ascii_case("FORMAT")) {
+            let after = rest[6..].trim_start().strip_prefix('=').ok_or_else(|| SqlError::parse(rest))?.trim_start();
+            let name_len = after.find(|c: char| !c.is_ascii_alphabetic()).unwrap_or(after.len());
+            let name = &after[..name_len];
+            format = crate::explain::Format::by_name(name)
+                .ok_or_else(|| SqlError::new(codes::ER_UNKNOWN_EXPLAIN_FORMAT, format!("Unknown EXPLAIN format name: '{name}'")))?;
+            rest = after[name_len..].trim_start();
+        }
         let first = rest.split(|c: char| c.is_whitespace() || c == '(').next().unwrap_or_default();
         // EXPLAIN of a query (SELECT, WITH, a parenthesised one); otherwise of a table, as DESCRIBE.
         if !(first.eq_ignore_ascii_case("SELECT") || first.eq_ignore_ascii_case("WITH") || rest.starts_with('(')) {
@@ -174,7 +184,7 @@ impl Session {
         let catalog = self.info.engine.catalog();
         let env = crate::show::statement_env(&catalog, ReadView::current(0), &[], 0, &self.info);
         let (plan, _) = query::plan_query(&env, q, &[])?;
-        Ok(Outcome::Rows(crate::explain::explain(&plan)))
+        Ok(Outcome::Rows(crate::explain::explain_as(&plan, format)))
     }
 
     /// `SELECT ... INTO @a, @b` in either of MySQL 8's places (the SQL parser takes only the

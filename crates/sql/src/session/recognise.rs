@@ -71,7 +71,7 @@ impl Session {
                         .map(Outcome::Rows),
                 )
             }
-            "EXPLAIN" if up(1) != "FORMAT" => Some(self.explain(statement).await),
+            "EXPLAIN" => Some(self.explain(statement).await),
             "KILL" => Some(self.kill(&words)),
             "FLUSH" => self.flush(sql),
             "CHECKSUM" if checksum::is_checksum_table(&upper) => Some(self.checksum_table(sql).await),
