@@ -477,21 +477,12 @@ impl Compiler {
                 let mut conditions = Vec::new();
                 for (condition, body) in branches {
                     let condition = self.expr(condition)?;
-                    let skip = self.emit(Instr::JumpIfNot { condition, to: 0 });
-                    conditions.push(skip);
-                    self.statements(body)?;
-                    ends.push(self.emit(Instr::Jump(0)));
-                    let here = self.pc();
-                    self.patch(skip, here);
+                    conditions.push(self.arm(condition, body, &mut ends)?);
                 }
                 if let Some(body) = otherwise {
                     self.statements(body)?;
                 }
-                let end = self.pc();
-                ends.into_iter().for_each(|j| self.patch(j, end));
-                conditions.into_iter().for_each(|c| {
-                    self.program.resume.insert(c, end);
-                });
+                self.end_arms(ends, conditions);
                 Ok(())
             }
             Stmt::Case { operand, whens, otherwise } => {
@@ -514,12 +505,7 @@ impl Compiler {
                         }
                         None => when,
                     };
-                    let skip = self.emit(Instr::JumpIfNot { condition, to: 0 });
-                    conditions.push(skip);
-                    self.statements(body)?;
-                    ends.push(self.emit(Instr::Jump(0)));
-                    let here = self.pc();
-                    self.patch(skip, here);
+                    conditions.push(self.arm(condition, body, &mut ends)?);
                 }
                 match otherwise {
                     Some(body) => self.statements(body)?,
@@ -531,11 +517,7 @@ impl Compiler {
                         });
                     }
                 }
-                let end = self.pc();
-                ends.into_iter().for_each(|j| self.patch(j, end));
-                conditions.into_iter().for_each(|c| {
-                    self.program.resume.insert(c, end);
-                });
+                self.end_arms(ends, conditions);
                 Ok(())
             }
             Stmt::Loop { label, body } => {
@@ -617,6 +599,27 @@ impl Compiler {
                 Ok(())
             }
             Stmt::Sql(sql) => self.sql(sql),
+        }
+    }
+
+    /// One arm of an IF or CASE: its condition's jump past it, its statements, and the jump
+    /// to the statement's end (pushed on `ends`). Answers the condition's instruction.
+    fn arm(&mut self, condition: Expr, body: &[Stmt], ends: &mut Vec<usize>) -> Result<usize> {
+        let skip = self.emit(Instr::JumpIfNot { condition, to: 0 });
+        self.statements(body)?;
+        ends.push(self.emit(Instr::Jump(0)));
+        let here = self.pc();
+        self.patch(skip, here);
+        Ok(skip)
+    }
+
+    /// The end of an IF or CASE: its arms' jumps land here, and a CONTINUE handler goes on
+    /// here after one of its `conditions` fails.
+    fn end_arms(&mut self, ends: Vec<usize>, conditions: Vec<usize>) {
+        let end = self.pc();
+        ends.into_iter().for_each(|j| self.patch(j, end));
+        for c in conditions {
+            self.program.resume.insert(c, end);
         }
     }
 
